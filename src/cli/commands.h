@@ -1,0 +1,15 @@
+#pragma once
+// One function per verb: each registers its subcommand on the root app and
+// sets a callback that stores the verb's exit code in `exitCode`.
+
+#include <CLI/CLI.hpp>
+
+namespace airlock::cli {
+
+/// `airlock run-image`: boot a rootfs and run one command (src/cli/run_image.cc).
+void addRunImageCommand(CLI::App& app, int& exitCode);
+
+/// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
+void addReviewCommand(CLI::App& app, int& exitCode);
+
+}  // namespace airlock::cli

@@ -1,0 +1,178 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "common/fd.h"
+
+extern char** environ;
+
+namespace airlock {
+namespace {
+
+std::vector<char*> toArgv(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  out.reserve(argv.size() + 1);
+  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int decodeStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+}  // namespace
+
+std::string findProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  for (const char* d : {"/usr/sbin", "/sbin"}) {
+    std::string candidate = std::string(d) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std::string& cwd) {
+  std::string program = findProgram(argv.at(0));
+  if (program.empty()) return fail("program '{}' not found on PATH; run scripts/setup to install it", argv[0]);
+  int outPipe[2], errPipe[2], execPipe[2];
+  if (pipe2(outPipe, O_CLOEXEC) || pipe2(errPipe, O_CLOEXEC) || pipe2(execPipe, O_CLOEXEC))
+    return fail("cannot create pipes for '{}': {}", argv[0], errnoText(errno));
+  auto args = toArgv(argv);
+  pid_t pid = fork();
+  if (pid < 0) return fail("cannot fork to run '{}': {}", argv[0], errnoText(errno));
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(outPipe[1], 1);
+    dup2(errPipe[1], 2);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
+      int e = errno;
+      (void)!write(execPipe[1], &e, sizeof e);
+      _exit(127);
+    }
+    execv(program.c_str(), args.data());
+    int e = errno;
+    (void)!write(execPipe[1], &e, sizeof e);
+    _exit(127);
+  }
+  Fd outRead(outPipe[0]), errRead(errPipe[0]), execRead(execPipe[0]);
+  close(outPipe[1]);
+  close(errPipe[1]);
+  close(execPipe[1]);
+  CommandOutput result;
+  pollfd fds[2] = {{outRead.get(), POLLIN, 0}, {errRead.get(), POLLIN, 0}};
+  std::string* sinks[2] = {&result.stdoutText, &result.stderrText};
+  int open = 2;
+  char buf[65536];
+  while (open > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int execErr = 0;
+  if (read(execRead.get(), &execErr, sizeof execErr) == sizeof execErr)
+    return fail("cannot run '{}': {}", argv[0], errnoText(execErr));
+  result.exitCode = decodeStatus(status);
+  return result;
+}
+
+Result<std::string> runChecked(const std::vector<std::string>& argv, const std::string& cwd) {
+  auto out = runCommand(argv, cwd);
+  if (!out) return std::unexpected(out.error());
+  if (out->exitCode != 0) {
+    std::string err = out->stderrText;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    auto nl = err.rfind('\n');
+    if (nl != std::string::npos) err = err.substr(nl + 1);
+    return fail("'{}' failed with exit code {}: {}", argv[0], out->exitCode, err.empty() ? "(no output)" : err);
+  }
+  return std::move(out->stdoutText);
+}
+
+Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  int execPipe[2];
+  if (pipe2(execPipe, O_CLOEXEC)) return fail("cannot create a pipe to start '{}': {}", argv[0], errnoText(errno));
+  auto openSink = [](const std::string& path) {
+    return path.empty() ? open("/dev/null", O_WRONLY | O_CLOEXEC)
+                        : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  };
+  Fd outFd(openSink(options.stdoutPath)), errFd(openSink(options.stderrPath));
+  if (!outFd || !errFd) return fail("cannot open the log file for '{}': {}", argv[0], errnoText(errno));
+  auto args = toArgv(argv);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return fail("cannot fork to start '{}': {}", argv[0], errnoText(errno));
+  if (pid == 0) {
+    auto bail = [&](int e) {
+      (void)!write(execPipe[1], &e, sizeof e);
+      _exit(127);
+    };
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) bail(errno);
+    if (getppid() != parent) _exit(127);
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(outFd.get(), 1);
+    dup2(errFd.get(), 2);
+    if (options.beforeExec) {
+      if (int e = options.beforeExec(); e != 0) bail(e);
+    }
+    // Close everything else but the exec-status pipe (it is O_CLOEXEC).
+    for (int fd = 3; fd < 1024; ++fd)
+      if (fd != execPipe[1]) close(fd);
+    execv(args[0], args.data());
+    bail(errno);
+  }
+  close(execPipe[1]);
+  Fd execRead(execPipe[0]);
+  int execErr = 0;
+  ssize_t n;
+  while ((n = read(execRead.get(), &execErr, sizeof execErr)) < 0 && errno == EINTR) {
+  }
+  if (n == sizeof execErr) {
+    waitpid(pid, nullptr, 0);
+    return fail("cannot start '{}': {}", argv[0], errnoText(execErr));
+  }
+  return pid;
+}
+
+}  // namespace airlock

@@ -1,0 +1,49 @@
+#pragma once
+// Running host programs: one-shot commands with captured output, and
+// long-lived children tied to airlock's lifetime (PR_SET_PDEATHSIG).
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace airlock {
+
+/// Result of a finished command: exit status and captured output.
+struct CommandOutput {
+  int exitCode = 0;     ///< exit code, or 128+signal when killed by a signal
+  std::string stdoutText;
+  std::string stderrText;
+};
+
+/// Runs argv[0] (PATH lookup) with argv, waits for it, and captures stdout and
+/// stderr. Fails only when the program cannot be started; a non-zero exit is
+/// reported in CommandOutput. `cwd` empty means the current directory.
+Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std::string& cwd = {});
+
+/// Like runCommand, but a non-zero exit is an error whose message names the
+/// command and quotes the last line of its stderr.
+Result<std::string> runChecked(const std::vector<std::string>& argv, const std::string& cwd = {});
+
+/// Options for a long-lived child process.
+struct SpawnOptions {
+  std::string stdoutPath;   ///< file to append stdout to; empty = /dev/null
+  std::string stderrPath;   ///< file to append stderr to; empty = /dev/null
+  /// Runs in the child after fork, before exec (async-signal-safe calls only).
+  /// Returns 0 or an errno value that aborts the spawn.
+  std::function<int()> beforeExec;
+};
+
+/// Starts argv[0] (absolute path) as a child that receives SIGKILL when the
+/// calling thread's process dies (PR_SET_PDEATHSIG), in its own process group,
+/// with all other file descriptors closed. Returns the pid.
+/// Call it from the main thread: PDEATHSIG fires when the forking thread exits.
+Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+/// Finds `name` on $PATH (or checks an absolute path). Empty when not found.
+std::string findProgram(const std::string& name);
+
+}  // namespace airlock
