@@ -12,4 +12,7 @@ void addRunImageCommand(CLI::App& app, int& exitCode);
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
 void addReviewCommand(CLI::App& app, int& exitCode);
 
+/// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
+void addJanitorCommand(CLI::App& app, int& exitCode);
+
 }  // namespace airlock::cli

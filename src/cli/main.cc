@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   airlock::cli::addRunImageCommand(app, exitCode);
   airlock::cli::addReviewCommand(app, exitCode);
+  airlock::cli::addJanitorCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,127 @@
+// `airlock run-image --rootfs DIR [options] -- CMD ARGS...`
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/attach.h"
+#include "cli/commands.h"
+#include "common/exit_codes.h"
+#include "vm/launcher.h"
+
+namespace airlock::cli {
+namespace {
+
+struct RunImageArgs {
+  std::string rootfs;
+  unsigned cpus = 1;
+  unsigned memory = 512;
+  std::vector<std::string> env;
+  std::string workspace;
+  std::string accel = "auto";
+  std::string tty = "auto";
+  std::string workdir;
+  unsigned user = 0;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+int runImage(const RunImageArgs& args) {
+  vm::AccelRequest accel;
+  if (!vm::parseAccel(args.accel, accel)) {
+    std::fprintf(stderr, "airlock: --accel must be auto, kvm or tcg (got '%s')\n", args.accel.c_str());
+    return exit_code::kUsage;
+  }
+  bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
+  protocol::ExecRequest request;
+  request.argv = args.command;
+  request.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                 args.user == 0 ? "HOME=/root" : "HOME=/home/agent"};
+  if (usePty) {
+    const char* term = std::getenv("TERM");
+    request.env.push_back(std::string("TERM=") + (term && *term ? term : "xterm-256color"));
+  }
+  for (const auto& e : args.env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      // -e NAME forwards the host's value, like docker run -e NAME.
+      const char* value = std::getenv(e.c_str());
+      if (eq == 0 || !value) {
+        std::fprintf(stderr, "airlock: -e %s: use NAME=VALUE, or NAME for a variable set in your environment\n",
+                     e.c_str());
+        return exit_code::kUsage;
+      }
+      request.env.push_back(e + "=" + value);
+    } else {
+      request.env.push_back(e);
+    }
+  }
+  request.uid = args.user;
+  request.gid = args.user;
+  request.cwd = !args.workdir.empty() ? args.workdir : (!args.workspace.empty() ? "/workspace" : "/");
+
+  vm::LaunchOptions options;
+  options.rootfsDir = args.rootfs;
+  options.cpus = args.cpus;
+  options.memoryMiB = args.memory;
+  options.workspaceDir = args.workspace;
+  options.accel = accel;
+  auto say = [quiet = args.quiet](const std::string& line) {
+    if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
+  };
+  options.progress = say;
+  options.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
+  auto machine = vm::Machine::launch(options);
+  if (!machine) {
+    std::fprintf(stderr, "airlock: %s\n", machine.error().message.c_str());
+    return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
+  }
+  auto code = attachCommand((*machine)->vm().control(), request, usePty);
+  std::string crash = (*machine)->vm().crashReason();
+  (*machine)->stop();
+  if (!code) {
+    std::fprintf(stderr, "airlock: %s%s\n", code.error().message.c_str(),
+                 crash.empty() ? "" : (" (" + crash + ")").c_str());
+    return code.error().code == 1 ? exit_code::kVmFailed : code.error().code;
+  }
+  return *code;
+}
+
+}  // namespace
+
+void addRunImageCommand(CLI::App& app, int& exitCode) {
+  auto args = std::make_shared<RunImageArgs>();
+  auto* cmd = app.add_subcommand("run-image", "Boot a root filesystem in a microVM and run one command in it");
+  cmd->footer(R"(The root directory is turned into a read-only erofs image (cached by content);
+writes inside the VM go to a scratch disk that is thrown away when the command exits.
+The command's exit code is airlock's (128+N when it was killed by signal N).
+
+Examples:
+  airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
+  airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
+  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)");
+  cmd->add_option("--rootfs", args->rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)")
+      ->required();
+  cmd->add_option("--cpus", args->cpus, "vCPUs")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--memory", args->memory, "Guest memory in MiB")->capture_default_str()->check(
+      CLI::Range(128, 65536));
+  cmd->add_option("-e,--env", args->env,
+                  "Environment variable for the command: NAME=VALUE, or NAME to pass the host's value. Values "
+                  "travel over the control channel, never on a command line");
+  cmd->add_option("-w,--workspace", args->workspace, "Host directory shared read-only at /workspace")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--workdir", args->workdir, "Working directory in the guest (default /workspace with -w, else /)");
+  cmd->add_option("--user", args->user, "uid (and gid) to run the command as")->capture_default_str();
+  cmd->add_option("--accel", args->accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")
+      ->capture_default_str();
+  cmd->add_option("--tty", args->tty, "Allocate a pty: auto (when stdin and stdout are terminals), always, never")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
+  cmd->add_option("command", args->command, "Command and arguments to run (after --)")->required();
+  cmd->callback([args, &exitCode] { exitCode = runImage(*args); });
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,52 @@
+#pragma once
+// airlock-init boot steps: early mounts, kernel modules, the root overlay and
+// the switch into it. Runs as PID 1 from the initramfs; libc only.
+
+#include <string>
+#include <vector>
+
+namespace airlock::guest {
+
+/// One virtio-fs share to mount: `tag` as exported by the host, at `path` in the guest.
+struct ShareMount {
+  std::string tag;
+  std::string path;
+  bool readOnly = true;
+};
+
+/// What the host asked for on the kernel command line (airlock.* parameters):
+///   airlock.root=SERIAL     virtio-blk serial of the erofs root image (default "root")
+///   airlock.scratch=SERIAL  virtio-blk serial of the ext4 scratch disk (default "scratch")
+///   airlock.share=TAG:PATH:ro|rw  a virtio-fs share (repeatable)
+///   airlock.probe=1         boot probe: power off as soon as init runs
+struct BootConfig {
+  std::string rootSerial = "root";
+  std::string scratchSerial = "scratch";
+  std::vector<ShareMount> shares;
+  bool probe = false;
+};
+
+/// Parses the kernel command line (contents of /proc/cmdline).
+BootConfig parseCmdline(const std::string& cmdline);
+
+/// Mounts /dev, /proc and /sys in the initramfs. Returns false with a message on failure.
+bool mountEarly(std::string& error);
+
+/// Loads the modules listed in /lib/modules/load-order (finit_module), in order.
+bool loadModules(std::string& error);
+
+/// Mounts the erofs root and the scratch disk, builds the root overlay at
+/// /newroot, mounts the shares and the API filesystems in it, and switches
+/// root into it (mount --move + chroot). After this, / is the overlay.
+bool switchToOverlayRoot(const BootConfig& config, std::string& error);
+
+/// Brings up the loopback interface and sets the hostname.
+void setupHost();
+
+/// Unmounts what can be unmounted, syncs, and powers the VM off. Never returns.
+[[noreturn]] void powerOff();
+
+/// Logs one line to the kernel console (/dev/kmsg, falling back to stderr).
+void logLine(const std::string& line);
+
+}  // namespace airlock::guest

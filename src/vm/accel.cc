@@ -1,0 +1,66 @@
+#include "vm/accel.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace airlock::vm {
+
+HostFacts probeHost() {
+  HostFacts facts;
+  int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+  facts.kvmDeviceUsable = fd >= 0;
+  if (fd >= 0) close(fd);
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::stringstream ss(line);
+    std::string flag;
+    while (ss >> flag) facts.cpuHasVirt |= flag == "vmx" || flag == "svm";
+    break;
+  }
+  facts.kvmPvmLoaded = access("/sys/module/kvm_pvm", F_OK) == 0;
+  return facts;
+}
+
+AccelChoice chooseAccel(AccelRequest request, const HostFacts& facts, const std::function<bool()>& bootProbe) {
+  if (request == AccelRequest::kKvm) return {Accel::kKvm, ""};
+  if (request == AccelRequest::kTcg) return {Accel::kTcg, ""};
+  const char* cost = "using QEMU's TCG emulation: boot and CPU-bound work are several times slower";
+  if (!facts.kvmDeviceUsable)
+    return {Accel::kTcg, std::string("/dev/kvm is missing or not accessible; ") + cost};
+  if (facts.kvmPvmLoaded && !facts.cpuHasVirt)
+    return {Accel::kTcg, std::string("/dev/kvm is kvm_pvm (software nested virtualization, no VT-x/AMD-V), "
+                                     "which cannot boot stock kernels; ") + cost};
+  if (!facts.cpuHasVirt)
+    return {Accel::kTcg, std::string("the CPU reports no VT-x/AMD-V (vmx/svm); ") + cost};
+  if (!bootProbe()) return {Accel::kTcg, std::string("a KVM test boot did not reach init; ") + cost};
+  return {Accel::kKvm, ""};
+}
+
+unsigned hostTscKhz() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon == std::string::npos) return 0;
+    double mhz = std::strtod(line.c_str() + colon + 1, nullptr);
+    return mhz > 0 && mhz < 100000 ? static_cast<unsigned>(mhz * 1000.0) : 0;
+  }
+  return 0;
+}
+
+bool parseAccel(const std::string& text, AccelRequest& out) {
+  if (text == "auto") out = AccelRequest::kAuto;
+  else if (text == "kvm") out = AccelRequest::kKvm;
+  else if (text == "tcg") out = AccelRequest::kTcg;
+  else return false;
+  return true;
+}
+
+}  // namespace airlock::vm

@@ -1,0 +1,202 @@
+#include "vm/control_channel.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace airlock::vm {
+
+using protocol::FrameType;
+
+Result<> RemoteCommand::writeStdin(std::string_view data) {
+  while (!data.empty()) {
+    size_t n;
+    {
+      std::unique_lock lock(channel_.mutex_);
+      channel_.changed_.wait(lock, [&] { return credit_ > 0 || exit_ || !channel_.closed_.empty(); });
+      if (exit_) return {};
+      if (!channel_.closed_.empty()) return fail("cannot send input: {}", channel_.closed_);
+      n = std::min<size_t>({data.size(), credit_, protocol::kMaxChunk});
+      credit_ -= static_cast<uint32_t>(n);
+    }
+    if (auto r = channel_.sendFrame(FrameType::kStdin, id_, data.substr(0, n)); !r) return r;
+    data.remove_prefix(n);
+  }
+  return {};
+}
+
+Result<> RemoteCommand::closeStdin() { return channel_.sendFrame(FrameType::kStdin, id_, {}); }
+
+Result<> RemoteCommand::resize(uint16_t rows, uint16_t cols) {
+  return channel_.sendFrame(FrameType::kResize, id_, protocol::encodeResize(rows, cols));
+}
+
+Result<> RemoteCommand::signal(int signo) {
+  return channel_.sendFrame(FrameType::kSignal, id_, protocol::encodeU32(static_cast<uint32_t>(signo)));
+}
+
+Result<protocol::ExitStatus> RemoteCommand::wait() {
+  std::unique_lock lock(channel_.mutex_);
+  channel_.changed_.wait(lock, [&] { return exit_ || !channel_.closed_.empty(); });
+  if (exit_) return *exit_;
+  return failWith(66, "the command's VM stopped before it finished: {}", channel_.closed_);
+}
+
+std::string RemoteCommand::startError() const {
+  std::lock_guard lock(channel_.mutex_);
+  return startError_;
+}
+
+ControlChannel::ControlChannel(Fd fd) : fd_(std::move(fd)) { reader_ = std::thread([this] { readerLoop(); }); }
+
+ControlChannel::~ControlChannel() {
+  ::shutdown(fd_.get(), SHUT_RDWR);
+  if (reader_.joinable()) reader_.join();
+}
+
+Result<std::unique_ptr<ControlChannel>> ControlChannel::connect(const std::string& socketPath,
+                                                                std::chrono::milliseconds timeout,
+                                                                const std::function<bool()>& alive) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socketPath.size() >= sizeof addr.sun_path) return fail("socket path {} is too long", socketPath);
+  std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return fail("cannot create a socket: {}", errnoText(errno));
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+      return std::unique_ptr<ControlChannel>(new ControlChannel(std::move(fd)));
+    int e = errno;
+    if (!alive()) return failWith(66, "QEMU exited before its control socket was ready");
+    if (std::chrono::steady_clock::now() > deadline)
+      return failWith(66, "cannot connect to the VM's control socket {}: {}", socketPath, errnoText(e));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Result<> ControlChannel::waitReady(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_for(lock, timeout, [&] { return ready_ || !closed_.empty(); }))
+    return failWith(66, "the guest did not come up within {} s", timeout.count() / 1000);
+  if (!ready_) return failWith(66, "the VM stopped during boot: {}", closed_);
+  return {};
+}
+
+Result<std::shared_ptr<RemoteCommand>> ControlChannel::exec(const protocol::ExecRequest& request,
+                                                            OutputHandlers handlers) {
+  std::string payload = protocol::encodeExec(request);
+  if (payload.size() > protocol::kMaxPayload)
+    return fail("the command's arguments and environment are larger than {} bytes", protocol::kMaxPayload);
+  std::shared_ptr<RemoteCommand> cmd;
+  {
+    std::lock_guard lock(mutex_);
+    if (!closed_.empty()) return failWith(66, "cannot start a command: {}", closed_);
+    uint32_t id = nextId_++;
+    cmd.reset(new RemoteCommand(*this, id, std::move(handlers)));
+    commands_[id] = cmd;
+  }
+  if (auto r = sendFrame(FrameType::kExec, cmd->id_, payload); !r) return std::unexpected(r.error());
+  return cmd;
+}
+
+Result<> ControlChannel::shutdown() { return sendFrame(FrameType::kShutdown, 0, {}); }
+
+std::string ControlChannel::closedReason() const {
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+Result<> ControlChannel::sendFrame(FrameType type, uint32_t channel, std::string_view payload) {
+  std::string frame = protocol::encodeFrame(type, channel, payload);
+  std::lock_guard lock(writeMutex_);
+  std::string_view left = frame;
+  while (!left.empty()) {
+    ssize_t n = ::send(fd_.get(), left.data(), left.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return failWith(66, "lost the VM's control channel: {}", errnoText(errno));
+    }
+    left.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+void ControlChannel::close(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  if (closed_.empty()) closed_ = reason;
+  changed_.notify_all();
+}
+
+void ControlChannel::readerLoop() {
+  // Signals belong to the thread that attaches the terminal, never to this one.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  protocol::FrameDecoder decoder;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+    if (n == 0) return close("the control channel closed (the VM powered off or QEMU exited)");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return close("reading the control channel failed: " + errnoText(errno));
+    }
+    auto ok = decoder.consume(std::string_view(buf, static_cast<size_t>(n)),
+                              [this](protocol::Frame&& frame) { dispatch(frame); });
+    if (!ok) {
+      ::shutdown(fd_.get(), SHUT_RDWR);
+      return close("the guest sent a malformed frame: " + ok.error());
+    }
+  }
+}
+
+void ControlChannel::dispatch(const protocol::Frame& frame) {
+  std::shared_ptr<RemoteCommand> cmd;
+  {
+    std::lock_guard lock(mutex_);
+    if (frame.type == FrameType::kHello) {
+      auto hello = protocol::decodeHello(frame.payload);
+      if (hello && hello->first == protocol::kVersion) ready_ = true;
+      changed_.notify_all();
+      return;
+    }
+    auto it = commands_.find(frame.channel);
+    if (it == commands_.end()) return;  // a late frame for a finished command
+    cmd = it->second;
+    switch (frame.type) {
+      case FrameType::kStdinAck:
+        if (auto n = protocol::decodeU32(frame.payload))
+          cmd->credit_ = std::min<uint64_t>(protocol::kStdinWindow, uint64_t{cmd->credit_} + *n);
+        changed_.notify_all();
+        return;
+      case FrameType::kError:
+        cmd->startError_ = frame.payload.substr(0, 4096);
+        return;
+      case FrameType::kExit:
+        if (auto status = protocol::decodeExit(frame.payload)) {
+          cmd->exit_ = *status;
+        } else {
+          cmd->exit_ = protocol::ExitStatus{false, 255};
+          cmd->startError_ = "the guest reported an invalid exit status: " + status.error();
+        }
+        commands_.erase(it);
+        changed_.notify_all();
+        return;
+      case FrameType::kStdout:
+      case FrameType::kStderr:
+        break;
+      default:
+        return;  // host-to-guest types coming back are ignored
+    }
+  }
+  const auto& handler = frame.type == FrameType::kStdout ? cmd->handlers_.onStdout : cmd->handlers_.onStderr;
+  if (handler && !frame.payload.empty()) handler(frame.payload);
+}
+
+}  // namespace airlock::vm

@@ -1,0 +1,143 @@
+#include "vm/launcher.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "common/sha256.h"
+#include "common/subprocess.h"
+#include "vm/boot_assets.h"
+#include "vm/rootfs_image.h"
+
+namespace airlock::vm {
+namespace {
+
+Result<> makeScratchDisk(const std::string& path, unsigned sizeMiB) {
+  Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd || ftruncate(fd.get(), off_t{sizeMiB} << 20) != 0)
+    return fail("cannot create the scratch disk {}: {}", path, errnoText(errno));
+  fd.reset();
+  auto out = runChecked({"mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-E",
+                         "lazy_itable_init=1,lazy_journal_init=1,nodiscard", "-L", "scratch", path});
+  if (!out) return failWith(exit_code::kHostNotReady, "cannot format the scratch disk: {}", out.error().message);
+  return {};
+}
+
+/// Boots the kernel under KVM with airlock.probe=1 and reports whether init
+/// was reached. The answer is cached per kernel under cacheDir()/accel.
+bool kvmBootProbe(const BootAssets& assets, const std::string& runDir) {
+  std::string cacheFile = cacheDir() + "/accel/kvm-probe-" + sha256Hex(assets.kernel + assets.kernelRelease);
+  if (auto cached = readFile(cacheFile)) return *cached == "ok";
+  VmConfig probe;
+  probe.accel = Accel::kKvm;
+  probe.kernel = assets.kernel;
+  probe.initramfs = assets.initramfs;
+  probe.extraCmdline = "airlock.probe=1";
+  probe.consoleLog = runDir + "/probe-console.log";
+  bool ok = false;
+  auto pid = spawnTied(buildQemuArgs(probe), {runDir + "/probe-qemu.log", runDir + "/probe-qemu.log", {}});
+  if (pid) {
+    int status = 0;
+    bool exited = false;
+    for (int i = 0; i < 2000 && !exited; ++i) {
+      exited = waitpid(*pid, &status, WNOHANG) == *pid;
+      if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!exited) {
+      kill(*pid, SIGKILL);
+      waitpid(*pid, nullptr, 0);
+    }
+    auto console = readFile(probe.consoleLog);
+    ok = console && console->find("boot probe reached init") != std::string::npos;
+  }
+  (void)makeDirs(cacheDir() + "/accel");
+  (void)writeFileAtomic(cacheFile, ok ? "ok" : "fail");
+  return ok;
+}
+
+}  // namespace
+
+Result<std::string> findInitBinary() {
+  if (const char* env = std::getenv("AIRLOCK_INIT"); env && *env) {
+    if (access(env, R_OK) != 0) return failWith(exit_code::kHostNotReady, "AIRLOCK_INIT={} is not readable", env);
+    return std::string(env);
+  }
+  for (const std::string& candidate : {selfDir() + "/airlock-init", selfDir() + "/../lib/airlock/airlock-init"})
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  return failWith(exit_code::kHostNotReady,
+                  "airlock-init not found next to {}; build it with scripts/build (target airlock-init)", selfDir());
+}
+
+Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
+  if (options.cpus < 1 || options.cpus > 64) return failWith(exit_code::kUsage, "--cpus must be between 1 and 64");
+  if (options.memoryMiB < 128 || options.memoryMiB > 65536)
+    return failWith(exit_code::kUsage, "--memory must be between 128 and 65536 MiB");
+  auto init = findInitBinary();
+  if (!init) return std::unexpected(init.error());
+  auto assets = ensureBootAssets(*init, options.progress);
+  if (!assets) return std::unexpected(assets.error());
+  auto image = ensureRootfsImage(options.rootfsDir, options.progress);
+  if (!image) {
+    Error e = image.error();
+    if (e.code == 1) e.code = exit_code::kImage;
+    return std::unexpected(e);
+  }
+  auto runDir = TempDir::create(stateDir() + "/vms", "vm-");
+  if (!runDir) return failWith(exit_code::kHostNotReady, "{}", runDir.error().message);
+  if (runDir->path().size() + 16 > 107)
+    return failWith(exit_code::kHostNotReady, "the state directory path {} is too long for unix sockets; set "
+                    "XDG_STATE_HOME to a shorter path", runDir->path());
+  std::string self = selfDir() + "/airlock";
+  auto janitor = Janitor::start(access(self.c_str(), X_OK) == 0 ? self : "/proc/self/exe");
+  if (!janitor) return std::unexpected(janitor.error());
+  janitor->watchDir(runDir->path());
+  std::unique_ptr<Machine> machine(new Machine(std::move(*runDir), std::move(*janitor)));
+  const std::string& dir = machine->runDir_.path();
+
+  VmConfig config;
+  config.cpus = options.cpus;
+  config.memoryMiB = options.memoryMiB;
+  config.kernel = assets->kernel;
+  config.initramfs = assets->initramfs;
+  AccelChoice accel = chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(*assets, dir); });
+  config.accel = accel.accel;
+  if (config.accel == Accel::kTcg) config.tscKhz = hostTscKhz();
+  if (!accel.warning.empty()) report(options.warn, accel.warning);
+  if (auto disk = makeScratchDisk(dir + "/scratch.ext4", options.scratchMiB); !disk)
+    return std::unexpected(disk.error());
+  config.disks.push_back({*image, "root", true, "raw"});
+  config.disks.push_back({dir + "/scratch.ext4", "scratch", false, "raw"});
+  if (!options.workspaceDir.empty()) {
+    struct stat st {};
+    if (stat(options.workspaceDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return failWith(exit_code::kUsage, "workspace {} is not a directory", options.workspaceDir);
+    char* real = realpath(options.workspaceDir.c_str(), nullptr);
+    std::string hostPath = real ? real : options.workspaceDir;
+    free(real);
+    config.shares.push_back({"workspace", hostPath, "/workspace", true, ""});
+  }
+  report(options.progress, accel.accel == Accel::kKvm ? "booting VM (KVM)" : "booting VM (TCG emulation)");
+  auto bootTimeout = accel.accel == Accel::kKvm ? std::chrono::seconds(30) : std::chrono::seconds(120);
+  auto vm = QemuVm::start(config, dir, machine->janitor_, bootTimeout);
+  if (!vm) return std::unexpected(vm.error());
+  machine->vm_ = std::move(*vm);
+  return machine;
+}
+
+void Machine::stop() {
+  if (vm_) vm_->stop();
+  vm_.reset();
+  (void)removeTree(runDir_.path());
+  janitor_.clear();
+}
+
+Machine::~Machine() { stop(); }
+
+}  // namespace airlock::vm

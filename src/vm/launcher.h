@@ -1,0 +1,51 @@
+#pragma once
+// Launching a VM for a user-facing verb: boot assets, root image, scratch
+// disk, accelerator choice, janitor, and the QemuVm itself, with every
+// temporary file in one run directory removed when the machine stops.
+
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "vm/accel.h"
+#include "vm/asset_cache.h"
+#include "vm/janitor.h"
+#include "vm/qemu_vm.h"
+
+namespace airlock::vm {
+
+struct LaunchOptions {
+  std::string rootfsDir;             ///< host directory turned into the erofs root
+  unsigned cpus = 1;                 ///< vCPUs (1-64)
+  unsigned memoryMiB = 512;          ///< guest RAM in MiB (128-65536)
+  std::string workspaceDir;          ///< shared read-only at /workspace when set
+  AccelRequest accel = AccelRequest::kAuto;
+  unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
+  ProgressFn progress;               ///< phase lines ("building root image ...")
+  ProgressFn warn;                   ///< one-line warnings (e.g. TCG fallback)
+};
+
+/// A booted VM plus everything it needs on the host.
+class Machine {
+ public:
+  /// Prepares assets and boots. Errors carry airlock exit codes
+  /// (kHostNotReady, kImage, kVmFailed) and say what to do.
+  static Result<std::unique_ptr<Machine>> launch(const LaunchOptions& options);
+  ~Machine();
+  QemuVm& vm() { return *vm_; }
+  /// Stops the VM, removes the run directory, releases the janitor.
+  void stop();
+
+ private:
+  Machine(TempDir runDir, Janitor janitor) : runDir_(std::move(runDir)), janitor_(std::move(janitor)) {}
+  TempDir runDir_;
+  Janitor janitor_;
+  std::unique_ptr<QemuVm> vm_;
+};
+
+/// Path of the airlock-init binary: $AIRLOCK_INIT, else next to the airlock
+/// executable, else <prefix>/lib/airlock/airlock-init.
+Result<std::string> findInitBinary();
+
+}  // namespace airlock::vm

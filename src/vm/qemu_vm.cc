@@ -1,0 +1,200 @@
+#include "vm/qemu_vm.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <deque>
+#include <fstream>
+#include <thread>
+
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "common/subprocess.h"
+#include "vm/qmp.h"
+
+namespace airlock::vm {
+namespace {
+
+constexpr const char* kVirtiofsd = "/usr/lib/qemu/virtiofsd";
+
+/// Waits until `path` exists (virtiofsd creates its socket after start-up).
+bool waitForPath(const std::string& path, pid_t owner, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    if (waitpid(owner, nullptr, WNOHANG) == owner) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+/// Starts virtiofsd for one share. For a read-only share it runs in a private
+/// mount namespace on a read-only bind mount of the directory, so the host
+/// kernel refuses every write whatever the guest sends.
+Result<pid_t> startVirtiofsd(const Share& share, const std::string& logPath) {
+  if (access(kVirtiofsd, X_OK) != 0)
+    return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-common)",
+                    kVirtiofsd);
+  std::vector<std::string> argv = {kVirtiofsd,         "--socket-path=" + share.socketPath,
+                                   "-o",               "source=" + share.hostPath,
+                                   "-o",               "cache=auto",
+                                   "-o",               "sandbox=namespace",
+                                   "--rlimit-nofile=0"};
+  SpawnOptions options;
+  options.stdoutPath = logPath;
+  options.stderrPath = logPath;
+  std::string dir = share.hostPath;
+  if (share.readOnly) {
+    options.beforeExec = [dir]() -> int {
+      if (unshare(CLONE_NEWNS) != 0) return errno;
+      if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+      if (mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+      if (mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return errno;
+      return 0;
+    };
+  }
+  auto pid = spawnTied(argv, options);
+  if (!pid) {
+    if (geteuid() != 0)
+      return failWith(exit_code::kHostNotReady, "cannot share {} with the VM: virtiofsd needs root; run airlock as root",
+                      share.hostPath);
+    return pid;
+  }
+  if (!waitForPath(share.socketPath, *pid, std::chrono::seconds(10))) {
+    kill(*pid, SIGKILL);
+    waitpid(*pid, nullptr, 0);
+    return failWith(exit_code::kHostNotReady, "virtiofsd for {} did not start; see {}", share.hostPath, logPath);
+  }
+  return *pid;
+}
+
+std::deque<std::string> lastLines(const std::string& path, size_t count) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > count) lines.pop_front();
+  }
+  return lines;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string& runDir, Janitor& janitor,
+                                              std::chrono::milliseconds bootTimeout) {
+  std::string qemu = findProgram(config.qemuBinary);
+  if (qemu.empty())
+    return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-x86)",
+                    config.qemuBinary);
+  config.qemuBinary = qemu;
+  std::unique_ptr<QemuVm> vm(new QemuVm());
+  for (size_t i = 0; i < config.shares.size(); ++i) {
+    auto& share = config.shares[i];
+    share.socketPath = runDir + "/fs" + std::to_string(i) + ".sock";
+    auto pid = startVirtiofsd(share, runDir + "/virtiofsd.log");
+    if (!pid) return std::unexpected(pid.error());
+    janitor.watchPid(*pid);
+    vm->helpers_.push_back(*pid);
+  }
+  config.ports.push_back({protocol::kPortName, runDir + "/control.sock"});
+  config.qmpSocket = runDir + "/qmp.sock";
+  if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
+  vm->config_ = config;
+  auto pid = spawnTied(buildQemuArgs(config), {runDir + "/qemu.log", runDir + "/qemu.log", {}});
+  if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);
+  vm->qemu_ = *pid;
+  janitor.watchPid(*pid);
+  auto alive = [raw = vm.get()] { return raw->running(); };
+  auto control = ControlChannel::connect(runDir + "/control.sock", std::chrono::seconds(30), alive);
+  if (!control) {
+    auto qemuLog = lastLines(runDir + "/qemu.log", 3);
+    std::string detail = qemuLog.empty() ? "" : " (QEMU said: " + qemuLog.back() + ")";
+    return failWith(exit_code::kVmFailed, "{}{}", control.error().message, detail);
+  }
+  vm->control_ = std::move(*control);
+  if (auto ready = vm->control_->waitReady(bootTimeout); !ready) {
+    std::string reason = vm->crashReason();
+    vm->stop();
+    return failWith(exit_code::kVmFailed, "the VM failed to boot: {}{}; console log: {}", ready.error().message,
+                    reason.empty() ? "" : " (" + reason + ")", vm->config_.consoleLog);
+  }
+  return vm;
+}
+
+bool QemuVm::running() {
+  if (qemu_ < 0 || qemuStatus_) return false;
+  int status = 0;
+  pid_t r = waitpid(qemu_, &status, WNOHANG);
+  if (r == qemu_) {
+    qemuStatus_ = status;
+    return false;
+  }
+  return r == 0;
+}
+
+bool QemuVm::waitExit(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void QemuVm::stop() {
+  if (running()) {
+    if (control_ && control_->closedReason().empty()) (void)control_->shutdown();
+    if (!waitExit(std::chrono::seconds(5))) {
+      (void)qmpExecute(config_.qmpSocket, "quit", std::chrono::seconds(1));
+      if (!waitExit(std::chrono::seconds(2))) {
+        kill(qemu_, SIGTERM);
+        if (!waitExit(std::chrono::seconds(2))) {
+          kill(qemu_, SIGKILL);
+          waitExit(std::chrono::seconds(5));
+        }
+      }
+    }
+  }
+  control_.reset();
+  reapHelpers();
+}
+
+void QemuVm::reapHelpers() {
+  for (pid_t pid : helpers_) {
+    // virtiofsd exits when QEMU closes its vhost-user socket; give it a moment.
+    bool reaped = false;
+    for (int i = 0; i < 100 && !reaped; ++i) {
+      reaped = waitpid(pid, nullptr, WNOHANG) == pid;
+      if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!reaped) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  helpers_.clear();
+}
+
+QemuVm::~QemuVm() { stop(); }
+
+std::string QemuVm::consoleTail(size_t lines) const {
+  std::string out;
+  for (const auto& line : lastLines(config_.consoleLog, lines)) out += line + "\n";
+  return out;
+}
+
+std::string QemuVm::crashReason() const {
+  for (const auto& line : lastLines(config_.consoleLog, 200)) {
+    if (line.find("Kernel panic") != std::string::npos) return "guest " + line.substr(line.find("Kernel panic"));
+    if (line.find("airlock-init: fatal:") != std::string::npos) return line.substr(line.find("airlock-init"));
+  }
+  return "";
+}
+
+}  // namespace airlock::vm

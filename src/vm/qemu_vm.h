@@ -1,0 +1,58 @@
+#pragma once
+// One running microVM: virtiofsd per share, QEMU with a QMP socket, and the
+// control channel to airlock-init. Every process is tied to airlock
+// (PR_SET_PDEATHSIG) and registered with the janitor, so nothing outlives
+// airlock, even when airlock is killed with SIGKILL.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "vm/control_channel.h"
+#include "vm/janitor.h"
+#include "vm/vm_config.h"
+
+namespace airlock::vm {
+
+class QemuVm {
+ public:
+  /// Starts the VM described by `config` (sockets and logs go in `runDir`,
+  /// which the caller owns) and waits until airlock-init says hello, at most
+  /// `bootTimeout`. Errors (exit code 66) quote the guest console when it
+  /// explains the failure (kernel panic, airlock-init fatal error).
+  static Result<std::unique_ptr<QemuVm>> start(VmConfig config, const std::string& runDir, Janitor& janitor,
+                                               std::chrono::milliseconds bootTimeout);
+  ~QemuVm();
+  QemuVm(const QemuVm&) = delete;
+  QemuVm& operator=(const QemuVm&) = delete;
+
+  ControlChannel& control() { return *control_; }
+  /// Stops the VM: shutdown frame (guest powers off), then QMP quit, then
+  /// SIGTERM, then SIGKILL, each after a grace period. Reaps every child.
+  void stop();
+  /// Whether the QEMU process is still running.
+  bool running();
+  pid_t qemuPid() const { return qemu_; }
+  /// The last lines of the guest console, for error messages.
+  std::string consoleTail(size_t lines = 20) const;
+  /// A one-line explanation of why the guest died, from the console (may be empty).
+  std::string crashReason() const;
+
+ private:
+  QemuVm() = default;
+  bool waitExit(std::chrono::milliseconds timeout);
+  void reapHelpers();
+
+  VmConfig config_;
+  pid_t qemu_ = -1;
+  std::optional<int> qemuStatus_;
+  std::vector<pid_t> helpers_;
+  std::unique_ptr<ControlChannel> control_;
+};
+
+}  // namespace airlock::vm

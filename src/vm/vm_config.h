@@ -1,0 +1,66 @@
+#pragma once
+// Typed description of one microVM, and the QEMU command line built from it.
+
+#include <string>
+#include <vector>
+
+namespace airlock::vm {
+
+enum class Accel { kKvm, kTcg };
+
+/// A virtio-blk disk. `serial` is how airlock-init finds it (/sys/block/vdX/serial).
+struct Disk {
+  std::string path;
+  std::string serial;
+  bool readOnly = true;
+  std::string format = "raw";
+};
+
+/// A host directory exported with virtiofsd over `socketPath`, mounted in the
+/// guest at `guestPath`. Read-only unless `readOnly` is false; the host enforces
+/// it (virtiofsd runs on a read-only bind mount), the guest mount is ro too.
+struct Share {
+  std::string tag;
+  std::string hostPath;
+  std::string guestPath;
+  bool readOnly = true;
+  std::string socketPath;
+};
+
+/// A virtio-serial port backed by a unix socket QEMU listens on.
+struct SerialPort {
+  std::string name;        ///< port name the guest sees (/sys/class/virtio-ports/*/name)
+  std::string socketPath;
+};
+
+struct VmConfig {
+  unsigned cpus = 1;              ///< vCPUs
+  unsigned memoryMiB = 512;       ///< guest RAM in MiB
+  Accel accel = Accel::kTcg;
+  std::string kernel;             ///< uncompressed vmlinux (PVH entry) or bzImage
+  std::string initramfs;
+  std::string extraCmdline;       ///< appended to the kernel command line
+  /// Under TCG the guest TSC ticks at the host's rate but the kernel cannot
+  /// calibrate it (the PIT calibration stalls, boot hangs): pass it in kHz
+  /// as tsc_early_khz. 0 = let the kernel calibrate (KVM).
+  unsigned tscKhz = 0;
+  std::vector<Disk> disks;
+  std::vector<Share> shares;
+  std::vector<SerialPort> ports;
+  std::string qmpSocket;          ///< QMP control socket path
+  std::string consoleLog;         ///< guest serial console (kernel log) goes here
+  std::string qemuBinary = "qemu-system-x86_64";
+};
+
+/// The full argv (argv[0] = qemuBinary) for `qemu-system-x86_64 -M microvm`.
+/// Facts behind the flags (measured on Debian's cloud kernel under TCG):
+/// keep ACPI and the RTC on (acpi=off breaks virtio-mmio discovery, rtc=off
+/// adds 2 s), pit=on (else the TSC calibration stalls under TCG),
+/// virtio-mmio.force-legacy=false (else virtiofsd panics), memfd shared
+/// memory so virtiofsd can map guest RAM.
+std::vector<std::string> buildQemuArgs(const VmConfig& config);
+
+/// The kernel command line buildQemuArgs passes (-append).
+std::string kernelCmdline(const VmConfig& config);
+
+}  // namespace airlock::vm

@@ -1,0 +1,301 @@
+#include "workspace/changeset.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "common/fd.h"
+#include "common/sha256.h"
+#include "workspace/relpath.h"
+#include "workspace/safe_fs.h"
+#include "workspace/snapshot.h"
+
+namespace airlock::workspace {
+namespace {
+
+constexpr std::string_view kWhiteout = ".wh.";
+constexpr std::string_view kOpaque = ".wh..wh..opq";
+
+struct ArchiveCloser {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
+
+TarEntryKind kindOf(archive_entry* e) {
+  if (archive_entry_hardlink(e)) return TarEntryKind::HardLink;
+  switch (archive_entry_filetype(e)) {
+    case AE_IFREG: return TarEntryKind::File;
+    case AE_IFDIR: return TarEntryKind::Dir;
+    case AE_IFLNK: return TarEntryKind::Symlink;
+    case AE_IFIFO: return TarEntryKind::Fifo;
+    case AE_IFSOCK: return TarEntryKind::Socket;
+    case AE_IFCHR: return TarEntryKind::CharDevice;
+    case AE_IFBLK: return TarEntryKind::BlockDevice;
+    default: return TarEntryKind::Unknown;
+  }
+}
+
+class TarReader {
+ public:
+  TarReader(archive* a, int stagingFd, const TarLimits& limits) : a_(a), stagingFd_(stagingFd), guard_(limits) {}
+
+  Result<ChangeSet::Map> run() {
+    for (;;) {
+      archive_entry* entry = nullptr;
+      int r = archive_read_next_header(a_, &entry);
+      if (r == ARCHIVE_EOF) break;
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return fail("the change set is not a valid tar stream after {} entries: {}", count_, errorText());
+      ++count_;
+      if (auto res = handle(entry); !res) return std::unexpected(res.error());
+    }
+    return std::move(map_);
+  }
+
+ private:
+  std::string errorText() const {
+    const char* s = archive_error_string(a_);
+    return s ? s : "unknown error";
+  }
+
+  Result<> handle(archive_entry* entry) {
+    const char* rawName = archive_entry_pathname(entry);
+    if (!rawName) return fail("entry {} of the change set has a name that cannot be decoded", count_);
+    TarEntryKind kind = kindOf(entry);
+    auto admitted = guard_.admit(rawName, kind);
+    if (!admitted) return std::unexpected(admitted.error());
+    std::string path = std::move(*admitted);
+    if (path.empty()) return {};  // the layer's root directory entry
+    std::string_view base = baseName(path);
+    if (base.starts_with(kWhiteout)) return whiteout(path, base, kind);
+    Change c;
+    c.mode = static_cast<uint32_t>(archive_entry_perm(entry)) & 07777;
+    switch (kind) {
+      case TarEntryKind::Dir: c.kind = Change::Kind::Dir; break;
+      case TarEntryKind::Symlink: {
+        c.kind = Change::Kind::Symlink;
+        const char* t = archive_entry_symlink(entry);
+        if (!t || !*t || std::string_view(t).size() > 4095)
+          return fail("symlink '{}' has an empty or overlong target", displayPath(path));
+        c.target = t;
+        break;
+      }
+      case TarEntryKind::HardLink: {
+        auto target = guard_.hardLinkTarget(archive_entry_hardlink(entry), path);
+        if (!target) return std::unexpected(target.error());
+        const Change& src = map_.at(*target);
+        c = src;
+        break;
+      }
+      default: {
+        c.kind = Change::Kind::File;
+        if (archive_entry_size_is_set(entry) && archive_entry_size(entry) < 0)
+          return fail("entry '{}' has a negative size", displayPath(path));
+        if (auto r = stage(path, c); !r) return std::unexpected(r.error());
+        break;
+      }
+    }
+    return add(path, std::move(c));
+  }
+
+  Result<> add(const std::string& path, Change c) {
+    EntryType type = c.kind == Change::Kind::Dir       ? EntryType::Dir
+                     : c.kind == Change::Kind::Symlink ? EntryType::Symlink
+                                                       : EntryType::File;
+    auto it = map_.find(path);
+    if (it != map_.end()) {
+      Change& old = it->second;
+      if (old.kind == Change::Kind::Whiteout) {
+        c.opaque = c.kind == Change::Kind::Dir;  // replaces the lower entry entirely
+      } else if (old.kind == Change::Kind::Dir && old.implied && c.kind == Change::Kind::Dir) {
+        c.opaque = old.opaque;
+      } else {
+        return fail("entry '{}' appears twice in the change set", displayPath(path));
+      }
+    }
+    guard_.note(path, type);
+    map_[path] = std::move(c);
+    return {};
+  }
+
+  Result<> whiteout(const std::string& path, std::string_view base, TarEntryKind kind) {
+    if (kind != TarEntryKind::File)
+      return fail("whiteout '{}' must be an empty regular file", displayPath(path));
+    std::string parent(parentPath(path));
+    if (base == kOpaque) {
+      auto it = map_.find(parent);
+      if (it == map_.end()) {
+        Change d;
+        d.kind = Change::Kind::Dir;
+        d.implied = true;
+        d.opaque = true;
+        if (!parent.empty()) guard_.note(parent, EntryType::Dir);
+        map_[parent] = std::move(d);
+      } else if (it->second.kind == Change::Kind::Dir) {
+        it->second.opaque = true;
+      } else {
+        return fail("opaque marker '{}' lies in '{}', which is not a directory", displayPath(path), displayPath(parent));
+      }
+      return {};
+    }
+    std::string_view name = base.substr(kWhiteout.size());
+    if (name.starts_with(kWhiteout))
+      return fail("entry '{}' is an unsupported whiteout meta file", displayPath(path));
+    if (name.empty() || name == "." || name == "..")
+      return fail("whiteout '{}' names no valid entry", displayPath(path));
+    std::string victim = parent.empty() ? std::string(name) : parent + "/" + std::string(name);
+    auto it = map_.find(victim);
+    if (it != map_.end()) {
+      if (it->second.kind == Change::Kind::Dir) it->second.opaque = true;
+      return {};
+    }
+    Change w;
+    w.kind = Change::Kind::Whiteout;
+    map_[victim] = std::move(w);
+    return {};
+  }
+
+  Result<> stage(const std::string& path, Change& c) {
+    c.staged = std::to_string(count_);
+    Fd out(::openat(stagingFd_, c.staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!out) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
+    Sha256 h;
+    uint64_t size = 0;
+    bool hole = false;
+    static thread_local char buf[1 << 16];
+    for (;;) {
+      la_ssize_t n = archive_read_data(a_, buf, sizeof buf);
+      if (n < 0) return fail("cannot read the content of entry '{}': {}", displayPath(path), errorText());
+      if (n == 0) break;
+      size += static_cast<uint64_t>(n);
+      if (auto r = guard_.account(path, size, static_cast<uint64_t>(n)); !r) return r;
+      std::string_view chunk(buf, static_cast<size_t>(n));
+      h.update(chunk);
+      if (chunk.find_first_not_of('\0') == std::string_view::npos) {
+        if (::lseek(out.get(), n, SEEK_CUR) < 0) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
+        hole = true;
+      } else {
+        if (!writeAll(out.get(), chunk)) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
+        hole = false;
+      }
+    }
+    if (hole && ::ftruncate(out.get(), static_cast<off_t>(size)) != 0)
+      return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
+    c.size = size;
+    c.sha256 = h.hex();
+    return {};
+  }
+
+  archive* a_;
+  int stagingFd_;
+  TarGuard guard_;
+  ChangeSet::Map map_;
+  uint64_t count_ = 0;
+};
+
+Result<Fd> makeStagingDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0)
+    return fail("cannot create staging directory {}: {}; choose a new session directory", dir, errnoText(errno));
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return fail("cannot open staging directory {}: {}", dir, errnoText(errno));
+  return fd;
+}
+
+Result<ChangeSet::Map> readArchive(archive* a, int stagingFd, const TarLimits& limits) {
+  TarReader reader(a, stagingFd, limits);
+  return reader.run();
+}
+
+}  // namespace
+
+Result<ChangeSet> ChangeSet::fromTar(int fd, const std::string& stagingDir, const TarLimits& limits) {
+  auto staging = makeStagingDir(stagingDir);
+  if (!staging) return std::unexpected(staging.error());
+  ArchivePtr a(archive_read_new());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_fd(a.get(), fd, 1 << 16) != ARCHIVE_OK)
+    return fail("cannot read the change set: {}", archive_error_string(a.get()) ? archive_error_string(a.get()) : "?");
+  auto map = readArchive(a.get(), staging->get(), limits);
+  if (!map) return std::unexpected(map.error());
+  ChangeSet cs;
+  cs.changes_ = std::move(*map);
+  cs.stagingDir_ = stagingDir;
+  return cs;
+}
+
+Result<ChangeSet> ChangeSet::fromTarBuffer(std::string_view data, const std::string& stagingDir, const TarLimits& limits) {
+  auto staging = makeStagingDir(stagingDir);
+  if (!staging) return std::unexpected(staging.error());
+  ArchivePtr a(archive_read_new());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
+    return fail("cannot read the change set: {}", archive_error_string(a.get()) ? archive_error_string(a.get()) : "?");
+  auto map = readArchive(a.get(), staging->get(), limits);
+  if (!map) return std::unexpected(map.error());
+  ChangeSet cs;
+  cs.changes_ = std::move(*map);
+  cs.stagingDir_ = stagingDir;
+  return cs;
+}
+
+Result<ChangeSet> ChangeSet::fromDirectories(const std::string& baseline, const std::string& after,
+                                             const std::string& stagingDir, const IgnoreRules& rules) {
+  auto before = scanTree(baseline, rules);
+  if (!before) return std::unexpected(before.error());
+  auto now = scanTree(after, rules);
+  if (!now) return std::unexpected(now.error());
+  auto staging = makeStagingDir(stagingDir);
+  if (!staging) return std::unexpected(staging.error());
+  Fd afterFd(::open(after.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!afterFd) return fail("cannot open {}: {}", after, errnoText(errno));
+  ChangeSet cs;
+  cs.stagingDir_ = stagingDir;
+  uint64_t n = 0;
+  const auto& old = before->manifest;
+  for (const auto& [path, e] : now->manifest.entries()) {
+    const ManifestEntry* b = old.find(path);
+    bool same = b && b->type == e.type && b->mode == e.mode && b->sha256 == e.sha256 && b->target == e.target;
+    if (same) continue;
+    Change c;
+    c.mode = e.mode;
+    if (e.type == EntryType::Dir) {
+      c.kind = Change::Kind::Dir;
+      c.opaque = b && b->type != EntryType::Dir;
+    } else if (e.type == EntryType::Symlink) {
+      c.kind = Change::Kind::Symlink;
+      c.target = e.target;
+    } else {
+      c.kind = Change::Kind::File;
+      c.staged = std::to_string(++n);
+      Fd src;
+      if (int err = openBeneath(afterFd.get(), path, O_RDONLY | O_NONBLOCK, 0, src))
+        return fail("cannot read '{}' in {}: {}", displayPath(path), after, errnoText(err));
+      Fd dst(::openat(staging->get(), c.staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+      if (!dst) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
+      bool ref = false;
+      auto h = copyAndHash(src.get(), dst.get(), true, ref, path);
+      if (!h) return std::unexpected(h.error());
+      if (*h != e.sha256) return fail("'{}' in {} changed while it was compared; retry", displayPath(path), after);
+      c.sha256 = *h;
+      c.size = e.size;
+    }
+    cs.changes_[path] = std::move(c);
+  }
+  for (const auto& [path, e] : old.entries()) {
+    if (now->manifest.find(path)) continue;
+    std::string parent(parentPath(path));
+    const ManifestEntry* p = parent.empty() ? nullptr : now->manifest.find(parent);
+    if (!parent.empty() && (!p || p->type != EntryType::Dir)) continue;  // covered by a higher change
+    Change w;
+    w.kind = Change::Kind::Whiteout;
+    cs.changes_[path] = std::move(w);
+  }
+  return cs;
+}
+
+}  // namespace airlock::workspace

@@ -1,0 +1,69 @@
+#pragma once
+// The agent's changes: the upper layer of the guest's workspace overlay, read
+// from an OCI layer tar (files, directories, symlinks, hard links; deletions
+// as ".wh.<name>" whiteouts, opaque directories as ".wh..wh..opq"). File
+// content is staged into a directory of the session (one file per entry,
+// named by number) and hashed while it is written; the stream is untrusted
+// and checked by TarGuard.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "workspace/ignore.h"
+#include "workspace/manifest.h"
+#include "workspace/tar_safety.h"
+
+namespace airlock::workspace {
+
+/// One path of the agent's upper layer: its final state.
+struct Change {
+  enum class Kind { File, Dir, Symlink, Whiteout };
+  Kind kind = Kind::File;
+  uint32_t mode = 0;     ///< permission bits as the agent set them (incl. setuid etc.)
+  uint64_t size = 0;     ///< content bytes (files)
+  std::string sha256;    ///< content digest (files)
+  std::string target;    ///< link target (symlinks)
+  std::string staged;    ///< file name of the content in the staging directory (files)
+  bool opaque = false;   ///< directory hides all baseline contents not listed again
+  bool implied = false;  ///< directory known only from an opaque marker (mode unknown)
+};
+
+/// Paths of the upper layer, ordered by path, plus the staging directory.
+class ChangeSet {
+ public:
+  using Map = std::map<std::string, Change, std::less<>>;
+
+  /// Reads an OCI layer tar from `fd` (uncompressed), staging file content
+  /// into `stagingDir` (created; its parent must exist). Fails, naming the
+  /// entry, on anything TarGuard refuses or on a malformed archive.
+  static Result<ChangeSet> fromTar(int fd, const std::string& stagingDir, const TarLimits& limits = {});
+
+  /// Same for a tar held in memory (tests, fuzzing).
+  static Result<ChangeSet> fromTarBuffer(std::string_view data, const std::string& stagingDir,
+                                         const TarLimits& limits = {});
+
+  /// The change set that turns directory `baseline` into directory `after`
+  /// (both scanned with `rules`): changed/added entries, and a whiteout for
+  /// each top-most removed entry. Content of `after` is staged into `stagingDir`.
+  static Result<ChangeSet> fromDirectories(const std::string& baseline, const std::string& after,
+                                           const std::string& stagingDir, const IgnoreRules& rules);
+
+  const Map& changes() const { return changes_; }
+  const std::string& stagingDir() const { return stagingDir_; }
+
+  /// Absolute path of a file change's staged content.
+  std::string stagedPath(const Change& c) const { return stagingDir_ + "/" + c.staged; }
+
+  /// Adds a change (used by the parsers and by tests building change sets by hand).
+  void put(std::string path, Change c) { changes_[std::move(path)] = std::move(c); }
+
+ private:
+  Map changes_;
+  std::string stagingDir_;
+};
+
+}  // namespace airlock::workspace

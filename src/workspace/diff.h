@@ -1,0 +1,98 @@
+#pragma once
+// The three-way diff: for every path the agent touched, compare the baseline
+// (the manifest at snapshot time), the agent's result (the change set) and
+// the live workspace now. A path the user changed on the host since the
+// snapshot is a conflict. Work is proportional to the number of changed
+// paths: only they (and baseline entries below deleted or opaque
+// directories) are inspected on disk.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "workspace/changeset.h"
+#include "workspace/ignore.h"
+#include "workspace/manifest.h"
+#include "workspace/safe_fs.h"
+
+namespace airlock::workspace {
+
+/// What the agent did to one path.
+enum class ChangeKind {
+  Added, Modified, ModeChanged, Deleted,
+  SymlinkAdded, SymlinkChanged, SymlinkRemoved,
+  TypeChanged, DirAdded, DirRemoved,
+};
+
+/// Short name for tables and JSON ("added", "mode changed", ...).
+const char* changeKindName(ChangeKind k);
+
+/// One path's state on one side of the diff.
+struct Side {
+  bool exists = false;
+  EntryType type = EntryType::File;
+  uint32_t mode = 0;    ///< permission bits
+  uint64_t size = 0;    ///< bytes (files)
+  std::string sha256;   ///< files
+  std::string target;   ///< symlinks
+};
+
+/// One reviewable change.
+struct DiffItem {
+  std::string path;
+  ChangeKind kind = ChangeKind::Added;
+  Side base, agent, live;
+  std::string staged;              ///< agent content in the staging dir (files)
+  bool conflict = false;           ///< live differs from baseline and from the agent's result
+  std::string conflictReason;      ///< one sentence when conflict
+  IgnoreVerdict excluded = IgnoreVerdict::Included;  ///< excluded paths are never flushed
+  bool binary = false;             ///< either side has a NUL byte in its first 8,000 bytes
+  bool tooLarge = false;           ///< a side exceeds the diff size cap: summary only
+  uint64_t linesAdded = 0, linesRemoved = 0;
+  bool specialBitsDropped = false; ///< the agent set setuid/setgid/sticky; they are stripped
+  bool linkEscapes = false;        ///< symlink target is absolute or climbs out of the workspace
+  bool heldBack = false;           ///< set by classifyItems(): runs code later, needs explicit review
+  bool buildEntry = false;         ///< set by classifyItems(): build entry point, flagged
+};
+
+/// The diff of a whole change set.
+struct DiffResult {
+  std::vector<DiffItem> items;   ///< ordered by path
+  size_t alreadyApplied = 0;     ///< changes the live workspace already has (nothing to do)
+};
+
+/// Computes and renders three-way diffs. Holds references only.
+class ThreeWayDiff {
+ public:
+  /// `workspaceFd`: the live workspace root; `baselineContentFd`: the snapshot
+  /// copy (for showing old content), or -1. `maxDiffBytes`: size cap per side.
+  ThreeWayDiff(const Manifest& baseline, const ChangeSet& changes, const IgnoreRules& rules, int workspaceFd,
+               int baselineContentFd = -1, uint64_t maxDiffBytes = 1 << 20)
+      : baseline_(baseline), changes_(changes), rules_(rules), workspaceFd_(workspaceFd),
+        baselineFd_(baselineContentFd), maxDiffBytes_(maxDiffBytes) {}
+
+  /// Builds the item list. Fails when the change set contradicts the baseline
+  /// (an entry below a baseline symlink or file that the change set keeps).
+  Result<DiffResult> run() const;
+
+  /// The unified diff (libgit2) or a one-paragraph summary for non-text
+  /// changes; `color` adds ANSI colors for a pager.
+  Result<std::string> patch(const DiffItem& item, bool color) const;
+
+ private:
+  Result<> fill(DiffItem& item) const;
+  Result<std::string> baseContent(const DiffItem& item) const;
+
+  const Manifest& baseline_;
+  const ChangeSet& changes_;
+  const IgnoreRules& rules_;
+  int workspaceFd_;
+  int baselineFd_;
+  uint64_t maxDiffBytes_;
+};
+
+/// The live state of `rel` as a diff Side (hashing regular files).
+Result<Side> liveSide(int workspaceFd, std::string_view rel);
+
+}  // namespace airlock::workspace

@@ -1,0 +1,84 @@
+#pragma once
+// The flush: applies accepted changes to the live workspace, crash-safely.
+//
+// Every change is a transition of one path from its baseline state ("pre")
+// to the agent's state ("post"). Before each transition the live path is
+// re-inspected and must still be "pre" (else: conflict, skipped, reported);
+// staged content must still hash to the reviewed digest. New content goes to
+// a temp file in the same directory, is fsynced and renamed into place; mode
+// bits are sanitized (no setuid/setgid/sticky); every path is resolved below
+// the workspace root without following symlinks.
+//
+// A journal in <session>/flush records the plan and each step (fsynced), and
+// backups of replaced file content; <stateDir>/flush/<workspace key> points
+// to it while a flush is in progress. An I/O error (e.g. disk full) rolls
+// back the steps already done; a crash leaves the journal for recoverFlush(),
+// which the next airlock invocation on that workspace runs.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "workspace/diff.h"
+
+namespace airlock::workspace {
+
+/// Fault injection for tests.
+struct FlushHooks {
+  /// Called after each completed step with the number of steps done so far
+  /// (a test may SIGKILL the process here).
+  std::function<void(size_t stepsDone)> afterStep;
+  /// Called before new content for `rel` is written; a non-zero errno value
+  /// makes that write fail as if the kernel had returned it (e.g. ENOSPC).
+  std::function<int(std::string_view rel)> writeFault;
+};
+
+/// Where a flush runs and keeps its records.
+struct FlushContext {
+  std::string workspace;   ///< the live workspace root
+  std::string sessionDir;  ///< journal and backups go to <sessionDir>/flush
+  std::string stateDir;    ///< in-progress pointers go to <stateDir>/flush
+  FlushHooks hooks;
+};
+
+/// The outcome for one item handed to flush().
+struct FlushItemResult {
+  enum class Status { Flushed, Conflict };
+  std::string path;
+  Status status = Status::Flushed;
+  std::string message;  ///< why, for conflicts
+};
+
+/// The outcome of a whole flush.
+struct FlushReport {
+  std::vector<FlushItemResult> items;
+  size_t flushed = 0;
+  size_t conflicts = 0;
+};
+
+/// Applies `accepted` (items with conflict or excluded set are refused as
+/// conflicts). Fails, with the workspace rolled back to how it was, on an I/O
+/// error; fails without touching anything when another flush on the same
+/// workspace is running or was interrupted (run recoverFlush() first).
+Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const FlushContext& ctx);
+
+/// What to do with an interrupted flush.
+enum class RecoveryMode { Complete, RollBack };
+
+/// What recoverFlush() did.
+struct RecoveryReport {
+  bool found = false;               ///< an interrupted flush existed
+  std::string sessionDir;           ///< its session
+  size_t applied = 0;               ///< steps completed now (Complete)
+  size_t undone = 0;                ///< steps rolled back (RollBack)
+  std::vector<std::string> notes;   ///< paths left alone because they changed meanwhile
+};
+
+/// Finds an interrupted flush into `workspace` (via `stateDir`) and completes
+/// or rolls it back; a no-op (found = false) when there is none.
+Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode);
+
+}  // namespace airlock::workspace

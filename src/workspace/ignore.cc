@@ -1,0 +1,254 @@
+#include "workspace/ignore.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/fd.h"
+#include "workspace/relpath.h"
+#include "workspace/safe_fs.h"
+
+namespace airlock::workspace {
+namespace {
+
+// Memoized recursive matcher; `failed` records (p, t) states known not to match.
+class Matcher {
+ public:
+  Matcher(std::string_view p, std::string_view t) : p_(p), t_(t) {}
+  bool run() { return step(0, 0); }
+
+ private:
+  // Memoized entry for the branches a '*' opens; the table is allocated on
+  // the first star only, so literal patterns cost no allocation.
+  bool match(size_t p, size_t t) {
+    size_t cells = (p_.size() + 1) * (t_.size() + 1);
+    if (failed_.empty()) failed_.assign(cells, 0);
+    uint8_t& memo = failed_[p * (t_.size() + 1) + t];
+    if (memo) return false;
+    bool ok = step(p, t);
+    if (!ok) failed_[p * (t_.size() + 1) + t] = 1;
+    return ok;
+  }
+
+  bool step(size_t p, size_t t) {
+    while (p < p_.size()) {
+      char c = p_[p];
+      if (c == '*') {
+        size_t q = p;
+        while (q < p_.size() && p_[q] == '*') ++q;
+        bool doubleStar = q - p >= 2;
+        bool startOk = p == 0 || p_[p - 1] == '/';
+        bool endOk = q == p_.size() || p_[q] == '/';
+        if (doubleStar && startOk && endOk) {
+          if (q == p_.size()) return true;
+          // "**/": zero or more whole directories.
+          for (size_t s = t;;) {
+            if (match(q + 1, s)) return true;
+            size_t slash = t_.find('/', s);
+            if (slash == std::string_view::npos) return false;
+            s = slash + 1;
+          }
+        }
+        for (size_t s = t;; ++s) {
+          if (match(q, s)) return true;
+          if (s == t_.size() || t_[s] == '/') return false;
+        }
+      }
+      if (t == t_.size()) return false;
+      if (c == '?') {
+        if (t_[t] == '/') return false;
+        ++p, ++t;
+      } else if (c == '[') {
+        size_t end = 0;
+        int r = matchClass(p, t_[t], end);
+        if (r < 0) {  // no closing ']': a literal '['
+          if (t_[t] != '[') return false;
+          ++p, ++t;
+        } else {
+          if (r == 0 || t_[t] == '/') return false;
+          p = end, ++t;
+        }
+      } else if (c == '\\') {
+        if (p + 1 == p_.size()) return false;
+        if (t_[t] != p_[p + 1]) return false;
+        p += 2, ++t;
+      } else {
+        if (t_[t] != c) return false;
+        ++p, ++t;
+      }
+    }
+    return t == t_.size();
+  }
+
+  // Returns 1 match, 0 no match, -1 unterminated class; `end` = index after ']'.
+  int matchClass(size_t p, char ch, size_t& end) {
+    size_t i = p + 1;
+    bool negate = false;
+    if (i < p_.size() && (p_[i] == '!' || p_[i] == '^')) negate = true, ++i;
+    bool matched = false;
+    bool first = true;
+    while (i < p_.size() && (first || p_[i] != ']')) {
+      first = false;
+      unsigned char lo = static_cast<unsigned char>(p_[i]);
+      if (p_[i] == '\\' && i + 1 < p_.size()) lo = static_cast<unsigned char>(p_[++i]);
+      ++i;
+      unsigned char hi = lo;
+      if (i + 1 < p_.size() && p_[i] == '-' && p_[i + 1] != ']') {
+        hi = static_cast<unsigned char>(p_[i + 1]);
+        if (p_[i + 1] == '\\' && i + 2 < p_.size()) hi = static_cast<unsigned char>(p_[++i + 1]);
+        i += 2;
+      }
+      auto u = static_cast<unsigned char>(ch);
+      if (u >= lo && u <= hi) matched = true;
+    }
+    if (i >= p_.size()) return -1;
+    end = i + 1;
+    return matched != negate ? 1 : 0;
+  }
+
+  std::string_view p_, t_;
+  std::vector<uint8_t> failed_;
+};
+
+bool patternMatches(const IgnorePattern& pat, std::string_view rel, bool isDir) {
+  if (pat.dirOnly && !isDir) return false;
+  return globMatch(pat.glob, pat.anchored ? rel : baseName(rel));
+}
+
+std::vector<IgnorePattern> compile(const std::vector<std::string>& lines) {
+  std::vector<IgnorePattern> out;
+  for (const auto& l : lines) {
+    IgnorePattern p;
+    if (!parseIgnoreLine(l, p)) continue;
+    p.dirOnly = false;  // a secret name is excluded whatever its type
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+const std::vector<IgnorePattern>& builtin() {
+  static const std::vector<IgnorePattern> all = [] {
+    auto v = compile(IgnoreRules::secretPatterns());
+    auto c = compile(IgnoreRules::configPatterns());
+    v.insert(v.end(), c.begin(), c.end());
+    return v;
+  }();
+  return all;
+}
+
+}  // namespace
+
+bool globMatch(std::string_view glob, std::string_view text) { return Matcher(glob, text).run(); }
+
+bool parseIgnoreLine(std::string_view line, IgnorePattern& out) {
+  out = IgnorePattern{};
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.empty() || line.front() == '#') return false;
+  // Drop unescaped trailing spaces.
+  while (!line.empty() && line.back() == ' ') {
+    size_t backslashes = 0;
+    for (size_t i = line.size() - 1; i > 0 && line[i - 1] == '\\'; --i) ++backslashes;
+    if (backslashes % 2 == 1) break;
+    line.remove_suffix(1);
+  }
+  if (line.empty()) return false;
+  if (line.front() == '!') {
+    out.negate = true;
+    line.remove_prefix(1);
+  }
+  if (!line.empty() && line.back() == '/') {
+    out.dirOnly = true;
+    while (!line.empty() && line.back() == '/') line.remove_suffix(1);
+  }
+  if (line.find('/') != std::string_view::npos) out.anchored = true;
+  while (!line.empty() && line.front() == '/') line.remove_prefix(1);
+  if (line.empty() || line.size() > 4096) return false;
+  out.glob = std::string(line);
+  return true;
+}
+
+const std::vector<std::string>& IgnoreRules::secretPatterns() {
+  static const std::vector<std::string> v = {
+      ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.truststore",
+      "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*", ".ssh/", ".aws/", ".gcp/", ".gcloud/", ".azure/",
+      "**/.config/gcloud/", "**/.config/gh/hosts.yml", "credentials.json", ".git-credentials", ".netrc",
+      "_netrc", ".npmrc", ".yarnrc.yml", ".pypirc", "**/.docker/config.json", "**/.kube/config", ".gnupg/",
+      ".pgpass", ".vault-token", "*.tfstate*", "*.tfvars", ".terraform/", "age-key.txt", "*.age",
+  };
+  return v;
+}
+
+const std::vector<std::string>& IgnoreRules::configPatterns() {
+  static const std::vector<std::string> v = {".airlock.yaml", ".airlock.yml", ".airlockignore"};
+  return v;
+}
+
+void IgnoreRules::addLines(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    addPattern(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+}
+
+void IgnoreRules::addPattern(std::string_view line) {
+  IgnorePattern p;
+  if (!parseIgnoreLine(line, p)) return;
+  user_.push_back(std::move(p));
+  userText_.append(line);
+  userText_.push_back('\n');
+}
+
+Result<> IgnoreRules::loadFile(int rootFd) {
+  Fd fd;
+  int err = openBeneath(rootFd, ".airlockignore", O_RDONLY | O_NONBLOCK, 0, fd);
+  if (err == ENOENT) return {};
+  if (err != 0) return fail("cannot read .airlockignore: {}; make it a regular file or remove it", errnoText(err));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+    return fail(".airlockignore is not a regular file under 1 MiB; fix or remove it");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  ssize_t n = readFull(fd.get(), text.data(), text.size());
+  if (n < 0) return fail("cannot read .airlockignore: {}", errnoText(errno));
+  text.resize(static_cast<size_t>(n));
+  addLines(text);
+  return {};
+}
+
+namespace {
+
+bool isSecret(std::string_view rel, bool isDir) {
+  for (const auto& p : builtin())
+    if (patternMatches(p, rel, isDir)) return true;
+  return false;
+}
+
+}  // namespace
+
+IgnoreVerdict IgnoreRules::matchEntry(std::string_view rel, bool isDir) const {
+  if (isSecret(rel, isDir)) return IgnoreVerdict::Secret;
+  bool ignored = false;
+  for (const auto& p : user_)
+    if (patternMatches(p, rel, isDir)) ignored = !p.negate;
+  return ignored ? IgnoreVerdict::Ignored : IgnoreVerdict::Included;
+}
+
+IgnoreVerdict IgnoreRules::match(std::string_view rel, bool isDir) const {
+  // Secrets first, on every ancestor and the path itself, so a secret is
+  // reported as a secret even below a directory the user ignores.
+  std::vector<size_t> slashes;
+  for (size_t i = 0; i < rel.size(); ++i)
+    if (rel[i] == '/') slashes.push_back(i);
+  for (size_t s : slashes)
+    if (isSecret(rel.substr(0, s), true)) return IgnoreVerdict::Secret;
+  if (isSecret(rel, isDir)) return IgnoreVerdict::Secret;
+  for (size_t s : slashes)
+    if (matchEntry(rel.substr(0, s), true) != IgnoreVerdict::Included) return IgnoreVerdict::Ignored;
+  return matchEntry(rel, isDir);
+}
+
+}  // namespace airlock::workspace

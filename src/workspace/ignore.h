@@ -1,0 +1,75 @@
+#pragma once
+// Which workspace paths airlock leaves alone: never copied into the snapshot,
+// never touched by a flush. Three sources, checked in this order:
+//  1. the built-in secret patterns (cannot be negated by anything),
+//  2. airlock's own config files (.airlock.yaml, .airlockignore; same rule),
+//  3. user patterns: `.airlockignore` at the workspace root, then --exclude
+//     flags, in gitignore syntax (last match wins, '!' re-includes).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace airlock::workspace {
+
+/// One compiled gitignore-style pattern.
+struct IgnorePattern {
+  std::string glob;      ///< pattern text with escapes kept, no leading '/' or trailing '/'
+  bool negate = false;   ///< '!' prefix: re-include
+  bool dirOnly = false;  ///< trailing '/': matches directories only
+  bool anchored = false; ///< contains '/': matched against the whole relative path
+};
+
+/// Matches `text` against a gitignore glob: '*' and '?' stop at '/', "[a-z]"
+/// classes ('!' or '^' negates), '\' escapes, "**/" = zero or more
+/// directories, "/**" = everything inside, any other "**" = '*'.
+/// Runs in O(|glob| * |text|) time however hostile the inputs.
+bool globMatch(std::string_view glob, std::string_view text);
+
+/// Parses one line of gitignore syntax. Returns false for blank lines and
+/// comments. Trailing spaces are dropped unless escaped ("\ ").
+bool parseIgnoreLine(std::string_view line, IgnorePattern& out);
+
+/// The verdict for one path.
+enum class IgnoreVerdict {
+  Included,  ///< part of the workspace
+  Ignored,   ///< excluded by .airlockignore or --exclude
+  Secret,    ///< a secret or an airlock config file: excluded, cannot be negated
+};
+
+/// The complete rule set for one workspace.
+class IgnoreRules {
+ public:
+  /// The built-in secret patterns, in gitignore syntax (listed in README.md).
+  static const std::vector<std::string>& secretPatterns();
+  /// airlock's own config file names, excluded everywhere like secrets.
+  static const std::vector<std::string>& configPatterns();
+
+  /// Adds every line of `text` (gitignore syntax) as user patterns.
+  void addLines(std::string_view text);
+
+  /// Adds one user pattern (e.g. from --exclude).
+  void addPattern(std::string_view line);
+
+  /// Reads `.airlockignore` at the root of the directory `rootFd`, if present
+  /// (never through a symlink). Fails when it exists but cannot be read.
+  Result<> loadFile(int rootFd);
+
+  /// Verdict for `rel`, checking every ancestor directory too: a path below an
+  /// excluded directory is excluded (it cannot be re-included, as in git).
+  IgnoreVerdict match(std::string_view rel, bool isDir) const;
+
+  /// Verdict for `rel` alone, for tree walks that already checked its parents.
+  IgnoreVerdict matchEntry(std::string_view rel, bool isDir) const;
+
+  /// The user pattern lines, one per line, to keep in the session directory.
+  const std::string& userText() const { return userText_; }
+
+ private:
+  std::vector<IgnorePattern> user_;
+  std::string userText_;
+};
+
+}  // namespace airlock::workspace

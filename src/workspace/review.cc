@@ -1,0 +1,228 @@
+#include "workspace/review.h"
+
+#include <signal.h>
+#include <stdio.h>
+
+#include <cstdlib>
+
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "workspace/relpath.h"
+
+namespace airlock::workspace {
+namespace {
+
+const IgnoreRules& heldBackRules() {
+  static const IgnoreRules rules = [] {
+    IgnoreRules r;
+    r.addLines(
+        "**/.git/config\n**/.git/hooks\n**/.git/modules\n.husky\n.pre-commit-config.yaml\n.github/workflows\n"
+        ".gitlab-ci.yml\n.gitlab\n.circleci\n.travis.yml\n.devcontainer\n.vscode/tasks.json\n"
+        ".vscode/launch.json\n.envrc\n.gitmodules\n.gitattributes\n.claude/settings*.json\n.airlock.yaml\n"
+        ".airlock.yml\n.airlockignore\n");
+    return r;
+  }();
+  return rules;
+}
+
+const IgnoreRules& buildEntryRules() {
+  static const IgnoreRules rules = [] {
+    IgnoreRules r;
+    r.addLines("Makefile\nmakefile\nGNUmakefile\nJustfile\njustfile\n.justfile\nTaskfile.y*ml\nTaskfile.dist.y*ml\n"
+               "package.json\npyproject.toml\nsetup.py\nJenkinsfile\n");
+    return r;
+  }();
+  return rules;
+}
+
+std::string linesText(const DiffItem& it) {
+  if (it.conflict) return "conflict";
+  if (it.binary) return "binary";
+  if (it.tooLarge) return "large";
+  bool files = (it.base.exists && it.base.type == EntryType::File) || (it.agent.exists && it.agent.type == EntryType::File);
+  if (!files) return "";
+  return fmt::format("+{} -{}", it.linesAdded, it.linesRemoved);
+}
+
+std::string flagsText(const DiffItem& it) {
+  std::string f;
+  auto add = [&](std::string_view s) {
+    if (!f.empty()) f += ", ";
+    f += s;
+  };
+  if (it.excluded == IgnoreVerdict::Secret) add("secret/config: never flushed");
+  if (it.excluded == IgnoreVerdict::Ignored) add("ignored: never flushed");
+  if (it.heldBack) add("held back");
+  if (it.buildEntry) add("build entry point");
+  if (it.specialBitsDropped) add("setuid/setgid/sticky stripped");
+  if (it.linkEscapes) add("link points outside");
+  return f.empty() ? f : "[" + f + "]";
+}
+
+Decision automatic(const DiffItem& it) {
+  if (it.excluded != IgnoreVerdict::Included) return Decision::Excluded;
+  if (it.conflict) return Decision::Conflict;
+  return Decision::Accepted;
+}
+
+constexpr std::string_view kHelp =
+    "  a = accept   r = reject   d = show diff   A = accept all remaining (held-back stay pending)\n"
+    "  R = reject all remaining   q = quit (reject the rest)   ? = this help\n";
+
+}  // namespace
+
+Result<ReviewMode> parseReviewMode(std::string_view text) {
+  if (text == "interactive") return ReviewMode::Interactive;
+  if (text == "auto") return ReviewMode::Auto;
+  if (text == "all") return ReviewMode::All;
+  if (text == "none") return ReviewMode::None;
+  return failWith(exit_code::kUsage, "unknown review mode '{}'; use interactive, auto, all or none", text);
+}
+
+const char* decisionName(Decision d) {
+  switch (d) {
+    case Decision::Accepted: return "accepted";
+    case Decision::Rejected: return "rejected";
+    case Decision::HeldBack: return "held back";
+    case Decision::Conflict: return "conflict";
+    case Decision::Excluded: return "excluded";
+  }
+  return "?";
+}
+
+bool isHeldBackPath(std::string_view rel) { return heldBackRules().match(rel, false) != IgnoreVerdict::Included; }
+
+bool isBuildEntryPath(std::string_view rel) {
+  return buildEntryRules().matchEntry(rel, false) == IgnoreVerdict::Ignored;
+}
+
+void classifyItems(std::vector<DiffItem>& items) {
+  for (auto& it : items) {
+    it.heldBack = isHeldBackPath(it.path);
+    it.buildEntry = isBuildEntryPath(it.path);
+    if (it.buildEntry && baseName(it.path) == "package.json") {
+      auto text = it.staged.empty() ? Result<std::string>(std::string()) : readFile(it.staged, 8 << 20);
+      it.buildEntry = text && text->find("\"scripts\"") != std::string::npos;
+    }
+  }
+}
+
+std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<Decision>* decisions) {
+  std::string out = fmt::format("{:>4}  {:<16} {:<10} {}{}\n", "#", "kind", "+/-", decisions ? "decision    " : "", "path");
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& it = items[i];
+    std::string dec = decisions ? fmt::format("{:<12}", decisionName((*decisions)[i])) : "";
+    std::string flags = flagsText(it);
+    out += fmt::format("{:>4}  {:<16} {:<10} {}{}{}{}\n", i + 1, changeKindName(it.kind), linesText(it), dec,
+                       displayPath(it.path), flags.empty() ? "" : "  ", flags);
+  }
+  return out;
+}
+
+void StdioTerminal::print(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+std::optional<std::string> StdioTerminal::readLine() {
+  std::string line;
+  int c;
+  while ((c = std::fgetc(stdin)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+  if (c == EOF && line.empty()) return std::nullopt;
+  return line;
+}
+
+void StdioTerminal::page(const std::string& text) {
+  const char* env = std::getenv("PAGER");
+  std::string pager = env && *env ? env : "less -R";
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old);  // the user may quit the pager early
+  std::fflush(stdout);
+  FILE* p = ::popen(pager.c_str(), "w");
+  if (!p) {
+    print(text);
+  } else {
+    std::fwrite(text.data(), 1, text.size(), p);
+    ::pclose(p);
+  }
+  ::sigaction(SIGPIPE, &old, nullptr);
+}
+
+Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewMode mode, const ThreeWayDiff& diff,
+                                     ReviewTerminal* term, bool haveTty) {
+  std::vector<Decision> out(items.size(), Decision::Rejected);
+  if (mode == ReviewMode::Interactive && (!haveTty || !term))
+    return failWith(exit_code::kUsage,
+                    "interactive review needs a terminal on stdin; pass --review=auto (accept all but held-back "
+                    "paths) or --review=none (keep every change in the session, flush nothing)");
+  for (size_t i = 0; i < items.size(); ++i) {
+    Decision d = automatic(items[i]);
+    if (d != Decision::Accepted) {
+      out[i] = d;
+      continue;
+    }
+    switch (mode) {
+      case ReviewMode::Auto: out[i] = items[i].heldBack ? Decision::HeldBack : Decision::Accepted; break;
+      case ReviewMode::All: out[i] = Decision::Accepted; break;
+      case ReviewMode::None: out[i] = Decision::Rejected; break;
+      case ReviewMode::Interactive: out[i] = Decision::Rejected; break;
+    }
+  }
+  if (mode != ReviewMode::Interactive) return out;
+
+  term->print(summaryTable(items));
+  enum class Rest { Ask, AcceptAll, RejectAll } rest = Rest::Ask;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const DiffItem& it = items[i];
+    if (automatic(it) != Decision::Accepted) {
+      term->print(fmt::format("[{}/{}] {} {}: {}\n", i + 1, items.size(), changeKindName(it.kind),
+                              displayPath(it.path), decisionName(automatic(it))));
+      continue;
+    }
+    if (rest == Rest::AcceptAll) {
+      out[i] = it.heldBack ? Decision::HeldBack : Decision::Accepted;
+      continue;
+    }
+    if (rest == Rest::RejectAll) {
+      out[i] = Decision::Rejected;
+      continue;
+    }
+    for (;;) {
+      std::string flags = flagsText(it);
+      term->print(fmt::format("[{}/{}] {} {} {}{}{}\n  accept? [a,r,d,A,R,q,?] ", i + 1, items.size(),
+                              changeKindName(it.kind), displayPath(it.path), linesText(it), flags.empty() ? "" : " ",
+                              flags));
+      auto line = term->readLine();
+      if (!line) {
+        rest = Rest::RejectAll;
+        out[i] = Decision::Rejected;
+        break;
+      }
+      std::string_view ans = *line;
+      while (!ans.empty() && (ans.back() == ' ' || ans.back() == '\r')) ans.remove_suffix(1);
+      if (ans == "a" || ans == "y") {
+        out[i] = Decision::Accepted;
+      } else if (ans == "r" || ans == "n") {
+        out[i] = it.heldBack ? Decision::HeldBack : Decision::Rejected;
+      } else if (ans == "d") {
+        auto p = diff.patch(it, true);
+        term->page(p ? *p : p.error().message + "\n");
+        continue;
+      } else if (ans == "A") {
+        rest = Rest::AcceptAll;
+        out[i] = it.heldBack ? Decision::HeldBack : Decision::Accepted;
+      } else if (ans == "R" || ans == "q") {
+        rest = Rest::RejectAll;
+        out[i] = it.heldBack ? Decision::HeldBack : Decision::Rejected;
+      } else {
+        term->print(kHelp);
+        continue;
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace airlock::workspace

@@ -1,0 +1,81 @@
+#pragma once
+// The review gate's policy: which items are held back (they run code later),
+// which are flagged as build entry points, and the decision for every item
+// under --review=interactive|auto|all|none. Interactive review talks through
+// a ReviewTerminal so it can be driven by tests.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "workspace/diff.h"
+
+namespace airlock::workspace {
+
+/// How the review gate decides.
+enum class ReviewMode {
+  Interactive,  ///< ask per item (needs a terminal)
+  Auto,         ///< accept all but held-back paths
+  All,          ///< accept everything, held-back paths included
+  None,         ///< reject everything (kept in the session)
+};
+
+/// Parses "interactive", "auto", "all" or "none"; the error names the choices.
+Result<ReviewMode> parseReviewMode(std::string_view text);
+
+/// The outcome for one item.
+enum class Decision {
+  Accepted,  ///< will be flushed
+  Rejected,  ///< kept in the session, not flushed
+  HeldBack,  ///< held-back path not explicitly accepted: kept, reported
+  Conflict,  ///< changed on the host: kept, never flushed silently
+  Excluded,  ///< secret / ignored path: never flushed
+};
+
+/// Short name ("accepted", "held back", ...).
+const char* decisionName(Decision d);
+
+/// True for paths that run code later (git hooks and config, CI, devcontainer,
+/// editor tasks, direnv, agent settings, airlock's own config).
+bool isHeldBackPath(std::string_view rel);
+
+/// True for build entry points (Makefile, Justfile, Taskfile, package.json,
+/// pyproject.toml, setup.py, Jenkinsfile).
+bool isBuildEntryPath(std::string_view rel);
+
+/// Sets heldBack and buildEntry on every item. package.json is flagged only
+/// when the agent's version has a "scripts" section.
+void classifyItems(std::vector<DiffItem>& items);
+
+/// A summary table: one row per item with kind, +/- lines and flags.
+std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<Decision>* decisions = nullptr);
+
+/// The user's side of interactive review.
+class ReviewTerminal {
+ public:
+  virtual ~ReviewTerminal() = default;
+  /// Writes text to the user.
+  virtual void print(std::string_view text) = 0;
+  /// Reads one answer line (without the newline); nullopt at end of input.
+  virtual std::optional<std::string> readLine() = 0;
+  /// Shows a long text (a colored diff) through the user's pager.
+  virtual void page(const std::string& text) = 0;
+};
+
+/// stdin/stdout, with $PAGER (default "less -R") for diffs.
+class StdioTerminal : public ReviewTerminal {
+ public:
+  void print(std::string_view text) override;
+  std::optional<std::string> readLine() override;
+  void page(const std::string& text) override;
+};
+
+/// Decides every item. Conflicts and excluded paths are decided without
+/// asking. Interactive mode without `haveTty` fails with an error that names
+/// --review=auto and --review=none. `term` is needed for Interactive only.
+Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewMode mode, const ThreeWayDiff& diff,
+                                     ReviewTerminal* term, bool haveTty);
+
+}  // namespace airlock::workspace

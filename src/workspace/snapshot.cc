@@ -1,0 +1,251 @@
+#include "workspace/snapshot.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common/fd.h"
+#include "workspace/relpath.h"
+#include "workspace/safe_fs.h"
+
+namespace airlock::workspace {
+namespace {
+
+struct WalkEntry {
+  std::string path;
+  EntryType type;
+  struct stat st;
+};
+
+const char* specialKind(mode_t m) {
+  if (S_ISFIFO(m)) return "FIFO";
+  if (S_ISSOCK(m)) return "socket";
+  if (S_ISCHR(m)) return "character device";
+  if (S_ISBLK(m)) return "block device";
+  return "special file";
+}
+
+// Lists the tree below rootFd, directories before their contents, applying
+// the ignore rules. Never opens anything but directories.
+Result<std::vector<WalkEntry>> walk(int rootFd, const IgnoreRules& rules, SnapshotResult& res) {
+  std::vector<WalkEntry> out;
+  std::vector<std::string> pending{""};
+  while (!pending.empty()) {
+    std::string dirPath = std::move(pending.back());
+    pending.pop_back();
+    Fd dfd;
+    if (int e = openBeneath(rootFd, dirPath, O_RDONLY | O_DIRECTORY, 0, dfd))
+      return fail("cannot open directory '{}': {}", displayPath(dirPath), errnoText(e));
+    int dupFd = ::dup(dfd.get());
+    DIR* dir = dupFd >= 0 ? ::fdopendir(dupFd) : nullptr;
+    if (!dir) {
+      if (dupFd >= 0) ::close(dupFd);
+      return fail("cannot list directory '{}': {}", displayPath(dirPath), errnoText(errno));
+    }
+    std::vector<std::string> subdirs;
+    while (dirent* de = ::readdir(dir)) {
+      std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      std::string rel = dirPath.empty() ? std::string(name) : dirPath + "/" + std::string(name);
+      WalkEntry e{rel, EntryType::File, {}};
+      if (::fstatat(dfd.get(), de->d_name, &e.st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue;  // vanished while we looked
+        int err = errno;
+        ::closedir(dir);
+        return fail("cannot inspect '{}': {}", displayPath(rel), errnoText(err));
+      }
+      bool isDir = S_ISDIR(e.st.st_mode);
+      if (auto v = rules.matchEntry(rel, isDir); v != IgnoreVerdict::Included) {
+        res.excluded.push_back(rel);
+        continue;
+      }
+      if (S_ISREG(e.st.st_mode)) e.type = EntryType::File;
+      else if (isDir) e.type = EntryType::Dir, subdirs.push_back(rel);
+      else if (S_ISLNK(e.st.st_mode)) e.type = EntryType::Symlink;
+      else {
+        res.warnings.push_back(fmt::format("skipped {} '{}': FIFOs, sockets and device nodes are not copied",
+                                           specialKind(e.st.st_mode), displayPath(rel)));
+        continue;
+      }
+      out.push_back(std::move(e));
+    }
+    ::closedir(dir);
+    std::sort(subdirs.rbegin(), subdirs.rend());
+    for (auto& s : subdirs) pending.push_back(std::move(s));
+  }
+  return out;
+}
+
+ManifestEntry recordFor(const WalkEntry& w) {
+  ManifestEntry m;
+  m.type = w.type;
+  m.mode = w.st.st_mode & 07777;
+  m.size = w.type == EntryType::File ? static_cast<uint64_t>(w.st.st_size) : 0;
+  m.mtimeNs = static_cast<int64_t>(w.st.st_mtim.tv_sec) * 1000000000 + w.st.st_mtim.tv_nsec;
+  return m;
+}
+
+// Copies (destFd valid) or hashes (destFd -1) every file entry with a pool of threads.
+Result<> processFiles(int rootFd, int destFd, std::vector<WalkEntry>& entries, std::vector<ManifestEntry>& records,
+                      std::vector<char>& vanished, const SnapshotOptions& opt, SnapshotResult& res) {
+  std::vector<size_t> files;
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].type == EntryType::File) files.push_back(i);
+  unsigned threads = opt.threads ? opt.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(files.size(), 1)));
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> reflinked{0}, copied{0}, bytes{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::optional<Error> firstError;
+  std::vector<std::string> warnings;
+  auto worker = [&] {
+    while (!stop) {
+      size_t k = next++;
+      if (k >= files.size()) return;
+      size_t idx = files[k];
+      const std::string& rel = entries[idx].path;
+      auto record = [&](Error e) {
+        std::lock_guard lock(mu);
+        if (!firstError) firstError = std::move(e);
+        stop = true;
+      };
+      Fd src;
+      if (int e = openBeneath(rootFd, rel, O_RDONLY | O_NONBLOCK, 0, src)) {
+        if (e == ENOENT) {
+          std::lock_guard lock(mu);
+          warnings.push_back(fmt::format("skipped '{}': it vanished during the snapshot", displayPath(rel)));
+          vanished[idx] = 1;
+          continue;
+        }
+        return record(Error{fmt::format("cannot read '{}': {}", displayPath(rel), errnoText(e))});
+      }
+      struct stat st {};
+      if (::fstat(src.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        return record(Error{fmt::format("'{}' changed type during the snapshot; retry", displayPath(rel))});
+      std::string digest;
+      if (destFd >= 0) {
+        Fd dst(::openat(destFd, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!dst) return record(Error{fmt::format("cannot create the snapshot copy of '{}': {}", displayPath(rel), errnoText(errno))});
+        bool ref = false;
+        auto h = copyAndHash(src.get(), dst.get(), opt.reflink, ref, rel);
+        if (!h) return record(h.error());
+        digest = std::move(*h);
+        (ref ? reflinked : copied)++;
+        ::fchmod(dst.get(), st.st_mode & 0777);
+        timespec times[2] = {st.st_atim, st.st_mtim};
+        ::futimens(dst.get(), times);
+      } else {
+        auto h = hashFd(src.get(), rel);
+        if (!h) return record(h.error());
+        digest = std::move(*h);
+      }
+      ManifestEntry& m = records[idx];
+      m.sha256 = std::move(digest);
+      m.size = static_cast<uint64_t>(st.st_size);
+      m.mode = st.st_mode & 07777;
+      m.mtimeNs = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      bytes += m.size;
+      uint64_t d = ++done;
+      if (opt.progress && (d % 1000 == 0 || d == files.size())) {
+        std::lock_guard lock(mu);
+        opt.progress(SnapshotProgress{d, files.size(), bytes.load()});
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (firstError) return std::unexpected(*firstError);
+  res.reflinked = reflinked;
+  res.copied = copied;
+  res.bytes = bytes;
+  res.warnings.insert(res.warnings.end(), warnings.begin(), warnings.end());
+  return {};
+}
+
+Result<SnapshotResult> run(const std::string& root, const std::string* destDir, const IgnoreRules& rules,
+                           const SnapshotOptions& opt) {
+  Fd rootFd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!rootFd) return fail("cannot open workspace {}: {}", root, errnoText(errno));
+  SnapshotResult res;
+  auto entries = walk(rootFd.get(), rules, res);
+  if (!entries) return std::unexpected(entries.error());
+  std::vector<ManifestEntry> records;
+  records.reserve(entries->size());
+  for (const auto& e : *entries) records.push_back(recordFor(e));
+  Fd destFd;
+  if (destDir) {
+    if (::mkdir(destDir->c_str(), 0700) != 0)
+      return fail("cannot create snapshot directory {}: {}; choose a new directory", *destDir, errnoText(errno));
+    destFd.reset(::open(destDir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!destFd) return fail("cannot open snapshot directory {}: {}", *destDir, errnoText(errno));
+    for (size_t i = 0; i < entries->size(); ++i) {
+      const WalkEntry& w = (*entries)[i];
+      if (w.type == EntryType::Dir) {
+        if (::mkdirat(destFd.get(), w.path.c_str(), 0700) != 0)
+          return fail("cannot create '{}' in the snapshot: {}", displayPath(w.path), errnoText(errno));
+      } else if (w.type == EntryType::Symlink) {
+        char buf[4097];
+        Fd lnk;
+        if (int e = openBeneath(rootFd.get(), w.path, O_PATH, 0, lnk))
+          return fail("cannot read symlink '{}': {}", displayPath(w.path), errnoText(e));
+        ssize_t n = ::readlinkat(lnk.get(), "", buf, sizeof buf - 1);
+        if (n < 0) return fail("cannot read symlink '{}': {}", displayPath(w.path), errnoText(errno));
+        records[i].target.assign(buf, static_cast<size_t>(n));
+        if (::symlinkat(records[i].target.c_str(), destFd.get(), w.path.c_str()) != 0)
+          return fail("cannot create symlink '{}' in the snapshot: {}", displayPath(w.path), errnoText(errno));
+      }
+    }
+  } else {
+    for (size_t i = 0; i < entries->size(); ++i) {
+      const WalkEntry& w = (*entries)[i];
+      if (w.type != EntryType::Symlink) continue;
+      auto st = inspectBeneath(rootFd.get(), w.path, false);
+      if (!st) return std::unexpected(st.error());
+      records[i].target = st->target;
+    }
+  }
+  std::vector<char> vanished(entries->size(), 0);
+  if (auto r = processFiles(rootFd.get(), destFd.get(), *entries, records, vanished, opt, res); !r)
+    return std::unexpected(r.error());
+  if (destDir) {
+    // Directory modes last, deepest first, so read-only directories do not block the copy.
+    for (size_t i = entries->size(); i-- > 0;) {
+      const WalkEntry& w = (*entries)[i];
+      if (w.type != EntryType::Dir) continue;
+      Fd d(::openat(destFd.get(), w.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!d) continue;
+      ::fchmod(d.get(), w.st.st_mode & 0777);
+      timespec times[2] = {w.st.st_atim, w.st.st_mtim};
+      ::futimens(d.get(), times);
+    }
+  }
+  for (size_t i = 0; i < entries->size(); ++i) {
+    if (vanished[i]) continue;
+    res.manifest.add(std::move((*entries)[i].path), std::move(records[i]));
+  }
+  return res;
+}
+
+}  // namespace
+
+Result<SnapshotResult> takeSnapshot(const std::string& workspace, const std::string& destDir, const IgnoreRules& rules,
+                                    const SnapshotOptions& options) {
+  return run(workspace, &destDir, rules, options);
+}
+
+Result<SnapshotResult> scanTree(const std::string& root, const IgnoreRules& rules, const SnapshotOptions& options) {
+  return run(root, nullptr, rules, options);
+}
+
+}  // namespace airlock::workspace

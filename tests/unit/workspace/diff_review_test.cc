@@ -1,0 +1,290 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <deque>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "workspace/changeset.h"
+#include "workspace/diff.h"
+#include "workspace/pending.h"
+#include "workspace/review.h"
+
+namespace airlock::workspace {
+namespace {
+
+using test::makeTar;
+using test::Scenario;
+using test::writeFile;
+
+std::map<std::string, const DiffItem*> byPath(const DiffResult& r) {
+  std::map<std::string, const DiffItem*> m;
+  for (const auto& it : r.items) m[it.path] = &it;
+  return m;
+}
+
+TEST(Diff, AllKinds) {
+  Scenario s;
+  writeFile(s.ws + "/mod.txt", "a\nb\nc\n");
+  writeFile(s.ws + "/mode.sh", "x", 0644);
+  writeFile(s.ws + "/del.txt", "bye");
+  ::symlink("a", (s.ws + "/lchg").c_str());
+  ::symlink("a", (s.ws + "/lrm").c_str());
+  writeFile(s.ws + "/f2d", "file");
+  std::filesystem::create_directories(s.ws + "/d2f");
+  writeFile(s.ws + "/d2f/inner", "i");
+  std::filesystem::create_directories(s.ws + "/rmdir/empty");
+  writeFile(s.ws + "/same.txt", "same");
+  s.snapshot();
+  std::string err = s.loadTar(makeTar({
+      {"mod.txt", 'f', "a\nB\nc\nd\n"},
+      {"mode.sh", 'f', "x", "", 0755},
+      {".wh.del.txt", 'f'},
+      {"lchg", 'l', "", "b", 0777},
+      {".wh.lrm", 'f'},
+      {"ladd", 'l', "", "/etc", 0777},
+      {"f2d", 'd', "", "", 0755},
+      {".wh.d2f", 'f'},
+      {"d2f", 'f', "now a file"},
+      {".wh.rmdir", 'f'},
+      {"newdir/", 'd', "", "", 0755},
+      {"newdir/emptysub/", 'd', "", "", 0755},
+      {"added.txt", 'f', "new\n"},
+      {"same.txt", 'f', "same"},
+      {"suid", 'f', "s", "", 04755},
+  }));
+  ASSERT_EQ(err, "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  auto kind = [&](const char* p) { return m.count(p) ? m[p]->kind : ChangeKind(-1); };
+  EXPECT_EQ(kind("mod.txt"), ChangeKind::Modified);
+  EXPECT_EQ(m["mod.txt"]->linesAdded, 2u);
+  EXPECT_EQ(m["mod.txt"]->linesRemoved, 1u);
+  EXPECT_EQ(kind("mode.sh"), ChangeKind::ModeChanged);
+  EXPECT_EQ(kind("del.txt"), ChangeKind::Deleted);
+  EXPECT_EQ(kind("lchg"), ChangeKind::SymlinkChanged);
+  EXPECT_EQ(kind("lrm"), ChangeKind::SymlinkRemoved);
+  EXPECT_EQ(kind("ladd"), ChangeKind::SymlinkAdded);
+  EXPECT_TRUE(m["ladd"]->linkEscapes);
+  EXPECT_EQ(kind("f2d"), ChangeKind::TypeChanged);
+  EXPECT_EQ(kind("d2f"), ChangeKind::TypeChanged);
+  EXPECT_EQ(kind("d2f/inner"), ChangeKind::Deleted) << "contents of a replaced directory are deleted";
+  EXPECT_EQ(kind("rmdir"), ChangeKind::DirRemoved);
+  EXPECT_EQ(kind("rmdir/empty"), ChangeKind::DirRemoved);
+  EXPECT_EQ(kind("newdir"), ChangeKind::DirAdded);
+  EXPECT_EQ(kind("newdir/emptysub"), ChangeKind::DirAdded);
+  EXPECT_EQ(kind("added.txt"), ChangeKind::Added);
+  EXPECT_FALSE(m.count("same.txt")) << "a copy-up without change is not a change";
+  EXPECT_TRUE(m["suid"]->specialBitsDropped);
+  for (const auto& it : r.items) EXPECT_FALSE(it.conflict) << it.path;
+  auto patch = s.engine()->patch(*m["mod.txt"], false);
+  ASSERT_TRUE(patch);
+  EXPECT_NE(patch->find("-b\n+B\n"), std::string::npos) << *patch;
+  EXPECT_NE(patch->find("--- a/mod.txt"), std::string::npos);
+  auto colored = s.engine()->patch(*m["mod.txt"], true);
+  EXPECT_NE(colored->find("\x1b[32m+B"), std::string::npos);
+}
+
+TEST(Diff, OpaqueDirectoryDeletesUnlistedBaselineEntries) {
+  Scenario s;
+  writeFile(s.ws + "/gen/a", "a");
+  writeFile(s.ws + "/gen/sub/b", "b");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"gen/", 'd', "", "", 0755}, {"gen/.wh..wh..opq", 'f'}, {"gen/a", 'f', "a"}})), "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  EXPECT_FALSE(m.count("gen/a"));
+  ASSERT_TRUE(m.count("gen/sub/b"));
+  EXPECT_EQ(m["gen/sub/b"]->kind, ChangeKind::Deleted);
+  EXPECT_EQ(m["gen/sub"]->kind, ChangeKind::DirRemoved);
+}
+
+TEST(Diff, ConflictWhenHostChangedAndAlreadyAppliedIsSkipped) {
+  Scenario s;
+  writeFile(s.ws + "/edited", "v1");
+  writeFile(s.ws + "/same-edit", "v1");
+  writeFile(s.ws + "/deleted-on-host", "v1");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"edited", 'f', "agent"}, {"same-edit", 'f', "v2"}, {"deleted-on-host", 'f', "agent"},
+                               {"created-on-host", 'f', "agent"}})),
+            "");
+  writeFile(s.ws + "/edited", "user");
+  writeFile(s.ws + "/same-edit", "v2");
+  std::filesystem::remove(s.ws + "/deleted-on-host");
+  writeFile(s.ws + "/created-on-host", "user");
+  auto r = s.diff();
+  auto m = byPath(r);
+  EXPECT_TRUE(m["edited"]->conflict);
+  EXPECT_TRUE(m["deleted-on-host"]->conflict);
+  EXPECT_TRUE(m["created-on-host"]->conflict);
+  EXPECT_FALSE(m.count("same-edit"));
+  EXPECT_EQ(r.alreadyApplied, 1u);
+}
+
+TEST(Diff, BinaryAndSizeCap) {
+  Scenario s;
+  writeFile(s.ws + "/bin", std::string("\0\1\2", 3));
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"bin", 'f', std::string("\0\1\3", 3)}, {"big", 'f', std::string(2 << 20, 'x')}})), "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  EXPECT_TRUE(m["bin"]->binary);
+  EXPECT_TRUE(m["big"]->tooLarge);
+  auto p = s.engine()->patch(*m["big"], false);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find("content not shown"), std::string::npos);
+  EXPECT_LT(p->size(), 1000u);
+}
+
+TEST(Diff, ChangeBelowBaselineSymlinkIsRefused) {
+  Scenario s;
+  ::symlink("/etc", (s.ws + "/x").c_str());
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"x/passwd", 'f', "root::0:0"}})), "");
+  auto r = s.engine()->run();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("symlink"), std::string::npos);
+}
+
+TEST(Diff, SecretWrittenByAgentIsExcluded) {
+  Scenario s;
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".env", 'f', "STOLEN=1"}, {".airlockignore", 'f', "!*"}})), "");
+  auto r = s.diff();
+  ASSERT_EQ(r.items.size(), 2u);
+  for (auto& it : r.items) EXPECT_EQ(it.excluded, IgnoreVerdict::Secret);
+  auto d = decide(r.items, ReviewMode::All, *s.engine(), nullptr, false);
+  for (auto x : *d) EXPECT_EQ(x, Decision::Excluded);
+}
+
+TEST(Review, HeldBackAndBuildEntries) {
+  for (const char* p : {".git/config", ".git/hooks/pre-commit", ".git/modules/x/config", ".husky/pre-push",
+                        ".pre-commit-config.yaml", ".github/workflows/ci.yml", ".gitlab-ci.yml", ".gitlab/x",
+                        ".circleci/config.yml", ".travis.yml", ".devcontainer/devcontainer.json", ".vscode/tasks.json",
+                        ".vscode/launch.json", ".envrc", "sub/.envrc", ".gitmodules", ".gitattributes",
+                        ".claude/settings.json", ".claude/settings.local.json", ".airlock.yaml"})
+    EXPECT_TRUE(isHeldBackPath(p)) << p;
+  for (const char* p : {"src/main.c", ".git/objects/ab/cd", ".github/CODEOWNERS", ".vscode/settings.json"})
+    EXPECT_FALSE(isHeldBackPath(p)) << p;
+  for (const char* p : {"Makefile", "sub/Makefile", "Justfile", "Taskfile.yml", "Taskfile.yaml", "pyproject.toml",
+                        "setup.py", "Jenkinsfile", "package.json"})
+    EXPECT_TRUE(isBuildEntryPath(p)) << p;
+  EXPECT_FALSE(isBuildEntryPath("src/make.c"));
+}
+
+TEST(Review, PoliciesAndPackageJsonScripts) {
+  Scenario s;
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"a.c", 'f', "a"},
+                               {".git/hooks/pre-commit", 'f', "rm -rf ~", "", 0755},
+                               {"Makefile", 'f', "all:\n"},
+                               {"package.json", 'f', "{\"scripts\":{\"postinstall\":\"x\"}}"},
+                               {"web/package.json", 'f', "{\"name\":\"x\"}"}})),
+            "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  EXPECT_TRUE(m[".git/hooks/pre-commit"]->heldBack);
+  EXPECT_TRUE(m["Makefile"]->buildEntry);
+  EXPECT_TRUE(m["package.json"]->buildEntry);
+  EXPECT_FALSE(m["web/package.json"]->buildEntry);
+  auto eng = s.engine();
+  auto autoD = decide(r.items, ReviewMode::Auto, *eng, nullptr, false);
+  ASSERT_TRUE(autoD);
+  for (size_t i = 0; i < r.items.size(); ++i)
+    EXPECT_EQ((*autoD)[i], r.items[i].heldBack ? Decision::HeldBack : Decision::Accepted) << r.items[i].path;
+  auto none = decide(r.items, ReviewMode::None, *eng, nullptr, false);
+  for (auto x : *none) EXPECT_EQ(x, Decision::Rejected);
+  auto all = decide(r.items, ReviewMode::All, *eng, nullptr, false);
+  for (auto x : *all) EXPECT_EQ(x, Decision::Accepted);
+  std::string table = summaryTable(r.items);
+  EXPECT_NE(table.find("held back"), std::string::npos);
+  EXPECT_NE(table.find("build entry point"), std::string::npos);
+  EXPECT_NE(table.find("+1 -0"), std::string::npos);
+}
+
+TEST(Review, InteractiveWithoutTtyNamesTheFlags) {
+  Scenario s;
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"a", 'f', "a"}})), "");
+  auto r = s.diff();
+  auto d = decide(r.items, ReviewMode::Interactive, *s.engine(), nullptr, false);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("--review=auto"), std::string::npos);
+  EXPECT_NE(d.error().message.find("--review=none"), std::string::npos);
+  EXPECT_FALSE(parseReviewMode("bogus"));
+}
+
+class FakeTerminal : public ReviewTerminal {
+ public:
+  explicit FakeTerminal(std::deque<std::string> answers) : answers_(std::move(answers)) {}
+  void print(std::string_view t) override { out += t; }
+  std::optional<std::string> readLine() override {
+    if (answers_.empty()) return std::nullopt;
+    auto a = answers_.front();
+    answers_.pop_front();
+    return a;
+  }
+  void page(const std::string& text) override { paged += text; }
+  std::string out, paged;
+
+ private:
+  std::deque<std::string> answers_;
+};
+
+TEST(Review, InteractiveFlow) {
+  Scenario s;
+  writeFile(s.ws + "/conflict", "v1");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"a", 'f', "1\n"}, {"b", 'f', "2\n"}, {"c", 'f', "3\n"}, {"conflict", 'f', "agent"},
+                               {"d", 'f', "4\n"}, {"e", 'f', "5\n"}})),
+            "");
+  writeFile(s.ws + "/conflict", "user");
+  auto r = s.diff();
+  ASSERT_EQ(r.items.size(), 6u);
+  auto eng = s.engine();
+  // a: show diff then accept; b: junk then reject; c: accept; conflict: not asked; d: accept rest (d, e).
+  FakeTerminal t({"d", "a", "what", "r", "a", "A"});
+  auto d = decide(r.items, ReviewMode::Interactive, *eng, &t, true);
+  ASSERT_TRUE(d) << d.error().message;
+  std::vector<Decision> want = {Decision::Accepted, Decision::Rejected, Decision::Accepted,
+                                Decision::Conflict, Decision::Accepted, Decision::Accepted};
+  EXPECT_EQ(*d, want);
+  EXPECT_NE(t.paged.find("+1"), std::string::npos);
+  EXPECT_NE(t.out.find("kind"), std::string::npos) << "summary table first";
+  EXPECT_NE(t.out.find("R = reject all remaining"), std::string::npos);
+  FakeTerminal q({"a", "q"});
+  d = decide(r.items, ReviewMode::Interactive, *eng, &q, true);
+  EXPECT_EQ((*d)[0], Decision::Accepted);
+  EXPECT_EQ((*d)[1], Decision::Rejected);
+  EXPECT_EQ((*d)[5], Decision::Rejected) << "quit rejects the rest";
+  FakeTerminal eof({});
+  d = decide(r.items, ReviewMode::Interactive, *eng, &eof, true);
+  EXPECT_EQ((*d)[0], Decision::Rejected) << "end of input rejects";
+}
+
+TEST(Pending, KeptChangesRoundTrip) {
+  Scenario s;
+  writeFile(s.ws + "/gone", "x");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"new\nname", 'f', "content\n"}, {".wh.gone", 'f'}, {"l", 'l', "", "t", 0777}})), "");
+  auto r = s.diff();
+  auto eng = s.engine();
+  std::vector<Decision> dec(r.items.size(), Decision::Rejected);
+  std::vector<bool> keep(r.items.size(), true);
+  auto dir = keepPending(r.items, dec, keep, *eng, s.session);
+  ASSERT_TRUE(dir) << dir.error().message;
+  EXPECT_NE(test::readAll(*dir + "/changes.patch").find("+content"), std::string::npos);
+  EXPECT_NE(test::readAll(*dir + "/decisions").find("rejected new%0Aname"), std::string::npos);
+  Fd fd(::open((*dir + "/changes.tar").c_str(), O_RDONLY));
+  auto back = ChangeSet::fromTar(fd.get(), s.dir.path() + "/restaged");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->changes().size(), 3u);
+  EXPECT_EQ(back->changes().at("gone").kind, Change::Kind::Whiteout);
+  EXPECT_EQ(back->changes().at("new\nname").sha256, s.changes->changes().at("new\nname").sha256);
+}
+
+}  // namespace
+}  // namespace airlock::workspace

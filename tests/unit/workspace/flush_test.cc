@@ -1,0 +1,298 @@
+#include "workspace/flush.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace airlock::workspace {
+namespace {
+
+using test::makeTar;
+using test::readAll;
+using test::Scenario;
+using test::treeListing;
+using test::writeFile;
+
+namespace fs = std::filesystem;
+
+// A workspace and a change set that exercises every kind of step.
+void setUpRich(Scenario& s) {
+  writeFile(s.ws + "/mod.txt", "old\n");
+  writeFile(s.ws + "/del.txt", "bye");
+  writeFile(s.ws + "/mode.sh", "x", 0644);
+  ::symlink("a", (s.ws + "/lchg").c_str());
+  std::filesystem::create_directories(s.ws + "/d2f");
+  writeFile(s.ws + "/d2f/inner", "i");
+  writeFile(s.ws + "/f2d", "file");
+  writeFile(s.ws + "/.env", "SECRET=1");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"mod.txt", 'f', "new\n"},
+                               {".wh.del.txt", 'f'},
+                               {"mode.sh", 'f', "x", "", 0755},
+                               {"lchg", 'l', "", "b", 0777},
+                               {".wh.d2f", 'f'},
+                               {"d2f", 'f', "now a file"},
+                               {"f2d/", 'd', "", "", 0755},
+                               {"f2d/child", 'f', "c"},
+                               {"deep/new/dir/file.txt", 'f', "deep"},
+                               {"suid", 'f', "s", "", 06755},
+                               {"emptydir/", 'd', "", "", 0750}})),
+            "");
+}
+
+constexpr const char* kRichAfter =
+    "d2f f now a file 644\n"
+    "deep d 755\n"
+    "deep/new d 755\n"
+    "deep/new/dir d 755\n"
+    "deep/new/dir/file.txt f deep 644\n"
+    "emptydir d 750\n"
+    "f2d d 755\n"
+    "f2d/child f c 644\n"
+    "lchg l b 777\n"
+    "mod.txt f new\n 644\n"
+    "mode.sh f x 755\n"
+    "suid f s 755\n";
+
+std::string withoutEnv(std::string listing) {
+  auto pos = listing.find(".env f SECRET=1 644\n");
+  EXPECT_NE(pos, std::string::npos) << "the secret must be untouched";
+  if (pos != std::string::npos) listing.erase(pos, std::string_view(".env f SECRET=1 644\n").size());
+  return listing;
+}
+
+TEST(Flush, AppliesEveryKindAndStripsSpecialBits) {
+  Scenario s;
+  setUpRich(s);
+  auto d = s.diff();
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->conflicts, 0u);
+  EXPECT_EQ(withoutEnv(treeListing(s.ws)), kRichAfter);
+  for (auto& e : fs::directory_iterator(s.state + "/flush"))
+    EXPECT_TRUE(e.path().string().ends_with(".lock")) << "no in-progress pointer is left: " << e.path();
+  EXPECT_FALSE(fs::exists(s.session + "/flush"));
+  for (auto& e : fs::directory_iterator(s.ws)) EXPECT_EQ(e.path().filename().string().find(".airlock-flush"), std::string::npos);
+}
+
+TEST(Flush, HostEditBetweenDiffAndFlushIsNotFlushed) {
+  Scenario s;
+  writeFile(s.ws + "/a", "v1");
+  writeFile(s.ws + "/b", "v1");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"a", 'f', "agent"}, {"b", 'f', "agent"}})), "");
+  auto d = s.diff();
+  ASSERT_EQ(d.items.size(), 2u);
+  writeFile(s.ws + "/a", "user edit");  // after the diff, before the flush
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->flushed, 1u);
+  EXPECT_EQ(rep->conflicts, 1u);
+  EXPECT_EQ(readAll(s.ws + "/a"), "user edit");
+  EXPECT_EQ(readAll(s.ws + "/b"), "agent");
+  for (auto& it : rep->items)
+    if (it.path == "a") EXPECT_NE(it.message.find("changed on the host"), std::string::npos);
+}
+
+TEST(Flush, ParentSwappedForSymlinkAfterReview) {
+  Scenario s;
+  writeFile(s.ws + "/dir/file", "v1");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"dir/file", 'f', "agent"}, {"dir/new", 'f', "agent"}})), "");
+  auto d = s.diff();
+  std::string outside = s.dir.path() + "/outside";
+  writeFile(outside + "/file", "v1");  // same content as the baseline: only the path check can save us
+  fs::rename(s.ws + "/dir", s.dir.path() + "/moved");
+  ::symlink(outside.c_str(), (s.ws + "/dir").c_str());
+  std::string before = treeListing(outside);
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->flushed, 0u);
+  EXPECT_EQ(rep->conflicts, 2u);
+  EXPECT_EQ(treeListing(outside), before) << "nothing may land outside the workspace";
+  EXPECT_TRUE(fs::is_symlink(s.ws + "/dir"));
+}
+
+TEST(Flush, ParentSwappedUsingComponentWalkToo) {
+  Scenario s;
+  std::filesystem::create_directories(s.ws + "/dir");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"dir/x/new", 'f', "agent"}})), "");
+  auto d = s.diff();
+  std::string outside = s.dir.path() + "/outside";
+  fs::create_directories(outside);
+  fs::remove(s.ws + "/dir");
+  ::symlink(outside.c_str(), (s.ws + "/dir").c_str());
+  forceComponentWalk(true);
+  auto rep = s.flushAll(d, {});
+  forceComponentWalk(false);
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->conflicts, 1u);
+  EXPECT_TRUE(fs::is_empty(outside));
+}
+
+TEST(Flush, DiskFullRollsBackEverything) {
+  Scenario s;
+  setUpRich(s);
+  std::string before = treeListing(s.ws);
+  auto d = s.diff();
+  FlushHooks hooks;
+  int writes = 0;
+  hooks.writeFault = [&](std::string_view) { return ++writes == 4 ? ENOSPC : 0; };
+  auto rep = s.flushAll(d, hooks);
+  ASSERT_FALSE(rep);
+  EXPECT_NE(rep.error().message.find("No space left"), std::string::npos) << rep.error().message;
+  EXPECT_NE(rep.error().message.find("rolled back"), std::string::npos);
+  EXPECT_EQ(treeListing(s.ws), before);
+  auto again = s.flushAll(d, {});  // the same change set can be flushed once space is back
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(withoutEnv(treeListing(s.ws)), kRichAfter);
+}
+
+// Runs the flush in a child that SIGKILLs itself after `steps` steps.
+void flushAndDie(Scenario& s, const DiffResult& d, size_t steps) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    FlushHooks hooks;
+    hooks.afterStep = [&](size_t n) {
+      if (n == steps) ::raise(SIGKILL);
+    };
+    (void)s.flushAll(d, hooks);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child must have been killed mid-flush";
+}
+
+TEST(Flush, KilledMidFlushIsCompletedByRecovery) {
+  for (size_t n : {1u, 5u, 11u}) {
+    Scenario s;
+    setUpRich(s);
+    auto d = s.diff();
+    flushAndDie(s, d, n);
+    auto blocked = s.flushAll(d, {});
+    ASSERT_FALSE(blocked) << "a new flush must wait for recovery";
+    EXPECT_NE(blocked.error().message.find("interrupted"), std::string::npos);
+    auto rec = recoverFlush(s.ws, s.state, RecoveryMode::Complete);
+    ASSERT_TRUE(rec) << rec.error().message;
+    EXPECT_TRUE(rec->found);
+    EXPECT_TRUE(rec->notes.empty()) << rec->notes[0];
+    EXPECT_EQ(withoutEnv(treeListing(s.ws)), kRichAfter) << "after kill at step " << n;
+    auto none = recoverFlush(s.ws, s.state, RecoveryMode::Complete);
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(none->found);
+  }
+}
+
+TEST(Flush, KilledMidFlushIsRolledBackOnRequest) {
+  for (size_t n : {1u, 6u, 11u}) {
+    Scenario s;
+    setUpRich(s);
+    std::string before = treeListing(s.ws);
+    auto d = s.diff();
+    flushAndDie(s, d, n);
+    auto rec = recoverFlush(s.ws, s.state, RecoveryMode::RollBack);
+    ASSERT_TRUE(rec) << rec.error().message;
+    EXPECT_TRUE(rec->found);
+    EXPECT_EQ(rec->undone, n);
+    EXPECT_EQ(treeListing(s.ws), before) << "after kill at step " << n;
+  }
+}
+
+TEST(Flush, DirectoryWithHostFilesIsKept) {
+  Scenario s;
+  writeFile(s.ws + "/dir/a", "a");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".wh.dir", 'f'}})), "");
+  auto d = s.diff();
+  writeFile(s.ws + "/dir/user-new", "mine");
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(readAll(s.ws + "/dir/user-new"), "mine");
+  EXPECT_FALSE(fs::exists(s.ws + "/dir/a"));
+  EXPECT_EQ(rep->conflicts, 1u);
+}
+
+TEST(Flush, StagedContentTamperedAfterReview) {
+  Scenario s;
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"a", 'f', "reviewed"}})), "");
+  auto d = s.diff();
+  writeFile(d.items[0].staged, "evil", 0600);
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->conflicts, 1u);
+  EXPECT_FALSE(fs::exists(s.ws + "/a"));
+}
+
+TEST(Flush, CaseOnlyRenameAndWeirdNames) {
+  Scenario s;
+  writeFile(s.ws + "/README.md", "doc");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".wh.README.md", 'f'},
+                               {"readme.md", 'f', "doc"},
+                               {"new\nline", 'f', "n"},
+                               {"bad\xff", 'f', "b"},
+                               {"-rf", 'f', "d"}})),
+            "");
+  auto d = s.diff();
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->flushed, 5u);
+  EXPECT_EQ(treeListing(s.ws), "-rf f d 644\nbad\xff f b 644\nnew\nline f n 644\nreadme.md f doc 644\n");
+}
+
+TEST(Flush, ExcludedAndConflictItemsAreRefused) {
+  Scenario s;
+  writeFile(s.ws + "/.env", "SECRET=1");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".env", 'f', "SECRET=stolen"}})), "");
+  auto d = s.diff();
+  ASSERT_EQ(d.items.size(), 1u);
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->conflicts, 1u);
+  EXPECT_EQ(readAll(s.ws + "/.env"), "SECRET=1");
+}
+
+// The adversarial streams: each is refused and leaves the workspace (and the
+// host outside it) exactly as it was.
+TEST(Adversarial, HostileChangeSetsLeaveWorkspaceUnchanged) {
+  std::vector<std::vector<test::TarEntry>> streams = {
+      {{"../escape", 'f', "x"}},
+      {{"/tmp/airlock-abs-escape", 'f', "x"}},
+      {{"x", 'l', "", "/etc"}, {"x/passwd", 'f', "root::0:0"}},
+      {{"h", 'h', "", "/etc/passwd"}},
+      {{"dev", 'c'}},
+      {{"fifo", 'p'}},
+      {{"lnk/passwd", 'f', "x"}},  // lnk is a symlink in the baseline
+  };
+  for (size_t i = 0; i < streams.size(); ++i) {
+    Scenario s;
+    writeFile(s.ws + "/file", "data");
+    ::symlink("/etc", (s.ws + "/lnk").c_str());
+    s.snapshot();
+    std::string before = treeListing(s.ws);
+    std::string err = s.loadTar(makeTar(streams[i]));
+    if (err.empty()) {
+      auto r = s.engine()->run();
+      ASSERT_FALSE(r) << "stream " << i << " must be refused";
+    }
+    EXPECT_EQ(treeListing(s.ws), before) << "stream " << i;
+    EXPECT_FALSE(fs::exists(s.dir.path() + "/escape"));
+    EXPECT_FALSE(fs::exists("/tmp/airlock-abs-escape"));
+  }
+}
+
+}  // namespace
+}  // namespace airlock::workspace

@@ -1,0 +1,125 @@
+#include "workspace/ignore.h"
+
+#include <gtest/gtest.h>
+
+namespace airlock::workspace {
+namespace {
+
+TEST(Glob, StarAndQuestionStopAtSlash) {
+  EXPECT_TRUE(globMatch("*.o", "main.o"));
+  EXPECT_FALSE(globMatch("*.o", "dir/main.o"));
+  EXPECT_TRUE(globMatch("a?c", "abc"));
+  EXPECT_FALSE(globMatch("a?c", "a/c"));
+}
+
+TEST(Glob, DoubleStar) {
+  EXPECT_TRUE(globMatch("**/foo", "foo"));
+  EXPECT_TRUE(globMatch("**/foo", "a/b/foo"));
+  EXPECT_TRUE(globMatch("a/**/b", "a/b"));
+  EXPECT_TRUE(globMatch("a/**/b", "a/x/y/b"));
+  EXPECT_FALSE(globMatch("a/**/b", "ab"));
+  EXPECT_TRUE(globMatch("abc/**", "abc/x/y"));
+  EXPECT_FALSE(globMatch("abc/**", "abc"));
+  EXPECT_TRUE(globMatch("a**b", "axxb"));   // other ** = *
+  EXPECT_FALSE(globMatch("a**b", "ax/xb"));
+}
+
+TEST(Glob, ClassesAndEscapes) {
+  EXPECT_TRUE(globMatch("[a-c]x", "bx"));
+  EXPECT_FALSE(globMatch("[!a-c]x", "bx"));
+  EXPECT_TRUE(globMatch("[^a-c]x", "dx"));
+  EXPECT_TRUE(globMatch("[]]", "]"));
+  EXPECT_TRUE(globMatch("\\*", "*"));
+  EXPECT_FALSE(globMatch("\\*", "a"));
+  EXPECT_TRUE(globMatch("[abc", "[abc"));  // unterminated class is literal
+}
+
+TEST(Glob, HostilePatternIsFast) {
+  std::string pat(200, '*');
+  pat += "b";
+  std::string text(3000, 'a');
+  EXPECT_FALSE(globMatch(pat, text));
+  EXPECT_FALSE(globMatch("*a*a*a*a*a*a*a*a*a*a*a*b", std::string(4000, 'a')));
+}
+
+TEST(IgnoreLine, Syntax) {
+  IgnorePattern p;
+  EXPECT_FALSE(parseIgnoreLine("", p));
+  EXPECT_FALSE(parseIgnoreLine("# comment", p));
+  ASSERT_TRUE(parseIgnoreLine("\\#notcomment", p));
+  EXPECT_TRUE(globMatch(p.glob, "#notcomment"));
+  ASSERT_TRUE(parseIgnoreLine("\\!bang", p));
+  EXPECT_FALSE(p.negate);
+  EXPECT_TRUE(globMatch(p.glob, "!bang"));
+  ASSERT_TRUE(parseIgnoreLine("trail   ", p));
+  EXPECT_EQ(p.glob, "trail");
+  ASSERT_TRUE(parseIgnoreLine("trail\\ ", p));
+  EXPECT_TRUE(globMatch(p.glob, "trail "));
+  ASSERT_TRUE(parseIgnoreLine("build/", p));
+  EXPECT_TRUE(p.dirOnly);
+  EXPECT_FALSE(p.anchored);
+  ASSERT_TRUE(parseIgnoreLine("/top", p));
+  EXPECT_TRUE(p.anchored);
+  EXPECT_EQ(p.glob, "top");
+}
+
+TEST(IgnoreRules, GitignoreSemantics) {
+  IgnoreRules r;
+  r.addLines("*.log\n!keep.log\nbuild/\n/root-only\ndocs/*.tmp\n");
+  EXPECT_EQ(r.match("a.log", false), IgnoreVerdict::Ignored);
+  EXPECT_EQ(r.match("x/y/a.log", false), IgnoreVerdict::Ignored);
+  EXPECT_EQ(r.match("keep.log", false), IgnoreVerdict::Included);
+  EXPECT_EQ(r.match("build", true), IgnoreVerdict::Ignored);
+  EXPECT_EQ(r.match("build", false), IgnoreVerdict::Included);  // dir-only
+  EXPECT_EQ(r.match("sub/build/out.o", false), IgnoreVerdict::Ignored);
+  EXPECT_EQ(r.match("root-only", false), IgnoreVerdict::Ignored);
+  EXPECT_EQ(r.match("sub/root-only", false), IgnoreVerdict::Included);
+  EXPECT_EQ(r.match("docs/a.tmp", false), IgnoreVerdict::Ignored);
+  EXPECT_EQ(r.match("docs/sub/a.tmp", false), IgnoreVerdict::Included);
+}
+
+TEST(IgnoreRules, CannotReincludeBelowExcludedDir) {
+  IgnoreRules r;
+  r.addLines("vendor/\n!vendor/keep.c\n");
+  EXPECT_EQ(r.match("vendor/keep.c", false), IgnoreVerdict::Ignored);
+}
+
+TEST(IgnoreRules, SecretsAlwaysExcludedAndNotNegatable) {
+  IgnoreRules r;
+  r.addLines("!.env\n!*.pem\n!.ssh/\n!**\n");
+  r.addPattern("!id_rsa");
+  for (const char* p : {".env", ".env.local", "cert.pem", "tls.key", "a/b/id_rsa", "id_ed25519.pub", ".ssh/config",
+                        "x/.aws/credentials", ".config/gcloud/adc.json", "home/.config/gh/hosts.yml",
+                        "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".docker/config.json",
+                        ".kube/config", ".gnupg/pubring.kbx", "prod.tfstate", "prod.tfstate.backup", "x.tfvars",
+                        ".terraform/x", "age-key.txt", "s.age", "k.p12", "k.pfx", "k.jks", "a.keystore",
+                        "a.truststore", ".pgpass", ".vault-token", ".yarnrc.yml", ".azure/x", ".gcp/x", ".gcloud/x",
+                        "id_ecdsa"})
+    EXPECT_EQ(r.match(p, false), IgnoreVerdict::Secret) << p;
+  EXPECT_EQ(r.match(".ssh", true), IgnoreVerdict::Secret);
+  EXPECT_EQ(r.match(".envrc", false), IgnoreVerdict::Included);
+  EXPECT_EQ(r.match("src/key.c", false), IgnoreVerdict::Included);
+}
+
+TEST(IgnoreRules, AirlockConfigExcluded) {
+  IgnoreRules r;
+  r.addLines("!.airlock.yaml\n");
+  EXPECT_EQ(r.match(".airlock.yaml", false), IgnoreVerdict::Secret);
+  EXPECT_EQ(r.match(".airlockignore", false), IgnoreVerdict::Secret);
+}
+
+}  // namespace
+}  // namespace airlock::workspace
+
+namespace airlock::workspace {
+namespace {
+
+TEST(IgnoreRules, SecretBelowIgnoredDirIsStillASecret) {
+  IgnoreRules r;
+  r.addLines("*\n");
+  EXPECT_EQ(r.match("a/b/.env", false), IgnoreVerdict::Secret);  // found by ignore_fuzz
+  EXPECT_EQ(r.match("a/b/c.txt", false), IgnoreVerdict::Ignored);
+}
+
+}  // namespace
+}  // namespace airlock::workspace

@@ -1,0 +1,67 @@
+#pragma once
+// Helpers for the workspace tests: scratch directories, files, tar streams.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/paths.h"
+#include "workspace/changeset.h"
+#include "workspace/diff.h"
+#include "workspace/flush.h"
+#include "workspace/manifest.h"
+#include "workspace/review.h"
+#include "workspace/snapshot.h"
+
+namespace airlock::workspace::test {
+
+/// A scratch directory under $TMPDIR (or /tmp), removed at the end of the test.
+TempDir scratch();
+
+/// Writes `content` to `path` (creating parents) with `mode`.
+void writeFile(const std::string& path, const std::string& content, unsigned mode = 0644);
+
+/// Reads a whole file; "" when missing.
+std::string readAll(const std::string& path);
+
+/// One entry of a tar built by makeTar().
+struct TarEntry {
+  std::string name;
+  char type = 'f';        ///< f file, d dir, l symlink, h hard link, c char dev, b block dev, p FIFO
+  std::string content;    ///< file content
+  std::string link;       ///< symlink / hard link target
+  unsigned mode = 0644;
+};
+
+/// Builds a pax tar in memory with exactly these headers (names unchanged).
+std::string makeTar(const std::vector<TarEntry>& entries);
+
+/// A canonical listing of a directory tree: "path type mode content-or-target", one per line.
+std::string treeListing(const std::string& root);
+
+/// One workspace + session + state dir, and the pipeline steps on them.
+struct Scenario {
+  Scenario();
+  TempDir dir;
+  std::string ws, session, state;
+  IgnoreRules rules;
+  Manifest baseline;
+  std::optional<ChangeSet> changes;
+  Fd wsFd, snapFd;
+
+  /// Snapshot of ws into session/snapshot; sets baseline.
+  void snapshot();
+  /// Loads a change set from an in-memory tar; returns the error text or "".
+  std::string loadTar(const std::string& tar);
+  /// Change set = snapshot copy -> `after` directory.
+  void loadDirs(const std::string& after);
+  /// The three-way diff (items classified).
+  DiffResult diff();
+  /// A diff engine bound to this scenario (valid while it lives).
+  std::unique_ptr<ThreeWayDiff> engine();
+  /// Flushes every item of `d`.
+  Result<struct FlushReport> flushAll(const DiffResult& d, const struct FlushHooks& hooks);
+};
+
+}  // namespace airlock::workspace::test
