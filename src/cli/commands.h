@@ -2,12 +2,17 @@
 // One function per verb: each registers its subcommand on the root app and
 // sets a callback that stores the verb's exit code in `exitCode`.
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace airlock::cli {
 
 /// `airlock run-image`: boot a rootfs and run one command (src/cli/run_image.cc).
-void addRunImageCommand(CLI::App& app, int& exitCode);
+/// `afterDoubleDash` holds the arguments after the first `--` on the command
+/// line (the guest command), which main() keeps away from the parser.
+void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
 void addReviewCommand(CLI::App& app, int& exitCode);

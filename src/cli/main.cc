@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -33,7 +35,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "airlock 0.1.0");
   int exitCode = 0;
-  airlock::cli::addRunImageCommand(app, exitCode);
+  // Everything after the first `--` is a guest command, passed on untouched
+  // (CLI11 would otherwise hand it to the root app as unexpected extras).
+  std::vector<std::string> afterDoubleDash;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--") continue;
+    afterDoubleDash.assign(argv + i + 1, argv + argc);
+    argc = i;
+    break;
+  }
+  airlock::cli::addRunImageCommand(app, exitCode, afterDoubleDash);
   airlock::cli::addReviewCommand(app, exitCode);
   airlock::cli::addJanitorCommand(app, exitCode);
   try {

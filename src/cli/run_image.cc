@@ -91,10 +91,12 @@ int runImage(const RunImageArgs& args) {
 
 }  // namespace
 
-void addRunImageCommand(CLI::App& app, int& exitCode) {
+void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot a root filesystem in a microVM and run one command in it");
-  cmd->footer(R"(The root directory is turned into a read-only erofs image (cached by content);
+  cmd->footer(R"(Usage: airlock run-image --rootfs DIR [OPTIONS] -- CMD [ARGS...]
+
+The root directory is turned into a read-only erofs image (cached by content);
 writes inside the VM go to a scratch disk that is thrown away when the command exits.
 The command's exit code is airlock's (128+N when it was killed by signal N).
 
@@ -109,7 +111,9 @@ Examples:
       CLI::Range(128, 65536));
   cmd->add_option("-e,--env", args->env,
                   "Environment variable for the command: NAME=VALUE, or NAME to pass the host's value. Values "
-                  "travel over the control channel, never on a command line");
+                  "travel over the control channel, never on a command line")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("-w,--workspace", args->workspace, "Host directory shared read-only at /workspace")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--workdir", args->workdir, "Working directory in the guest (default /workspace with -w, else /)");
@@ -120,8 +124,19 @@ Examples:
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
-  cmd->add_option("command", args->command, "Command and arguments to run (after --)")->required();
-  cmd->callback([args, &exitCode] { exitCode = runImage(*args); });
+  // Everything from the first positional argument on (or after --) is the
+  // command, passed to the guest untouched.
+  cmd->prefix_command();
+  cmd->callback([args, cmd, &exitCode, &afterDoubleDash] {
+    args->command = cmd->remaining();
+    args->command.insert(args->command.end(), afterDoubleDash.begin(), afterDoubleDash.end());
+    if (args->command.empty()) {
+      std::fprintf(stderr, "airlock: run-image needs a command: airlock run-image --rootfs DIR -- CMD [ARGS...]\n");
+      exitCode = exit_code::kUsage;
+      return;
+    }
+    exitCode = runImage(*args);
+  });
 }
 
 }  // namespace airlock::cli

@@ -94,8 +94,10 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   if (runDir->path().size() + 16 > 107)
     return failWith(exit_code::kHostNotReady, "the state directory path {} is too long for unix sockets; set "
                     "XDG_STATE_HOME to a shorter path", runDir->path());
-  std::string self = selfDir() + "/airlock";
-  auto janitor = Janitor::start(access(self.c_str(), X_OK) == 0 ? self : "/proc/self/exe");
+  // The janitor is `airlock __janitor`; $AIRLOCK_EXE names the binary when the
+  // caller is not airlock itself (the VM tests).
+  const char* exe = std::getenv("AIRLOCK_EXE");
+  auto janitor = Janitor::start(exe && *exe ? exe : "/proc/self/exe");
   if (!janitor) return std::unexpected(janitor.error());
   janitor->watchDir(runDir->path());
   std::unique_ptr<Machine> machine(new Machine(std::move(*runDir), std::move(*janitor)));

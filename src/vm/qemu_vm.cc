@@ -33,28 +33,46 @@ bool waitForPath(const std::string& path, pid_t owner, std::chrono::milliseconds
   return false;
 }
 
+std::deque<std::string> lastLines(const std::string& path, size_t count) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > count) lines.pop_front();
+  }
+  return lines;
+}
+
 /// Starts virtiofsd for one share. For a read-only share it runs in a private
-/// mount namespace on a read-only bind mount of the directory, so the host
-/// kernel refuses every write whatever the guest sends.
-Result<pid_t> startVirtiofsd(const Share& share, const std::string& logPath) {
+/// mount namespace and exports a read-only bind mount of the directory,
+/// mounted on an empty directory in `runDir`, so the host kernel refuses every
+/// write whatever the guest sends (and virtiofsd can still create its socket
+/// in runDir, even when runDir lies inside the shared directory).
+Result<pid_t> startVirtiofsd(const Share& share, const std::string& runDir, size_t index) {
   if (access(kVirtiofsd, X_OK) != 0)
     return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-common)",
                     kVirtiofsd);
+  std::string logPath = runDir + "/virtiofsd.log";
+  std::string source = share.hostPath;
+  if (share.readOnly) {
+    source = runDir + "/share" + std::to_string(index);
+    if (mkdir(source.c_str(), 0700) != 0) return fail("cannot create {}: {}", source, errnoText(errno));
+  }
   std::vector<std::string> argv = {kVirtiofsd,         "--socket-path=" + share.socketPath,
-                                   "-o",               "source=" + share.hostPath,
+                                   "-o",               "source=" + source,
                                    "-o",               "cache=auto",
                                    "-o",               "sandbox=namespace",
                                    "--rlimit-nofile=0"};
   SpawnOptions options;
   options.stdoutPath = logPath;
   options.stderrPath = logPath;
-  std::string dir = share.hostPath;
   if (share.readOnly) {
-    options.beforeExec = [dir]() -> int {
+    options.beforeExec = [dir = share.hostPath, source]() -> int {
       if (unshare(CLONE_NEWNS) != 0) return errno;
       if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
-      if (mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-      if (mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return errno;
+      if (mount(dir.c_str(), source.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+      if (mount(nullptr, source.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return errno;
       return 0;
     };
   }
@@ -68,21 +86,13 @@ Result<pid_t> startVirtiofsd(const Share& share, const std::string& logPath) {
   if (!waitForPath(share.socketPath, *pid, std::chrono::seconds(10))) {
     kill(*pid, SIGKILL);
     waitpid(*pid, nullptr, 0);
-    return failWith(exit_code::kHostNotReady, "virtiofsd for {} did not start; see {}", share.hostPath, logPath);
+    auto log = lastLines(logPath, 1);
+    return failWith(exit_code::kHostNotReady, "virtiofsd for {} did not start: {}", share.hostPath,
+                    log.empty() ? "no output" : log.back());
   }
   return *pid;
 }
 
-std::deque<std::string> lastLines(const std::string& path, size_t count) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-    if (lines.size() > count) lines.pop_front();
-  }
-  return lines;
-}
 
 }  // namespace
 
@@ -97,7 +107,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   for (size_t i = 0; i < config.shares.size(); ++i) {
     auto& share = config.shares[i];
     share.socketPath = runDir + "/fs" + std::to_string(i) + ".sock";
-    auto pid = startVirtiofsd(share, runDir + "/virtiofsd.log");
+    auto pid = startVirtiofsd(share, runDir, i);
     if (!pid) return std::unexpected(pid.error());
     janitor.watchPid(*pid);
     vm->helpers_.push_back(*pid);

@@ -28,7 +28,7 @@ struct SnapshotProgress {
 /// Knobs for takeSnapshot() and scanTree().
 struct SnapshotOptions {
   unsigned threads = 0;     ///< worker threads; 0 = one per CPU (at most 16)
-  bool reflink = true;      ///< try FICLONE before copying
+  bool reflink = true;      ///< try FICLONE before copying (files of 64 KiB and more)
   /// Called from worker threads (serialized) about every 1,000 files.
   std::function<void(const SnapshotProgress&)> progress;
 };

@@ -98,8 +98,11 @@ TEST(Flush, HostEditBetweenDiffAndFlushIsNotFlushed) {
   EXPECT_EQ(rep->conflicts, 1u);
   EXPECT_EQ(readAll(s.ws + "/a"), "user edit");
   EXPECT_EQ(readAll(s.ws + "/b"), "agent");
-  for (auto& it : rep->items)
-    if (it.path == "a") EXPECT_NE(it.message.find("changed on the host"), std::string::npos);
+  for (auto& it : rep->items) {
+    if (it.path == "a") {
+      EXPECT_NE(it.message.find("changed on the host"), std::string::npos);
+    }
+  }
 }
 
 TEST(Flush, ParentSwappedForSymlinkAfterReview) {

@@ -95,6 +95,7 @@ TEST(Snapshot, CopiesTreeAndRecordsManifest) {
   ASSERT_EQ(::stat((d.path() + "/snap/suid").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07000, 0u) << "the copy never keeps setuid";
   EXPECT_EQ(r->reflinked + r->copied, 6u);
+  EXPECT_EQ(r->reflinked, 0u) << "small files are copied, not cloned";
 }
 
 TEST(Snapshot, SecretsAndIgnoredNeverCopied) {

@@ -1,0 +1,46 @@
+#include "vm/accel.h"
+
+#include <gtest/gtest.h>
+
+namespace airlock::vm {
+namespace {
+
+TEST(Accel, KvmPvmWithoutVirtFlagsFallsBackToTcgAndSaysWhy) {
+  bool probed = false;
+  auto c = chooseAccel(AccelRequest::kAuto, {true, false, true}, [&] { return probed = true; });
+  EXPECT_EQ(c.accel, Accel::kTcg);
+  EXPECT_FALSE(probed) << "no boot probe is needed when the facts already rule KVM out";
+  EXPECT_NE(c.warning.find("kvm_pvm"), std::string::npos);
+  EXPECT_NE(c.warning.find("TCG"), std::string::npos);
+}
+
+TEST(Accel, MissingDeviceFallsBackToTcg) {
+  auto c = chooseAccel(AccelRequest::kAuto, {false, true, false}, [] { return true; });
+  EXPECT_EQ(c.accel, Accel::kTcg);
+  EXPECT_NE(c.warning.find("/dev/kvm"), std::string::npos);
+}
+
+TEST(Accel, UsableKvmIsConfirmedByTheBootProbe) {
+  auto ok = chooseAccel(AccelRequest::kAuto, {true, true, false}, [] { return true; });
+  EXPECT_EQ(ok.accel, Accel::kKvm);
+  EXPECT_TRUE(ok.warning.empty());
+  auto failed = chooseAccel(AccelRequest::kAuto, {true, true, false}, [] { return false; });
+  EXPECT_EQ(failed.accel, Accel::kTcg);
+  EXPECT_NE(failed.warning.find("test boot"), std::string::npos);
+}
+
+TEST(Accel, ExplicitRequestWins) {
+  EXPECT_EQ(chooseAccel(AccelRequest::kKvm, {false, false, true}, [] { return false; }).accel, Accel::kKvm);
+  EXPECT_EQ(chooseAccel(AccelRequest::kTcg, {true, true, false}, [] { return true; }).accel, Accel::kTcg);
+}
+
+TEST(Accel, ParsesFlagValues) {
+  AccelRequest r;
+  EXPECT_TRUE(parseAccel("kvm", r));
+  EXPECT_EQ(r, AccelRequest::kKvm);
+  EXPECT_TRUE(parseAccel("auto", r));
+  EXPECT_FALSE(parseAccel("hvf", r));
+}
+
+}  // namespace
+}  // namespace airlock::vm

@@ -1,0 +1,38 @@
+#pragma once
+// Test helper: runs the airlock binary as a user would, feeding stdin and
+// capturing stdout and stderr separately, with a deadline.
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace airlock::test {
+
+struct ProcessResult {
+  int exitCode = -1;  ///< code, 128+signal, or -1 if it had to be killed at the deadline
+  std::string out;
+  std::string err;
+};
+
+/// Path of the airlock binary under test.
+std::string airlockBinary();
+
+/// Runs `airlock args...` with `input` on stdin and `env` added to the
+/// environment; kills it after `timeoutSeconds`.
+ProcessResult runAirlock(const std::vector<std::string>& args, const std::string& input = "",
+                         const std::map<std::string, std::string>& env = {}, int timeoutSeconds = 300);
+
+/// Starts `airlock args...` in the background with stdout/stderr to files;
+/// returns its pid.
+pid_t startAirlock(const std::vector<std::string>& args, const std::string& outPath,
+                   const std::map<std::string, std::string>& env = {});
+
+/// Pids of running processes whose command line starts with `program` (basename match).
+std::vector<pid_t> processesNamed(const std::string& program);
+
+/// Reads a whole file ("" if missing).
+std::string slurp(const std::string& path);
+
+}  // namespace airlock::test

@@ -1,0 +1,240 @@
+// `airlock run-image` driven as a user drives it: real VMs, real QEMU.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "airlock_process.h"
+#include "common/sha256.h"
+#include "vm_test_env.h"
+
+namespace airlock::test {
+namespace {
+
+class RunImage : public testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_VMS();
+    state_ = freshStateDir();
+  }
+  void TearDown() override {
+    if (state_.empty()) return;
+    EXPECT_EQ(leftoverRunDirs(state_), "") << "a VM run directory was left behind";
+  }
+  ProcessResult run(const std::vector<std::string>& command, const std::vector<std::string>& flags = {},
+                    const std::string& input = "") {
+    std::vector<std::string> args = {"run-image", "-q", "--rootfs", testRootfs()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return runAirlock(args, input, {{"XDG_STATE_HOME", state_}});
+  }
+  std::string state_;
+};
+
+TEST_F(RunImage, PrintsOutputAndPropagatesExitCode) {
+  auto r = run({"sh", "-c", "echo hi; exit 3"});
+  EXPECT_EQ(r.exitCode, 3) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+}
+
+TEST_F(RunImage, ExitCodesZeroOneAndFortyTwo) {
+  for (int code : {0, 1, 42}) {
+    auto r = run({"sh", "-c", "exit " + std::to_string(code)});
+    EXPECT_EQ(r.exitCode, code) << r.err;
+  }
+}
+
+TEST_F(RunImage, SignalledCommandExitsWith128PlusSignal) {
+  auto r = run({"sh", "-c", "kill -KILL $$"});
+  EXPECT_EQ(r.exitCode, 128 + SIGKILL) << r.err;
+  r = run({"sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(r.exitCode, 128 + SIGTERM) << r.err;
+}
+
+TEST_F(RunImage, StdoutAndStderrStaySeparate) {
+  auto r = run({"sh", "-c", "echo to-out; echo to-err >&2; echo more-out"});
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.out, "to-out\nmore-out\n");
+  EXPECT_NE(r.err.find("to-err\n"), std::string::npos);
+  EXPECT_EQ(r.err.find("out"), std::string::npos);
+}
+
+TEST_F(RunImage, TenMiBThroughStdinComeBackIntact) {
+  std::string data(10u << 20, '\0');
+  std::mt19937_64 rng(42);
+  for (auto& c : data) c = static_cast<char>(rng());
+  auto r = run({"cat"}, {}, data);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.size(), data.size());
+  EXPECT_EQ(sha256Hex(r.out), sha256Hex(data));
+}
+
+TEST_F(RunImage, UnknownCommandExits127WithAClearMessage) {
+  auto r = run({"no-such-command"});
+  EXPECT_EQ(r.exitCode, 127);
+  EXPECT_NE(r.err.find("cannot run 'no-such-command'"), std::string::npos) << r.err;
+}
+
+TEST_F(RunImage, PtyModeGivesATerminal) {
+  auto r = run({"sh", "-c", "tty && stty size"}, {"--tty", "always"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("24 80"), std::string::npos) << "default window size when the host has none: " << r.out;
+}
+
+TEST_F(RunImage, PipeModeHasNoTerminal) {
+  auto r = run({"tty"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.out.find("not a tty"), std::string::npos) << r.out;
+}
+
+TEST_F(RunImage, EnvValuesArriveIntactAndNeverOnAHostCommandLine) {
+  const std::string secret = "s3cr3t value with spaces \"dq\" 'sq' =eq\nsecond line";
+  // The value sits in the guest while we scan every host process's argv.
+  std::string outPath = state_ + "/out.txt";
+  pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-e", "AIRLOCK_TEST_SECRET=" + secret, "--",
+                            "sh", "-c", "echo \"$AIRLOCK_TEST_SECRET\"; echo READY; sleep 3"},
+                           outPath, {{"XDG_STATE_HOME", state_}});
+  bool ready = false;
+  for (int i = 0; i < 1200 && !ready; ++i) {
+    ready = slurp(outPath).find("READY") != std::string::npos;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp(outPath);
+  // The -e flag itself carries the value on airlock's own command line (the
+  // user typed it); what must never happen is a value on QEMU's, virtiofsd's
+  // or any other process's command line.
+  int seen = 0;
+  for (pid_t p : processesNamed("qemu-system-x86_64")) {
+    std::string cmdline = slurp("/proc/" + std::to_string(p) + "/cmdline");
+    ++seen;
+    EXPECT_EQ(cmdline.find("s3cr3t"), std::string::npos) << "secret on QEMU's command line";
+  }
+  EXPECT_GE(seen, 1) << "the VM should be running while we look";
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(slurp(outPath).find(secret + "\nREADY"), std::string::npos) << slurp(outPath);
+}
+
+TEST_F(RunImage, EnvFromHostByName) {
+  auto r = runAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-e", "AIRLOCK_FROM_HOST", "--", "sh", "-c",
+                       "echo \"$AIRLOCK_FROM_HOST\""},
+                      "", {{"XDG_STATE_HOME", state_}, {"AIRLOCK_FROM_HOST", "forwarded=yes"}});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "forwarded=yes\n");
+}
+
+TEST_F(RunImage, ReadOnlyWorkspaceCannotBeWrittenEvenAfterRemount) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/file.txt") << "original\n"; }
+  auto r = run({"sh", "-c",
+                "cat /workspace/file.txt; "
+                "echo x > /workspace/file.txt && echo WROTE; "
+                "touch /workspace/new && echo CREATED; "
+                "rm /workspace/file.txt && echo REMOVED; "
+                "mount -o remount,rw /workspace; "
+                "echo y > /workspace/file.txt && echo WROTE-AFTER-REMOUNT; "
+                "echo done"},
+               {"-w", ws});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("original\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("CREATED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("REMOVED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done"), std::string::npos);
+  EXPECT_EQ(slurp(ws + "/file.txt"), "original\n");
+  EXPECT_NE(access((ws + "/new").c_str(), F_OK), 0);
+}
+
+TEST_F(RunImage, ThreeVmsAtOnce) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 3; ++i)
+    pids.push_back(startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "--", "sh", "-c",
+                                 "echo vm-" + std::to_string(i) + "; exit " + std::to_string(10 + i)},
+                                state_ + "/out" + std::to_string(i), {{"XDG_STATE_HOME", state_}}));
+  for (int i = 0; i < 3; ++i) {
+    int status = 0;
+    waitpid(pids[i], &status, 0);
+    EXPECT_EQ(WEXITSTATUS(status), 10 + i) << slurp(state_ + "/out" + std::to_string(i));
+    EXPECT_NE(slurp(state_ + "/out" + std::to_string(i)).find("vm-" + std::to_string(i)), std::string::npos);
+  }
+}
+
+TEST_F(RunImage, GuestKernelPanicIsAClearErrorAndLeavesNothing) {
+  auto before = processesNamed("qemu-system-x86_64").size();
+  auto r = run({"sh", "-c", "echo c > /proc/sysrq-trigger; sleep 60"});
+  EXPECT_EQ(r.exitCode, 66) << r.err;
+  EXPECT_NE(r.err.find("Kernel panic"), std::string::npos) << r.err;
+  EXPECT_EQ(processesNamed("qemu-system-x86_64").size(), before);
+}
+
+TEST_F(RunImage, QemuCrashIsAClearErrorAndLeavesNothing) {
+  std::string outPath = state_ + "/out.txt";
+  auto before = processesNamed("qemu-system-x86_64");
+  pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "--", "sh", "-c", "echo READY; sleep 60"},
+                           outPath, {{"XDG_STATE_HOME", state_}});
+  bool ready = false;
+  for (int i = 0; i < 1200 && !ready; ++i) {
+    ready = slurp(outPath).find("READY") != std::string::npos;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp(outPath);
+  for (pid_t q : processesNamed("qemu-system-x86_64"))
+    if (std::find(before.begin(), before.end(), q) == before.end()) kill(q, SIGKILL);
+  int status = 0;
+  auto start = std::chrono::steady_clock::now();
+  waitpid(pid, &status, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "airlock hung after QEMU died";
+  EXPECT_EQ(WEXITSTATUS(status), 66) << slurp(outPath);
+  EXPECT_NE(slurp(outPath).find("VM"), std::string::npos) << slurp(outPath);
+}
+
+TEST_F(RunImage, SigkillOfAirlockLeavesNoVmNoTempDir) {
+  std::string outPath = state_ + "/out.txt";
+  auto before = processesNamed("qemu-system-x86_64");
+  pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-w", state_, "--", "sh", "-c",
+                            "echo READY; sleep 120"},
+                           outPath, {{"XDG_STATE_HOME", state_}});
+  bool ready = false;
+  for (int i = 0; i < 1200 && !ready; ++i) {
+    ready = slurp(outPath).find("READY") != std::string::npos;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp(outPath);
+  ASSERT_GT(processesNamed("qemu-system-x86_64").size(), before.size());
+  ASSERT_NE(leftoverRunDirs(state_), "");
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  bool clean = false;
+  for (int i = 0; i < 50 && !clean; ++i) {
+    clean = processesNamed("qemu-system-x86_64").size() == before.size() &&
+            processesNamed("virtiofsd").empty() && leftoverRunDirs(state_).empty();
+    if (!clean) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(clean) << "after 5 s: qemu " << processesNamed("qemu-system-x86_64").size() << " (before "
+                     << before.size() << "), virtiofsd " << processesNamed("virtiofsd").size() << ", run dirs '"
+                     << leftoverRunDirs(state_) << "'";
+  EXPECT_EQ(slurp("/proc/mounts").find(state_), std::string::npos) << "a mount was left behind";
+}
+
+TEST_F(RunImage, BadFlagsAreUsageErrors) {
+  auto r = runAirlock({"run-image", "--rootfs", testRootfs(), "--cpus", "0", "--", "true"}, "",
+                      {{"XDG_STATE_HOME", state_}});
+  EXPECT_EQ(r.exitCode, 64);
+  r = runAirlock({"run-image", "--rootfs", "/nonexistent-rootfs", "--", "true"}, "", {{"XDG_STATE_HOME", state_}});
+  EXPECT_EQ(r.exitCode, 67) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent-rootfs"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace airlock::test
