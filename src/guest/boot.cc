@@ -2,7 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -112,6 +115,10 @@ BootConfig parseCmdline(const std::string& cmdline) {
       config.rootSerial = value;
     } else if (key == "airlock.scratch") {
       config.scratchSerial = value;
+    } else if (key == "airlock.workspace") {
+      config.workspaceTag = value;
+    } else if (key == "airlock.net") {
+      config.userNet = value == "user";
     } else if (key == "airlock.probe") {
       config.probe = value == "1";
     } else if (key == "airlock.share") {
@@ -185,6 +192,24 @@ bool switchToOverlayRoot(const BootConfig& config, std::string& error) {
       !mountAt("tmpfs", "/newroot/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", error) ||
       !moveMount("/mnt/scratch", "/newroot/run/airlock/scratch", error))
     return false;
+  if (!config.workspaceTag.empty()) {
+    // /workspace = overlay(lower: the snapshot over virtio-fs, read-only;
+    // upper: the scratch disk). Copy-up semantics only (no redirect_dir,
+    // metacopy or index), so the upper layer alone is the complete change set.
+    if (!mountAt(config.workspaceTag.c_str(), "/newroot/run/airlock/workspace-lower", "virtiofs",
+                 MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr, error))
+      return false;
+    if (!mkdirs("/newroot/run/airlock/scratch/workspace/upper") ||
+        !mkdirs("/newroot/run/airlock/scratch/workspace/work")) {
+      error = errText("cannot prepare the workspace overlay on the scratch disk");
+      return false;
+    }
+    if (!mountAt("overlay", "/newroot/workspace", "overlay", MS_NOSUID | MS_NODEV,
+                 "lowerdir=/newroot/run/airlock/workspace-lower,upperdir=/newroot/run/airlock/scratch/workspace/upper,"
+                 "workdir=/newroot/run/airlock/scratch/workspace/work,redirect_dir=off,metacopy=off,index=off,xino=off",
+                 error))
+      return false;
+  }
   for (const auto& share : config.shares) {
     unsigned long flags = MS_NOSUID | MS_NODEV | (share.readOnly ? MS_RDONLY : 0);
     if (!mountAt(share.tag.c_str(), "/newroot" + share.path, "virtiofs", flags, nullptr, error)) return false;
@@ -197,16 +222,56 @@ bool switchToOverlayRoot(const BootConfig& config, std::string& error) {
   return true;
 }
 
-void setupHost() {
+namespace {
+
+bool setInterface(int s, const char* name, const char* address, const char* netmask) {
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
+  auto* addr = reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr);
+  addr->sin_family = AF_INET;
+  if (address) {
+    inet_pton(AF_INET, address, &addr->sin_addr);
+    if (ioctl(s, SIOCSIFADDR, &ifr) != 0) return false;
+    inet_pton(AF_INET, netmask, &addr->sin_addr);
+    if (ioctl(s, SIOCSIFNETMASK, &ifr) != 0) return false;
+  }
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) != 0) return false;
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  return ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+}
+
+/// eth0 for QEMU user networking: 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3.
+void setupUserNet(int s) {
+  for (int attempt = 0; attempt < 500 && access("/sys/class/net/eth0", F_OK) != 0; ++attempt) usleep(10000);
+  if (!setInterface(s, "eth0", "10.0.2.15", "255.255.255.0")) {
+    logLine(std::string("cannot configure eth0: ") + std::strerror(errno));
+    return;
+  }
+  rtentry route{};
+  auto* dst = reinterpret_cast<sockaddr_in*>(&route.rt_dst);
+  auto* gw = reinterpret_cast<sockaddr_in*>(&route.rt_gateway);
+  auto* mask = reinterpret_cast<sockaddr_in*>(&route.rt_genmask);
+  dst->sin_family = gw->sin_family = mask->sin_family = AF_INET;
+  inet_pton(AF_INET, "10.0.2.2", &gw->sin_addr);
+  route.rt_flags = RTF_UP | RTF_GATEWAY;
+  if (ioctl(s, SIOCADDRT, &route) != 0) logLine(std::string("cannot add the default route: ") + std::strerror(errno));
+  unlink("/etc/resolv.conf");
+  int fd = open("/etc/resolv.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    const char text[] = "nameserver 10.0.2.3\n";
+    (void)!write(fd, text, sizeof text - 1);
+    close(fd);
+  }
+}
+
+}  // namespace
+
+void setupHost(const BootConfig& config) {
   sethostname("airlock", 7);
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return;
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-    ifr.ifr_flags |= IFF_UP;
-    ioctl(s, SIOCSIFFLAGS, &ifr);
-  }
+  setInterface(s, "lo", nullptr, nullptr);
+  if (config.userNet) setupUserNet(s);
   close(s);
 }
 

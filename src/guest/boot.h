@@ -7,6 +7,9 @@
 
 namespace airlock::guest {
 
+/// Where the /workspace overlay keeps its upper layer (on the scratch disk).
+inline constexpr const char* kWorkspaceUpper = "/run/airlock/scratch/workspace/upper";
+
 /// One virtio-fs share to mount: `tag` as exported by the host, at `path` in the guest.
 struct ShareMount {
   std::string tag;
@@ -18,11 +21,16 @@ struct ShareMount {
 ///   airlock.root=SERIAL     virtio-blk serial of the erofs root image (default "root")
 ///   airlock.scratch=SERIAL  virtio-blk serial of the ext4 scratch disk (default "scratch")
 ///   airlock.share=TAG:PATH:ro|rw  a virtio-fs share (repeatable)
+///   airlock.workspace=TAG   virtio-fs TAG (the snapshot, read-only) is the lower layer
+///                           of an overlay at /workspace whose upper layer is on the scratch disk
+///   airlock.net=user        configure eth0 for QEMU user networking (10.0.2.15/24, gw 10.0.2.2)
 ///   airlock.probe=1         boot probe: power off as soon as init runs
 struct BootConfig {
   std::string rootSerial = "root";
   std::string scratchSerial = "scratch";
   std::vector<ShareMount> shares;
+  std::string workspaceTag;
+  bool userNet = false;
   bool probe = false;
 };
 
@@ -40,8 +48,9 @@ bool loadModules(std::string& error);
 /// root into it (mount --move + chroot). After this, / is the overlay.
 bool switchToOverlayRoot(const BootConfig& config, std::string& error);
 
-/// Brings up the loopback interface and sets the hostname.
-void setupHost();
+/// Sets the hostname, brings up loopback and, with airlock.net=user, eth0
+/// with its address, default route and /etc/resolv.conf.
+void setupHost(const BootConfig& config);
 
 /// Unmounts what can be unmounted, syncs, and powers the VM off. Never returns.
 [[noreturn]] void powerOff();

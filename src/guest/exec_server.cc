@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "guest/boot.h"
+#include "guest/layer_export.h"
 
 namespace airlock::guest {
 
@@ -207,6 +208,9 @@ void ExecServer::onFrame(const protocol::Frame& frame) {
     case FrameType::kShutdown:
       running_ = false;
       return;
+    case FrameType::kExport:
+      exportWorkspace(frame.channel);
+      return;
     default:
       logLine(std::string("ignoring unexpected frame from host: ") + protocol::typeName(frame.type));
       return;
@@ -395,6 +399,25 @@ void ExecServer::finishIfDone(uint32_t channel) {
   if (!cmd.pty) closeFd(cmd.stdinFd);
   send(FrameType::kExit, channel, protocol::encodeExit(cmd.status));
   commands_.erase(it);
+}
+
+void ExecServer::exportWorkspace(uint32_t channel) {
+  std::string pending, error, skipped;
+  auto sink = [&](std::string_view data) {
+    pending.append(data);
+    while (pending.size() >= protocol::kMaxChunk) {
+      send(FrameType::kStdout, channel, std::string_view(pending).substr(0, protocol::kMaxChunk));
+      pending.erase(0, protocol::kMaxChunk);
+    }
+    return running_;
+  };
+  sync();
+  bool ok = exportUpperLayer(kWorkspaceUpper, sink, error, skipped);
+  if (ok && !pending.empty()) send(FrameType::kStdout, channel, pending);
+  if (!skipped.empty()) logLine("export skipped:\n" + skipped);
+  if (!ok) send(FrameType::kError, channel, error);
+  send(FrameType::kStdout, channel, {});
+  send(FrameType::kExit, channel, protocol::encodeExit({false, ok ? 0u : 1u}));
 }
 
 void ExecServer::killAll() {

@@ -32,6 +32,8 @@ class ExecServer {
   void reapChildren();
   void finishIfDone(uint32_t channel);
   void killAll();
+  /// Streams the workspace overlay's upper layer (kExport).
+  void exportWorkspace(uint32_t channel);
 
   int port_;
   int signalFd_ = -1;

@@ -81,7 +81,7 @@ int main() {
   }
   if (!loadModules(error)) fatal(error);
   if (!switchToOverlayRoot(config, error)) fatal(error);
-  setupHost();
+  setupHost(config);
   std::string port = findControlPort();
   if (port.empty()) fatal(std::string("no virtio-serial port named ") + airlock::protocol::kPortName);
   int fd = open(port.c_str(), O_RDWR | O_CLOEXEC);

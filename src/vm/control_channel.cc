@@ -1,5 +1,6 @@
 #include "vm/control_channel.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -93,16 +94,46 @@ Result<std::shared_ptr<RemoteCommand>> ControlChannel::exec(const protocol::Exec
   std::string payload = protocol::encodeExec(request);
   if (payload.size() > protocol::kMaxPayload)
     return fail("the command's arguments and environment are larger than {} bytes", protocol::kMaxPayload);
+  return open(FrameType::kExec, payload, std::move(handlers));
+}
+
+Result<std::shared_ptr<RemoteCommand>> ControlChannel::open(FrameType type, std::string_view payload,
+                                                            OutputHandlers handlers) {
   std::shared_ptr<RemoteCommand> cmd;
   {
     std::lock_guard lock(mutex_);
-    if (!closed_.empty()) return failWith(66, "cannot start a command: {}", closed_);
+    if (!closed_.empty()) return failWith(66, "cannot start a command in the VM: {}", closed_);
     uint32_t id = nextId_++;
     cmd.reset(new RemoteCommand(*this, id, std::move(handlers)));
     commands_[id] = cmd;
   }
-  if (auto r = sendFrame(FrameType::kExec, cmd->id_, payload); !r) return std::unexpected(r.error());
+  if (auto r = sendFrame(type, cmd->id_, payload); !r) return std::unexpected(r.error());
   return cmd;
+}
+
+Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, uint64_t maxBytes) {
+  Fd out(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!out) return fail("cannot create {}: {}", destPath, errnoText(errno));
+  uint64_t written = 0;
+  std::string sinkError;
+  OutputHandlers handlers;
+  handlers.onStdout = [&](std::string_view data) {
+    if (!sinkError.empty()) return;
+    if (written + data.size() > maxBytes) {
+      sinkError = fmt::format("the guest's changes exceed the limit of {} MiB", maxBytes >> 20);
+      return;
+    }
+    if (!writeAll(out.get(), data)) sinkError = fmt::format("cannot write {}: {}", destPath, errnoText(errno));
+    written += data.size();
+  };
+  auto cmd = open(FrameType::kExport, {}, std::move(handlers));
+  if (!cmd) return std::unexpected(cmd.error());
+  auto status = (*cmd)->wait();
+  if (!status) return std::unexpected(status.error());
+  if (!sinkError.empty()) return fail("{}", sinkError);
+  if (status->shellCode() != 0) return fail("the guest could not export the workspace: {}", (*cmd)->startError());
+  if (::fsync(out.get()) != 0) return fail("cannot write {}: {}", destPath, errnoText(errno));
+  return written;
 }
 
 Result<> ControlChannel::shutdown() { return sendFrame(FrameType::kShutdown, 0, {}); }

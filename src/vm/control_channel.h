@@ -74,6 +74,10 @@ class ControlChannel {
   Result<> waitReady(std::chrono::milliseconds timeout);
   /// Starts a command. Output arrives on `handlers` from the reader thread.
   Result<std::shared_ptr<RemoteCommand>> exec(const protocol::ExecRequest& request, OutputHandlers handlers);
+  /// Asks the guest to stream its /workspace changes (OCI layer tar) into
+  /// the file `destPath`, at most `maxBytes` (else an error). Returns the
+  /// number of bytes written.
+  Result<uint64_t> exportWorkspace(const std::string& destPath, uint64_t maxBytes);
   /// Asks the guest to stop every command and power off.
   Result<> shutdown();
   /// Why the channel closed (empty while open).
@@ -82,6 +86,9 @@ class ControlChannel {
  private:
   friend class RemoteCommand;
   explicit ControlChannel(Fd fd);
+  /// Registers a new channel and sends its opening frame.
+  Result<std::shared_ptr<RemoteCommand>> open(protocol::FrameType type, std::string_view payload,
+                                              OutputHandlers handlers);
   void readerLoop();
   void dispatch(const protocol::Frame& frame);
   void close(const std::string& reason);

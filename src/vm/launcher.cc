@@ -83,12 +83,9 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   if (!init) return std::unexpected(init.error());
   auto assets = ensureBootAssets(*init, options.progress);
   if (!assets) return std::unexpected(assets.error());
-  auto image = ensureRootfsImage(options.rootfsDir, options.progress);
-  if (!image) {
-    Error e = image.error();
-    if (e.code == 1) e.code = exit_code::kImage;
-    return std::unexpected(e);
-  }
+  Result<std::string> image = options.rootImage;
+  if (options.rootImage.empty()) image = ensureRootfsImage(options.rootfsDir, options.progress);
+  if (!image) return std::unexpected(image.error());
   auto runDir = TempDir::create(stateDir() + "/vms", "vm-");
   if (!runDir) return failWith(exit_code::kHostNotReady, "{}", runDir.error().message);
   if (runDir->path().size() + 16 > 107)
@@ -116,15 +113,17 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
     return std::unexpected(disk.error());
   config.disks.push_back({*image, "root", true, "raw"});
   config.disks.push_back({dir + "/scratch.ext4", "scratch", false, "raw"});
-  if (!options.workspaceDir.empty()) {
+  const std::string& shared = options.workspaceSnapshot.empty() ? options.workspaceDir : options.workspaceSnapshot;
+  if (!shared.empty()) {
     struct stat st {};
-    if (stat(options.workspaceDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      return failWith(exit_code::kUsage, "workspace {} is not a directory", options.workspaceDir);
-    char* real = realpath(options.workspaceDir.c_str(), nullptr);
-    std::string hostPath = real ? real : options.workspaceDir;
+    if (stat(shared.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return failWith(exit_code::kUsage, "workspace {} is not a directory", shared);
+    char* real = realpath(shared.c_str(), nullptr);
+    std::string hostPath = real ? real : shared;
     free(real);
-    config.shares.push_back({"workspace", hostPath, "/workspace", true, ""});
+    config.shares.push_back({"workspace", hostPath, "/workspace", true, "", !options.workspaceSnapshot.empty()});
   }
+  config.userNetwork = options.userNetwork;
   report(options.progress, accel.accel == Accel::kKvm ? "booting VM (KVM)" : "booting VM (TCG emulation)");
   auto bootTimeout = accel.accel == Accel::kKvm ? std::chrono::seconds(30) : std::chrono::seconds(120);
   auto vm = QemuVm::start(config, dir, machine->janitor_, bootTimeout);

@@ -16,10 +16,16 @@
 namespace airlock::vm {
 
 struct LaunchOptions {
-  std::string rootfsDir;             ///< host directory turned into the erofs root
+  std::string rootfsDir;             ///< host directory turned into the erofs root, or:
+  std::string rootImage;             ///< a ready erofs image (takes precedence over rootfsDir)
   unsigned cpus = 1;                 ///< vCPUs (1-64)
   unsigned memoryMiB = 512;          ///< guest RAM in MiB (128-65536)
-  std::string workspaceDir;          ///< shared read-only at /workspace when set
+  std::string workspaceDir;          ///< shared read-only at /workspace when set, or:
+  /// the snapshot shared read-only as the lower layer of an overlay at
+  /// /workspace (writes go to the scratch disk; export them with
+  /// ControlChannel::exportWorkspace)
+  std::string workspaceSnapshot;
+  bool userNetwork = false;          ///< QEMU user networking (see VmConfig::userNetwork)
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
   ProgressFn progress;               ///< phase lines ("building root image ...")

@@ -73,7 +73,7 @@ bool hasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 }  // namespace
 
 bool isKnownType(uint8_t type) {
-  return type >= static_cast<uint8_t>(FrameType::kHello) && type <= static_cast<uint8_t>(FrameType::kShutdown);
+  return type >= static_cast<uint8_t>(FrameType::kHello) && type <= static_cast<uint8_t>(FrameType::kExport);
 }
 
 const char* typeName(FrameType type) {
@@ -89,6 +89,7 @@ const char* typeName(FrameType type) {
     case FrameType::kError: return "error";
     case FrameType::kStdinAck: return "stdin-ack";
     case FrameType::kShutdown: return "shutdown";
+    case FrameType::kExport: return "export";
   }
   return "unknown";
 }

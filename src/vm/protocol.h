@@ -48,6 +48,8 @@ enum class FrameType : uint8_t {
   kError = 9,     ///< guest -> host: string; the command could not start
   kStdinAck = 10, ///< guest -> host: u32 stdin bytes delivered (returns window credit)
   kShutdown = 11, ///< host -> guest: stop everything and power off
+  kExport = 12,   ///< host -> guest: stream the /workspace overlay's upper layer as
+                  ///< an OCI layer tar in kStdout frames on this channel, then kExit
 };
 
 /// True for the values of FrameType above.

@@ -7,8 +7,13 @@ namespace airlock::vm {
 std::string kernelCmdline(const VmConfig& c) {
   std::string cmdline = "console=ttyS0 quiet panic=-1 reboot=t rw";
   if (c.tscKhz) cmdline += fmt::format(" tsc_early_khz={}", c.tscKhz);
-  for (const auto& share : c.shares)
-    cmdline += fmt::format(" airlock.share={}:{}:{}", share.tag, share.guestPath, share.readOnly ? "ro" : "rw");
+  for (const auto& share : c.shares) {
+    if (share.workspaceLower)
+      cmdline += fmt::format(" airlock.workspace={}", share.tag);
+    else
+      cmdline += fmt::format(" airlock.share={}:{}:{}", share.tag, share.guestPath, share.readOnly ? "ro" : "rw");
+  }
+  if (c.userNetwork) cmdline += " airlock.net=user";
   if (!c.extraCmdline.empty()) cmdline += " " + c.extraCmdline;
   return cmdline;
 }
@@ -39,6 +44,7 @@ std::vector<std::string> buildQemuArgs(const VmConfig& c) {
     add({"-chardev", fmt::format("socket,id=fs{},path={}", i, s.socketPath), "-device",
          fmt::format("vhost-user-fs-device,chardev=fs{},tag={}", i, s.tag)});
   }
+  if (c.userNetwork) add({"-netdev", "user,id=net0", "-device", "virtio-net-device,netdev=net0"});
   if (!c.ports.empty()) {
     add({"-device", "virtio-serial-device,max_ports=8"});
     for (size_t i = 0; i < c.ports.size(); ++i) {

@@ -25,6 +25,9 @@ struct Share {
   std::string guestPath;
   bool readOnly = true;
   std::string socketPath;
+  /// True: the share is the read-only lower layer of the guest's /workspace
+  /// overlay (airlock.workspace=TAG) instead of a plain mount at guestPath.
+  bool workspaceLower = false;
 };
 
 /// A virtio-serial port backed by a unix socket QEMU listens on.
@@ -47,6 +50,9 @@ struct VmConfig {
   std::vector<Disk> disks;
   std::vector<Share> shares;
   std::vector<SerialPort> ports;
+  /// QEMU user-mode networking (outbound NAT; the host's loopback is reachable
+  /// at the gateway 10.0.2.2). Replaced by the egress firewall later.
+  bool userNetwork = false;
   std::string qmpSocket;          ///< QMP control socket path
   std::string consoleLog;         ///< guest serial console (kernel log) goes here
   std::string qemuBinary = "qemu-system-x86_64";

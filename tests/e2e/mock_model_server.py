@@ -73,6 +73,7 @@ CMD_PARAM_NAMES = ["command", "cmd"]
 WORKDIR_PATTERNS = [
     re.compile(r"Primary working directory:\s*(/[^\s`'\"<>]*)"),
     re.compile(r"<cwd>\s*(/[^<\s]*)\s*</cwd>"),
+    re.compile(r"Workspace Directories:\**\s*-\s*(/[^\s`'\"<>]*)"),
     re.compile(r"[Ww]orking directory:\s*[`'\"]?(/[^\s`'\"<>]*)"),
     re.compile(r"current working directory(?: is)?:?\s*[`'\"]?(/[^\s`'\"<>]*)", re.I),
     re.compile(r"working in the directory:?\s*[`'\"]?(/[^\s`'\"<>]*)", re.I),
@@ -420,8 +421,10 @@ def json_from_schema(schema, key=""):
     if ty == "boolean":
         return False
     if ty in ("integer", "number"):
-        return 0
-    if key == "reasoning":
+        # Gemini CLI's router validates complexity_score >= 1 without saying so.
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", 1))
+        return lo if isinstance(lo, (int, float)) else 1
+    if key.endswith("reasoning"):
         return "Scripted mock answer."
     return "mock"
 
@@ -664,7 +667,8 @@ def chat_reply(body, call, text):
 
 
 class State:
-    def __init__(self, scenario, log_path, max_requests, quiet):
+    def __init__(self, scenario, log_path, max_requests, quiet, dump_dir=None):
+        self.dump_dir = dump_dir
         self.scenario = scenario
         self.log_path = log_path
         self.max_requests = max_requests
@@ -782,6 +786,11 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw.decode("utf-8")) if raw else {}
             if not isinstance(body, dict):
                 raise ValueError("request body is not a JSON object")
+            if st.dump_dir:
+                with open(os.path.join(st.dump_dir, "%04d.json" % n), "w",
+                          encoding="utf-8") as f:
+                    json.dump({"path": self.path, "headers": dict(self.headers),
+                               "body": body}, f, indent=1)
         except Exception as e:  # noqa: BLE001 - any bad input is a 400
             entry.update(kind="bad_request", error=str(e))
             st.log(entry)
@@ -879,6 +888,8 @@ def main(argv=None):
                     help="answer 400 to every POST after this many requests (0: no limit)")
     ap.add_argument("--exit-after", type=float, default=0,
                     help="stop serving after this many seconds (0: never)")
+    ap.add_argument("--dump-dir",
+                    help="write each POST request (path, headers, body) to DIR/NNNN.json")
     ap.add_argument("--quiet", action="store_true", help="no per-request line on stderr")
     args = ap.parse_args(argv)
 
@@ -887,7 +898,10 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         sys.stderr.write("mock: bad scenario: %s\n" % e)
         return 2
-    Handler.state = State(scenario, args.log, args.max_requests, args.quiet)
+    if args.dump_dir:
+        os.makedirs(args.dump_dir, exist_ok=True)
+    Handler.state = State(scenario, args.log, args.max_requests, args.quiet,
+                          args.dump_dir)
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)

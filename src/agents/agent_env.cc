@@ -1,0 +1,90 @@
+#include "agents/agent_env.h"
+
+#include <optional>
+
+namespace airlock::agents {
+namespace {
+
+bool isNameStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool isNameChar(char c) { return isNameStart(c) || (c >= '0' && c <= '9'); }
+
+/// One ${...} reference starting at a "${".
+struct Reference {
+  std::string_view name;
+  std::optional<std::string_view> fallback;  ///< the part after ":-", if any
+  size_t end = 0;                            ///< offset just past the closing '}'
+};
+
+/// Parses the reference whose "${" is at `at`; an error text when malformed.
+std::expected<Reference, std::string> parseReference(std::string_view text, size_t at) {
+  size_t close = text.find('}', at + 2);
+  if (close == std::string_view::npos) return std::unexpected("unterminated ${");
+  std::string_view body = text.substr(at + 2, close - at - 2);
+  size_t sep = body.find(":-");
+  Reference ref;
+  ref.name = body.substr(0, sep);
+  if (sep != std::string_view::npos) ref.fallback = body.substr(sep + 2);
+  ref.end = close + 1;
+  bool valid = !ref.name.empty() && isNameStart(ref.name.front());
+  for (char c : ref.name) valid = valid && isNameChar(c);
+  if (!valid) return std::unexpected("bad variable name '" + std::string(ref.name) + "' (use ${NAME} or ${NAME:-default})");
+  return ref;
+}
+
+}  // namespace
+
+bool forwardsEnv(const AgentSpec& spec, std::string_view name) {
+  for (const auto& entry : spec.envForward) {
+    std::string_view pattern = entry;
+    if (pattern.ends_with('*') ? name.starts_with(pattern.substr(0, pattern.size() - 1)) : name == pattern) return true;
+  }
+  return false;
+}
+
+EnvMap forwardedEnv(const AgentSpec& spec, const EnvMap& hostEnv) {
+  EnvMap out;
+  for (const auto& [name, value] : hostEnv) {
+    if (forwardsEnv(spec, name)) out.emplace(name, value);
+  }
+  return out;
+}
+
+Result<> checkTemplate(std::string_view text) {
+  for (size_t at = text.find("${"); at != std::string_view::npos; at = text.find("${", at)) {
+    auto ref = parseReference(text, at);
+    if (!ref) return fail("{} at offset {}", ref.error(), at);
+    at = ref->end;
+  }
+  return {};
+}
+
+std::string expandTemplate(std::string_view text, const EnvMap& env) {
+  std::string out;
+  size_t done = 0;
+  for (size_t at = text.find("${"); at != std::string_view::npos; at = text.find("${", at)) {
+    auto ref = parseReference(text, at);
+    if (!ref) {
+      at += 2;
+      continue;
+    }
+    out.append(text.substr(done, at - done));
+    auto it = env.find(std::string(ref->name));
+    bool set = it != env.end() && (!ref->fallback || !it->second.empty());
+    if (set) {
+      out += it->second;
+    } else if (ref->fallback) {
+      out.append(*ref->fallback);
+    }
+    at = done = ref->end;
+  }
+  out.append(text.substr(done));
+  return out;
+}
+
+std::map<std::string, std::string> expandHomeFiles(const AgentSpec& spec, const EnvMap& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& [path, content] : spec.homeFiles) out.emplace(path, expandTemplate(content, env));
+  return out;
+}
+
+}  // namespace airlock::agents

@@ -1,0 +1,41 @@
+#pragma once
+// The agent's environment: which host variables a spec forwards, and the
+// ${NAME} / ${NAME:-default} templates of its home files. Pure functions.
+//
+// Template syntax (the shell's, restricted): `${NAME}` is the value of NAME,
+// empty when unset; `${NAME:-default}` is the value of NAME, or `default`
+// when NAME is unset or empty. NAME is [A-Za-z_][A-Za-z0-9_]*; `default`
+// runs to the first '}'. A '$' not followed by '{' is kept as is.
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "agents/agent_spec.h"
+#include "common/error.h"
+
+namespace airlock::agents {
+
+/// Environment variables by name.
+using EnvMap = std::map<std::string, std::string>;
+
+/// True when `name` matches one of the spec's env_forward entries: equal to
+/// it, or, for an entry ending in '*', starting with the part before the '*'.
+bool forwardsEnv(const AgentSpec& spec, std::string_view name);
+
+/// The subset of `hostEnv` the spec forwards.
+EnvMap forwardedEnv(const AgentSpec& spec, const EnvMap& hostEnv);
+
+/// Checks the template syntax of `text`; the error names the offset and the
+/// fault ("unterminated ${", "bad variable name ...").
+Result<> checkTemplate(std::string_view text);
+
+/// Replaces every ${NAME} and ${NAME:-default} of `text` from `env`.
+/// A malformed reference (see checkTemplate) is kept as is.
+std::string expandTemplate(std::string_view text, const EnvMap& env);
+
+/// The spec's home files with their templates expanded from `env` (the
+/// environment the agent gets: spec env plus forwarded variables).
+std::map<std::string, std::string> expandHomeFiles(const AgentSpec& spec, const EnvMap& env);
+
+}  // namespace airlock::agents

@@ -1,0 +1,70 @@
+#pragma once
+// An agent spec: everything airlock needs to know to build an agent's image
+// and run it in a microVM. Built-in specs are YAML files under
+// src/agents/builtin/ compiled into the binary (see registry.h); the YAML
+// schema is the one parseAgentSpec() accepts (spec_parser.h).
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace airlock::agents {
+
+/// How the agent's program gets into its image: one npm package at a pinned
+/// version, either a native binary copied in, or a JavaScript package run by
+/// a Node runtime that is put into the image with it.
+struct ImageRecipe {
+  std::string npmPackage;     ///< the agent's npm package, e.g. "@anthropic-ai/claude-code"
+  std::string version;        ///< pinned version of npmPackage
+  std::string nativePackage;  ///< package holding the linux-x64 binary; empty: npmPackage itself
+  std::string nativeVersion;  ///< version of nativePackage; empty: `version`
+  /// Path inside the package holding the program: the binary copied to
+  /// /usr/local/bin/<installAs>, or with `node` the script a wrapper runs.
+  std::string binary;
+  std::string installAs;  ///< file name under /usr/local/bin
+  /// true: a Node runtime goes into the image, the package is installed with
+  /// its dependencies under /opt/<agent name>, and /usr/local/bin/<installAs>
+  /// is a wrapper script running `binary` with it.
+  bool node = false;
+
+  /// The package the program file is taken from (nativePackage or npmPackage).
+  const std::string& programPackage() const { return nativePackage.empty() ? npmPackage : nativePackage; }
+  /// The version of programPackage().
+  const std::string& programVersion() const { return nativeVersion.empty() ? version : nativeVersion; }
+
+  bool operator==(const ImageRecipe&) const = default;
+};
+
+/// Host names the agent needs, per egress profile.
+struct EgressHosts {
+  std::vector<std::string> modelHosts;  ///< the model API: all the 'locked' profile allows
+  std::vector<std::string> extraHosts;  ///< added to the 'standard' profile's common developer hosts
+
+  bool operator==(const EgressHosts&) const = default;
+};
+
+/// One agent: its image recipe, how to start it, its environment, its VM size
+/// and the hosts it talks to.
+struct AgentSpec {
+  std::string name;         ///< e.g. "claude-code"; equals the spec file's base name
+  std::string description;  ///< one line for `airlock agents`
+  ImageRecipe image;
+  /// The program and its fixed leading arguments. The agent's argv is
+  /// command + defaultArgs + the user's arguments (those after `--`).
+  std::vector<std::string> command;
+  std::vector<std::string> defaultArgs;
+  std::map<std::string, std::string> env;  ///< set for the agent before forwarded variables
+  /// Host variables forwarded by value: a name, or a prefix ending in '*'.
+  std::vector<std::string> envForward;
+  /// Files written into the agent's $HOME (uid 1000) before it starts: path
+  /// relative to $HOME -> content template (see agent_env.h for ${NAME}).
+  std::map<std::string, std::string> homeFiles;
+  int cpus = 2;             ///< vCPUs
+  int memoryMib = 4096;     ///< guest memory, MiB
+  int scratchMib = 8192;    ///< scratch disk (root and /workspace upper layers, $HOME), MiB
+  EgressHosts egress;
+
+  bool operator==(const AgentSpec&) const = default;
+};
+
+}  // namespace airlock::agents

@@ -1,0 +1,61 @@
+#include "agents/spec_format.h"
+
+#include <yaml-cpp/yaml.h>
+
+namespace airlock::agents {
+namespace {
+
+void emitList(YAML::Emitter& out, const char* key, const std::vector<std::string>& items) {
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& item : items) out << YAML::DoubleQuoted << item;
+  out << YAML::EndSeq;
+}
+
+void emitMap(YAML::Emitter& out, const char* key, const std::map<std::string, std::string>& entries) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  for (const auto& [k, v] : entries) {
+    out << YAML::Key << YAML::DoubleQuoted << k << YAML::Value;
+    if (v.find('\n') != std::string::npos) {
+      out << YAML::Literal << v;
+    } else {
+      out << YAML::SingleQuoted << v;
+    }
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string formatAgentSpec(const AgentSpec& spec) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.name;
+  out << YAML::Key << "description" << YAML::Value << spec.description;
+  out << YAML::Key << "image" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "npm_package" << YAML::Value << YAML::DoubleQuoted << spec.image.npmPackage;
+  out << YAML::Key << "version" << YAML::Value << YAML::DoubleQuoted << spec.image.version;
+  if (!spec.image.nativePackage.empty())
+    out << YAML::Key << "native_package" << YAML::Value << YAML::DoubleQuoted << spec.image.nativePackage;
+  if (!spec.image.nativeVersion.empty())
+    out << YAML::Key << "native_version" << YAML::Value << YAML::DoubleQuoted << spec.image.nativeVersion;
+  out << YAML::Key << "binary" << YAML::Value << spec.image.binary;
+  out << YAML::Key << "install_as" << YAML::Value << spec.image.installAs;
+  out << YAML::Key << "node" << YAML::Value << spec.image.node;
+  out << YAML::EndMap;
+  emitList(out, "command", spec.command);
+  emitList(out, "default_args", spec.defaultArgs);
+  emitMap(out, "env", spec.env);
+  emitList(out, "env_forward", spec.envForward);
+  emitMap(out, "home_files", spec.homeFiles);
+  out << YAML::Key << "cpus" << YAML::Value << spec.cpus;
+  out << YAML::Key << "memory_mib" << YAML::Value << spec.memoryMib;
+  out << YAML::Key << "scratch_mib" << YAML::Value << spec.scratchMib;
+  out << YAML::Key << "egress" << YAML::Value << YAML::BeginMap;
+  emitList(out, "model_hosts", spec.egress.modelHosts);
+  emitList(out, "extra_hosts", spec.egress.extraHosts);
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace airlock::agents

@@ -1,0 +1,276 @@
+#include "agents/spec_parser.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <initializer_list>
+#include <set>
+
+#include "agents/agent_env.h"
+#include "common/exit_codes.h"
+
+namespace airlock::agents {
+namespace {
+
+constexpr std::initializer_list<std::string_view> kTopKeys = {
+    "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
+    "home_files", "cpus",  "memory_mib", "scratch_mib", "egress"};
+constexpr std::initializer_list<std::string_view> kImageKeys = {
+    "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
+constexpr std::initializer_list<std::string_view> kEgressKeys = {"model_hosts", "extra_hosts"};
+
+bool isLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool isAlnum(char c) { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
+
+bool allOf(std::string_view s, bool (*ok)(char)) {
+  for (char c : s) {
+    if (!ok(c)) return false;
+  }
+  return !s.empty();
+}
+
+bool isAgentName(std::string_view s) {
+  return allOf(s, [](char c) { return isLowerAlnum(c) || c == '-'; }) && s.front() != '-';
+}
+
+/// npm package names: optional "@scope/", then lowercase letters, digits, '.', '_', '-'.
+bool isNpmName(std::string_view s) {
+  auto part = [](std::string_view p) {
+    return allOf(p, [](char c) { return isLowerAlnum(c) || c == '.' || c == '_' || c == '-'; }) && p.front() != '.';
+  };
+  if (!s.starts_with('@')) return part(s);
+  size_t slash = s.find('/');
+  return slash != std::string_view::npos && part(s.substr(1, slash - 1)) && part(s.substr(slash + 1));
+}
+
+/// An exact version: digits, letters, '.', '-', '+' (no ranges, tags or "latest").
+bool isPinnedVersion(std::string_view s) {
+  return allOf(s, [](char c) { return isAlnum(c) || c == '.' || c == '-' || c == '+'; }) && s.front() >= '0' &&
+         s.front() <= '9';
+}
+
+bool isEnvName(std::string_view s) {
+  return allOf(s, [](char c) { return isAlnum(c) || c == '_'; }) && !(s.front() >= '0' && s.front() <= '9');
+}
+
+bool isEnvPattern(std::string_view s) {
+  return s.ends_with('*') ? (s.size() == 1 || isEnvName(s.substr(0, s.size() - 1))) : isEnvName(s);
+}
+
+/// A relative path without empty, "." or ".." components.
+bool isRelativePath(std::string_view s) {
+  if (s.empty() || s.front() == '/' || s.find('\0') != std::string_view::npos) return false;
+  size_t at = 0;
+  while (at <= s.size()) {
+    size_t end = s.find('/', at);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view part = s.substr(at, end - at);
+    if (part.empty() || part == "." || part == "..") return false;
+    at = end + 1;
+  }
+  return true;
+}
+
+bool isFileName(std::string_view s) { return isRelativePath(s) && s.find('/') == std::string_view::npos; }
+
+bool isHostName(std::string_view s) {
+  return allOf(s, [](char c) { return isLowerAlnum(c) || c == '.' || c == '-'; }) && s.front() != '.' &&
+         s.front() != '-' && s.find("..") == std::string_view::npos;
+}
+
+std::string keyList(std::initializer_list<std::string_view> keys) {
+  std::string out;
+  for (auto k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
+/// Reads one spec, turning every fault into an Error naming file, line and key.
+class SpecReader {
+ public:
+  explicit SpecReader(std::string_view fileName) : file_(fileName) {}
+
+  Result<AgentSpec> read(const YAML::Node& root) {
+    if (!root.IsMap()) return error(root, "an agent spec must be a YAML mapping of keys to values");
+    if (auto r = checkKeys(root, "", kTopKeys); !r) return std::unexpected(r.error());
+    AgentSpec spec;
+    if (auto r = readTop(root, spec); !r) return std::unexpected(r.error());
+    return spec;
+  }
+
+ private:
+  std::unexpected<Error> error(const YAML::Node& at, const std::string& message) const {
+    const YAML::Mark mark = at.Mark();
+    if (mark.is_null()) return failWith(exit_code::kUsage, "{}: {}", file_, message);
+    return failWith(exit_code::kUsage, "{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message);
+  }
+
+  Result<> checkKeys(const YAML::Node& map, std::string_view section,
+                     std::initializer_list<std::string_view> known) {
+    std::set<std::string> seen;
+    std::string where = section.empty() ? "" : fmt::format(" in '{}'", section);
+    for (const auto& entry : map) {
+      if (!entry.first.IsScalar()) return error(entry.first, "keys must be plain strings" + where);
+      const std::string key = entry.first.Scalar();
+      if (!seen.insert(key).second) return error(entry.first, fmt::format("duplicate key '{}'{}", key, where));
+      bool isKnown = false;
+      for (auto k : known) isKnown = isKnown || k == key;
+      if (!isKnown)
+        return error(entry.first, fmt::format("unknown key '{}'{} (known keys: {})", key, where, keyList(known)));
+    }
+    return {};
+  }
+
+  /// `map[key]` of a mapping; an undefined node when absent.
+  static YAML::Node child(const YAML::Node& map, const char* key) {
+    const YAML::Node& constMap = map;
+    return constMap[key];
+  }
+
+  Result<> missing(const YAML::Node& map, std::string_view key) {
+    return error(map, fmt::format("missing required key '{}'", key));
+  }
+
+  Result<> string(const YAML::Node& map, const char* key, bool required, std::string& out) {
+    YAML::Node n = child(map, key);
+    if (!n.IsDefined()) return required ? missing(map, key) : Result<>{};
+    if (!n.IsScalar() || n.Scalar().empty()) return error(n, fmt::format("'{}' must be a non-empty string", key));
+    out = n.Scalar();
+    return {};
+  }
+
+  Result<> integer(const YAML::Node& map, const char* key, int min, int max, int& out) {
+    YAML::Node n = child(map, key);
+    if (!n.IsDefined()) return {};
+    int value = 0;
+    if (!n.IsScalar() || !YAML::convert<int>::decode(n, value) || value < min || value > max)
+      return error(n, fmt::format("'{}' must be an integer from {} to {}", key, min, max));
+    out = value;
+    return {};
+  }
+
+  Result<> boolean(const YAML::Node& map, const char* key, bool& out) {
+    YAML::Node n = child(map, key);
+    if (!n.IsDefined()) return {};
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, out))
+      return error(n, fmt::format("'{}' must be true or false", key));
+    return {};
+  }
+
+  Result<> list(const YAML::Node& map, const char* key, bool (*valid)(std::string_view), const char* what,
+                std::vector<std::string>& out) {
+    YAML::Node n = child(map, key);
+    if (!n.IsDefined()) return {};
+    if (!n.IsSequence()) return error(n, fmt::format("'{}' must be a list of strings", key));
+    for (const auto& item : n) {
+      if (!item.IsScalar()) return error(item, fmt::format("'{}' must be a list of strings", key));
+      if (valid && !valid(item.Scalar()))
+        return error(item, fmt::format("'{}' in '{}' is not {}", item.Scalar(), key, what));
+      out.push_back(item.Scalar());
+    }
+    return {};
+  }
+
+  Result<> stringMap(const YAML::Node& map, const char* key, bool (*validKey)(std::string_view), const char* what,
+                     std::map<std::string, std::string>& out) {
+    YAML::Node n = child(map, key);
+    if (!n.IsDefined()) return {};
+    if (!n.IsMap()) return error(n, fmt::format("'{}' must be a mapping of strings to strings", key));
+    for (const auto& entry : n) {
+      if (!entry.first.IsScalar() || !entry.second.IsScalar())
+        return error(entry.first, fmt::format("'{}' must be a mapping of strings to strings", key));
+      const std::string& name = entry.first.Scalar();
+      if (!validKey(name)) return error(entry.first, fmt::format("'{}' in '{}' is not {}", name, key, what));
+      if (!out.emplace(name, entry.second.Scalar()).second)
+        return error(entry.first, fmt::format("duplicate key '{}' in '{}'", name, key));
+    }
+    return {};
+  }
+
+  Result<> readTop(const YAML::Node& root, AgentSpec& spec) {
+    if (auto r = string(root, "name", true, spec.name); !r) return r;
+    if (!isAgentName(spec.name))
+      return error(child(root, "name"), fmt::format("name '{}' may contain only a-z, 0-9 and '-'", spec.name));
+    if (file_ != spec.name + ".yaml")
+      return error(child(root, "name"),
+                   fmt::format("name '{}' does not match the file name (expected {}.yaml)", spec.name, spec.name));
+    if (auto r = string(root, "description", true, spec.description); !r) return r;
+    YAML::Node image = child(root, "image");
+    if (!image.IsDefined()) return missing(root, "image");
+    if (auto r = readImage(image, spec.image); !r) return r;
+    if (auto r = list(root, "command", nullptr, "", spec.command); !r) return r;
+    if (spec.command.empty()) {
+      YAML::Node n = child(root, "command");
+      return n.IsDefined() ? error(n, "'command' must name a program") : missing(root, "command");
+    }
+    if (auto r = list(root, "default_args", nullptr, "", spec.defaultArgs); !r) return r;
+    if (auto r = stringMap(root, "env", isEnvName, "a variable name", spec.env); !r) return r;
+    if (auto r = list(root, "env_forward", isEnvPattern, "a variable name or PREFIX*", spec.envForward); !r)
+      return r;
+    if (auto r = stringMap(root, "home_files", isRelativePath, "a relative path", spec.homeFiles); !r) return r;
+    for (const auto& [path, content] : spec.homeFiles) {
+      if (auto r = checkTemplate(content); !r)
+        return error(child(child(root, "home_files"), path.c_str()),
+                     fmt::format("home file '{}': {}", path, r.error().message));
+    }
+    if (auto r = integer(root, "cpus", 1, 64, spec.cpus); !r) return r;
+    if (auto r = integer(root, "memory_mib", 256, 262144, spec.memoryMib); !r) return r;
+    if (auto r = integer(root, "scratch_mib", 512, 1048576, spec.scratchMib); !r) return r;
+    YAML::Node egress = child(root, "egress");
+    if (egress.IsDefined()) {
+      if (!egress.IsMap()) return error(egress, "'egress' must be a mapping");
+      if (auto r = checkKeys(egress, "egress", kEgressKeys); !r) return r;
+      if (auto r = list(egress, "model_hosts", isHostName, "a host name", spec.egress.modelHosts); !r) return r;
+      if (auto r = list(egress, "extra_hosts", isHostName, "a host name", spec.egress.extraHosts); !r) return r;
+    }
+    return {};
+  }
+
+  Result<> readImage(const YAML::Node& image, ImageRecipe& recipe) {
+    if (!image.IsMap()) return error(image, "'image' must be a mapping");
+    if (auto r = checkKeys(image, "image", kImageKeys); !r) return r;
+    struct Field {
+      const char* key;
+      bool required;
+      std::string& out;
+      bool (*valid)(std::string_view);
+      const char* what;
+    };
+    const Field fields[] = {
+        {"npm_package", true, recipe.npmPackage, isNpmName, "an npm package name"},
+        {"version", true, recipe.version, isPinnedVersion, "an exact version (no ranges or tags)"},
+        {"native_package", false, recipe.nativePackage, isNpmName, "an npm package name"},
+        {"native_version", false, recipe.nativeVersion, isPinnedVersion, "an exact version (no ranges or tags)"},
+        {"binary", true, recipe.binary, isRelativePath, "a relative path inside the package"},
+        {"install_as", true, recipe.installAs, isFileName, "a file name"},
+    };
+    for (const auto& f : fields) {
+      if (auto r = string(image, f.key, f.required, f.out); !r) return r;
+      if (!f.out.empty() && !f.valid(f.out))
+        return error(child(image, f.key), fmt::format("'{}' = '{}' is not {}", f.key, f.out, f.what));
+    }
+    if (!recipe.nativeVersion.empty() && recipe.nativePackage.empty())
+      return error(child(image, "native_version"), "'native_version' needs 'native_package'");
+    return boolean(image, "node", recipe.node);
+  }
+
+  std::string file_;
+};
+
+}  // namespace
+
+Result<AgentSpec> parseAgentSpec(std::string_view yamlText, std::string_view fileName) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yamlText));
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return failWith(exit_code::kUsage, "{}: invalid YAML: {}", fileName, e.msg);
+    return failWith(exit_code::kUsage, "{}:{}:{}: invalid YAML: {}", fileName, e.mark.line + 1, e.mark.column + 1,
+                    e.msg);
+  }
+  try {
+    return SpecReader(fileName).read(root);
+  } catch (const YAML::Exception& e) {
+    return failWith(exit_code::kUsage, "{}: {}", fileName, e.what());
+  }
+}
+
+}  // namespace airlock::agents

@@ -1,0 +1,74 @@
+// `airlock image build AGENT [--force]`: build (or find) an agent's local
+// erofs image: Debian 12 base + the agent CLI at its pinned version.
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "agents/registry.h"
+#include "cli/commands.h"
+#include "common/exit_codes.h"
+#include "image/agent_image.h"
+#include "image/recipe.h"
+#include "vm/asset_cache.h"
+
+namespace airlock::cli {
+namespace {
+
+struct ImageBuildArgs {
+  std::string agent;
+  bool force = false;
+  bool quiet = false;
+};
+
+int reportError(const Error& e) {
+  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
+  return e.code == 1 ? exit_code::kInternal : e.code;
+}
+
+int buildImage(const ImageBuildArgs& args) {
+  auto registry = agents::AgentRegistry::builtin();
+  if (!registry) return reportError(registry.error());
+  auto spec = registry->find(args.agent);
+  if (!spec) return reportError(spec.error());
+  const bool cached = !args.force && vm::pathExists(image::agentImagePath(*spec));
+  auto say = [quiet = args.quiet](const std::string& line) {
+    if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto path = image::ensureAgentImage(*spec, say, {.force = args.force});
+  if (!path) return reportError(path.error());
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  struct stat st {};
+  double mib = ::stat(path->c_str(), &st) == 0 ? double(st.st_size) / (1 << 20) : 0;
+  std::printf("%s\n", path->c_str());
+  std::fprintf(stderr, "airlock: image %s: %.0f MiB, %s\n", spec->name.c_str(), mib,
+               cached ? "already built (use --force to rebuild)"
+                      : fmt::format("built in {:.1f} s", took.count()).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addImageCommand(CLI::App& app, int& exitCode) {
+  auto args = std::make_shared<ImageBuildArgs>();
+  auto* cmd = app.add_subcommand("image", "Local agent images");
+  cmd->require_subcommand(1);
+  auto* build = cmd->add_subcommand("build", "Build an agent's image: Debian 12 + the agent CLI from npm, as erofs");
+  build->footer(R"(The image is cached under ~/.cache/airlock/images by the digest of its recipe
+(base packages, agent package and pinned version); the Debian base is built
+once with mmdebstrap and shared by all agents. Prints the image path.
+
+Examples:
+  airlock image build claude-code
+  airlock image build gemini --force)");
+  build->add_option("AGENT", args->agent, "Agent name (see `airlock agents`)")->required();
+  build->add_flag("--force", args->force, "Rebuild even when the image is cached");
+  build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
+  build->callback([args, &exitCode] { exitCode = buildImage(*args); });
+}
+
+}  // namespace airlock::cli

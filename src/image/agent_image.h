@@ -1,0 +1,32 @@
+#pragma once
+// Local agent images: a Debian 12 base (base_rootfs.h) plus the agent's
+// program from npm at its pinned version, with the `agent` user, as a
+// read-only erofs image cached under cacheDir()/images/<recipe digest>.erofs
+// (recipe.h). This is what `airlock image build` and a first `airlock run`
+// call.
+
+#include <string>
+
+#include "agents/agent_spec.h"
+#include "common/error.h"
+#include "vm/asset_cache.h"
+
+namespace airlock::image {
+
+/// Options of one image build.
+struct ImageBuildOptions {
+  /// Rebuild the agent image even when the cache holds it (the base tarball
+  /// and npm downloads are reused).
+  bool force = false;
+};
+
+/// Returns the path of the agent's erofs image, building it when the cache
+/// does not hold one for the spec's recipe digest. Progress lines carry the
+/// seconds since the build started. Safe when several airlock processes call
+/// it at once (they wait on the cache lock). Errors carry exit_code::kImage,
+/// or kHostNotReady for a missing host tool, and name the failed step and
+/// the fix.
+Result<std::string> ensureAgentImage(const agents::AgentSpec& spec, const vm::ProgressFn& progress,
+                                     const ImageBuildOptions& options = {});
+
+}  // namespace airlock::image

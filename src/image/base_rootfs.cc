@@ -1,0 +1,103 @@
+#include "image/base_rootfs.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include <fmt/ranges.h>
+
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "common/sha256.h"
+#include "common/subprocess.h"
+#include "image/apt_mirror.h"
+
+namespace airlock::image {
+namespace {
+
+/// Bump when the way the base is built changes (options, variant, layout).
+constexpr std::string_view kBaseFormat = "airlock-base-1";
+constexpr std::string_view kVariant = "minbase";
+
+/// The lines of mmdebstrap's output that say what failed (E:, then W:), at most four.
+std::string mmdebstrapErrors(const std::string& output) {
+  std::vector<std::string> picked;
+  for (const char* prefix : {"E: ", "W: "}) {
+    size_t at = 0;
+    while (at < output.size() && picked.size() < 4) {
+      size_t end = output.find('\n', at);
+      if (end == std::string::npos) end = output.size();
+      std::string line = output.substr(at, end - at);
+      if (line.starts_with(prefix)) picked.push_back(line);
+      at = end + 1;
+    }
+    if (!picked.empty()) break;
+  }
+  if (picked.empty()) {
+    size_t last = output.find_last_not_of('\n');
+    if (last == std::string::npos) return "no output";
+    size_t start = output.rfind('\n', last);
+    return output.substr(start == std::string::npos ? 0 : start + 1, last + 1);
+  }
+  return fmt::format("{}", fmt::join(picked, " | "));
+}
+
+}  // namespace
+
+const std::vector<std::string>& basePackages() {
+  static const std::vector<std::string> packages = {"ca-certificates", "git",   "bash",    "coreutils",
+                                                    "findutils",       "grep",  "sed",     "less",
+                                                    "curl",            "ripgrep", "procps", "passwd"};
+  return packages;
+}
+
+std::string baseDigest() {
+  Sha256 h;
+  for (std::string_view part : {kBaseFormat, kDebianSuite, kVariant}) {
+    h.update(fmt::format("{}:{}\n", part.size(), part));
+  }
+  for (const auto& p : basePackages()) h.update(fmt::format("{}:{}\n", p.size(), p));
+  return h.hex();
+}
+
+std::string baseTarballPath(const std::string& imagesDir) { return imagesDir + "/base-" + baseDigest() + ".tar"; }
+
+Result<std::string> ensureBaseTarball(const std::string& imagesDir, const vm::ProgressFn& progress) {
+  const std::string tarball = baseTarballPath(imagesDir);
+  if (vm::pathExists(tarball)) return tarball;
+  if (findProgram("mmdebstrap").empty())
+    return failWith(exit_code::kHostNotReady,
+                    "mmdebstrap is not installed; it builds the Debian base of agent images: run scripts/setup "
+                    "(or apt-get install mmdebstrap)");
+  auto work = TempDir::create(imagesDir, "tmp-");
+  if (!work) return std::unexpected(work.error());
+  const std::string built = work->path() + "/base.tar";
+  auto sources = debianSourceLines(hostAptSources(), kDebianSuite);
+  const std::string mirror = sources.front().substr(4, sources.front().find(' ', 4) - 4);
+  vm::report(progress, fmt::format("bootstrapping the Debian 12 base rootfs with mmdebstrap from {} (once for all "
+                                   "agents)",
+                                   mirror));
+  std::vector<std::string> argv = {"mmdebstrap",
+                                   ::geteuid() == 0 ? "--mode=root" : "--mode=unshare",
+                                   "--variant=" + std::string(kVariant),
+                                   fmt::format("--include={}", fmt::join(basePackages(), ",")),
+                                   "--format=tar",
+                                   std::string(kDebianSuite),
+                                   built};
+  argv.insert(argv.end(), sources.begin(), sources.end());
+  auto run = runCommand(argv, work->path());
+  if (!run) return failWith(exit_code::kImage, "cannot start mmdebstrap: {}", run.error().message);
+  if (run->exitCode != 0)
+    return failWith(exit_code::kImage,
+                    "mmdebstrap failed (exit {}): {}; check that `apt-get update` works and that {} is reachable{}",
+                    run->exitCode, mmdebstrapErrors(run->stderrText), mirror,
+                    ::geteuid() == 0 ? "" : ", and that unprivileged user namespaces are enabled (or run as root)");
+  if (auto r = vm::syncPath(built); !r) return std::unexpected(r.error());
+  if (::rename(built.c_str(), tarball.c_str()) != 0)
+    return failWith(exit_code::kImage, "cannot rename {} to {}: {}", built, tarball, errnoText(errno));
+  if (auto r = vm::syncPath(imagesDir); !r) return std::unexpected(r.error());
+  return tarball;
+}
+
+}  // namespace airlock::image

@@ -1,0 +1,33 @@
+#pragma once
+// The Debian 12 base root filesystem every agent image starts from, built
+// once with mmdebstrap and cached as an uncompressed tarball under
+// cacheDir()/images/base-<digest>.tar, so each agent image only adds its
+// own files instead of bootstrapping again.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "vm/asset_cache.h"
+
+namespace airlock::image {
+
+/// Packages added to the minbase variant (which already holds the essential set).
+const std::vector<std::string>& basePackages();
+
+/// Digest of the base recipe: suite, variant, package list and a format
+/// version (64 hex characters). It does not cover the mirror's contents:
+/// a cached base keeps the package versions it was built with.
+std::string baseDigest();
+
+/// Path of the base tarball in `imagesDir` (cacheDir()/images).
+std::string baseTarballPath(const std::string& imagesDir);
+
+/// Returns the path of the base tarball, building it with mmdebstrap when
+/// missing (about a minute with a warm network). The caller holds the lock
+/// of `imagesDir` (CacheLock on imagesDir/.lock). Errors carry
+/// exit_code::kImage (kHostNotReady when mmdebstrap is missing) and name the fix.
+Result<std::string> ensureBaseTarball(const std::string& imagesDir, const vm::ProgressFn& progress);
+
+}  // namespace airlock::image

@@ -1,0 +1,143 @@
+#include "image/npm_packages.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "common/subprocess.h"
+
+namespace airlock::image {
+namespace {
+
+/// Flags for every npm call: quiet, no network extras.
+const std::vector<std::string> kQuiet = {"--no-update-notifier", "--no-fund", "--no-audit", "--loglevel=error"};
+
+/// The "npm error" lines that say what failed (not the log file pointer), at most three.
+std::string npmErrors(const CommandOutput& out) {
+  std::string picked;
+  int count = 0;
+  const std::string& text = out.stderrText;
+  for (size_t at = 0; at < text.size() && count < 3;) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with("npm error ") || line.find("complete log") != std::string::npos) continue;
+    picked += (picked.empty() ? "" : " | ") + line;
+    ++count;
+  }
+  return picked.empty() ? fmt::format("exit {}", out.exitCode) : picked;
+}
+
+Result<> requireNpm() {
+  if (findProgram("npm").empty())
+    return failWith(exit_code::kHostNotReady,
+                    "npm is not installed; airlock fetches agent CLIs from the npm registry with it: install "
+                    "Node.js with npm (Debian package npm)");
+  return {};
+}
+
+/// The one *.tgz file in `dir`.
+Result<std::string> packedFile(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return failWith(exit_code::kImage, "cannot list {}: {}", dir, errnoText(errno));
+  std::string found;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.ends_with(".tgz")) found = dir + "/" + name;
+  }
+  ::closedir(d);
+  if (found.empty()) return failWith(exit_code::kImage, "npm pack wrote no tarball into {}", dir);
+  return found;
+}
+
+}  // namespace
+
+std::string npmTarballName(const std::string& name, const std::string& version) {
+  std::string flat = name.starts_with('@') ? name.substr(1) : name;
+  for (char& c : flat) {
+    if (c == '/') c = '+';
+  }
+  return flat + "@" + version + ".tgz";
+}
+
+Result<std::string> fetchNpmPackage(const std::string& name, const std::string& version,
+                                    const vm::ProgressFn& progress) {
+  const std::string dir = cacheDir() + "/npm";
+  const std::string cached = dir + "/" + npmTarballName(name, version);
+  if (vm::pathExists(cached)) return cached;
+  if (auto r = requireNpm(); !r) return std::unexpected(r.error());
+  if (auto r = makeDirs(dir); !r) return std::unexpected(r.error());
+  auto lock = vm::CacheLock::acquire(dir + "/.lock", "npm packages", progress);
+  if (!lock) return std::unexpected(lock.error());
+  if (vm::pathExists(cached)) return cached;
+  if (auto r = vm::removeStaleBuilds(dir); !r) return std::unexpected(r.error());
+  auto work = TempDir::create(dir, "tmp-");
+  if (!work) return std::unexpected(work.error());
+  vm::report(progress, fmt::format("downloading {}@{} from the npm registry", name, version));
+  // A throwaway npm cache: the tarball is kept once, in `dir`, not twice.
+  std::vector<std::string> argv = {"npm", "pack", name + "@" + version, "--pack-destination", work->path(),
+                                   "--cache", work->path() + "/npm-cache"};
+  argv.insert(argv.end(), kQuiet.begin(), kQuiet.end());
+  auto run = runCommand(argv, work->path());
+  if (!run) return failWith(exit_code::kImage, "cannot start npm: {}", run.error().message);
+  if (run->exitCode != 0)
+    return failWith(exit_code::kImage,
+                    "npm pack {}@{} failed: {}; check that the registry is reachable (`npm ping`) and the version "
+                    "exists (`npm view {}@{} version`)",
+                    name, version, npmErrors(*run), name, version);
+  auto packed = packedFile(work->path());
+  if (!packed) return std::unexpected(packed.error());
+  if (auto r = vm::syncPath(*packed); !r) return std::unexpected(r.error());
+  if (::rename(packed->c_str(), cached.c_str()) != 0)
+    return failWith(exit_code::kImage, "cannot rename {} to {}: {}", *packed, cached, errnoText(errno));
+  return cached;
+}
+
+Result<> installNpmPackage(const std::string& prefix, const std::string& name, const std::string& version,
+                           const vm::ProgressFn& progress) {
+  if (auto r = requireNpm(); !r) return r;
+  if (auto r = makeDirs(prefix); !r) return r;
+  vm::report(progress, fmt::format("installing {}@{} and its dependencies with npm", name, version));
+  std::vector<std::string> argv = {"npm",           "install",        "--prefix",          prefix,
+                                   "--omit=dev",    "--ignore-scripts", "--no-package-lock", "--cache",
+                                   cacheDir() + "/npm/cache", name + "@" + version};
+  argv.insert(argv.end(), kQuiet.begin(), kQuiet.end());
+  auto run = runCommand(argv, prefix);
+  if (!run) return failWith(exit_code::kImage, "cannot start npm: {}", run.error().message);
+  if (run->exitCode != 0)
+    return failWith(exit_code::kImage,
+                    "npm install {}@{} failed: {}; check that the registry is reachable (`npm ping`) and the "
+                    "version exists (`npm view {}@{} version`)",
+                    name, version, npmErrors(*run), name, version);
+  return {};
+}
+
+Result<> extractPackageFile(const std::string& tarball, const std::string& pathInPackage, const std::string& dest,
+                            const std::string& workDir, unsigned mode) {
+  auto scratch = TempDir::create(workDir, "npm-");
+  if (!scratch) return std::unexpected(scratch.error());
+  const std::string member = "package/" + pathInPackage;
+  auto run = runCommand({"tar", "--extract", "--gzip", "--file", tarball, "--directory", scratch->path(),
+                         "--no-same-owner", "--no-same-permissions", member});
+  if (!run) return failWith(exit_code::kImage, "cannot start tar: {}", run.error().message);
+  if (run->exitCode != 0)
+    return failWith(exit_code::kImage, "{} has no file {} (tar: {}); check `binary` in the agent spec", tarball,
+                    member, run->stderrText.substr(0, run->stderrText.find('\n')));
+  const std::string extracted = scratch->path() + "/" + member;
+  struct stat st {};
+  if (::lstat(extracted.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return failWith(exit_code::kImage, "{} in {} is not a regular file; check `binary` in the agent spec", member,
+                    tarball);
+  if (::chmod(extracted.c_str(), mode) != 0)
+    return failWith(exit_code::kImage, "cannot chmod {}: {}", extracted, errnoText(errno));
+  if (::rename(extracted.c_str(), dest.c_str()) != 0)
+    return failWith(exit_code::kImage, "cannot move {} to {}: {}", extracted, dest, errnoText(errno));
+  return {};
+}
+
+}  // namespace airlock::image

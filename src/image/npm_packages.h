@@ -1,0 +1,36 @@
+#pragma once
+// Agent programs from the npm registry, through the host's `npm` client (so
+// the user's registry, proxy and CA settings apply). Package tarballs are
+// cached under cacheDir()/npm/ by name and version; npm's own download cache
+// for installs is cacheDir()/npm/cache. npm never runs package scripts here.
+
+#include <string>
+
+#include "common/error.h"
+#include "vm/asset_cache.h"
+
+namespace airlock::image {
+
+/// The cache file name of name@version: "@scope/pkg" becomes "scope+pkg",
+/// e.g. "anthropic-ai+claude-code-linux-x64@2.1.332.tgz".
+std::string npmTarballName(const std::string& name, const std::string& version);
+
+/// Returns the path of the tarball of `name`@`version` (exact version),
+/// downloading it with `npm pack` into cacheDir()/npm/ when missing. Safe when
+/// several airlock processes call it at once. Errors carry exit_code::kImage
+/// (kHostNotReady when npm is missing).
+Result<std::string> fetchNpmPackage(const std::string& name, const std::string& version,
+                                    const vm::ProgressFn& progress);
+
+/// Installs `name`@`version` with its production dependencies into
+/// `prefix`/node_modules (`npm install --prefix ... --omit=dev --ignore-scripts`).
+Result<> installNpmPackage(const std::string& prefix, const std::string& name, const std::string& version,
+                           const vm::ProgressFn& progress);
+
+/// Extracts `pathInPackage` (relative to the tarball's "package/" folder)
+/// from the npm tarball `tarball` to `dest` (same filesystem as `workDir`,
+/// a scratch directory), with permission bits `mode`.
+Result<> extractPackageFile(const std::string& tarball, const std::string& pathInPackage, const std::string& dest,
+                            const std::string& workDir, unsigned mode);
+
+}  // namespace airlock::image

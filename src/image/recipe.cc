@@ -1,0 +1,41 @@
+#include "image/recipe.h"
+
+#include <fmt/format.h>
+
+#include "common/paths.h"
+#include "common/sha256.h"
+#include "image/base_rootfs.h"
+
+namespace airlock::image {
+namespace {
+
+/// Bump when the layout of agent images changes (user, paths, wrapper, mkfs options).
+constexpr std::string_view kImageFormat = "airlock-agent-image-1";
+
+}  // namespace
+
+std::string recipeDigest(const agents::AgentSpec& spec) {
+  const auto& r = spec.image;
+  Sha256 h;
+  auto field = [&h](std::string_view name, std::string_view value) {
+    h.update(fmt::format("{}={}:{}\n", name, value.size(), value));
+  };
+  field("format", kImageFormat);
+  field("base", baseDigest());
+  field("name", spec.name);
+  field("npm_package", r.npmPackage);
+  field("version", r.version);
+  field("native_package", r.nativePackage);
+  field("native_version", r.nativeVersion);
+  field("binary", r.binary);
+  field("install_as", r.installAs);
+  field("node", r.node ? "true" : "false");
+  if (r.node) field("node_runtime", fmt::format("{}@{}", kNodeRuntimePackage, kNodeRuntimeVersion));
+  return h.hex();
+}
+
+std::string imagesDir() { return cacheDir() + "/images"; }
+
+std::string agentImagePath(const agents::AgentSpec& spec) { return imagesDir() + "/" + recipeDigest(spec) + ".erofs"; }
+
+}  // namespace airlock::image

