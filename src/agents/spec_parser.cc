@@ -2,8 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <initializer_list>
 #include <set>
+#include <span>
 
 #include "agents/agent_env.h"
 #include "common/exit_codes.h"
@@ -11,12 +11,12 @@
 namespace airlock::agents {
 namespace {
 
-constexpr std::initializer_list<std::string_view> kTopKeys = {
+constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "cpus",  "memory_mib", "scratch_mib", "egress"};
-constexpr std::initializer_list<std::string_view> kImageKeys = {
+constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
-constexpr std::initializer_list<std::string_view> kEgressKeys = {"model_hosts", "extra_hosts"};
+constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
 
 bool isLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool isAlnum(char c) { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
@@ -77,7 +77,7 @@ bool isHostName(std::string_view s) {
          s.front() != '-' && s.find("..") == std::string_view::npos;
 }
 
-std::string keyList(std::initializer_list<std::string_view> keys) {
+std::string keyList(std::span<const std::string_view> keys) {
   std::string out;
   for (auto k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
   return out;
@@ -104,7 +104,7 @@ class SpecReader {
   }
 
   Result<> checkKeys(const YAML::Node& map, std::string_view section,
-                     std::initializer_list<std::string_view> known) {
+                     std::span<const std::string_view> known) {
     std::set<std::string> seen;
     std::string where = section.empty() ? "" : fmt::format(" in '{}'", section);
     for (const auto& entry : map) {

@@ -14,8 +14,18 @@ namespace airlock::cli {
 /// line (the guest command), which main() keeps away from the parser.
 void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash);
 
+/// `airlock run AGENT`: the whole job (src/cli/run.cc). `afterDoubleDash`
+/// are the agent's own arguments.
+void addRunCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash);
+
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
 void addReviewCommand(CLI::App& app, int& exitCode);
+
+/// `airlock agents` and `airlock agents show NAME`: the known agents (src/cli/agents.cc).
+void addAgentsCommand(CLI::App& app, int& exitCode);
+
+/// `airlock image build AGENT`: build an agent's local erofs image (src/cli/image.cc).
+void addImageCommand(CLI::App& app, int& exitCode);
 
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);

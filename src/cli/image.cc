@@ -45,9 +45,9 @@ int buildImage(const ImageBuildArgs& args) {
   struct stat st {};
   double mib = ::stat(path->c_str(), &st) == 0 ? double(st.st_size) / (1 << 20) : 0;
   std::printf("%s\n", path->c_str());
-  std::fprintf(stderr, "airlock: image %s: %.0f MiB, %s\n", spec->name.c_str(), mib,
-               cached ? "already built (use --force to rebuild)"
-                      : fmt::format("built in {:.1f} s", took.count()).c_str());
+  const std::string how =
+      cached ? "already built (use --force to rebuild)" : fmt::format("built in {:.1f} s", took.count());
+  std::fprintf(stderr, "airlock: image %s: %.0f MiB, %s\n", spec->name.c_str(), mib, how.c_str());
   return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "agents/registry.h"
 #include "cli/commands.h"
 #include "common/exit_codes.h"
 
@@ -24,7 +25,8 @@ constexpr const char* kExitCodes = R"(Exit codes:
   69  egress policy cannot be enforced on this host
   70  review left changes pending (rejected or held back; kept in the session)
   71  flush conflict: a file changed on the host; not overwritten
-  72  internal error)";
+  72  internal error
+  73  another airlock session is running on this workspace (see --wait))";
 
 }  // namespace
 
@@ -44,11 +46,20 @@ int main(int argc, char** argv) {
     argc = i;
     break;
   }
+  // `airlock AGENT ...` is `airlock run AGENT ...`.
+  std::vector<char*> args(argv, argv + argc);
+  if (argc > 1) {
+    if (auto registry = airlock::agents::AgentRegistry::builtin(); registry && registry->find(argv[1]))
+      args.insert(args.begin() + 1, const_cast<char*>("run"));
+  }
   airlock::cli::addRunImageCommand(app, exitCode, afterDoubleDash);
+  airlock::cli::addRunCommand(app, exitCode, afterDoubleDash);
   airlock::cli::addReviewCommand(app, exitCode);
   airlock::cli::addJanitorCommand(app, exitCode);
+  airlock::cli::addAgentsCommand(app, exitCode);
+  airlock::cli::addImageCommand(app, exitCode);
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : airlock::exit_code::kUsage;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/review.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
@@ -41,19 +42,6 @@ struct SnapshotArgs {
   std::vector<std::string> excludes;
   unsigned threads = 0;
   bool noReflink = false;
-  bool json = false;
-};
-
-struct ReviewArgs {
-  std::string workspace = ".";
-  std::string session;
-  std::string baseline;
-  std::string changeSet;
-  std::string after;
-  std::string mode = "interactive";
-  std::string onInterrupted = "complete";
-  std::vector<std::string> excludes;
-  uint64_t maxDiffBytes = 1 << 20;
   bool json = false;
 };
 
@@ -111,6 +99,8 @@ int runSnapshot(const SnapshotArgs& a) {
   }
   return 0;
 }
+
+}  // namespace
 
 int runReview(const ReviewArgs& a) {
   auto mode = ws::parseReviewMode(a.mode);
@@ -247,8 +237,6 @@ int runReview(const ReviewArgs& a) {
   if (pending) return exit_code::kReviewPending;
   return 0;
 }
-
-}  // namespace
 
 void addReviewCommand(CLI::App& app, int& exitCode) {
   auto snap = std::make_shared<SnapshotArgs>();

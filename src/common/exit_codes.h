@@ -14,5 +14,6 @@ inline constexpr int kEgress = 69;         ///< egress policy cannot be enforced
 inline constexpr int kReviewPending = 70;  ///< review left changes pending (rejected/held back)
 inline constexpr int kConflict = 71;       ///< flush conflict: a file changed on the host
 inline constexpr int kInternal = 72;       ///< any other airlock failure
+inline constexpr int kBusy = 73;           ///< another session holds the workspace (see --wait)
 
 }  // namespace airlock::exit_code

@@ -26,6 +26,13 @@ The "model" follows a JSON scenario (--scenario FILE):
     ]
   }
 
+Any step may also carry "delay": SECONDS and/or "wait_for_file": PATH (relative
+to --gate-dir; "wait_timeout": SECONDS, default 120): the answer that asks for
+that step is held until then (a "hold" line is logged first), so a test can
+change the host project while the agent is mid-session. "final_delay",
+"final_wait_for_file" and "final_wait_timeout" at the top level hold the final
+answer the same way.
+
 A bare JSON list is taken as "steps". Each step is one tool call the model asks
 the agent to make, using the tool the agent itself offers in the request
 (Claude: Write/Bash, Codex: apply_patch/exec_command/shell, Gemini:
@@ -94,6 +101,10 @@ class Scenario:
         self.steps = data.get("steps", [])
         self.final_text = data.get("final_text", DEFAULT_FINAL_TEXT)
         self.workdir = data.get("workdir")
+        self.final_hold = {}
+        for k in ("final_delay", "final_wait_for_file", "final_wait_timeout"):
+            if k in data:
+                self.final_hold[k[len("final_"):]] = data[k]
         for i, st in enumerate(self.steps):
             if not isinstance(st, dict) or not ("write" in st or "shell" in st):
                 raise ValueError("step %d: need a \"write\" or \"shell\" key" % i)
@@ -669,6 +680,7 @@ def chat_reply(body, call, text):
 class State:
     def __init__(self, scenario, log_path, max_requests, quiet, dump_dir=None):
         self.dump_dir = dump_dir
+        self.gate_dir = os.getcwd()
         self.scenario = scenario
         self.log_path = log_path
         self.max_requests = max_requests
@@ -749,6 +761,28 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD" and payload:
             self.wfile.write(payload)
         self.wfile.flush()
+
+    def hold(self, spec, entry):
+        """Per-step "delay" (seconds) and "wait_for_file" (path, relative to
+        --gate-dir) with "wait_timeout" (seconds, default 120): hold the answer,
+        e.g. so that a test can change the host project mid-session."""
+        st = self.state
+        delay = float(spec.get("delay") or 0)
+        gate = spec.get("wait_for_file")
+        if not delay and not gate:
+            return
+        st.log({"n": entry["n"], "time": time.time(), "method": "POST",
+                "path": self.path, "kind": "hold", "step": entry.get("step"),
+                "delay": delay, "wait_for_file": gate})
+        if delay:
+            time.sleep(min(delay, 600))
+        if gate:
+            path = gate if os.path.isabs(gate) else os.path.join(st.gate_dir, gate)
+            deadline = time.time() + float(spec.get("wait_timeout") or 120)
+            while not os.path.exists(path) and time.time() < deadline:
+                time.sleep(0.05)
+            entry["waited_for_file"] = path
+            entry["wait_timed_out"] = not os.path.exists(path)
 
     def send_json(self, status, obj):
         self.send(status, "application/json", json.dumps(obj).encode("utf-8"))
@@ -863,6 +897,10 @@ class Handler(BaseHTTPRequestHandler):
         else:
             entry["kind"] = "agent"
         entry["action"] = call.describe() if call else {"text": text}
+        if entry["kind"] == "agent":
+            hold = st.scenario.steps[step] if step < len(st.scenario.steps) \
+                else st.scenario.final_hold
+            self.hold(hold, entry)
 
         if api == "anthropic":
             ctype, payload = anthropic_reply(body, call, text)
@@ -872,7 +910,10 @@ class Handler(BaseHTTPRequestHandler):
             ctype, payload = chat_reply(body, call, text)
         else:
             stream = gm.group(2) == "streamGenerateContent"
-            ctype, payload = gemini_reply(body, call, text, stream, model)
+            sse_mode = "alt=sse" in split.query
+            ctype, payload = gemini_reply(body, call, text, stream and sse_mode, model)
+            if stream and not sse_mode:  # plain streaming: a JSON array of responses
+                payload = b"[" + payload + b"]"
         st.log(entry)
         self.send(200, ctype, payload)
 
@@ -890,6 +931,8 @@ def main(argv=None):
                     help="stop serving after this many seconds (0: never)")
     ap.add_argument("--dump-dir",
                     help="write each POST request (path, headers, body) to DIR/NNNN.json")
+    ap.add_argument("--gate-dir", default=".",
+                    help="directory for relative wait_for_file paths (default: cwd)")
     ap.add_argument("--quiet", action="store_true", help="no per-request line on stderr")
     args = ap.parse_args(argv)
 
@@ -902,6 +945,7 @@ def main(argv=None):
         os.makedirs(args.dump_dir, exist_ok=True)
     Handler.state = State(scenario, args.log, args.max_requests, args.quiet,
                           args.dump_dir)
+    Handler.state.gate_dir = os.path.abspath(args.gate_dir)
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)

@@ -1,0 +1,327 @@
+// `airlock run AGENT [OPTIONS] [-- AGENT ARGS...]`: the whole job.
+//
+//   1. agent spec, session (state dir, log, workspace lock), interrupted flushes settled
+//   2. snapshot: baseline manifest + private copy (secret files never copied)
+//   3. image: the agent's erofs image (built on first use)
+//   4. boot: microVM, snapshot as the read-only lower layer of /workspace
+//   5. attach: the agent on your terminal (or pipes)
+//   6. export: the /workspace upper layer as an OCI layer tar; the VM is stopped
+//      and QEMU confirmed gone before anything else happens
+//   7-9. three-way diff, review, flush (cli/review.h)
+//  10. cleanup; exit with the agent's exit code (or 70/71 when changes were left)
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ftw.h>
+#include <string>
+#include <vector>
+
+#include "agents/agent_env.h"
+#include "agents/registry.h"
+#include "cli/attach.h"
+#include "cli/commands.h"
+#include "cli/review.h"
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "image/agent_image.h"
+#include "session/session.h"
+#include "vm/launcher.h"
+#include "workspace/flush.h"
+#include "workspace/ignore.h"
+#include "workspace/snapshot.h"
+
+extern char** environ;
+
+namespace airlock::cli {
+namespace {
+
+namespace ws = airlock::workspace;
+
+/// The agent user in the guest (DESIGN.md, "Guest contract").
+constexpr uint32_t kAgentUid = 1000;
+/// Largest change set the guest may send back (16 GiB).
+constexpr uint64_t kMaxChangeSetBytes = 16ull << 30;
+
+struct RunArgs {
+  std::string agent;
+  std::string workspace = ".";
+  std::string review;
+  std::vector<std::string> env;
+  std::vector<std::string> excludes;
+  std::vector<unsigned> hostPorts;
+  std::string accel = "auto";
+  std::string tty = "auto";
+  unsigned cpus = 0;
+  unsigned memory = 0;
+  bool timings = false;
+  bool wait = false;
+  bool quiet = false;
+  std::vector<std::string> agentArgs;
+};
+
+int report(const Error& e) {
+  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
+  return e.code == 1 ? exit_code::kInternal : e.code;
+}
+
+agents::EnvMap hostEnvironment() {
+  agents::EnvMap env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+/// The agent's environment: base variables, the spec's env, the variables the
+/// spec forwards, then --env NAME / NAME=VALUE.
+Result<agents::EnvMap> agentEnvironment(const agents::AgentSpec& spec, const std::vector<std::string>& extra,
+                                        bool pty) {
+  agents::EnvMap env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                        {"HOME", "/home/agent"},
+                        {"USER", "agent"},
+                        {"LOGNAME", "agent"},
+                        {"LANG", "C.UTF-8"}};
+  if (pty) {
+    const char* term = std::getenv("TERM");
+    env["TERM"] = term && *term ? term : "xterm-256color";
+  }
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  auto host = hostEnvironment();
+  for (const auto& [k, v] : agents::forwardedEnv(spec, host)) env[k] = v;
+  for (const auto& e : extra) {
+    auto eq = e.find('=');
+    if (eq == 0) return failWith(exit_code::kUsage, "--env {}: the variable name is empty", e);
+    if (eq != std::string::npos) {
+      env[e.substr(0, eq)] = e.substr(eq + 1);
+      continue;
+    }
+    auto it = host.find(e);
+    if (it == host.end())
+      return failWith(exit_code::kUsage, "--env {}: not set in your environment; use --env {}=VALUE", e, e);
+    env[e] = it->second;
+  }
+  return env;
+}
+
+std::vector<std::string> toEntries(const agents::EnvMap& env) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+/// Runs a helper command in the guest as the agent user, feeding `input`;
+/// fails with its stderr when it exits non-zero.
+Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>& argv, const std::string& input) {
+  protocol::ExecRequest request;
+  request.argv = argv;
+  request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/agent"};
+  request.uid = request.gid = kAgentUid;
+  request.cwd = "/";
+  std::string err;
+  vm::OutputHandlers handlers;
+  handlers.onStderr = [&](std::string_view d) {
+    if (err.size() < 4096) err.append(d);
+  };
+  auto cmd = channel.exec(request, handlers);
+  if (!cmd) return std::unexpected(cmd.error());
+  if (auto w = (*cmd)->writeStdin(input); !w) return w;
+  (void)(*cmd)->closeStdin();
+  auto status = (*cmd)->wait();
+  if (!status) return std::unexpected(status.error());
+  if (status->shellCode() != 0)
+    return fail("'{}' failed in the guest ({}): {}", argv[0], status->shellCode(),
+                err.empty() ? (*cmd)->startError() : err);
+  return {};
+}
+
+/// Gives the snapshot to the guest's agent user, so it can edit the files
+/// (the overlay copies them up with their owner).
+void chownTree(const std::string& root) {
+  nftw(
+      root.c_str(),
+      [](const char* path, const struct stat*, int, FTW*) {
+        (void)!lchown(path, kAgentUid, kAgentUid);
+        return 0;
+      },
+      64, FTW_PHYS);
+}
+
+int runAgent(RunArgs args) {
+  auto registry = agents::AgentRegistry::builtin();
+  if (!registry) return report(registry.error());
+  auto spec = registry->find(args.agent);
+  if (!spec) return report(spec.error());
+  vm::AccelRequest accel;
+  if (!vm::parseAccel(args.accel, accel))
+    return report({fmt::format("--accel must be auto, kvm or tcg (got '{}')", args.accel), exit_code::kUsage});
+  bool terminal = interactiveTerminal();
+  if (args.review.empty()) args.review = terminal ? "interactive" : "";
+  if (args.review.empty())
+    return report({"no terminal for the interactive review: pass --review=auto (accept all but held-back paths) "
+                   "or --review=none (keep every change in the session for later)",
+                   exit_code::kUsage});
+  if (args.review == "interactive" && !terminal)
+    return report({"--review=interactive needs a terminal; pass --review=auto or --review=none", exit_code::kUsage});
+  bool usePty = args.tty == "always" || (args.tty == "auto" && terminal);
+  auto env = agentEnvironment(*spec, args.env, usePty);
+  if (!env) return report(env.error());
+
+  // 1. Session.
+  auto session = session::Session::open(args.workspace, args.wait);
+  if (!session) return report(session.error());
+  auto& s = **session;
+  s.setQuiet(args.quiet);
+  auto recovered = ws::recoverFlush(s.workspace(), stateDir(), ws::RecoveryMode::Complete);
+  if (!recovered) return report(recovered.error());
+  if (recovered->found)
+    std::fprintf(stderr, "airlock: completed an interrupted flush from %s\n", recovered->sessionDir.c_str());
+
+  // 2. Snapshot.
+  s.phase("snapshot", "snapshot of " + s.workspace());
+  ws::IgnoreRules rules;
+  {
+    Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (auto r = rules.loadFile(root.get()); !r) return report(r.error());
+  }
+  for (const auto& e : args.excludes) rules.addPattern(e);
+  ws::SnapshotOptions snapOptions;
+  auto snap = ws::takeSnapshot(s.workspace(), s.dir() + "/snapshot", rules, snapOptions);
+  if (!snap) return report(snap.error());
+  for (const auto& w : snap->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
+  if (auto r = snap->manifest.save(s.dir() + "/manifest"); !r) return report(r.error());
+  if (auto r = writeFileAtomic(s.dir() + "/ignore", rules.userText(), 0600); !r) return report(r.error());
+  if (geteuid() == 0) chownTree(s.dir() + "/snapshot");
+  s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
+
+  // 3. Image.
+  s.phase("image", "image for " + spec->name);
+  auto image = image::ensureAgentImage(*spec, [&](const std::string& line) {
+    if (!args.quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
+  });
+  if (!image) return report(image.error());
+
+  // 4. Boot.
+  s.phase("boot", fmt::format("booting {} ({} vCPUs, {} MiB)", spec->name, args.cpus ? args.cpus : spec->cpus,
+                              args.memory ? args.memory : spec->memoryMib));
+  vm::LaunchOptions launch;
+  launch.rootImage = *image;
+  launch.workspaceSnapshot = s.dir() + "/snapshot";
+  launch.cpus = args.cpus ? args.cpus : static_cast<unsigned>(spec->cpus);
+  launch.memoryMiB = args.memory ? args.memory : static_cast<unsigned>(spec->memoryMib);
+  launch.scratchMiB = static_cast<unsigned>(spec->scratchMib);
+  launch.accel = accel;
+  launch.userNetwork = true;
+  launch.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
+  auto machine = vm::Machine::launch(launch);
+  if (!machine) return report(machine.error());
+  auto& control = (*machine)->vm().control();
+  for (const auto& [path, content] : agents::expandHomeFiles(*spec, *env)) {
+    std::string full = "/home/agent/" + path;
+    auto r = runInGuest(control, {"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, content);
+    if (!r) return report({"cannot write " + full + " in the guest: " + r.error().message, exit_code::kVmFailed});
+  }
+
+  // 5. The agent.
+  s.phase("agent", "running " + spec->name + (usePty ? "" : " (no terminal: pipes)"));
+  protocol::ExecRequest request;
+  request.argv = spec->command;
+  request.argv.insert(request.argv.end(), spec->defaultArgs.begin(), spec->defaultArgs.end());
+  request.argv.insert(request.argv.end(), args.agentArgs.begin(), args.agentArgs.end());
+  request.env = toEntries(*env);
+  request.uid = request.gid = kAgentUid;
+  request.cwd = "/workspace";
+  auto agentCode = attachCommand(control, request, usePty);
+  if (!agentCode) {
+    std::string crash = (*machine)->vm().crashReason();
+    (*machine)->stop();
+    return report({agentCode.error().message + (crash.empty() ? "" : " (" + crash + ")"), exit_code::kVmFailed});
+  }
+  s.log(fmt::format("agent exited with {}", *agentCode));
+
+  // 6. Export the changes, stop the VM.
+  s.phase("export", "collecting the agent's changes");
+  auto exported = control.exportWorkspace(s.dir() + "/changes.tar", kMaxChangeSetBytes);
+  (*machine)->stop();
+  if (!exported) return report({exported.error().message, exit_code::kVmFailed});
+  s.log(fmt::format("change set: {} bytes", *exported));
+
+  // 7-9. Review and flush.
+  s.phase("review", "review");
+  ReviewArgs review;
+  review.workspace = s.workspace();
+  review.session = s.dir();
+  review.changeSet = s.dir() + "/changes.tar";
+  review.mode = args.review;
+  review.excludes = args.excludes;
+  int reviewCode = runReview(review);
+  s.endPhase();
+
+  // 10. Cleanup: the session keeps its log, manifest, change set and pending changes.
+  (void)removeTree(s.dir() + "/snapshot");
+  if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
+  if (reviewCode != 0 && reviewCode != exit_code::kReviewPending && reviewCode != exit_code::kConflict)
+    return reviewCode;
+  if (*agentCode != 0) return *agentCode;
+  return reviewCode;
+}
+
+}  // namespace
+
+void addRunCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run a coding agent in a microVM on a snapshot of your project, then review "
+                                        "its changes");
+  cmd->footer(R"(Usage: airlock run AGENT [OPTIONS] [-- AGENT ARGS...]   (or: airlock AGENT ...)
+
+The agent edits a private snapshot of the workspace inside the VM; when it exits
+the VM is stopped and every change goes through the review gate before it
+reaches your files. Secret files (.env, keys, cloud credentials...) never enter
+the VM. Arguments after -- go to the agent untouched.
+
+Exit code: the agent's own, unless it succeeded and the review left changes
+pending (70) or in conflict (71); airlock's own failures use 64-73.
+
+Examples:
+  airlock run claude-code
+  airlock claude-code --review=auto -- -p "fix the failing test"
+  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)");
+  cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
+  cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--review", args->review,
+                  "interactive (default with a terminal), auto (accept all but held-back paths), all, or none "
+                  "(keep every change in the session)")
+      ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
+  cmd->add_option("-e,--env", args->env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--exclude", args->excludes, "Keep matching files out of the snapshot (gitignore syntax)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--host-port", args->hostPorts,
+                  "A TCP port on your loopback the agent needs (a local model server): reachable in the guest at "
+                  "10.0.2.2:PORT")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--cpus", args->cpus, "vCPUs (default: the agent's)")->check(CLI::Range(1, 64));
+  cmd->add_option("--memory", args->memory, "Guest memory in MiB (default: the agent's)")
+      ->check(CLI::Range(128, 65536));
+  cmd->add_option("--accel", args->accel, "auto, kvm or tcg")->capture_default_str();
+  cmd->add_option("--tty", args->tty, "auto, always or never")->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_flag("--timings", args->timings, "Print how long each phase took");
+  cmd->add_flag("--wait", args->wait, "Wait for another session on the same workspace instead of failing");
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  cmd->callback([args, &exitCode, &afterDoubleDash] {
+    args->agentArgs = afterDoubleDash;
+    exitCode = runAgent(*args);
+  });
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,75 @@
+#include "image/recipe.h"
+
+#include <gtest/gtest.h>
+
+#include "image/base_rootfs.h"
+#include "image/npm_packages.h"
+
+namespace airlock::image {
+namespace {
+
+agents::AgentSpec demoSpec() {
+  agents::AgentSpec spec;
+  spec.name = "demo";
+  spec.image = {.npmPackage = "@demo/cli", .version = "1.2.3", .binary = "bin/demo", .installAs = "demo"};
+  spec.command = {"demo"};
+  return spec;
+}
+
+TEST(RecipeDigest, StableForTheSameRecipe) {
+  EXPECT_EQ(recipeDigest(demoSpec()), recipeDigest(demoSpec()));
+  EXPECT_EQ(recipeDigest(demoSpec()).size(), 64u);
+}
+
+TEST(RecipeDigest, ChangesWithTheImageRecipe) {
+  const std::string base = recipeDigest(demoSpec());
+  auto changed = [](auto edit) {
+    auto spec = demoSpec();
+    edit(spec);
+    return recipeDigest(spec);
+  };
+  EXPECT_NE(changed([](auto& s) { s.image.version = "1.2.4"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.nativePackage = "@demo/cli-linux-x64"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.nativeVersion = "1.2.3-linux"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.binary = "bin/other"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.installAs = "other"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.node = true; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.npmPackage = "demo"; }), base);
+}
+
+TEST(RecipeDigest, IgnoresRunTimeFields) {
+  const std::string base = recipeDigest(demoSpec());
+  auto changed = [](auto edit) {
+    auto spec = demoSpec();
+    edit(spec);
+    return recipeDigest(spec);
+  };
+  EXPECT_EQ(changed([](auto& s) { s.command = {"demo", "run"}; }), base);
+  EXPECT_EQ(changed([](auto& s) { s.env["A"] = "1"; }), base);
+  EXPECT_EQ(changed([](auto& s) { s.memoryMib = 8192; }), base);
+  EXPECT_EQ(changed([](auto& s) { s.homeFiles["x"] = "y"; }), base);
+  EXPECT_EQ(changed([](auto& s) { s.description = "other"; }), base);
+}
+
+TEST(RecipeDigest, ImagePathIsUnderImagesDir) {
+  setenv("AIRLOCK_CACHE_DIR", "/tmp/airlock-cache-test", 1);
+  EXPECT_EQ(agentImagePath(demoSpec()), "/tmp/airlock-cache-test/images/" + recipeDigest(demoSpec()) + ".erofs");
+  EXPECT_EQ(baseTarballPath(imagesDir()), "/tmp/airlock-cache-test/images/base-" + baseDigest() + ".tar");
+  unsetenv("AIRLOCK_CACHE_DIR");
+}
+
+TEST(BaseRecipe, PackagesAndDigest) {
+  EXPECT_EQ(baseDigest(), baseDigest());
+  for (const char* p : {"ca-certificates", "git", "curl", "ripgrep", "procps", "passwd"}) {
+    EXPECT_NE(std::find(basePackages().begin(), basePackages().end(), p), basePackages().end()) << p;
+  }
+}
+
+TEST(NpmTarballName, FlattensScopes) {
+  EXPECT_EQ(npmTarballName("@anthropic-ai/claude-code-linux-x64", "2.1.332"),
+            "anthropic-ai+claude-code-linux-x64@2.1.332.tgz");
+  EXPECT_EQ(npmTarballName("opencode-linux-x64", "1.18.33"), "opencode-linux-x64@1.18.33.tgz");
+}
+
+}  // namespace
+}  // namespace airlock::image

@@ -1,0 +1,169 @@
+#include "agents/spec_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "agents/spec_format.h"
+#include "common/exit_codes.h"
+
+namespace airlock::agents {
+namespace {
+
+const std::string kMinimal = R"(name: demo
+description: A demo agent
+image:
+  npm_package: "@demo/cli"
+  version: "1.2.3"
+  binary: bin/demo
+  install_as: demo
+command: [demo]
+)";
+
+std::string errorOf(const std::string& yaml, const std::string& file = "demo.yaml") {
+  auto spec = parseAgentSpec(yaml, file);
+  EXPECT_FALSE(spec.has_value());
+  if (spec) return {};
+  EXPECT_EQ(spec.error().code, exit_code::kUsage);
+  return spec.error().message;
+}
+
+TEST(SpecParser, MinimalSpecGetsDefaults) {
+  auto spec = parseAgentSpec(kMinimal, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->name, "demo");
+  EXPECT_EQ(spec->image.npmPackage, "@demo/cli");
+  EXPECT_EQ(spec->image.programPackage(), "@demo/cli");
+  EXPECT_EQ(spec->image.programVersion(), "1.2.3");
+  EXPECT_FALSE(spec->image.node);
+  EXPECT_EQ(spec->command, std::vector<std::string>{"demo"});
+  EXPECT_EQ(spec->cpus, 2);
+  EXPECT_EQ(spec->memoryMib, 4096);
+  EXPECT_EQ(spec->scratchMib, 8192);
+  EXPECT_TRUE(spec->homeFiles.empty());
+}
+
+TEST(SpecParser, FullSpec) {
+  auto spec = parseAgentSpec(kMinimal + R"(default_args: ["--yes"]
+env: {A: "1", B: two}
+env_forward: [API_KEY, "DEMO_*"]
+home_files:
+  ".demo/config.json": '{"url": "${DEMO_URL:-http://x}"}'
+cpus: 4
+memory_mib: 2048
+scratch_mib: 1024
+egress:
+  model_hosts: [api.demo.com]
+  extra_hosts: []
+)",
+                             "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->defaultArgs, std::vector<std::string>{"--yes"});
+  EXPECT_EQ(spec->env.at("B"), "two");
+  EXPECT_EQ(spec->envForward.size(), 2u);
+  EXPECT_EQ(spec->homeFiles.at(".demo/config.json"), R"({"url": "${DEMO_URL:-http://x}"})");
+  EXPECT_EQ(spec->cpus, 4);
+  EXPECT_EQ(spec->egress.modelHosts, std::vector<std::string>{"api.demo.com"});
+}
+
+TEST(SpecParser, UnknownKeyNamesKeyAndFile) {
+  std::string msg = errorOf(kMinimal + "imgae: {}\n");
+  EXPECT_NE(msg.find("demo.yaml:9:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'imgae'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("known keys: name"), std::string::npos) << msg;
+}
+
+TEST(SpecParser, UnknownNestedKeyNamesSection) {
+  std::string yaml = kMinimal;
+  yaml.replace(yaml.find("  binary:"), 0, "  nodes: true\n");
+  std::string msg = errorOf(yaml);
+  EXPECT_NE(msg.find("unknown key 'nodes' in 'image'"), std::string::npos) << msg;
+}
+
+TEST(SpecParser, DuplicateKey) {
+  EXPECT_NE(errorOf(kMinimal + "cpus: 2\ncpus: 3\n").find("duplicate key 'cpus'"), std::string::npos);
+}
+
+TEST(SpecParser, WrongTypes) {
+  EXPECT_NE(errorOf(kMinimal + "cpus: two\n").find("'cpus' must be an integer from 1 to 64"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "cpus: 2.5\n").find("'cpus' must be an integer"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "cpus: 0\n").find("'cpus' must be an integer"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "default_args: --yes\n").find("'default_args' must be a list of strings"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "default_args: [[a]]\n").find("'default_args' must be a list of strings"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "env: [A]\n").find("'env' must be a mapping"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "env: {A: [1]}\n").find("'env' must be a mapping"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "egress: [a]\n").find("'egress' must be a mapping"), std::string::npos);
+  std::string yaml = kMinimal;
+  yaml.replace(yaml.find("  binary:"), 0, "  node: maybe\n");
+  EXPECT_NE(errorOf(yaml).find("'node' must be true or false"), std::string::npos);
+  yaml = kMinimal;
+  yaml.replace(yaml.find("\"1.2.3\""), 7, "[1]");
+  EXPECT_NE(errorOf(yaml).find("'version' must be a non-empty string"), std::string::npos);
+}
+
+TEST(SpecParser, MissingRequired) {
+  auto without = [](const std::string& line) {
+    std::string yaml = kMinimal;
+    yaml.erase(yaml.find(line), line.size());
+    return errorOf(yaml);
+  };
+  EXPECT_NE(without("description: A demo agent\n").find("missing required key 'description'"), std::string::npos);
+  EXPECT_NE(without("command: [demo]\n").find("missing required key 'command'"), std::string::npos);
+  EXPECT_NE(without("  version: \"1.2.3\"\n").find("missing required key 'version'"), std::string::npos);
+  EXPECT_NE(without("  install_as: demo\n").find("missing required key 'install_as'"), std::string::npos);
+  EXPECT_NE(errorOf("name: demo\ndescription: d\ncommand: [d]\n").find("missing required key 'image'"),
+            std::string::npos);
+}
+
+TEST(SpecParser, EmptyCommandIsAnError) {
+  std::string yaml = kMinimal;
+  yaml.replace(yaml.find("[demo]"), 6, "[]");
+  EXPECT_NE(errorOf(yaml).find("'command' must name a program"), std::string::npos);
+}
+
+TEST(SpecParser, NameMustMatchFile) {
+  std::string msg = errorOf(kMinimal, "other.yaml");
+  EXPECT_NE(msg.find("name 'demo' does not match the file name (expected demo.yaml)"), std::string::npos) << msg;
+}
+
+TEST(SpecParser, MalformedValues) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string yaml = kMinimal;
+    yaml.replace(yaml.find(from), from.size(), to);
+    return errorOf(yaml);
+  };
+  EXPECT_NE(with("\"1.2.3\"", "latest").find("not an exact version"), std::string::npos);
+  EXPECT_NE(with("\"1.2.3\"", "\"^1.2\"").find("not an exact version"), std::string::npos);
+  EXPECT_NE(with("\"@demo/cli\"", "\"Demo CLI\"").find("not an npm package name"), std::string::npos);
+  EXPECT_NE(with("bin/demo", "../../etc/passwd").find("not a relative path"), std::string::npos);
+  EXPECT_NE(with("install_as: demo", "install_as: a/b").find("not a file name"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "env_forward: [\"A-B\"]\n").find("not a variable name"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "home_files: {/etc/passwd: x}\n").find("not a relative path"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "home_files: {a: \"${BAD-NAME}\"}\n").find("home file 'a': bad variable name"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "egress: {model_hosts: [\"http://x\"]}\n").find("not a host name"),
+            std::string::npos);
+  EXPECT_NE(errorOf("name: [\n", "demo.yaml").find("demo.yaml:2:1: invalid YAML"), std::string::npos);
+  EXPECT_NE(errorOf("- a\n").find("must be a YAML mapping"), std::string::npos);
+}
+
+TEST(SpecParser, FormatRoundTrips) {
+  auto spec = parseAgentSpec(kMinimal + R"(env: {A: "1"}
+home_files:
+  "x/y.toml": |
+    a = "${A:-b}"
+    c = 1
+egress: {model_hosts: [h.example]}
+)",
+                             "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  std::string text = formatAgentSpec(*spec);
+  auto again = parseAgentSpec(text, "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message << "\n" << text;
+  EXPECT_EQ(*again, *spec) << text;
+}
+
+}  // namespace
+}  // namespace airlock::agents
