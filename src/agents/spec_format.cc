@@ -12,7 +12,9 @@ void emitList(YAML::Emitter& out, const char* key, const std::vector<std::string
 }
 
 void emitMap(YAML::Emitter& out, const char* key, const std::map<std::string, std::string>& entries) {
-  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << key << YAML::Value;
+  if (entries.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
   for (const auto& [k, v] : entries) {
     out << YAML::Key << YAML::DoubleQuoted << k << YAML::Value;
     if (v.find('\n') != std::string::npos) {

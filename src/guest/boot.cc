@@ -204,6 +204,15 @@ bool switchToOverlayRoot(const BootConfig& config, std::string& error) {
       error = errText("cannot prepare the workspace overlay on the scratch disk");
       return false;
     }
+    // The overlay's root takes its owner and mode from the upper directory:
+    // give it the snapshot root's, so the agent may create files at the top.
+    struct stat lowerRoot {};
+    if (stat("/newroot/run/airlock/workspace-lower", &lowerRoot) != 0 ||
+        chown("/newroot/run/airlock/scratch/workspace/upper", lowerRoot.st_uid, lowerRoot.st_gid) != 0 ||
+        chmod("/newroot/run/airlock/scratch/workspace/upper", lowerRoot.st_mode & 07777) != 0) {
+      error = errText("cannot set up the workspace overlay's upper directory");
+      return false;
+    }
     if (!mountAt("overlay", "/newroot/workspace", "overlay", MS_NOSUID | MS_NODEV,
                  "lowerdir=/newroot/run/airlock/workspace-lower,upperdir=/newroot/run/airlock/scratch/workspace/upper,"
                  "workdir=/newroot/run/airlock/scratch/workspace/work,redirect_dir=off,metacopy=off,index=off,xino=off",
