@@ -27,7 +27,8 @@ std::expected<Reference, std::string> parseReference(std::string_view text, size
   ref.end = close + 1;
   bool valid = !ref.name.empty() && isNameStart(ref.name.front());
   for (char c : ref.name) valid = valid && isNameChar(c);
-  if (!valid) return std::unexpected("bad variable name '" + std::string(ref.name) + "' (use ${NAME} or ${NAME:-default})");
+  if (!valid)
+    return std::unexpected("bad variable name '" + std::string(ref.name) + "' (use ${NAME} or ${NAME:-default})");
   return ref;
 }
 

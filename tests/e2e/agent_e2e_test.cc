@@ -1,0 +1,217 @@
+// End to end: `airlock run <agent>` with the real agent CLI in a real microVM,
+// talking to the project's scripted mock model server on the host's loopback
+// (reached from the guest at the user-network gateway 10.0.2.2). Each test
+// asserts what a user relies on: exactly the agent's changes land after
+// review, nothing else changes, secrets never enter the VM, and a file the
+// user edited during the session is never overwritten.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "../vm/airlock_process.h"
+
+namespace airlock::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+void writeFile(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+/// The project's mock model server (tests/e2e/mock_model_server.py) on 127.0.0.1.
+class MockModel {
+ public:
+  MockModel(const std::string& scenario, const std::string& dir) : log_(dir + "/mock.log"), gate_(dir + "/gate") {
+    fs::create_directories(gate_);
+    std::string out = dir + "/mock.out";
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::freopen(out.c_str(), "w", stdout);
+      std::freopen((dir + "/mock.err").c_str(), "w", stderr);
+      std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/e2e/mock_model_server.py";
+      std::string scenarioPath = std::string(AIRLOCK_SOURCE_DIR) + "/tests/e2e/scenarios/" + scenario;
+      execl("/usr/bin/python3", "python3", script.c_str(), "--port", "0", "--scenario", scenarioPath.c_str(), "--log",
+            log_.c_str(), "--gate-dir", gate_.c_str(), "--exit-after", "1200", "--quiet", nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && port_ == 0; ++i) {
+      std::string text = slurp(out);
+      if (auto at = text.find("PORT "); at != std::string::npos) port_ = std::atoi(text.c_str() + at + 5);
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ~MockModel() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  /// Base URL as the guest sees it.
+  std::string guestUrl() const { return "http://10.0.2.2:" + std::to_string(port_); }
+  int port() const { return port_; }
+  std::string log() const { return slurp(log_); }
+  const std::string& gateDir() const { return gate_; }
+  /// True when the log shows the agent received every scripted step and no
+  /// expectation on a tool result was violated.
+  bool completed() const {
+    std::string l = log();
+    return l.find("\"violations\": [\"") == std::string::npos && l.find("\"step\": ") != std::string::npos;
+  }
+
+ private:
+  std::string log_, gate_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+class AgentE2E : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "airlock run needs root (virtiofsd)";
+    char tmpl[] = "/tmp/airlock-e2e-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    project_ = dir_ + "/project";
+    state_ = dir_ + "/state";
+    // A small real project: this repository's own src/common, plus the files
+    // the scenarios touch and a secret.
+    fs::create_directories(project_ + "/src");
+    fs::copy(std::string(AIRLOCK_SOURCE_DIR) + "/src/common", project_ + "/src/common", fs::copy_options::recursive);
+    writeFile(project_ + "/README.md", "# Sample project\n");
+    writeFile(project_ + "/old.txt", "to be deleted\n");
+    writeFile(project_ + "/.env", "API_TOKEN=do-not-leak\n");
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  /// Snapshot of every file of the project: path -> content.
+  std::map<std::string, std::string> files() const {
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(project_))
+      if (e.is_regular_file()) out[fs::relative(e.path(), project_).string()] = slurp(e.path().string());
+    return out;
+  }
+  ProcessResult run(const std::string& agent, const MockModel& mock, const std::vector<std::string>& flags,
+                    const std::vector<std::string>& agentArgs) {
+    std::vector<std::string> args = {"run", agent, "-q", "-w", project_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), agentArgs.begin(), agentArgs.end());
+    return runAirlock(args, "",
+                      {{"XDG_STATE_HOME", state_},
+                       {"ANTHROPIC_BASE_URL", mock.guestUrl()},
+                       {"ANTHROPIC_API_KEY", "airlock-e2e"},
+                       {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
+                       {"OPENAI_API_KEY", "airlock-e2e"},
+                       {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
+                       {"GEMINI_API_KEY", "airlock-e2e"}},
+                      1500);
+  }
+  std::vector<std::string> claudeArgs() const {
+    return {"-p", "Do the scripted task.", "--output-format", "json"};
+  }
+  std::string dir_, project_, state_;
+};
+
+TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
+  MockModel mock("edit_project.json", dir_);
+  ASSERT_NE(mock.port(), 0);
+  auto before = files();
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  auto after = files();
+  EXPECT_EQ(after["NEW.md"], "# New file\n\nWritten by the airlock mock model.\n");
+  EXPECT_EQ(after["README.md"], "# Sample project\nAppended by the agent.\n");
+  EXPECT_EQ(after.count("old.txt"), 0u) << "the deletion did not land";
+  // Nothing else changed.
+  after.erase("NEW.md");
+  after.erase("README.md");
+  before.erase("README.md");
+  before.erase("old.txt");
+  EXPECT_EQ(after, before);
+  // The agent's `ls -la` in /workspace did not show .env (checked by the mock).
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  EXPECT_NE(mock.log().find("ls -la"), std::string::npos);
+}
+
+TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
+  MockModel mock("edit_project.json", dir_);
+  auto before = files();
+  auto r = run("claude-code", mock, {"--review=none"}, claudeArgs());
+  EXPECT_EQ(r.exitCode, 70) << r.err;
+  EXPECT_EQ(files(), before);
+  // The changes are kept in the session for later.
+  bool kept = false;
+  for (const auto& e : fs::recursive_directory_iterator(state_ + "/airlock/sessions"))
+    kept |= e.path().filename() == "changes.tar" && e.path().parent_path().filename() == "pending";
+  EXPECT_TRUE(kept) << "no pending/changes.tar in the session";
+}
+
+TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
+  MockModel mock("conflict.json", dir_);
+  std::string outPath = dir_ + "/airlock.out";
+  std::vector<std::string> args = {"run", "claude-code", "-q", "-w", project_, "--review=auto", "--"};
+  for (const auto& a : claudeArgs()) args.push_back(a);
+  pid_t pid = startAirlock(args, outPath,
+                           {{"XDG_STATE_HOME", state_},
+                            {"ANTHROPIC_BASE_URL", mock.guestUrl()},
+                            {"ANTHROPIC_API_KEY", "airlock-e2e"}});
+  // Wait until the agent has done both steps (the mock now holds the final answer).
+  bool waiting = false;
+  for (int i = 0; i < 6000 && !waiting; ++i) {
+    waiting = mock.log().find("\"step\": 2") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(waiting) << slurp(outPath) << mock.log();
+  writeFile(project_ + "/README.md", "# Sample project\nEdited by the user during the session.\n");
+  writeFile(mock.gateDir() + "/host-edited", "");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 71) << slurp(outPath);
+  EXPECT_EQ(slurp(project_ + "/README.md"), "# Sample project\nEdited by the user during the session.\n");
+  EXPECT_EQ(slurp(project_ + "/NEW.md"), "Written during the conflict test.\n") << "the non-conflicting change lands";
+  EXPECT_NE(slurp(outPath).find("README.md"), std::string::npos);
+}
+
+TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
+  MockModel mock("edit_project.json", dir_);
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(project_ + "/.env"), "API_TOKEN=do-not-leak\n");
+  // The mock saw the agent's `ls -la` of /workspace: README.md listed, .env not.
+  std::string log = mock.log();
+  EXPECT_NE(log.find("README.md"), std::string::npos);
+  EXPECT_EQ(log.find("\"violations\": [\""), std::string::npos) << ".env was visible in the guest:\n" << log;
+  EXPECT_EQ(log.find("do-not-leak"), std::string::npos) << "the secret's content reached the model";
+}
+
+class OtherAgents : public AgentE2E, public testing::WithParamInterface<std::pair<std::string, std::vector<std::string>>> {};
+
+TEST_P(OtherAgents, OneScriptedEditLandsAfterReview) {
+  MockModel mock("single_edit.json", dir_);
+  auto before = files();
+  auto r = run(GetParam().first, mock, {"--review=auto"}, GetParam().second);
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  auto after = files();
+  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
+  after.erase("AGENT_NOTE.md");
+  EXPECT_EQ(after, before);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Agents, OtherAgents,
+    testing::Values(std::pair<std::string, std::vector<std::string>>{"codex", {"Do the scripted task."}},
+                    std::pair<std::string, std::vector<std::string>>{"gemini", {"-p", "Do the scripted task."}},
+                    std::pair<std::string, std::vector<std::string>>{"opencode", {"Do the scripted task."}}),
+    [](const auto& info) { return info.param.first; });
+
+}  // namespace
+}  // namespace airlock::test
