@@ -1,0 +1,97 @@
+#pragma once
+// The configuration model: every setting a config file or flag can carry,
+// the layer that set each resolved value, and the names used in files,
+// flags and `airlock info`.
+//
+// One layer (ConfigLayer) holds what one source said, every field optional;
+// resolve() (merge.h) folds built-in < user < repo (tighten-only) < flags
+// into Settings, where each value remembers its layer.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agents/agent_spec.h"
+
+namespace airlock::config {
+
+/// Where a value came from, lowest precedence first.
+enum class Layer { kBuiltin, kUser, kRepo, kFlag };
+
+/// Egress profiles, widest first: permissive (any TCP), standard (model API +
+/// common developer hosts), locked (model API only).
+enum class EgressProfile { kPermissive, kStandard, kLocked };
+
+/// snapshot: the agent edits a private copy, changes go through review.
+/// direct: the live workspace is shared read-write, no review.
+enum class WorkspaceMode { kSnapshot, kDirect };
+
+/// The review gate's policy (see `airlock review --help`).
+enum class ReviewPolicy { kInteractive, kAuto, kAll, kNone };
+
+/// A value and the layer that set it.
+template <typename T>
+struct Sourced {
+  T value{};
+  Layer layer = Layer::kBuiltin;
+
+  bool operator==(const Sourced&) const = default;
+};
+
+/// What one layer (a config file or the command line) says; unset fields
+/// leave the value below in place. List fields add to the lists below.
+struct ConfigLayer {
+  std::optional<unsigned> cpus;                  ///< `vcpus`, 1-64
+  std::optional<unsigned> memoryMib;             ///< `memory_mib`, 128-65536
+  std::optional<EgressProfile> egressProfile;    ///< `egress_profile`
+  std::vector<std::string> allowHosts;           ///< `allow_hosts`: HOST or HOST:PORT added to the profile
+  std::vector<std::string> removeHosts;          ///< `remove_hosts`: hosts taken out of the allowlist
+  std::vector<unsigned> hostPorts;               ///< `host_ports`: host loopback ports reachable from the guest
+  std::vector<std::string> envForward;           ///< `env_forward`: NAME or PREFIX_* forwarded by value
+  std::vector<std::string> excludes;             ///< `exclude`: gitignore patterns kept out of the snapshot
+  std::optional<WorkspaceMode> workspaceMode;    ///< `workspace_mode`
+  std::optional<ReviewPolicy> review;            ///< `review`
+  std::optional<std::string> image;              ///< `image`: rootfs directory or erofs image to use instead
+  std::vector<agents::AgentSpec> agents;         ///< `agents`: custom agent specs
+  std::optional<bool> directModeAcknowledged;    ///< `direct_mode_acknowledged`: stands in for --yes
+};
+
+/// The effective settings of one run, each with the layer that set it.
+struct Settings {
+  Sourced<unsigned> cpus;
+  Sourced<unsigned> memoryMib;
+  Sourced<EgressProfile> egressProfile;
+  std::vector<Sourced<std::string>> allowHosts;
+  std::vector<Sourced<std::string>> removeHosts;
+  std::vector<Sourced<unsigned>> hostPorts;
+  std::vector<Sourced<std::string>> envForward;
+  std::vector<Sourced<std::string>> excludes;
+  Sourced<WorkspaceMode> workspaceMode;
+  /// Unset: interactive with a terminal, else the run asks for --review.
+  std::optional<Sourced<ReviewPolicy>> review;
+  std::optional<Sourced<std::string>> image;
+  Sourced<bool> directModeAcknowledged;
+  std::vector<agents::AgentSpec> customAgents;
+};
+
+/// "built-in", "user", "repo", "flag".
+std::string_view layerName(Layer layer);
+/// "permissive", "standard", "locked".
+std::string_view profileName(EgressProfile profile);
+/// "snapshot", "direct".
+std::string_view workspaceModeName(WorkspaceMode mode);
+/// "interactive", "auto", "all", "none".
+std::string_view reviewPolicyName(ReviewPolicy policy);
+
+/// Parse the names above; nullopt for anything else.
+std::optional<EgressProfile> parseProfile(std::string_view text);
+std::optional<WorkspaceMode> parseWorkspaceMode(std::string_view text);
+std::optional<ReviewPolicy> parseReviewPolicy(std::string_view text);
+
+/// A lowercase DNS name ("api.anthropic.com"), optionally ":PORT" (1-65535).
+bool isHostPattern(std::string_view text);
+/// An environment variable name, or a prefix ending in '*'.
+bool isEnvPattern(std::string_view text);
+
+}  // namespace airlock::config
