@@ -27,6 +27,19 @@ void addAgentsCommand(CLI::App& app, int& exitCode);
 /// `airlock image build AGENT`: build an agent's local erofs image (src/cli/image.cc).
 void addImageCommand(CLI::App& app, int& exitCode);
 
+/// `airlock info [AGENT]`: the isolation envelope of a run, without booting (src/cli/info.cc).
+void addInfoCommand(CLI::App& app, int& exitCode);
+
+/// `airlock doctor`: host checks with a fix for each problem (src/cli/doctor.cc).
+void addDoctorCommand(CLI::App& app, int& exitCode);
+
+/// `airlock config init`: write a commented user config (src/cli/config_cmd.cc).
+void addConfigCommand(CLI::App& app, int& exitCode);
+
+/// `airlock image pull|ls|rm|prune|inspect`: the OCI image store, added to
+/// the `image` subcommand (src/cli/image_store_cmd.cc).
+void addImageStoreCommands(CLI::App& image, int& exitCode);
+
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);
 

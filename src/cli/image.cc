@@ -1,5 +1,6 @@
 // `airlock image build AGENT [--force]`: build (or find) an agent's local
-// erofs image: Debian 12 base + the agent CLI at its pinned version.
+// erofs image: Debian 12 base + the agent CLI at its pinned version. The
+// registry verbs (pull, ls, rm, prune, inspect) are in image_store_cmd.cc.
 
 #include <sys/stat.h>
 
@@ -55,7 +56,7 @@ int buildImage(const ImageBuildArgs& args) {
 
 void addImageCommand(CLI::App& app, int& exitCode) {
   auto args = std::make_shared<ImageBuildArgs>();
-  auto* cmd = app.add_subcommand("image", "Local agent images");
+  auto* cmd = app.add_subcommand("image", "Images: pull from registries, list, remove, build agent images");
   cmd->require_subcommand(1);
   auto* build = cmd->add_subcommand("build", "Build an agent's image: Debian 12 + the agent CLI from npm, as erofs");
   build->footer(R"(The image is cached under ~/.cache/airlock/images by the digest of its recipe
@@ -69,6 +70,7 @@ Examples:
   build->add_flag("--force", args->force, "Rebuild even when the image is cached");
   build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
   build->callback([args, &exitCode] { exitCode = buildImage(*args); });
+  addImageStoreCommands(*cmd, exitCode);
 }
 
 }  // namespace airlock::cli

@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   airlock::cli::addJanitorCommand(app, exitCode);
   airlock::cli::addAgentsCommand(app, exitCode);
   airlock::cli::addImageCommand(app, exitCode);
+  airlock::cli::addInfoCommand(app, exitCode);
+  airlock::cli::addDoctorCommand(app, exitCode);
+  airlock::cli::addConfigCommand(app, exitCode);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {

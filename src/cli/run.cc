@@ -1,6 +1,8 @@
 // `airlock run AGENT [OPTIONS] [-- AGENT ARGS...]`: the whole job.
 //
-//   1. agent spec, session (state dir, log, workspace lock), interrupted flushes settled
+//   1. agent spec and config (flags > user config > .airlock.yaml, which can
+//      only tighten; ignored repo keys are printed), session (state dir, log,
+//      workspace lock), interrupted flushes settled
 //   2. snapshot: baseline manifest + private copy (secret files never copied)
 //   3. image: the agent's erofs image (built on first use)
 //   4. boot: microVM, snapshot as the read-only lower layer of /workspace
@@ -9,6 +11,9 @@
 //      and QEMU confirmed gone before anything else happens
 //   7-9. three-way diff, review, flush (cli/review.h)
 //  10. cleanup; exit with the agent's exit code (or 70/71 when changes were left)
+//
+// Direct mode (--workspace-mode=direct, confirmed with --yes or in the user
+// config) skips 2, 6 and 7-9: the live workspace is shared read-write.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -21,12 +26,12 @@
 #include <vector>
 
 #include "agents/agent_env.h"
-#include "agents/registry.h"
 #include "cli/attach.h"
 #include "cli/commands.h"
 #include "cli/review.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
+#include "config/effective.h"
 #include "image/agent_image.h"
 #include "session/session.h"
 #include "vm/launcher.h"
@@ -55,8 +60,10 @@ struct RunArgs {
   std::vector<unsigned> hostPorts;
   std::string accel = "auto";
   std::string tty = "auto";
+  std::string workspaceMode;
   unsigned cpus = 0;
   unsigned memory = 0;
+  bool yes = false;
   bool timings = false;
   bool wait = false;
   bool quiet = false;
@@ -115,13 +122,47 @@ std::vector<std::string> toEntries(const agents::EnvMap& env) {
   return out;
 }
 
-/// Runs a helper command in the guest as the agent user, feeding `input`;
-/// fails with its stderr when it exits non-zero.
-Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>& argv, const std::string& input) {
+/// What the command line says, as the top config layer.
+config::ConfigLayer flagLayer(const RunArgs& args) {
+  config::ConfigLayer flags;
+  if (args.cpus) flags.cpus = args.cpus;
+  if (args.memory) flags.memoryMib = args.memory;
+  if (!args.review.empty()) flags.review = config::parseReviewPolicy(args.review);
+  if (!args.workspaceMode.empty()) flags.workspaceMode = config::parseWorkspaceMode(args.workspaceMode);
+  flags.excludes = args.excludes;
+  flags.hostPorts = args.hostPorts;
+  for (const auto& e : args.env) flags.envForward.push_back(e.substr(0, e.find('=')));
+  return flags;
+}
+
+/// The agent spec with the variables the user config forwards added to its own.
+agents::AgentSpec withConfigForwards(agents::AgentSpec spec, const config::Settings& settings) {
+  for (const auto& name : settings.envForward)
+    if (name.layer == config::Layer::kUser) spec.envForward.push_back(name.value);
+  return spec;
+}
+
+/// Puts the configured `image` (a rootfs directory or an erofs file) into `launch`.
+Result<> useConfiguredImage(const std::string& image, vm::LaunchOptions& launch) {
+  struct stat st {};
+  if (stat(image.c_str(), &st) != 0)
+    return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory or an erofs image file "
+                    "(registry references are not supported yet)", image, errnoText(errno));
+  if (S_ISDIR(st.st_mode))
+    launch.rootfsDir = image;
+  else
+    launch.rootImage = image;
+  return {};
+}
+
+/// Runs a helper command in the guest as `uid`, feeding `input`; fails with
+/// its stderr when it exits non-zero.
+Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>& argv, const std::string& input,
+                    uint32_t uid) {
   protocol::ExecRequest request;
   request.argv = argv;
   request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/agent"};
-  request.uid = request.gid = kAgentUid;
+  request.uid = request.gid = uid;
   request.cwd = "/";
   std::string err;
   vm::OutputHandlers handlers;
@@ -152,24 +193,54 @@ void chownTree(const std::string& root) {
       64, FTW_PHYS);
 }
 
+/// 2. The snapshot: baseline manifest and private copy in the session
+/// directory, with .airlockignore and the configured excludes applied.
+Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>& excludes) {
+  s.phase("snapshot", "snapshot of " + s.workspace());
+  ws::IgnoreRules rules;
+  {
+    Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (auto r = rules.loadFile(root.get()); !r) return r;
+  }
+  for (const auto& e : excludes) rules.addPattern(e);
+  ws::SnapshotOptions snapOptions;
+  auto snap = ws::takeSnapshot(s.workspace(), s.dir() + "/snapshot", rules, snapOptions);
+  if (!snap) return std::unexpected(snap.error());
+  for (const auto& w : snap->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
+  if (auto r = snap->manifest.save(s.dir() + "/manifest"); !r) return r;
+  if (auto r = writeFileAtomic(s.dir() + "/ignore", rules.userText(), 0600); !r) return r;
+  if (geteuid() == 0) chownTree(s.dir() + "/snapshot");
+  s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
+  return {};
+}
+
 int runAgent(RunArgs args) {
-  auto registry = agents::AgentRegistry::builtin();
-  if (!registry) return report(registry.error());
-  auto spec = registry->find(args.agent);
-  if (!spec) return report(spec.error());
+  auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
+  if (!effective) return report(effective.error());
+  for (const auto& ignored : effective->resolved.ignored)
+    std::fprintf(stderr, "airlock: %s\n", config::describe(ignored).c_str());
+  if (auto r = config::checkDirectMode(effective->resolved, effective->sources, args.yes); !r) return report(r.error());
+  const config::Settings& settings = effective->resolved.settings;
+  const bool direct = settings.workspaceMode.value == config::WorkspaceMode::kDirect;
+  const agents::AgentSpec spec = withConfigForwards(effective->agent, settings);
+  std::vector<std::string> excludes;
+  for (const auto& e : settings.excludes) excludes.push_back(e.value);
+  args.review = settings.review ? std::string(config::reviewPolicyName(settings.review->value)) : "";
   vm::AccelRequest accel;
   if (!vm::parseAccel(args.accel, accel))
     return report({fmt::format("--accel must be auto, kvm or tcg (got '{}')", args.accel), exit_code::kUsage});
   bool terminal = interactiveTerminal();
-  if (args.review.empty()) args.review = terminal ? "interactive" : "";
-  if (args.review.empty())
-    return report({"no terminal for the interactive review: pass --review=auto (accept all but held-back paths) "
-                   "or --review=none (keep every change in the session for later)",
-                   exit_code::kUsage});
-  if (args.review == "interactive" && !terminal)
-    return report({"--review=interactive needs a terminal; pass --review=auto or --review=none", exit_code::kUsage});
+  if (!direct) {
+    if (args.review.empty()) args.review = terminal ? "interactive" : "";
+    if (args.review.empty())
+      return report({"no terminal for the interactive review: pass --review=auto (accept all but held-back paths) "
+                     "or --review=none (keep every change in the session for later)",
+                     exit_code::kUsage});
+    if (args.review == "interactive" && !terminal)
+      return report({"--review=interactive needs a terminal; pass --review=auto or --review=none", exit_code::kUsage});
+  }
   bool usePty = args.tty == "always" || (args.tty == "auto" && terminal);
-  auto env = agentEnvironment(*spec, args.env, usePty);
+  auto env = agentEnvironment(spec, args.env, usePty);
   if (!env) return report(env.error());
 
   // 1. Session.
@@ -181,60 +252,61 @@ int runAgent(RunArgs args) {
   if (!recovered) return report(recovered.error());
   if (recovered->found)
     std::fprintf(stderr, "airlock: completed an interrupted flush from %s\n", recovered->sessionDir.c_str());
-
-  // 2. Snapshot.
-  s.phase("snapshot", "snapshot of " + s.workspace());
-  ws::IgnoreRules rules;
-  {
-    Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (auto r = rules.loadFile(root.get()); !r) return report(r.error());
+  if (direct) s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
+  if (!direct) {
+    if (auto r = takeSessionSnapshot(s, excludes); !r) return report(r.error());
   }
-  for (const auto& e : args.excludes) rules.addPattern(e);
-  ws::SnapshotOptions snapOptions;
-  auto snap = ws::takeSnapshot(s.workspace(), s.dir() + "/snapshot", rules, snapOptions);
-  if (!snap) return report(snap.error());
-  for (const auto& w : snap->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
-  if (auto r = snap->manifest.save(s.dir() + "/manifest"); !r) return report(r.error());
-  if (auto r = writeFileAtomic(s.dir() + "/ignore", rules.userText(), 0600); !r) return report(r.error());
-  if (geteuid() == 0) chownTree(s.dir() + "/snapshot");
-  s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
 
-  // 3. Image.
-  s.phase("image", "image for " + spec->name);
-  auto image = image::ensureAgentImage(*spec, [&](const std::string& line) {
-    if (!args.quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
-  });
-  if (!image) return report(image.error());
-
-  // 4. Boot.
-  s.phase("boot", fmt::format("booting {} ({} vCPUs, {} MiB)", spec->name, args.cpus ? args.cpus : spec->cpus,
-                              args.memory ? args.memory : spec->memoryMib));
+  // 3. Image: the configured one, else the agent's.
   vm::LaunchOptions launch;
-  launch.rootImage = *image;
-  launch.workspaceSnapshot = s.dir() + "/snapshot";
-  launch.cpus = args.cpus ? args.cpus : static_cast<unsigned>(spec->cpus);
-  launch.memoryMiB = args.memory ? args.memory : static_cast<unsigned>(spec->memoryMib);
-  launch.scratchMiB = static_cast<unsigned>(spec->scratchMib);
+  if (settings.image) {
+    if (auto r = useConfiguredImage(settings.image->value, launch); !r) return report(r.error());
+  } else {
+    s.phase("image", "image for " + spec.name);
+    auto image = image::ensureAgentImage(spec, [&](const std::string& line) {
+      if (!args.quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
+    });
+    if (!image) return report(image.error());
+    launch.rootImage = *image;
+  }
+
+  // 4. Boot. In direct mode the agent runs as the workspace's owner, so what
+  // it writes keeps your ownership.
+  s.phase("boot", fmt::format("booting {} ({} vCPUs, {} MiB{})", spec.name, settings.cpus.value,
+                              settings.memoryMib.value, direct ? ", direct mode: live workspace read-write" : ""));
+  uint32_t agentUid = kAgentUid;
+  if (direct) {
+    struct stat st {};
+    if (stat(s.workspace().c_str(), &st) == 0) agentUid = st.st_uid;
+    launch.workspaceDir = s.workspace();
+    launch.workspaceReadWrite = true;
+  } else {
+    launch.workspaceSnapshot = s.dir() + "/snapshot";
+  }
+  launch.cpus = settings.cpus.value;
+  launch.memoryMiB = settings.memoryMib.value;
+  launch.scratchMiB = static_cast<unsigned>(spec.scratchMib);
   launch.accel = accel;
   launch.userNetwork = true;
   launch.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
   auto machine = vm::Machine::launch(launch);
   if (!machine) return report(machine.error());
   auto& control = (*machine)->vm().control();
-  for (const auto& [path, content] : agents::expandHomeFiles(*spec, *env)) {
+  for (const auto& [path, content] : agents::expandHomeFiles(spec, *env)) {
     std::string full = "/home/agent/" + path;
-    auto r = runInGuest(control, {"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, content);
+    auto r = runInGuest(control, {"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, content,
+                        agentUid);
     if (!r) return report({"cannot write " + full + " in the guest: " + r.error().message, exit_code::kVmFailed});
   }
 
   // 5. The agent.
-  s.phase("agent", "running " + spec->name + (usePty ? "" : " (no terminal: pipes)"));
+  s.phase("agent", "running " + spec.name + (usePty ? "" : " (no terminal: pipes)"));
   protocol::ExecRequest request;
-  request.argv = spec->command;
-  request.argv.insert(request.argv.end(), spec->defaultArgs.begin(), spec->defaultArgs.end());
+  request.argv = spec.command;
+  request.argv.insert(request.argv.end(), spec.defaultArgs.begin(), spec.defaultArgs.end());
   request.argv.insert(request.argv.end(), args.agentArgs.begin(), args.agentArgs.end());
   request.env = toEntries(*env);
-  request.uid = request.gid = kAgentUid;
+  request.uid = request.gid = agentUid;
   request.cwd = "/workspace";
   auto agentCode = attachCommand(control, request, usePty);
   if (!agentCode) {
@@ -243,6 +315,12 @@ int runAgent(RunArgs args) {
     return report({agentCode.error().message + (crash.empty() ? "" : " (" + crash + ")"), exit_code::kVmFailed});
   }
   s.log(fmt::format("agent exited with {}", *agentCode));
+  if (direct) {
+    (*machine)->stop();
+    s.endPhase();
+    if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
+    return *agentCode;
+  }
 
   // 6. Export the changes, stop the VM.
   s.phase("export", "collecting the agent's changes");
@@ -258,7 +336,7 @@ int runAgent(RunArgs args) {
   review.session = s.dir();
   review.changeSet = s.dir() + "/changes.tar";
   review.mode = args.review;
-  review.excludes = args.excludes;
+  review.excludes = excludes;
   int reviewCode = runReview(review);
   s.endPhase();
 
@@ -310,6 +388,11 @@ Examples:
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::Range(1, 65535));
+  cmd->add_option("--workspace-mode", args->workspaceMode,
+                  "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "
+                  "no review; needs --yes)")
+      ->check(CLI::IsMember({"snapshot", "direct"}));
+  cmd->add_flag("--yes", args->yes, "Confirm --workspace-mode=direct");
   cmd->add_option("--cpus", args->cpus, "vCPUs (default: the agent's)")->check(CLI::Range(1, 64));
   cmd->add_option("--memory", args->memory, "Guest memory in MiB (default: the agent's)")
       ->check(CLI::Range(128, 65536));

@@ -156,9 +156,16 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
     if (options.beforeExec) {
       if (int e = options.beforeExec(); e != 0) bail(e);
     }
-    // Close everything else but the exec-status pipe (it is O_CLOEXEC).
+    // Close everything else but the exec-status pipe (it is O_CLOEXEC) and the kept fds.
+    auto kept = [&](int fd) {
+      for (int k : options.keepFds)
+        if (k == fd) return true;
+      return false;
+    };
+    for (int fd : options.keepFds)
+      if (fcntl(fd, F_SETFD, 0) != 0) bail(errno);
     for (int fd = 3; fd < 1024; ++fd)
-      if (fd != execPipe[1]) close(fd);
+      if (fd != execPipe[1] && !kept(fd)) close(fd);
     execv(args[0], args.data());
     bail(errno);
   }

@@ -35,6 +35,9 @@ struct SpawnOptions {
   /// Runs in the child after fork, before exec (async-signal-safe calls only).
   /// Returns 0 or an errno value that aborts the spawn.
   std::function<int()> beforeExec;
+  /// Descriptors the child keeps open across exec under the same numbers
+  /// (their close-on-exec flag is cleared in the child); all others >= 3 are closed.
+  std::vector<int> keepFds;
 };
 
 /// Starts argv[0] (absolute path) as a child that receives SIGKILL when the

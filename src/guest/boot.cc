@@ -118,7 +118,7 @@ BootConfig parseCmdline(const std::string& cmdline) {
     } else if (key == "airlock.workspace") {
       config.workspaceTag = value;
     } else if (key == "airlock.net") {
-      config.userNet = value == "user";
+      config.net = value == "user" ? NetMode::kUser : value == "tap" ? NetMode::kTap : NetMode::kNone;
     } else if (key == "airlock.probe") {
       config.probe = value == "1";
     } else if (key == "airlock.share") {
@@ -139,11 +139,17 @@ bool mountEarly(std::string& error) {
          mountAt("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error);
 }
 
-bool loadModules(std::string& error) {
+bool loadModules(const BootConfig& config, std::string& error) {
+  // Under TCG every module costs tens of milliseconds: load only what this
+  // boot uses (networking and virtio-fs are optional).
+  bool wantNet = config.net != NetMode::kNone;
+  bool wantFs = !config.shares.empty() || !config.workspaceTag.empty();
   std::ifstream order("/lib/modules/load-order");
   std::string name;
   while (std::getline(order, name)) {
     if (name.empty()) continue;
+    if (!wantNet && (name == "virtio_net.ko" || name == "net_failover.ko" || name == "failover.ko")) continue;
+    if (!wantFs && (name == "virtiofs.ko" || name == "fuse.ko")) continue;
     std::string path = "/lib/modules/" + name;
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -249,9 +255,52 @@ bool setInterface(int s, const char* name, const char* address, const char* netm
   return ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
 }
 
-/// eth0 for QEMU user networking: 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3.
-void setupUserNet(int s) {
+/// Kernel ABI of SIOCSIFADDR on an AF_INET6 socket (linux/ipv6.h clashes with netinet/in.h).
+struct In6Ifreq {
+  in6_addr addr;
+  uint32_t prefixLen;
+  int ifindex;
+};
+
+void writeProc(const char* path, const char* text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)!write(fd, text, std::strlen(text));
+  close(fd);
+}
+
+/// Adds `address`/`prefix` to eth0 and a default route via `gateway` (IPv6).
+void setupIpv6(const char* address, unsigned prefix, const char* gateway) {
+  int s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s6 < 0) {
+    logLine(std::string("no IPv6 in the guest kernel: ") + std::strerror(errno));
+    return;
+  }
+  In6Ifreq req{};
+  inet_pton(AF_INET6, address, &req.addr);
+  req.prefixLen = prefix;
+  req.ifindex = static_cast<int>(if_nametoindex("eth0"));
+  if (ioctl(s6, SIOCSIFADDR, &req) != 0) logLine(std::string("cannot add the IPv6 address: ") + std::strerror(errno));
+  in6_rtmsg route{};
+  inet_pton(AF_INET6, gateway, &route.rtmsg_gateway);
+  route.rtmsg_flags = RTF_UP | RTF_GATEWAY;
+  route.rtmsg_metric = 1;
+  route.rtmsg_ifindex = req.ifindex;
+  if (ioctl(s6, SIOCADDRT, &route) != 0)
+    logLine(std::string("cannot add the IPv6 default route: ") + std::strerror(errno));
+  close(s6);
+}
+
+/// eth0 with 10.0.2.15/24 and a default route via `gateway`; `resolvConf`
+/// becomes /etc/resolv.conf. With airlock.net=user the gateway is QEMU's
+/// slirp (DNS at 10.0.2.3); with airlock.net=tap it is the egress firewall's
+/// tap in the session namespace (see egress/addresses.h), which also
+/// answers DNS, and IPv6 gets fd00:a1::15/64 via fd00:a1::1.
+void setupEth0(int s, NetMode mode) {
   for (int attempt = 0; attempt < 500 && access("/sys/class/net/eth0", F_OK) != 0; ++attempt) usleep(10000);
+  // Static addresses on a point-to-point link: skip duplicate address detection
+  // (it would hold the IPv6 address tentative for a second).
+  if (mode == NetMode::kTap) writeProc("/proc/sys/net/ipv6/conf/eth0/accept_dad", "0");
   if (!setInterface(s, "eth0", "10.0.2.15", "255.255.255.0")) {
     logLine(std::string("cannot configure eth0: ") + std::strerror(errno));
     return;
@@ -264,11 +313,12 @@ void setupUserNet(int s) {
   inet_pton(AF_INET, "10.0.2.2", &gw->sin_addr);
   route.rt_flags = RTF_UP | RTF_GATEWAY;
   if (ioctl(s, SIOCADDRT, &route) != 0) logLine(std::string("cannot add the default route: ") + std::strerror(errno));
+  if (mode == NetMode::kTap) setupIpv6("fd00:a1::15", 64, "fd00:a1::1");
   unlink("/etc/resolv.conf");
   int fd = open("/etc/resolv.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {
-    const char text[] = "nameserver 10.0.2.3\n";
-    (void)!write(fd, text, sizeof text - 1);
+    const char* text = mode == NetMode::kTap ? "nameserver 10.0.2.2\nnameserver fd00:a1::1\n" : "nameserver 10.0.2.3\n";
+    (void)!write(fd, text, std::strlen(text));
     close(fd);
   }
 }
@@ -280,7 +330,7 @@ void setupHost(const BootConfig& config) {
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return;
   setInterface(s, "lo", nullptr, nullptr);
-  if (config.userNet) setupUserNet(s);
+  if (config.net != NetMode::kNone) setupEth0(s, config.net);
   close(s);
 }
 

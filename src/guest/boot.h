@@ -24,13 +24,18 @@ struct ShareMount {
 ///   airlock.workspace=TAG   virtio-fs TAG (the snapshot, read-only) is the lower layer
 ///                           of an overlay at /workspace whose upper layer is on the scratch disk
 ///   airlock.net=user        configure eth0 for QEMU user networking (10.0.2.15/24, gw 10.0.2.2)
+///   airlock.net=tap         configure eth0 behind the egress firewall: 10.0.2.15/24 and
+///                           fd00:a1::15/64, gateway and resolver 10.0.2.2 / fd00:a1::1
 ///   airlock.probe=1         boot probe: power off as soon as init runs
+/// How airlock-init configures eth0.
+enum class NetMode { kNone, kUser, kTap };
+
 struct BootConfig {
   std::string rootSerial = "root";
   std::string scratchSerial = "scratch";
   std::vector<ShareMount> shares;
   std::string workspaceTag;
-  bool userNet = false;
+  NetMode net = NetMode::kNone;
   bool probe = false;
 };
 
@@ -40,16 +45,17 @@ BootConfig parseCmdline(const std::string& cmdline);
 /// Mounts /dev, /proc and /sys in the initramfs. Returns false with a message on failure.
 bool mountEarly(std::string& error);
 
-/// Loads the modules listed in /lib/modules/load-order (finit_module), in order.
-bool loadModules(std::string& error);
+/// Loads the modules listed in /lib/modules/load-order (finit_module), in
+/// order, skipping networking and virtio-fs modules the config does not use.
+bool loadModules(const BootConfig& config, std::string& error);
 
 /// Mounts the erofs root and the scratch disk, builds the root overlay at
 /// /newroot, mounts the shares and the API filesystems in it, and switches
 /// root into it (mount --move + chroot). After this, / is the overlay.
 bool switchToOverlayRoot(const BootConfig& config, std::string& error);
 
-/// Sets the hostname, brings up loopback and, with airlock.net=user, eth0
-/// with its address, default route and /etc/resolv.conf.
+/// Sets the hostname, brings up loopback and, with airlock.net=user|tap,
+/// eth0 with its addresses, default routes and /etc/resolv.conf.
 void setupHost(const BootConfig& config);
 
 /// Unmounts what can be unmounted, syncs, and powers the VM off. Never returns.

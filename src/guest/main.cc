@@ -79,7 +79,7 @@ int main() {
     logLine("boot probe reached init");
     powerOff();
   }
-  if (!loadModules(error)) fatal(error);
+  if (!loadModules(config, error)) fatal(error);
   if (!switchToOverlayRoot(config, error)) fatal(error);
   setupHost(config);
   std::string port = findControlPort();

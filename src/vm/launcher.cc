@@ -121,9 +121,17 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
     char* real = realpath(shared.c_str(), nullptr);
     std::string hostPath = real ? real : shared;
     free(real);
-    config.shares.push_back({"workspace", hostPath, "/workspace", true, "", !options.workspaceSnapshot.empty()});
+    bool snapshot = !options.workspaceSnapshot.empty();
+    bool readOnly = snapshot || !options.workspaceReadWrite;
+    config.shares.push_back({"workspace", hostPath, "/workspace", readOnly, "", snapshot});
   }
   config.userNetwork = options.userNetwork;
+  if (options.egress) {
+    auto network = egress::SessionNetwork::start(*options.egress);
+    if (!network) return std::unexpected(network.error());
+    machine->network_ = std::move(*network);
+    config.tapFd = machine->network_->tapFd();
+  }
   report(options.progress, accel.accel == Accel::kKvm ? "booting VM (KVM)" : "booting VM (TCG emulation)");
   auto bootTimeout = accel.accel == Accel::kKvm ? std::chrono::seconds(30) : std::chrono::seconds(120);
   auto vm = QemuVm::start(config, dir, machine->janitor_, bootTimeout);
@@ -135,6 +143,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
 void Machine::stop() {
   if (vm_) vm_->stop();
   vm_.reset();
+  network_.reset();
   (void)removeTree(runDir_.path());
   janitor_.clear();
 }

@@ -4,10 +4,13 @@
 // temporary file in one run directory removed when the machine stops.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "egress/policy.h"
+#include "egress/session_network.h"
 #include "vm/accel.h"
 #include "vm/asset_cache.h"
 #include "vm/janitor.h"
@@ -20,12 +23,18 @@ struct LaunchOptions {
   std::string rootImage;             ///< a ready erofs image (takes precedence over rootfsDir)
   unsigned cpus = 1;                 ///< vCPUs (1-64)
   unsigned memoryMiB = 512;          ///< guest RAM in MiB (128-65536)
-  std::string workspaceDir;          ///< shared read-only at /workspace when set, or:
+  std::string workspaceDir;          ///< shared at /workspace when set (read-only unless workspaceReadWrite), or:
   /// the snapshot shared read-only as the lower layer of an overlay at
   /// /workspace (writes go to the scratch disk; export them with
   /// ControlChannel::exportWorkspace)
   std::string workspaceSnapshot;
+  /// Share workspaceDir read-write (direct mode: the guest edits the live
+  /// files). Ignored for workspaceSnapshot, which is always read-only.
+  bool workspaceReadWrite = false;
   bool userNetwork = false;          ///< QEMU user networking (see VmConfig::userNetwork)
+  /// The egress firewall: the guest's network is a tap in a private
+  /// namespace enforcing this policy (takes precedence over userNetwork).
+  std::optional<egress::Policy> egress;
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
   ProgressFn progress;               ///< phase lines ("building root image ...")
@@ -40,6 +49,8 @@ class Machine {
   static Result<std::unique_ptr<Machine>> launch(const LaunchOptions& options);
   ~Machine();
   QemuVm& vm() { return *vm_; }
+  /// The session network behind the egress firewall (null without LaunchOptions::egress).
+  egress::SessionNetwork* network() { return network_.get(); }
   /// Stops the VM, removes the run directory, releases the janitor.
   void stop();
 
@@ -47,6 +58,7 @@ class Machine {
   Machine(TempDir runDir, Janitor janitor) : runDir_(std::move(runDir)), janitor_(std::move(janitor)) {}
   TempDir runDir_;
   Janitor janitor_;
+  std::unique_ptr<egress::SessionNetwork> network_;
   std::unique_ptr<QemuVm> vm_;
 };
 

@@ -116,7 +116,9 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   config.qmpSocket = runDir + "/qmp.sock";
   if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
   vm->config_ = config;
-  auto pid = spawnTied(buildQemuArgs(config), {runDir + "/qemu.log", runDir + "/qemu.log", {}});
+  SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", {}, {}};
+  if (config.tapFd >= 0) qemuOptions.keepFds.push_back(config.tapFd);
+  auto pid = spawnTied(buildQemuArgs(config), qemuOptions);
   if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);
   vm->qemu_ = *pid;
   janitor.watchPid(*pid);

@@ -1,0 +1,184 @@
+// `airlock image pull|ls|rm|prune|inspect`: the OCI image store.
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/registry_flags.h"
+#include "common/exit_codes.h"
+#include "image/oci/image_pull.h"
+#include "image/oci/image_store.h"
+
+namespace airlock::cli {
+namespace {
+
+using image::oci::ImageStore;
+
+int reportError(const Error& e) {
+  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
+  return e.code == 1 ? exit_code::kInternal : e.code;
+}
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); }
+
+std::string when(int64_t t) {
+  if (t == 0) return "never";
+  int64_t ago = static_cast<int64_t>(std::time(nullptr)) - t;
+  if (ago < 120) return "just now";
+  if (ago < 7200) return fmt::format("{} minutes ago", ago / 60);
+  if (ago < 172800) return fmt::format("{} hours ago", ago / 3600);
+  return fmt::format("{} days ago", ago / 86400);
+}
+
+struct PullArgs {
+  std::string ref;
+  RegistryFlags registry;
+  bool quiet = false;
+};
+
+int pull(const PullArgs& args) {
+  auto ref = image::oci::parseImageRef(args.ref);
+  if (!ref) return reportError(ref.error());
+  auto options = pullOptions(args.registry, args.quiet);
+  if (!options) return reportError(options.error());
+  const auto start = std::chrono::steady_clock::now();
+  auto pulled = image::oci::pullImage(ImageStore::openDefault(), *ref, *options);
+  if (!pulled) return reportError(pulled.error());
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  std::printf("%s\n", pulled->ref.manifestDigest.c_str());
+  if (!args.quiet)
+    std::fprintf(stderr, "airlock: %s: %s (%s downloaded in %.1f s)\n", ref->str().c_str(),
+                 pulled->fetched ? "pulled" : "already in the store", mib(pulled->bytesDownloaded).c_str(), took.count());
+  return 0;
+}
+
+int list(bool asJson) {
+  auto images = ImageStore::openDefault().list();
+  if (!images) return reportError(images.error());
+  if (asJson) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& i : *images)
+      out.push_back({{"name", i.ref.name},
+                     {"digest", i.ref.manifestDigest},
+                     {"size", i.erofsBytes},
+                     {"layer_bytes", i.record.layerBytes},
+                     {"pulled", i.ref.pulledAt},
+                     {"last_used", i.lastUsed}});
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-50s %-20s %-19s %10s  %s\n", "REPOSITORY", "TAG", "DIGEST", "SIZE", "LAST USED");
+  uint64_t total = 0;
+  for (const auto& i : *images) {
+    auto colon = i.ref.name.rfind(':');
+    auto at = i.ref.name.find('@');
+    std::string repo = at != std::string::npos ? i.ref.name.substr(0, at)
+                       : colon != std::string::npos && colon > i.ref.name.rfind('/') ? i.ref.name.substr(0, colon)
+                                                                                     : i.ref.name;
+    std::string tag = at != std::string::npos ? "<none>" : i.ref.name.substr(repo.size() + 1);
+    std::printf("%-50s %-20s %-19s %10s  %s\n", repo.c_str(), tag.c_str(), i.ref.manifestDigest.substr(0, 19).c_str(),
+                mib(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
+    total += i.erofsBytes;
+  }
+  std::fprintf(stderr, "airlock: %zu images, %s of root images in %s\n", images->size(), mib(total).c_str(),
+               ImageStore::openDefault().root().c_str());
+  return 0;
+}
+
+int remove(const std::string& text) {
+  auto ref = image::oci::parseImageRef(text);
+  if (!ref) return reportError(ref.error());
+  auto report = ImageStore::openDefault().remove(*ref);
+  if (!report) return reportError(report.error());
+  for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
+  for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
+  std::fprintf(stderr, "airlock: freed %s\n", mib(report->bytesFreed).c_str());
+  return 0;
+}
+
+int prune(int olderThanDays) {
+  auto report = ImageStore::openDefault().prune(olderThanDays >= 0 ? std::optional<unsigned>(olderThanDays)
+                                                                   : std::nullopt);
+  if (!report) return reportError(report.error());
+  for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
+  for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
+  std::fprintf(stderr, "airlock: freed %s\n", mib(report->bytesFreed).c_str());
+  return 0;
+}
+
+int inspect(const std::string& text) {
+  auto ref = image::oci::parseImageRef(text);
+  if (!ref) return reportError(ref.error());
+  ImageStore store = ImageStore::openDefault();
+  auto found = store.findRef(*ref);
+  if (!found) return reportError({ref->str() + " is not in the image store; pull it with `airlock image pull`",
+                                  exit_code::kImage});
+  auto rec = store.readRecord(found->manifestDigest);
+  if (!rec) return reportError(rec.error());
+  nlohmann::json j = {{"name", found->name},
+                      {"digest", rec->manifestDigest},
+                      {"config_digest", rec->configDigest},
+                      {"platform", rec->platform},
+                      {"rootfs", store.erofsPath(rec->manifestDigest)},
+                      {"layer_bytes", rec->layerBytes},
+                      {"blobs", rec->blobs},
+                      {"user", rec->config.user},
+                      {"uid", rec->user.uid},
+                      {"gid", rec->user.gid},
+                      {"env", rec->config.env},
+                      {"entrypoint", rec->config.entrypoint},
+                      {"cmd", rec->config.cmd},
+                      {"workdir", rec->config.workingDir},
+                      {"signature", "not verified (signature verification is not implemented yet)"}};
+  std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addImageStoreCommands(CLI::App& image, int& exitCode) {
+  auto pullArgs = std::make_shared<PullArgs>();
+  auto* pullCmd = image.add_subcommand("pull", "Pull an OCI or Docker image from a registry into the image store");
+  pullCmd->footer(R"(Resolves the reference (short names are Docker Hub: ubuntu = docker.io/library/ubuntu:latest),
+picks the --platform manifest of a multi-arch image, downloads the missing blobs (each checked
+against its SHA-256 digest), unpacks the layers and builds a read-only erofs root image, cached
+by manifest digest. Credentials come from the docker config (~/.docker/config.json). Prints the digest.
+
+Examples:
+  airlock image pull ubuntu:24.04
+  airlock image pull ghcr.io/org/agent@sha256:<digest>
+  airlock image pull 127.0.0.1:5000/team/agent:dev --pull=always)");
+  pullCmd->add_option("IMAGE", pullArgs->ref, "Image reference")->required();
+  addRegistryFlags(*pullCmd, pullArgs->registry);
+  pullArgs->registry.pull = "always";
+  pullCmd->add_flag("-q,--quiet", pullArgs->quiet, "Do not print progress lines");
+  pullCmd->callback([pullArgs, &exitCode] { exitCode = pull(*pullArgs); });
+
+  auto asJson = std::make_shared<bool>(false);
+  auto* ls = image.add_subcommand("ls", "List the images in the store (repository, tag, digest, size, last used)");
+  ls->add_flag("--json", *asJson, "Print JSON");
+  ls->callback([asJson, &exitCode] { exitCode = list(*asJson); });
+
+  auto rmRef = std::make_shared<std::string>();
+  auto* rm = image.add_subcommand("rm", "Remove an image reference, and its image and blobs when nothing else uses them");
+  rm->add_option("IMAGE", *rmRef, "Image reference")->required();
+  rm->callback([rmRef, &exitCode] { exitCode = remove(*rmRef); });
+
+  auto days = std::make_shared<int>(-1);
+  auto* pr = image.add_subcommand("prune", "Remove unreferenced images and blobs (and with --older-than, unused images)");
+  pr->add_option("--older-than", *days, "Also remove images not pulled or booted for this many days")
+      ->check(CLI::NonNegativeNumber);
+  pr->callback([days, &exitCode] { exitCode = prune(*days); });
+
+  auto inspectRef = std::make_shared<std::string>();
+  auto* in = image.add_subcommand("inspect", "Show a stored image's digest, config (user, env, entrypoint, cmd) and blobs");
+  in->add_option("IMAGE", *inspectRef, "Image reference")->required();
+  in->callback([inspectRef, &exitCode] { exitCode = inspect(*inspectRef); });
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,238 @@
+#include "config/doctor.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "common/fd.h"
+#include "common/subprocess.h"
+
+namespace airlock::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kQemu = "qemu-system-x86_64";
+constexpr const char* kVirtiofsd = "/usr/lib/qemu/virtiofsd";
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
+
+/// Bytes of the regular files below `dir` (symlinks not followed).
+uint64_t treeBytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
+    total += it->file_size(ec);
+  }
+  return total;
+}
+
+/// True when the flock lock file `path` is held by some process.
+bool lockHeld(const std::string& path, std::string* content = nullptr) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
+  if (content) {
+    auto text = readFile(path, 4096);
+    if (text) *content = *text;
+  }
+  return true;
+}
+
+CheckResult tool(HostProbe& probe, const std::string& name, CheckStatus missing, const std::string& why,
+                 const std::string& package) {
+  std::string path = probe.findOnPath(name);
+  if (!path.empty()) return {name, CheckStatus::kOk, path, ""};
+  return {name, missing, fmt::format("{} not found on PATH ({})", name, why),
+          fmt::format("apt-get install {} (scripts/setup installs it)", package)};
+}
+
+CheckResult kvm(HostProbe& probe) {
+  auto choice = vm::chooseAccel(vm::AccelRequest::kAuto, probe.hostFacts(), [] { return true; });
+  if (choice.accel == vm::Accel::kKvm) return {"kvm", CheckStatus::kOk, "KVM usable (/dev/kvm, VT-x/AMD-V)", ""};
+  return {"kvm", CheckStatus::kWarn, choice.warning + "; TCG emulation will be used",
+          "for KVM: enable VT-x/AMD-V (or nested virtualization) and make /dev/kvm read-write for you"};
+}
+
+std::vector<CheckResult> qemu(HostProbe& probe) {
+  std::string path = probe.findOnPath(kQemu);
+  std::string fix = "apt-get install qemu-system-x86 (scripts/setup installs it)";
+  if (path.empty())
+    return {{"qemu", CheckStatus::kFail, std::string(kQemu) + " not found on PATH", fix},
+            {"microvm", CheckStatus::kFail, "cannot check without QEMU", fix}};
+  std::vector<CheckResult> out;
+  auto version = probe.output({path, "--version"});
+  std::string number = version ? parseQemuVersion(*version) : "";
+  if (number.empty())
+    out.push_back({"qemu", CheckStatus::kFail,
+                   fmt::format("{} --version failed: {}", path, version ? "no version in its output" : version.error().message),
+                   fix});
+  else
+    out.push_back({"qemu", CheckStatus::kOk, fmt::format("{} (QEMU {})", path, number), ""});
+  auto machines = probe.output({path, "-machine", "help"});
+  if (machines && std::regex_search(*machines, std::regex(R"((^|\n)microvm\s)")))
+    out.push_back({"microvm", CheckStatus::kOk, "QEMU supports -machine microvm", ""});
+  else
+    out.push_back({"microvm", CheckStatus::kFail, "QEMU does not list the microvm machine type",
+                   "install a QEMU with microvm support (Debian's qemu-system-x86 has it)"});
+  return out;
+}
+
+CheckResult kernelAssets(HostProbe& probe, const std::string& cacheDir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(cacheDir + "/assets", ec)) {
+    if (entry.path().filename().string().starts_with("kernel-") && fs::exists(entry.path() / "vmlinux", ec))
+      return {"kernel assets", CheckStatus::kOk, "cached in " + entry.path().string(), ""};
+  }
+  if (probe.findOnPath("apt-get").empty())
+    return {"kernel assets", CheckStatus::kFail, "not cached, and apt-get (which downloads the kernel) is missing",
+            "run airlock on a Debian or Ubuntu host with apt-get"};
+  return {"kernel assets", CheckStatus::kOk, "not cached yet; the first run builds them (~27 MB download, ~6 s)", ""};
+}
+
+CheckResult userNamespaces(HostProbe& probe) {
+  std::string fix = "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1";
+  auto max = probe.readText("/proc/sys/user/max_user_namespaces");
+  if (!max || std::atol(max->c_str()) <= 0)
+    return {"user namespaces", CheckStatus::kWarn, "disabled (user.max_user_namespaces is 0 or unreadable); the "
+            "egress firewall will need them", fix};
+  auto clone = probe.readText("/proc/sys/kernel/unprivileged_userns_clone");
+  if (clone && std::atol(clone->c_str()) == 0)
+    return {"user namespaces", CheckStatus::kWarn, "unprivileged user namespaces are disabled "
+            "(kernel.unprivileged_userns_clone=0); the egress firewall will need them", fix};
+  return {"user namespaces", CheckStatus::kOk, "enabled", ""};
+}
+
+CheckResult disk(HostProbe& probe, const std::string& what, const std::string& dir, const DoctorLimits& limits) {
+  std::string name = "disk (" + what + ")";
+  auto free = probe.freeBytes(dir);
+  if (!free) return {name, CheckStatus::kWarn, "cannot tell free space of " + dir + ": " + free.error().message, ""};
+  std::string detail = fmt::format("{} free for {}", gib(*free), dir);
+  std::string fix = fmt::format("free space on the filesystem of {}", dir);
+  if (*free < limits.failFreeBytes) return {name, CheckStatus::kFail, detail + " (airlock needs at least 1 GiB)", fix};
+  if (*free < limits.warnFreeBytes) return {name, CheckStatus::kWarn, detail + " (images and snapshots need more)", fix};
+  return {name, CheckStatus::kOk, detail, ""};
+}
+
+CheckResult staleSessions(const std::string& stateDir) {
+  std::set<std::string> active;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(stateDir + "/locks", ec)) {
+    std::string id;
+    if (lockHeld(entry.path().string(), &id) && !id.empty()) active.insert(id);
+  }
+  std::vector<std::string> stale;
+  uint64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(stateDir + "/sessions", ec)) {
+    std::string id = entry.path().filename().string();
+    if (active.contains(id) || !fs::is_directory(entry.path() / "snapshot", ec)) continue;
+    stale.push_back(entry.path().string());
+    bytes += treeBytes((entry.path() / "snapshot").string());
+  }
+  if (stale.empty()) return {"stale sessions", CheckStatus::kOk, "none", ""};
+  return {"stale sessions", CheckStatus::kWarn,
+          fmt::format("{} ended session(s) still hold a snapshot ({}), e.g. {}", stale.size(), gib(bytes), stale[0]),
+          fmt::format("rm -rf {}/sessions/*/snapshot (sessions that are not running)", stateDir)};
+}
+
+CheckResult staleJournals(const std::string& stateDir) {
+  std::vector<std::string> stale;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(stateDir + "/flush", ec)) {
+    std::string path = entry.path().string();
+    if (path.ends_with(".lock") || lockHeld(path + ".lock")) continue;
+    stale.push_back(path);
+  }
+  if (stale.empty()) return {"flush journals", CheckStatus::kOk, "no interrupted flush", ""};
+  return {"flush journals", CheckStatus::kWarn,
+          fmt::format("{} interrupted flush(es), e.g. {}", stale.size(), stale[0]),
+          "the next `airlock run` or `airlock review` in that workspace completes it (or: airlock review "
+          "--on-interrupted=rollback)"};
+}
+
+CheckResult imageCache(const std::string& cacheDir, const DoctorLimits& limits) {
+  uint64_t bytes = treeBytes(cacheDir + "/images") + treeBytes(cacheDir + "/rootfs");
+  std::string detail = fmt::format("{} in {}/images and {}/rootfs", gib(bytes), cacheDir, cacheDir);
+  if (bytes > limits.warnImageCacheBytes)
+    return {"image cache", CheckStatus::kWarn, detail,
+            fmt::format("remove images you no longer use from {}/images (they are rebuilt on demand)", cacheDir)};
+  return {"image cache", CheckStatus::kOk, detail, ""};
+}
+
+}  // namespace
+
+vm::HostFacts SystemHostProbe::hostFacts() { return vm::probeHost(); }
+
+std::string SystemHostProbe::findOnPath(const std::string& name) { return findProgram(name); }
+
+bool SystemHostProbe::isExecutable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+Result<std::string> SystemHostProbe::output(const std::vector<std::string>& argv) { return runChecked(argv); }
+
+std::optional<std::string> SystemHostProbe::readText(const std::string& path) {
+  auto text = readFile(path, 4096);
+  if (!text) return std::nullopt;
+  return *text;
+}
+
+Result<uint64_t> SystemHostProbe::freeBytes(const std::string& path) {
+  fs::path at = path;
+  std::error_code ec;
+  while (!at.empty() && !fs::exists(at, ec) && at != at.root_path()) at = at.parent_path();
+  struct statvfs st {};
+  if (::statvfs(at.c_str(), &st) != 0) return fail("statvfs {}: {}", at.string(), errnoText(errno));
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+const char* statusName(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kOk: return "ok";
+    case CheckStatus::kWarn: return "warn";
+    case CheckStatus::kFail: return "fail";
+  }
+  return "?";
+}
+
+std::string parseQemuVersion(const std::string& versionOutput) {
+  std::smatch m;
+  if (std::regex_search(versionOutput, m, std::regex(R"(QEMU emulator version ([0-9]+\.[0-9]+(\.[0-9]+)?))")))
+    return m[1];
+  return "";
+}
+
+std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir, const std::string& stateDir,
+                                   const DoctorLimits& limits) {
+  std::vector<CheckResult> out;
+  out.push_back(kvm(probe));
+  for (auto& r : qemu(probe)) out.push_back(std::move(r));
+  if (probe.isExecutable(kVirtiofsd))
+    out.push_back({"virtiofsd", CheckStatus::kOk, kVirtiofsd, ""});
+  else
+    out.push_back({"virtiofsd", CheckStatus::kFail, std::string(kVirtiofsd) + " is missing",
+                   "apt-get install qemu-system-common (scripts/setup installs it)"});
+  out.push_back(kernelAssets(probe, cacheDir));
+  out.push_back(tool(probe, "mkfs.erofs", CheckStatus::kFail, "builds the read-only root images", "erofs-utils"));
+  out.push_back(tool(probe, "mkfs.ext4", CheckStatus::kFail, "formats the scratch disk", "e2fsprogs"));
+  out.push_back(tool(probe, "mmdebstrap", CheckStatus::kFail, "builds the agents' base image", "mmdebstrap"));
+  out.push_back(userNamespaces(probe));
+  out.push_back(tool(probe, "nft", CheckStatus::kWarn, "the egress firewall will need it", "nftables"));
+  out.push_back(tool(probe, "pasta", CheckStatus::kWarn, "the egress firewall will need it", "passt"));
+  out.push_back(disk(probe, "cache", cacheDir, limits));
+  out.push_back(disk(probe, "state", stateDir, limits));
+  out.push_back(staleSessions(stateDir));
+  out.push_back(staleJournals(stateDir));
+  out.push_back(imageCache(cacheDir, limits));
+  return out;
+}
+
+}  // namespace airlock::config

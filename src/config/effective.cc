@@ -1,0 +1,47 @@
+#include "config/effective.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/exit_codes.h"
+#include "config/loader.h"
+
+namespace airlock::config {
+
+Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<ConfigLayer>& user,
+                                                       const std::string& userPath) {
+  auto registry = agents::AgentRegistry::builtin();
+  if (!registry || !user) return registry;
+  for (const auto& agent : user->agents) {
+    if (auto r = registry->add(agent); !r)
+      return failWith(exit_code::kUsage, "{}: agents: {}", userPath, r.error().message);
+  }
+  return registry;
+}
+
+Result<EffectiveConfig> loadEffectiveConfig(const std::string& agentName, const std::string& workspace,
+                                            const ConfigLayer& flags) {
+  EffectiveConfig out;
+  char* real = realpath(workspace.c_str(), nullptr);
+  if (!real) return failWith(exit_code::kUsage, "workspace {} does not exist: {}", workspace, errnoText(errno));
+  out.workspace = real;
+  free(real);
+  out.sources.userPath = userConfigPath();
+  auto user = loadConfigFile(out.sources.userPath);
+  if (!user) return std::unexpected(user.error());
+  out.sources.user = std::move(*user);
+  auto registry = registryWithCustomAgents(out.sources.user, out.sources.userPath);
+  if (!registry) return std::unexpected(registry.error());
+  auto agent = registry->find(agentName);
+  if (!agent) return std::unexpected(agent.error());
+  out.agent = std::move(*agent);
+  out.sources.repoPath = out.workspace + "/" + std::string(kRepoConfigName);
+  auto repo = loadRepoConfig(out.workspace);
+  if (!repo) return std::unexpected(repo.error());
+  out.sources.repo = std::move(*repo);
+  out.sources.flags = flags;
+  out.resolved = resolve(out.agent, out.sources);
+  return out;
+}
+
+}  // namespace airlock::config

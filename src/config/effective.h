@@ -1,0 +1,35 @@
+#pragma once
+// Everything a verb needs to know about the run it is about to describe or
+// start: the user config, the agent (built-in or custom), the repo config of
+// the workspace, and the merged settings.
+
+#include <optional>
+#include <string>
+
+#include "agents/agent_spec.h"
+#include "agents/registry.h"
+#include "common/error.h"
+#include "config/merge.h"
+
+namespace airlock::config {
+
+/// The effective configuration of one run.
+struct EffectiveConfig {
+  agents::AgentSpec agent;
+  std::string workspace;  ///< the workspace's real path
+  ConfigSources sources;
+  Resolved resolved;
+};
+
+/// The built-in agents plus the custom agents of `user`. Fails (kUsage)
+/// when a custom agent reuses a known name.
+Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<ConfigLayer>& user,
+                                                       const std::string& userPath);
+
+/// Loads the user config (userConfigPath()), finds `agentName`, loads the
+/// repo config of `workspace` and resolves them with `flags`. Errors carry
+/// exit_code::kUsage and name the file or agent.
+Result<EffectiveConfig> loadEffectiveConfig(const std::string& agentName, const std::string& workspace,
+                                            const ConfigLayer& flags);
+
+}  // namespace airlock::config

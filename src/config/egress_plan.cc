@@ -1,0 +1,70 @@
+#include "config/egress_plan.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace airlock::config {
+namespace {
+
+void addHost(std::vector<AllowedHost>& hosts, const std::string& host, std::vector<unsigned> ports,
+             const std::string& why, Layer layer) {
+  auto it = std::find_if(hosts.begin(), hosts.end(), [&](const AllowedHost& h) { return h.host == host; });
+  if (it == hosts.end()) {
+    hosts.push_back({host, std::move(ports), why, layer});
+    return;
+  }
+  for (unsigned p : ports)
+    if (std::find(it->ports.begin(), it->ports.end(), p) == it->ports.end()) it->ports.push_back(p);
+  std::sort(it->ports.begin(), it->ports.end());
+}
+
+}  // namespace
+
+const std::vector<std::string>& commonDeveloperHosts() {
+  static const std::vector<std::string> hosts = {
+      "github.com",           "api.github.com",         "codeload.github.com",
+      "objects.githubusercontent.com", "raw.githubusercontent.com", "gitlab.com",
+      "registry.npmjs.org",   "registry.yarnpkg.com",   "pypi.org",
+      "files.pythonhosted.org", "crates.io",            "index.crates.io",
+      "static.crates.io",     "proxy.golang.org",       "sum.golang.org",
+      "rubygems.org",         "repo.maven.apache.org",  "repo1.maven.org",
+      "deb.debian.org",       "security.debian.org",
+  };
+  return hosts;
+}
+
+EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) {
+  EgressPlan plan;
+  plan.profile = settings.egressProfile;
+  if (plan.profile.value == EgressProfile::kPermissive) {
+    plan.anyHost = true;
+    return plan;
+  }
+  bool standard = plan.profile.value == EgressProfile::kStandard;
+  std::vector<unsigned> ports = standard ? std::vector<unsigned>{kHttpPort, kHttpsPort} : std::vector<unsigned>{kHttpsPort};
+  for (const auto& h : agent.egress.modelHosts) addHost(plan.hosts, h, ports, "model API", Layer::kBuiltin);
+  if (standard) {
+    for (const auto& h : commonDeveloperHosts()) addHost(plan.hosts, h, ports, "common developer host", Layer::kBuiltin);
+    for (const auto& h : agent.egress.extraHosts) addHost(plan.hosts, h, ports, "agent extra host", Layer::kBuiltin);
+  }
+  for (const auto& entry : settings.allowHosts) {
+    const std::string& text = entry.value;
+    auto colon = text.find(':');
+    if (colon == std::string::npos) {
+      addHost(plan.hosts, text, ports, "allow_hosts", entry.layer);
+      continue;
+    }
+    unsigned port = 0;
+    std::from_chars(text.data() + colon + 1, text.data() + text.size(), port);
+    addHost(plan.hosts, text.substr(0, colon), {port}, "allow_hosts", entry.layer);
+  }
+  for (const auto& entry : settings.removeHosts) {
+    std::string host = entry.value.substr(0, entry.value.find(':'));
+    auto it = std::remove_if(plan.hosts.begin(), plan.hosts.end(), [&](const AllowedHost& h) { return h.host == host; });
+    if (it != plan.hosts.end()) plan.removed.push_back(entry);
+    plan.hosts.erase(it, plan.hosts.end());
+  }
+  return plan;
+}
+
+}  // namespace airlock::config

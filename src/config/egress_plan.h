@@ -1,0 +1,47 @@
+#pragma once
+// The egress allowlist a run would get, as data: the profile, every allowed
+// host with its ports and where it came from, and the host-port mappings.
+// Nothing here enforces anything; the egress firewall consumes this plan.
+
+#include <string>
+#include <vector>
+
+#include "agents/agent_spec.h"
+#include "config/settings.h"
+
+namespace airlock::config {
+
+/// Ports a profile allows for a host listed without ":PORT".
+inline constexpr unsigned kHttpsPort = 443;
+inline constexpr unsigned kHttpPort = 80;
+
+/// One allowed host.
+struct AllowedHost {
+  std::string host;             ///< DNS name
+  std::vector<unsigned> ports;  ///< allowed TCP ports
+  std::string why;              ///< "model API", "common developer host", "agent extra host", "allow_hosts"
+  Layer layer = Layer::kBuiltin;
+
+  bool operator==(const AllowedHost&) const = default;
+};
+
+/// The egress of one run.
+struct EgressPlan {
+  Sourced<EgressProfile> profile;
+  bool anyHost = false;            ///< permissive: every host, every TCP port
+  std::vector<AllowedHost> hosts;  ///< standard and locked: the allowlist
+  std::vector<Sourced<std::string>> removed;  ///< remove_hosts entries applied
+};
+
+/// Hosts the standard profile allows besides the model API: source hosting,
+/// package registries and Debian mirrors (documented in README.md).
+const std::vector<std::string>& commonDeveloperHosts();
+
+/// The plan for `agent` under `settings`: locked = the agent's model hosts;
+/// standard = those + commonDeveloperHosts() + the agent's extra hosts;
+/// permissive = any host. allow_hosts entries (HOST or HOST:PORT) are added
+/// in standard and locked, then remove_hosts entries are taken out.
+/// Hosts without a port get 443 (locked) or 443 and 80 (standard).
+EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings);
+
+}  // namespace airlock::config

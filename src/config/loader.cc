@@ -1,0 +1,238 @@
+#include "config/loader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "agents/spec_parser.h"
+#include "common/exit_codes.h"
+#include "common/fd.h"
+
+namespace airlock::config {
+namespace {
+
+constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_profile", "allow_hosts",
+                                      "remove_hosts", "host_ports",    "env_forward",    "exclude",
+                                      "workspace_mode", "review",      "image",          "agents",
+                                      "direct_mode_acknowledged"};
+
+std::string knownKeys() {
+  std::string out;
+  for (auto k : kKeys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
+/// Reads one config document, turning every fault into an Error naming the
+/// file, line and key.
+class ConfigReader {
+ public:
+  explicit ConfigReader(const std::string& file) : file_(file) {}
+
+  Result<ConfigLayer> read(const YAML::Node& root) {
+    ConfigLayer layer;
+    if (root.IsNull() || !root.IsDefined()) return layer;
+    if (!root.IsMap()) return error(root, "a config file must be a YAML mapping of keys to values");
+    std::set<std::string> seen;
+    for (const auto& entry : root) {
+      if (!entry.first.IsScalar()) return error(entry.first, "keys must be plain strings");
+      const std::string key = entry.first.Scalar();
+      if (!seen.insert(key).second) return error(entry.first, fmt::format("duplicate key '{}'", key));
+      if (auto r = readKey(key, entry.second, layer); !r) return std::unexpected(r.error());
+    }
+    return layer;
+  }
+
+ private:
+  std::unexpected<Error> error(const YAML::Node& at, const std::string& message) const {
+    const YAML::Mark mark = at.Mark();
+    if (mark.is_null()) return failWith(exit_code::kUsage, "{}: {}", file_, message);
+    return failWith(exit_code::kUsage, "{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message);
+  }
+
+  Result<unsigned> number(const std::string& key, const YAML::Node& n, unsigned min, unsigned max) {
+    long long value = 0;
+    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, value) || value < min || value > max)
+      return error(n, fmt::format("'{}' must be an integer from {} to {}", key, min, max));
+    return static_cast<unsigned>(value);
+  }
+
+  Result<std::string> word(const std::string& key, const YAML::Node& n) {
+    if (!n.IsScalar() || n.Scalar().empty()) return error(n, fmt::format("'{}' must be a non-empty string", key));
+    return n.Scalar();
+  }
+
+  Result<> strings(const std::string& key, const YAML::Node& n, bool (*valid)(std::string_view), const char* what,
+                   std::vector<std::string>& out) {
+    if (!n.IsSequence()) return error(n, fmt::format("'{}' must be a list of strings", key));
+    for (const auto& item : n) {
+      if (!item.IsScalar() || item.Scalar().empty())
+        return error(item, fmt::format("'{}' must be a list of non-empty strings", key));
+      if (valid && !valid(item.Scalar()))
+        return error(item, fmt::format("'{}' in '{}' is not {}", item.Scalar(), key, what));
+      out.push_back(item.Scalar());
+    }
+    return {};
+  }
+
+  template <typename T>
+  Result<> named(const std::string& key, const YAML::Node& n, std::optional<T> (*parse)(std::string_view),
+                 const char* choices, std::optional<T>& out) {
+    auto text = word(key, n);
+    if (!text) return std::unexpected(text.error());
+    out = parse(*text);
+    if (!out) return error(n, fmt::format("'{}' must be one of {} (got '{}')", key, choices, *text));
+    return {};
+  }
+
+  Result<> agents(const YAML::Node& n, std::vector<agents::AgentSpec>& out) {
+    if (!n.IsMap()) return error(n, "'agents' must be a mapping of agent names to agent specs");
+    for (const auto& entry : n) {
+      if (!entry.first.IsScalar()) return error(entry.first, "agent names must be plain strings");
+      const std::string name = entry.first.Scalar();
+      if (!entry.second.IsMap()) return error(entry.second, fmt::format("agent '{}' must be a mapping", name));
+      YAML::Node spec = YAML::Clone(entry.second);
+      if (!spec["name"]) spec["name"] = name;
+      auto parsed = agents::parseAgentSpec(YAML::Dump(spec), name + ".yaml");
+      if (!parsed)
+        return error(entry.first, fmt::format("agent '{}': {}", name, parsed.error().message));
+      out.push_back(std::move(*parsed));
+    }
+    return {};
+  }
+
+  Result<> readKey(const std::string& key, const YAML::Node& n, ConfigLayer& layer) {
+    if (key == "vcpus" || key == "memory_mib") {
+      bool cpus = key == "vcpus";
+      auto value = cpus ? number(key, n, 1, 64) : number(key, n, 128, 65536);
+      if (!value) return std::unexpected(value.error());
+      (cpus ? layer.cpus : layer.memoryMib) = *value;
+      return {};
+    }
+    if (key == "egress_profile")
+      return named(key, n, parseProfile, "permissive, standard, locked", layer.egressProfile);
+    if (key == "workspace_mode") return named(key, n, parseWorkspaceMode, "snapshot, direct", layer.workspaceMode);
+    if (key == "review") return named(key, n, parseReviewPolicy, "interactive, auto, all, none", layer.review);
+    if (key == "allow_hosts") return strings(key, n, isHostPattern, "a host name or HOST:PORT", layer.allowHosts);
+    if (key == "remove_hosts") return strings(key, n, isHostPattern, "a host name", layer.removeHosts);
+    if (key == "env_forward")
+      return strings(key, n, isEnvPattern, "a variable name or PREFIX_*", layer.envForward);
+    if (key == "exclude") return strings(key, n, nullptr, "", layer.excludes);
+    if (key == "host_ports") {
+      if (!n.IsSequence()) return error(n, "'host_ports' must be a list of port numbers");
+      for (const auto& item : n) {
+        auto port = number(key, item, 1, 65535);
+        if (!port) return std::unexpected(port.error());
+        layer.hostPorts.push_back(*port);
+      }
+      return {};
+    }
+    if (key == "image") {
+      auto image = word(key, n);
+      if (!image) return std::unexpected(image.error());
+      layer.image = *image;
+      return {};
+    }
+    if (key == "direct_mode_acknowledged") {
+      bool value = false;
+      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, value))
+        return error(n, "'direct_mode_acknowledged' must be true or false");
+      layer.directModeAcknowledged = value;
+      return {};
+    }
+    if (key == "agents") return agents(n, layer.agents);
+    return error(n, fmt::format("unknown key '{}' (known keys: {})", key, knownKeys()));
+  }
+
+  const std::string& file_;
+};
+
+/// Reads the regular file `name` in `dirFd` (never through a symlink) up to
+/// kMaxConfigBytes; nullopt when it does not exist.
+Result<std::optional<std::string>> readConfigText(int dirFd, const std::string& name, const std::string& shown) {
+  Fd fd(::openat(dirFd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::optional<std::string>{};
+    if (errno == ELOOP)
+      return failWith(exit_code::kUsage, "{} is a symlink; airlock reads config files only when they are regular "
+                      "files (replace the link with the file itself)", shown);
+    return failWith(exit_code::kUsage, "cannot open {}: {}", shown, errnoText(errno));
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return failWith(exit_code::kUsage, "cannot stat {}: {}", shown, errnoText(errno));
+  if (!S_ISREG(st.st_mode)) return failWith(exit_code::kUsage, "{} is not a regular file", shown);
+  if (static_cast<size_t>(st.st_size) > kMaxConfigBytes)
+    return failWith(exit_code::kUsage, "{} is {} bytes; config files may be at most {} KiB", shown, st.st_size,
+                    kMaxConfigBytes / 1024);
+  std::string text(kMaxConfigBytes + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return failWith(exit_code::kUsage, "cannot read {}: {}", shown, errnoText(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxConfigBytes)
+    return failWith(exit_code::kUsage, "{} is larger than {} KiB", shown, kMaxConfigBytes / 1024);
+  text.resize(got);
+  return std::optional<std::string>(std::move(text));
+}
+
+Result<std::optional<ConfigLayer>> parseIfPresent(Result<std::optional<std::string>> text, const std::string& shown) {
+  if (!text) return std::unexpected(text.error());
+  if (!*text) return std::optional<ConfigLayer>{};
+  auto layer = parseConfig(**text, shown);
+  if (!layer) return std::unexpected(layer.error());
+  return std::optional<ConfigLayer>(std::move(*layer));
+}
+
+}  // namespace
+
+std::string userConfigPath() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  if (xdg && *xdg == '/') return std::string(xdg) + "/airlock/config.yaml";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.config/airlock/config.yaml";
+}
+
+Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName) {
+  if (text.size() > kMaxConfigBytes)
+    return failWith(exit_code::kUsage, "{} is larger than {} KiB", fileName, kMaxConfigBytes / 1024);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return failWith(exit_code::kUsage, "{}:{}:{}: {}", fileName, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  try {
+    return ConfigReader(fileName).read(root);
+  } catch (const YAML::Exception& e) {
+    return failWith(exit_code::kUsage, "{}: {}", fileName, e.what());
+  }
+}
+
+Result<std::optional<ConfigLayer>> loadConfigFile(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  Fd dirFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirFd) {
+    if (errno == ENOENT) return std::optional<ConfigLayer>{};
+    return failWith(exit_code::kUsage, "cannot open {}: {}", dir, errnoText(errno));
+  }
+  return parseIfPresent(readConfigText(dirFd.get(), path.substr(slash + 1), path), path);
+}
+
+Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace) {
+  Fd dirFd(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirFd) return failWith(exit_code::kUsage, "cannot open the workspace {}: {}", workspace, errnoText(errno));
+  std::string shown = workspace + "/" + std::string(kRepoConfigName);
+  return parseIfPresent(readConfigText(dirFd.get(), std::string(kRepoConfigName), shown), shown);
+}
+
+}  // namespace airlock::config

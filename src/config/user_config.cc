@@ -1,0 +1,73 @@
+#include "config/user_config.h"
+
+#include <sys/stat.h>
+
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "common/paths.h"
+
+namespace airlock::config {
+
+const std::string& userConfigTemplate() {
+  static const std::string text = R"(# airlock user config. Precedence: flags > this file > the repo's .airlock.yaml
+# > built-in defaults; a repo's .airlock.yaml can only tighten (fewer vCPUs,
+# less memory, a narrower egress profile, removed hosts, more excludes, snapshot
+# mode, interactive review). `airlock info AGENT` shows the result and which
+# layer set each value. Uncomment what you need.
+
+# Guest size (default: the agent's, usually 2 vCPUs and 4096 MiB).
+# vcpus: 2
+# memory_mib: 4096
+
+# Egress: permissive (any TCP), standard (model API + common developer hosts),
+# locked (model API only). allow_hosts adds HOST or HOST:PORT; remove_hosts
+# takes hosts out.
+# egress_profile: standard
+# allow_hosts: [internal.example.com, "git.example.com:8443"]
+# remove_hosts: [rubygems.org]
+
+# Ports on your loopback the agent may reach at 10.0.2.2:PORT (a local model server).
+# host_ports: [11434]
+
+# Host variables forwarded by value (a name, or a prefix ending in *), on top
+# of the agent's own list.
+# env_forward: [OPENAI_API_KEY, "MYTOOL_*"]
+
+# Files kept out of the snapshot (gitignore syntax); secret files always are.
+# exclude: ["*.sqlite", "data/"]
+
+# snapshot (default): the agent edits a private copy, you review its changes.
+# direct: the agent edits your live files read-write, nothing is reviewed;
+# needs --yes on each run, or direct_mode_acknowledged: true below.
+# workspace_mode: snapshot
+# direct_mode_acknowledged: false
+
+# Review policy: interactive (default with a terminal), auto, all, none.
+# review: interactive
+
+# Boot this root instead of the agent's image: a rootfs directory or an erofs image.
+# image: /path/to/rootfs
+
+# Custom agents, in the agent spec schema (see `airlock agents show claude-code`).
+# agents:
+#   my-agent:
+#     description: My agent
+#     image: {npm_package: my-agent, version: "1.0.0", binary: bin/my-agent, install_as: my-agent, node: true}
+#     command: [my-agent]
+#     env_forward: [MY_AGENT_KEY]
+#     egress: {model_hosts: [api.example.com], extra_hosts: []}
+)";
+  return text;
+}
+
+Result<> writeUserConfig(const std::string& path, bool force) {
+  struct stat st {};
+  if (!force && ::lstat(path.c_str(), &st) == 0)
+    return failWith(exit_code::kUsage, "{} already exists; pass --force to replace it", path);
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0)
+    if (auto r = makeDirs(path.substr(0, slash), 0700); !r) return r;
+  return writeFileAtomic(path, userConfigTemplate(), 0600);
+}
+
+}  // namespace airlock::config
