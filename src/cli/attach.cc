@@ -115,8 +115,14 @@ Result<int> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest req
           uint16_t rows, cols;
           if (usePty && windowSize(rows, cols)) (void)(*cmd)->resize(rows, cols);
         } else if (sig == SIGTERM || sig == SIGHUP) {
-          (void)(*cmd)->signal(SIGTERM);
-          if (!forceStopAt) forceStopAt = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          if (forceStopAt) {
+            forceStopAt = std::chrono::steady_clock::now();  // asked twice: stop now
+          } else {
+            (void)(*cmd)->signal(SIGTERM);
+            forceStopAt = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            std::fprintf(stderr, "\r\nairlock: sent SIGTERM to the command; the VM is powered off in 10 s if it "
+                                 "does not exit (send the signal again to stop now)\r\n");
+          }
         } else {
           (void)(*cmd)->signal(sig);
         }

@@ -2,6 +2,7 @@
 // they reach your files. This is the CLI boundary: the only place exceptions
 // are caught and turned into exit codes.
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +13,8 @@
 #include "agents/registry.h"
 #include "cli/commands.h"
 #include "common/exit_codes.h"
+#include "config/effective.h"
+#include "config/loader.h"
 
 namespace {
 
@@ -26,7 +29,18 @@ constexpr const char* kExitCodes = R"(Exit codes:
   70  review left changes pending (rejected or held back; kept in the session)
   71  flush conflict: a file changed on the host; not overwritten
   72  internal error
-  73  another airlock session is running on this workspace (see --wait))";
+  73  another airlock session is running on this workspace (see --wait)
+  74  the agent's change set was refused as unsafe (path traversal, devices...); nothing flushed)";
+
+/// The built-in agents plus the user config's custom agents; just the
+/// built-in ones when the user config does not load (the verb reports why).
+airlock::Result<airlock::agents::AgentRegistry> knownAgents() {
+  std::string path = airlock::config::userConfigPath();
+  auto user = airlock::config::loadConfigFile(path);
+  if (!user) return airlock::agents::AgentRegistry::builtin();
+  auto registry = airlock::config::registryWithCustomAgents(*user, path);
+  return registry ? registry : airlock::agents::AgentRegistry::builtin();
+}
 
 }  // namespace
 
@@ -49,7 +63,7 @@ int main(int argc, char** argv) {
   // `airlock AGENT ...` is `airlock run AGENT ...`.
   std::vector<char*> args(argv, argv + argc);
   if (argc > 1) {
-    if (auto registry = airlock::agents::AgentRegistry::builtin(); registry && registry->find(argv[1]))
+    if (auto registry = knownAgents(); registry && registry->find(argv[1]))
       args.insert(args.begin() + 1, const_cast<char*>("run"));
   }
   airlock::cli::addRunImageCommand(app, exitCode, afterDoubleDash);
@@ -61,6 +75,21 @@ int main(int argc, char** argv) {
   airlock::cli::addInfoCommand(app, exitCode);
   airlock::cli::addDoctorCommand(app, exitCode);
   airlock::cli::addConfigCommand(app, exitCode);
+  // A first word that is neither a verb nor an agent: say so, with both lists.
+  auto subcommands = app.get_subcommands({});
+  bool known = std::any_of(subcommands.begin(), subcommands.end(),
+                           [&](const CLI::App* sub) { return args.size() > 1 && sub->check_name(args[1]); });
+  if (args.size() > 1 && args[1][0] != '-' && !known) {
+    std::string verbs, agentNames;
+    for (const auto* sub : subcommands)
+      if (!sub->get_group().empty()) verbs += (verbs.empty() ? "" : ", ") + sub->get_name();
+    if (auto registry = knownAgents())
+      for (const auto& name : registry->names()) agentNames += (agentNames.empty() ? "" : ", ") + name;
+    std::fprintf(stderr,
+                 "airlock: unknown command or agent '%s'\n  commands: %s\n  agents: %s\nRun airlock --help.\n",
+                 args[1], verbs.c_str(), agentNames.c_str());
+    return airlock::exit_code::kUsage;
+  }
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {

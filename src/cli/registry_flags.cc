@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/exit_codes.h"
+#include "image/oci/image_store.h"
 
 namespace airlock::cli {
 
@@ -32,6 +33,18 @@ Result<image::oci::PullOptions> pullOptions(const RegistryFlags& flags, bool qui
   o.registry.insecureRegistries = flags.insecureRegistries;
   if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c_str()); };
   return o;
+}
+
+Result<std::string> pulledImagePath(const std::string& reference, const RegistryFlags& flags, bool quiet) {
+  auto ref = image::oci::parseImageRef(reference);
+  if (!ref) return std::unexpected(ref.error());
+  auto options = pullOptions(flags, quiet);
+  if (!options) return std::unexpected(options.error());
+  auto store = image::oci::ImageStore::openDefault();
+  auto pulled = image::oci::pullImage(store, *ref, *options);
+  if (!pulled) return std::unexpected(pulled.error());
+  store.markUsed(pulled->record.manifestDigest);
+  return pulled->erofsPath;
 }
 
 }  // namespace airlock::cli

@@ -1,6 +1,7 @@
 #pragma once
 // The flags every verb that may pull an image shares (--platform, --pull,
-// --ca-cert, --insecure-registry), and turning them into PullOptions.
+// --ca-cert, --insecure-registry), turning them into PullOptions, and
+// resolving an image reference to a bootable erofs image with them.
 
 #include <string>
 #include <vector>
@@ -25,5 +26,9 @@ void addRegistryFlags(CLI::App& cmd, RegistryFlags& flags);
 
 /// Validates the flags into PullOptions (kUsage errors); `quiet` drops progress lines.
 Result<image::oci::PullOptions> pullOptions(const RegistryFlags& flags, bool quiet);
+
+/// Pulls `reference` per `flags` (when the store lacks it, or --pull=always),
+/// records it as used now, and returns the path of its erofs root image.
+Result<std::string> pulledImagePath(const std::string& reference, const RegistryFlags& flags, bool quiet);
 
 }  // namespace airlock::cli

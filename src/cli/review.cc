@@ -100,13 +100,14 @@ int runSnapshot(const SnapshotArgs& a) {
   return 0;
 }
 
-}  // namespace
-
-int runReview(const ReviewArgs& a) {
+/// The review itself, once the change set to read is known.
+int reviewChanges(const ReviewArgs& a) {
   auto mode = ws::parseReviewMode(a.mode);
   if (!mode) return report(mode.error());
   if (a.changeSet.empty() == a.after.empty())
-    return report(Error{"give exactly one of --change-set LAYER.tar or --after DIR", exit_code::kUsage});
+    return report(Error{"give exactly one of --change-set LAYER.tar or --after DIR (a session with pending "
+                        "changes needs neither)",
+                        exit_code::kUsage});
   if (a.onInterrupted != "complete" && a.onInterrupted != "rollback")
     return report(Error{"--on-interrupted must be complete or rollback", exit_code::kUsage});
   std::string state = stateDir();
@@ -159,7 +160,7 @@ int runReview(const ReviewArgs& a) {
       return report(Error{"--after needs --session (its snapshot is the baseline to compare with)", exit_code::kUsage});
     cs = ws::ChangeSet::fromDirectories(a.session + "/snapshot", a.after, work + "/staged", *rules);
   }
-  if (!cs) return report(cs.error());
+  if (!cs) return report({cs.error().message, cs.error().code == 1 ? exit_code::kUnsafeChangeSet : cs.error().code});
 
   // 4. Three-way diff.
   Fd wsFd(::open(a.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -206,6 +207,8 @@ int runReview(const ReviewArgs& a) {
   }
   auto kept = ws::keepPending(items, *decisions, keep, diff, session);
   if (!kept) return report(kept.error());
+  // Staged content is now either flushed or kept in pending/changes.tar.
+  (void)removeTree(work);
 
   if (a.json) {
     json j = {{"session", session}, {"flushed", flushed.flushed}, {"conflicts", conflicts}, {"pending", pending},
@@ -236,6 +239,17 @@ int runReview(const ReviewArgs& a) {
   if (conflicts) return exit_code::kConflict;
   if (pending) return exit_code::kReviewPending;
   return 0;
+}
+
+}  // namespace
+
+int runReview(const ReviewArgs& a) {
+  ReviewArgs args = a;
+  // `airlock review -s SESSION` alone reviews what an earlier review kept.
+  if (args.changeSet.empty() && args.after.empty() && !args.session.empty() &&
+      ::access((args.session + "/pending/changes.tar").c_str(), R_OK) == 0)
+    args.changeSet = args.session + "/pending/changes.tar";
+  return reviewChanges(args);
 }
 
 void addReviewCommand(CLI::App& app, int& exitCode) {

@@ -28,6 +28,7 @@
 #include "agents/agent_env.h"
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/registry_flags.h"
 #include "cli/review.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -68,6 +69,8 @@ struct RunArgs {
   bool wait = false;
   bool quiet = false;
   std::vector<std::string> agentArgs;
+  std::string image;       ///< --image: an OCI image reference booted instead of the agent's image
+  RegistryFlags registry;  ///< how to pull --image
 };
 
 int report(const Error& e) {
@@ -257,9 +260,14 @@ int runAgent(RunArgs args) {
     if (auto r = takeSessionSnapshot(s, excludes); !r) return report(r.error());
   }
 
-  // 3. Image: the configured one, else the agent's.
+  // 3. Image: --image (a registry reference), else the configured one, else the agent's.
   vm::LaunchOptions launch;
-  if (settings.image) {
+  if (!args.image.empty()) {
+    s.phase("image", "image " + args.image);
+    auto image = pulledImagePath(args.image, args.registry, args.quiet);
+    if (!image) return report(image.error());
+    launch.rootImage = *image;
+  } else if (settings.image) {
     if (auto r = useConfiguredImage(settings.image->value, launch); !r) return report(r.error());
   } else {
     s.phase("image", "image for " + spec.name);
@@ -342,6 +350,7 @@ int runAgent(RunArgs args) {
 
   // 10. Cleanup: the session keeps its log, manifest, change set and pending changes.
   (void)removeTree(s.dir() + "/snapshot");
+  std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
   if (reviewCode != 0 && reviewCode != exit_code::kReviewPending && reviewCode != exit_code::kConflict)
     return reviewCode;
@@ -401,6 +410,8 @@ Examples:
   cmd->add_flag("--timings", args->timings, "Print how long each phase took");
   cmd->add_flag("--wait", args->wait, "Wait for another session on the same workspace instead of failing");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  cmd->add_option("--image", args->image, "Boot this OCI image (a registry reference) instead of the agent's image");
+  addRegistryFlags(*cmd, args->registry);
   cmd->callback([args, &exitCode, &afterDoubleDash] {
     args->agentArgs = afterDoubleDash;
     exitCode = runAgent(*args);

@@ -1,4 +1,6 @@
-// `airlock run-image --rootfs DIR [options] -- CMD ARGS...`
+// `airlock run-image IMAGE [options] [-- CMD ARGS...]` (an OCI image by
+// reference, pulled into the image store when missing) and
+// `airlock run-image --rootfs DIR [options] -- CMD ARGS...`.
 
 #include <unistd.h>
 
@@ -8,7 +10,10 @@
 
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/registry_flags.h"
 #include "common/exit_codes.h"
+#include "image/oci/image_pull.h"
+#include "image/oci/image_store.h"
 #include "vm/launcher.h"
 
 namespace airlock::cli {
@@ -16,6 +21,9 @@ namespace {
 
 struct RunImageArgs {
   std::string rootfs;
+  std::string image;  ///< an image reference, when --rootfs is not given
+  RegistryFlags registry;
+  bool userGiven = false;
   unsigned cpus = 1;
   unsigned memory = 512;
   std::vector<std::string> env;
@@ -28,6 +36,48 @@ struct RunImageArgs {
   std::vector<std::string> command;
 };
 
+// The image's config applied to the exec request: entrypoint + (CMD from the
+// command line, else the image's cmd), its env, workdir and user.
+struct ImageDefaults {
+  std::string erofs;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string workdir;
+  unsigned uid = 0;
+  unsigned gid = 0;
+};
+
+Result<ImageDefaults> prepareImage(const RunImageArgs& args) {
+  auto ref = image::oci::parseImageRef(args.image);
+  if (!ref) return std::unexpected(ref.error());
+  auto options = pullOptions(args.registry, args.quiet);
+  if (!options) return std::unexpected(options.error());
+  auto store = image::oci::ImageStore::openDefault();
+  auto pulled = image::oci::pullImage(store, *ref, *options);
+  if (!pulled) return std::unexpected(pulled.error());
+  store.markUsed(pulled->record.manifestDigest);
+  const auto& config = pulled->record.config;
+  ImageDefaults d;
+  d.erofs = pulled->erofsPath;
+  d.argv = config.entrypoint;
+  const auto& cmd = args.command.empty() ? config.cmd : args.command;
+  d.argv.insert(d.argv.end(), cmd.begin(), cmd.end());
+  if (d.argv.empty())
+    return failWith(exit_code::kUsage, "{} has no entrypoint or cmd; give a command: airlock run-image {} -- CMD",
+                    ref->str(), args.image);
+  d.env = config.env;
+  d.workdir = config.workingDir;
+  d.uid = pulled->record.user.uid;
+  d.gid = pulled->record.user.gid;
+  return d;
+}
+
+bool hasEnv(const std::vector<std::string>& env, std::string_view name) {
+  for (const auto& e : env)
+    if (e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=') return true;
+  return false;
+}
+
 int runImage(const RunImageArgs& args) {
   vm::AccelRequest accel;
   if (!vm::parseAccel(args.accel, accel)) {
@@ -35,10 +85,23 @@ int runImage(const RunImageArgs& args) {
     return exit_code::kUsage;
   }
   bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
+  ImageDefaults image;
+  image.argv = args.command;
+  image.uid = image.gid = args.user;
+  if (!args.image.empty()) {
+    auto prepared = prepareImage(args);
+    if (!prepared) {
+      std::fprintf(stderr, "airlock: %s\n", prepared.error().message.c_str());
+      return prepared.error().code == 1 ? exit_code::kImage : prepared.error().code;
+    }
+    image = std::move(*prepared);
+    if (args.userGiven) image.uid = image.gid = args.user;
+  }
   protocol::ExecRequest request;
-  request.argv = args.command;
-  request.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                 args.user == 0 ? "HOME=/root" : "HOME=/home/agent"};
+  request.argv = image.argv;
+  request.env = image.env;
+  if (!hasEnv(request.env, "PATH")) request.env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (!hasEnv(request.env, "HOME")) request.env.push_back(image.uid == 0 ? "HOME=/root" : "HOME=/home/agent");
   if (usePty) {
     const char* term = std::getenv("TERM");
     request.env.push_back(std::string("TERM=") + (term && *term ? term : "xterm-256color"));
@@ -58,12 +121,16 @@ int runImage(const RunImageArgs& args) {
       request.env.push_back(e);
     }
   }
-  request.uid = args.user;
-  request.gid = args.user;
-  request.cwd = !args.workdir.empty() ? args.workdir : (!args.workspace.empty() ? "/workspace" : "/");
+  request.uid = image.uid;
+  request.gid = image.gid;
+  request.cwd = !args.workdir.empty()      ? args.workdir
+                : !args.workspace.empty()  ? "/workspace"
+                : !image.workdir.empty()   ? image.workdir
+                                           : "/";
 
   vm::LaunchOptions options;
   options.rootfsDir = args.rootfs;
+  options.rootImage = image.erofs;
   options.cpus = args.cpus;
   options.memoryMiB = args.memory;
   options.workspaceDir = args.workspace;
@@ -93,19 +160,26 @@ int runImage(const RunImageArgs& args) {
 
 void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
-  auto* cmd = app.add_subcommand("run-image", "Boot a root filesystem in a microVM and run one command in it");
-  cmd->footer(R"(Usage: airlock run-image --rootfs DIR [OPTIONS] -- CMD [ARGS...]
+  auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");
+  cmd->footer(R"(Usage: airlock run-image IMAGE [OPTIONS] [-- CMD [ARGS...]]
+       airlock run-image --rootfs DIR [OPTIONS] -- CMD [ARGS...]
 
-The root directory is turned into a read-only erofs image (cached by content);
-writes inside the VM go to a scratch disk that is thrown away when the command exits.
-The command's exit code is airlock's (128+N when it was killed by signal N).
+IMAGE is an OCI/Docker image reference (ubuntu:24.04, ghcr.io/org/app@sha256:...), pulled
+into the image store when missing (--pull). Its entrypoint, cmd, env, working directory
+and user are honoured: CMD replaces the image's cmd, as with docker run. No host
+environment is forwarded unless -e NAME is given. A --rootfs directory is turned into a
+read-only erofs image (cached by content) instead. Writes inside the VM go to a scratch
+disk that is thrown away when the command exits. The command's exit code is airlock's
+(128+N when it was killed by signal N).
 
 Examples:
+  airlock run-image docker.io/library/busybox -- echo hi
+  airlock run-image --pull=always 127.0.0.1:5000/team/tools:dev   (options go before IMAGE)
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
   airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)");
-  cmd->add_option("--rootfs", args->rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)")
-      ->required();
+  cmd->add_option("--rootfs", args->rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)");
+  addRegistryFlags(*cmd, args->registry);
   cmd->add_option("--cpus", args->cpus, "vCPUs")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--memory", args->memory, "Guest memory in MiB")->capture_default_str()->check(
       CLI::Range(128, 65536));
@@ -117,7 +191,7 @@ Examples:
   cmd->add_option("-w,--workspace", args->workspace, "Host directory shared read-only at /workspace")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--workdir", args->workdir, "Working directory in the guest (default /workspace with -w, else /)");
-  cmd->add_option("--user", args->user, "uid (and gid) to run the command as")->capture_default_str();
+  auto* user = cmd->add_option("--user", args->user, "uid (and gid) to run the command as (default: the image's user, else 0)");
   cmd->add_option("--accel", args->accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")
       ->capture_default_str();
   cmd->add_option("--tty", args->tty, "Allocate a pty: auto (when stdin and stdout are terminals), always, never")
@@ -127,10 +201,28 @@ Examples:
   // Everything from the first positional argument on (or after --) is the
   // command, passed to the guest untouched.
   cmd->prefix_command();
-  cmd->callback([args, cmd, &exitCode, &afterDoubleDash] {
+  cmd->callback([args, cmd, user, &exitCode, &afterDoubleDash] {
+    args->userGiven = user->count() > 0;
     args->command = cmd->remaining();
+    // prefix_command() passes an unknown option on as if it began the guest
+    // command: a typo like --cpu must be a usage error, not a guest command.
+    if (!args->command.empty() && args->command.front().starts_with("-")) {
+      std::fprintf(stderr, "airlock: run-image: unknown option '%s' (see airlock run-image --help)\n",
+                   args->command.front().c_str());
+      exitCode = exit_code::kUsage;
+      return;
+    }
+    if (args->rootfs.empty()) {
+      if (args->command.empty()) {
+        std::fprintf(stderr, "airlock: run-image needs an IMAGE or --rootfs DIR: airlock run-image IMAGE [-- CMD...]\n");
+        exitCode = exit_code::kUsage;
+        return;
+      }
+      args->image = args->command.front();
+      args->command.erase(args->command.begin());
+    }
     args->command.insert(args->command.end(), afterDoubleDash.begin(), afterDoubleDash.end());
-    if (args->command.empty()) {
+    if (args->command.empty() && args->image.empty()) {
       std::fprintf(stderr, "airlock: run-image needs a command: airlock run-image --rootfs DIR -- CMD [ARGS...]\n");
       exitCode = exit_code::kUsage;
       return;

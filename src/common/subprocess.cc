@@ -125,6 +125,11 @@ Result<std::string> runChecked(const std::vector<std::string>& argv, const std::
   return std::move(out->stdoutText);
 }
 
+std::vector<std::string> minimalEnvironment() {
+  const char* path = std::getenv("PATH");
+  return {std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")};
+}
+
 Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options) {
   int execPipe[2];
   if (pipe2(execPipe, O_CLOEXEC)) return fail("cannot create a pipe to start '{}': {}", argv[0], errnoText(errno));
@@ -135,6 +140,8 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
   Fd outFd(openSink(options.stdoutPath)), errFd(openSink(options.stderrPath));
   if (!outFd || !errFd) return fail("cannot open the log file for '{}': {}", argv[0], errnoText(errno));
   auto args = toArgv(argv);
+  auto envStorage = minimalEnvironment();
+  auto envp = toArgv(envStorage);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return fail("cannot fork to start '{}': {}", argv[0], errnoText(errno));
@@ -166,7 +173,7 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
       if (fcntl(fd, F_SETFD, 0) != 0) bail(errno);
     for (int fd = 3; fd < 1024; ++fd)
       if (fd != execPipe[1] && !kept(fd)) close(fd);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), envp.data());
     bail(errno);
   }
   close(execPipe[1]);

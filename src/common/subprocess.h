@@ -42,9 +42,14 @@ struct SpawnOptions {
 
 /// Starts argv[0] (absolute path) as a child that receives SIGKILL when the
 /// calling thread's process dies (PR_SET_PDEATHSIG), in its own process group,
-/// with all other file descriptors closed. Returns the pid.
+/// with all other file descriptors closed, and an environment holding only
+/// PATH (airlock's environment may carry API keys: they never reach QEMU,
+/// virtiofsd or any other helper). Returns the pid.
 /// Call it from the main thread: PDEATHSIG fires when the forking thread exits.
 Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+/// The environment given to helper processes: PATH only, as "PATH=...".
+std::vector<std::string> minimalEnvironment();
 
 /// Finds `name` on $PATH (or checks an absolute path). Empty when not found.
 std::string findProgram(const std::string& name);

@@ -57,7 +57,7 @@ CheckResult tool(HostProbe& probe, const std::string& name, CheckStatus missing,
 CheckResult kvm(HostProbe& probe) {
   auto choice = vm::chooseAccel(vm::AccelRequest::kAuto, probe.hostFacts(), [] { return true; });
   if (choice.accel == vm::Accel::kKvm) return {"kvm", CheckStatus::kOk, "KVM usable (/dev/kvm, VT-x/AMD-V)", ""};
-  return {"kvm", CheckStatus::kWarn, choice.warning + "; TCG emulation will be used",
+  return {"kvm", CheckStatus::kWarn, choice.warning,
           "for KVM: enable VT-x/AMD-V (or nested virtualization) and make /dev/kvm read-write for you"};
 }
 

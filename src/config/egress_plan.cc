@@ -41,7 +41,7 @@ EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) 
     return plan;
   }
   bool standard = plan.profile.value == EgressProfile::kStandard;
-  std::vector<unsigned> ports = standard ? std::vector<unsigned>{kHttpPort, kHttpsPort} : std::vector<unsigned>{kHttpsPort};
+  const std::vector<unsigned> ports = {kHttpsPort};
   for (const auto& h : agent.egress.modelHosts) addHost(plan.hosts, h, ports, "model API", Layer::kBuiltin);
   if (standard) {
     for (const auto& h : commonDeveloperHosts()) addHost(plan.hosts, h, ports, "common developer host", Layer::kBuiltin);

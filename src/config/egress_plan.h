@@ -11,9 +11,8 @@
 
 namespace airlock::config {
 
-/// Ports a profile allows for a host listed without ":PORT".
+/// The port allowed for a host listed without ":PORT" (TLS only).
 inline constexpr unsigned kHttpsPort = 443;
-inline constexpr unsigned kHttpPort = 80;
 
 /// One allowed host.
 struct AllowedHost {
@@ -41,7 +40,7 @@ const std::vector<std::string>& commonDeveloperHosts();
 /// standard = those + commonDeveloperHosts() + the agent's extra hosts;
 /// permissive = any host. allow_hosts entries (HOST or HOST:PORT) are added
 /// in standard and locked, then remove_hosts entries are taken out.
-/// Hosts without a port get 443 (locked) or 443 and 80 (standard).
+/// Hosts without a port get kHttpsPort.
 EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings);
 
 }  // namespace airlock::config

@@ -189,9 +189,9 @@ std::string envelopeText(const Envelope& e) {
   if (s.hostPorts.empty()) line("host ports", "none", "");
   for (const auto& p : s.hostPorts)
     line("host ports", fmt::format("127.0.0.1:{0} -> 10.0.2.2:{0}", p.value), layerName(p.layer));
-  if (s.envForward.empty()) line("env", "none", "");
-  for (const auto& v : s.envForward) line("env", v.value + " (name only; values never shown)", layerName(v.layer));
-  for (const auto& i : e.config.resolved.ignored) out += "  ignored: " + describe(i) + "\n";
+  if (s.envForward.empty()) line("env names", "none", "");
+  for (const auto& v : s.envForward) line("env names", v.value, layerName(v.layer));
+  for (const auto& i : e.config.resolved.ignored) out += "  " + describe(i) + "\n";
   return out;
 }
 

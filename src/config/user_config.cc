@@ -37,7 +37,7 @@ const std::string& userConfigTemplate() {
 # exclude: ["*.sqlite", "data/"]
 
 # snapshot (default): the agent edits a private copy, you review its changes.
-# direct: the agent edits your live files read-write, nothing is reviewed;
+# direct mode: the agent edits your live files read-write, nothing is reviewed;
 # needs --yes on each run, or direct_mode_acknowledged: true below.
 # workspace_mode: snapshot
 # direct_mode_acknowledged: false

@@ -1,25 +1,45 @@
 #pragma once
-// One session's network: a private namespace with the guest's tap and the
-// nftables ruleset. Everything lives as long as this object (and QEMU's copy
-// of the tap fd); nothing is left on the host.
+// One session's network: a private namespace with the guest's tap, the
+// nftables ruleset, the DNS proxy and the egress proxy. Everything lives as
+// long as this object (and QEMU's copy of the tap fd); nothing is left on
+// the host.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
 #include "common/fd.h"
+#include "egress/address_book.h"
+#include "egress/dns_answerer.h"
+#include "egress/dns_server.h"
+#include "egress/egress_proxy.h"
+#include "egress/ip_address.h"
 #include "egress/netns.h"
 #include "egress/policy.h"
+#include "egress/udp_upstream.h"
 
 namespace airlock::egress {
 
+struct NetworkOptions {
+  /// Upstream resolver; default: the first nameserver of /etc/resolv.conf.
+  std::optional<IpAddress> resolver;
+  uint16_t resolverPort = 53;
+  std::chrono::seconds ttlFloor{30};     ///< shortest time an answered address stays allowed
+  std::chrono::seconds ttlCeiling{3600}; ///< longest
+  std::string logPath;                   ///< per-session egress log file ("" = none)
+};
+
 class SessionNetwork {
  public:
-  /// Creates the namespace, the tap with the gateway addresses, and loads
-  /// the ruleset for `policy`. Errors carry kEgress and name what is missing.
-  static Result<std::unique_ptr<SessionNetwork>> start(Policy policy);
+  /// Creates the namespace, the tap with the gateway addresses, loads the
+  /// ruleset and starts both proxies. Errors carry kEgress and name what is
+  /// missing.
+  static Result<std::unique_ptr<SessionNetwork>> start(Policy policy, NetworkOptions options = {});
+  ~SessionNetwork();
 
   /// The tap fd to hand to QEMU (VmConfig::tapFd).
   int tapFd() const { return tap_.get(); }
@@ -27,13 +47,20 @@ class SessionNetwork {
   const Policy& policy() const { return policy_; }
   /// Packet counts of the firewall's drop counters.
   Result<std::map<std::string, uint64_t>> dropCounters() const;
+  /// Stops the egress proxy: every new guest connection is refused from now
+  /// on (what happens when the proxy dies; for tests).
+  void stopEgressProxy() { proxy_.reset(); }
 
  private:
-  SessionNetwork(NetNamespace netns, Fd tap, Policy policy)
-      : netns_(std::move(netns)), tap_(std::move(tap)), policy_(std::move(policy)) {}
+  SessionNetwork(NetNamespace netns, Policy policy) : netns_(std::move(netns)), policy_(std::move(policy)) {}
   NetNamespace netns_;
   Fd tap_;
   Policy policy_;
+  std::shared_ptr<AddressBook> book_;
+  std::unique_ptr<UdpUpstream> upstream_;
+  std::unique_ptr<DnsAnswerer> answerer_;
+  std::unique_ptr<DnsServer> dns_;
+  std::unique_ptr<EgressProxy> proxy_;
 };
 
 }  // namespace airlock::egress

@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "common/paths.h"
+#include "common/subprocess.h"
 
 namespace airlock::vm {
 
 Result<Janitor> Janitor::start(const std::string& selfExe) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return fail("cannot create the janitor pipe: {}", errnoText(errno));
+  auto env = minimalEnvironment();
+  const char* envp[] = {env[0].c_str(), nullptr};
   pid_t pid = fork();
   if (pid < 0) return fail("cannot start the janitor: {}", errnoText(errno));
   if (pid == 0) {
@@ -34,7 +37,7 @@ Result<Janitor> Janitor::start(const std::string& selfExe) {
     dup2(devnull, 2);
     for (int fd = 4; fd < 1024; ++fd) close(fd);
     const char* argv[] = {selfExe.c_str(), "__janitor", nullptr};
-    execv(selfExe.c_str(), const_cast<char**>(argv));
+    execve(selfExe.c_str(), const_cast<char**>(argv), const_cast<char**>(envp));
     _exit(127);
   }
   ::close(p[0]);

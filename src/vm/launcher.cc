@@ -127,7 +127,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   }
   config.userNetwork = options.userNetwork;
   if (options.egress) {
-    auto network = egress::SessionNetwork::start(*options.egress);
+    auto network = egress::SessionNetwork::start(*options.egress, options.egressNetwork);
     if (!network) return std::unexpected(network.error());
     machine->network_ = std::move(*network);
     config.tapFd = machine->network_->tapFd();

@@ -35,6 +35,7 @@ struct LaunchOptions {
   /// The egress firewall: the guest's network is a tap in a private
   /// namespace enforcing this policy (takes precedence over userNetwork).
   std::optional<egress::Policy> egress;
+  egress::NetworkOptions egressNetwork;  ///< resolver, TTL bounds, log file of the egress firewall
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
   ProgressFn progress;               ///< phase lines ("building root image ...")

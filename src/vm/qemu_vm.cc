@@ -14,6 +14,7 @@
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/paths.h"
 #include "common/subprocess.h"
 #include "vm/qmp.h"
 
@@ -133,8 +134,12 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   if (auto ready = vm->control_->waitReady(bootTimeout); !ready) {
     std::string reason = vm->crashReason();
     vm->stop();
-    return failWith(exit_code::kVmFailed, "the VM failed to boot: {}{}; console log: {}", ready.error().message,
-                    reason.empty() ? "" : " (" + reason + ")", vm->config_.consoleLog);
+    // The run directory goes away with the VM: keep the console for the user.
+    std::string kept = stateDir() + "/last-boot-failure.log";
+    auto console = readFile(vm->config_.consoleLog, 16 << 20);
+    bool saved = console && makeDirs(stateDir(), 0700) && writeFileAtomic(kept, *console, 0600);
+    return failWith(exit_code::kVmFailed, "the VM failed to boot: {}{}{}", ready.error().message,
+                    reason.empty() ? "" : " (" + reason + ")", saved ? "; guest console saved to " + kept : "");
   }
   return vm;
 }

@@ -98,7 +98,9 @@ bool isBuildEntryPath(std::string_view rel) {
 
 void classifyItems(std::vector<DiffItem>& items) {
   for (auto& it : items) {
-    it.heldBack = isHeldBackPath(it.path);
+    // A symlink out of the workspace lets later tools (editors, builds) write
+    // outside it: never accepted without a person looking at it.
+    it.heldBack = isHeldBackPath(it.path) || it.linkEscapes;
     it.buildEntry = isBuildEntryPath(it.path);
     if (it.buildEntry && baseName(it.path) == "package.json") {
       auto text = it.staged.empty() ? Result<std::string>(std::string()) : readFile(it.staged, 8 << 20);

@@ -45,8 +45,9 @@ bool isHeldBackPath(std::string_view rel);
 /// pyproject.toml, setup.py, Jenkinsfile).
 bool isBuildEntryPath(std::string_view rel);
 
-/// Sets heldBack and buildEntry on every item. package.json is flagged only
-/// when the agent's version has a "scripts" section.
+/// Sets heldBack and buildEntry on every item: held back are the paths of
+/// isHeldBackPath() and every symlink pointing out of the workspace.
+/// package.json is flagged only when the agent's version has a "scripts" section.
 void classifyItems(std::vector<DiffItem>& items);
 
 /// A summary table: one row per item with kind, +/- lines and flags.

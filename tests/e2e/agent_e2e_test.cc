@@ -107,6 +107,7 @@ class AgentE2E : public testing::Test {
     args.insert(args.end(), agentArgs.begin(), agentArgs.end());
     return runAirlock(args, "",
                       {{"XDG_STATE_HOME", state_},
+                       {"XDG_CONFIG_HOME", dir_ + "/config"},
                        {"ANTHROPIC_BASE_URL", mock.guestUrl()},
                        {"ANTHROPIC_API_KEY", "airlock-e2e"},
                        {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
@@ -162,6 +163,7 @@ TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
   for (const auto& a : claudeArgs()) args.push_back(a);
   pid_t pid = startAirlock(args, outPath,
                            {{"XDG_STATE_HOME", state_},
+                            {"XDG_CONFIG_HOME", dir_ + "/config"},
                             {"ANTHROPIC_BASE_URL", mock.guestUrl()},
                             {"ANTHROPIC_API_KEY", "airlock-e2e"}});
   // Wait until the agent has done both steps (the mock now holds the final answer).

@@ -117,7 +117,7 @@ pid_t startAirlock(const std::vector<std::string>& args, const std::string& outP
   return pid;
 }
 
-std::vector<pid_t> processesNamed(const std::string& program) {
+std::vector<pid_t> processesNamed(const std::string& program, const std::string& needle) {
   std::vector<pid_t> pids;
   DIR* d = opendir("/proc");
   if (!d) return pids;
@@ -127,7 +127,9 @@ std::vector<pid_t> processesNamed(const std::string& program) {
     std::string cmdline = slurp("/proc/" + std::string(e->d_name) + "/cmdline");
     std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
     auto slash = argv0.rfind('/');
-    if ((slash == std::string::npos ? argv0 : argv0.substr(slash + 1)) == program) pids.push_back(pid);
+    if ((slash == std::string::npos ? argv0 : argv0.substr(slash + 1)) == program &&
+        cmdline.find(needle) != std::string::npos)
+      pids.push_back(pid);
   }
   closedir(d);
   return pids;

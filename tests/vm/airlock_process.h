@@ -29,8 +29,10 @@ ProcessResult runAirlock(const std::vector<std::string>& args, const std::string
 pid_t startAirlock(const std::vector<std::string>& args, const std::string& outPath,
                    const std::map<std::string, std::string>& env = {});
 
-/// Pids of running processes whose command line starts with `program` (basename match).
-std::vector<pid_t> processesNamed(const std::string& program);
+/// Pids of running processes whose argv[0] has the basename `program` and
+/// whose command line contains `needle` (e.g. a test's own state directory,
+/// so VMs of other tests or users are not counted).
+std::vector<pid_t> processesNamed(const std::string& program, const std::string& needle = "");
 
 /// Reads a whole file ("" if missing).
 std::string slurp(const std::string& path);

@@ -1,8 +1,11 @@
-// The VM library used directly: several commands in one VM, pty sizes.
+// The VM library used directly: several commands in one VM, pty sizes, the
+// read-write workspace share of direct mode.
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "vm/launcher.h"
@@ -139,6 +142,36 @@ TEST_F(MachineTest, RootOverlayIsWritableAndDiscarded) {
   ASSERT_TRUE(status);
   EXPECT_EQ(status->shellCode(), 0) << output.err;
   EXPECT_EQ(output.out, "scratch\n");
+}
+
+TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
+  SKIP_WITHOUT_VMS();
+  std::string state = freshStateDir();
+  auto workspace = TempDir::create("/tmp", "airlock-direct-");
+  ASSERT_TRUE(workspace);
+  std::ofstream(workspace->path() + "/from-host.txt") << "host\n";
+  vm::LaunchOptions options;
+  options.rootfsDir = testRootfs();
+  options.workspaceDir = workspace->path();
+  options.workspaceReadWrite = true;
+  auto machine = vm::Machine::launch(options);
+  ASSERT_TRUE(machine) << machine.error().message;
+  std::string out;
+  vm::OutputHandlers handlers;
+  handlers.onStdout = [&out](std::string_view d) { out.append(d); };
+  auto request = shell("cat /workspace/from-host.txt && echo guest > /workspace/from-guest.txt && "
+                       "rm /workspace/from-host.txt && echo DONE");
+  auto cmd = (*machine)->vm().control().exec(request, handlers);
+  ASSERT_TRUE(cmd) << cmd.error().message;
+  auto status = (*cmd)->wait();
+  ASSERT_TRUE(status);
+  (*machine)->stop();
+  EXPECT_EQ(out, "host\nDONE\n");
+  std::stringstream written;
+  written << std::ifstream(workspace->path() + "/from-guest.txt").rdbuf();
+  EXPECT_EQ(written.str(), "guest\n");
+  EXPECT_FALSE(std::ifstream(workspace->path() + "/from-host.txt"));
+  EXPECT_EQ(leftoverRunDirs(state), "");
 }
 
 }  // namespace

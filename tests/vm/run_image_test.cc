@@ -18,6 +18,15 @@
 namespace airlock::test {
 namespace {
 
+/// Waits (up to 120 s) until the file at `path` contains `text`.
+bool waitForText(const std::string& path, const std::string& text) {
+  for (int i = 0; i < 1200; ++i) {
+    if (slurp(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 class RunImage : public testing::Test {
  protected:
   void SetUp() override {
@@ -102,18 +111,18 @@ TEST_F(RunImage, EnvValuesArriveIntactAndNeverOnAHostCommandLine) {
   std::string outPath = state_ + "/out.txt";
   pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-e", "AIRLOCK_TEST_SECRET=" + secret, "--",
                             "sh", "-c", "echo \"$AIRLOCK_TEST_SECRET\"; echo READY; sleep 3"},
-                           outPath, {{"XDG_STATE_HOME", state_}});
-  bool ready = false;
-  for (int i = 0; i < 1200 && !ready; ++i) {
-    ready = slurp(outPath).find("READY") != std::string::npos;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(ready) << slurp(outPath);
+                           outPath, {{"XDG_STATE_HOME", state_}, {"AIRLOCK_TEST_HOST_KEY", "s3cr3t-in-env"}});
+  ASSERT_TRUE(waitForText(outPath, "READY")) << slurp(outPath);
+  // airlock's own environment (API keys live there) never reaches a helper.
+  for (const char* helper : {"qemu-system-x86_64", "virtiofsd"})
+    for (pid_t p : processesNamed(helper, state_))
+      EXPECT_EQ(slurp("/proc/" + std::to_string(p) + "/environ").find("s3cr3t"), std::string::npos)
+          << "airlock's environment leaked into " << helper;
   // The -e flag itself carries the value on airlock's own command line (the
   // user typed it); what must never happen is a value on QEMU's, virtiofsd's
   // or any other process's command line.
   int seen = 0;
-  for (pid_t p : processesNamed("qemu-system-x86_64")) {
+  for (pid_t p : processesNamed("qemu-system-x86_64", state_)) {
     std::string cmdline = slurp("/proc/" + std::to_string(p) + "/cmdline");
     ++seen;
     EXPECT_EQ(cmdline.find("s3cr3t"), std::string::npos) << "secret on QEMU's command line";
@@ -171,26 +180,18 @@ TEST_F(RunImage, ThreeVmsAtOnce) {
 }
 
 TEST_F(RunImage, GuestKernelPanicIsAClearErrorAndLeavesNothing) {
-  auto before = processesNamed("qemu-system-x86_64").size();
   auto r = run({"sh", "-c", "echo c > /proc/sysrq-trigger; sleep 60"});
   EXPECT_EQ(r.exitCode, 66) << r.err;
   EXPECT_NE(r.err.find("Kernel panic"), std::string::npos) << r.err;
-  EXPECT_EQ(processesNamed("qemu-system-x86_64").size(), before);
+  EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty());
 }
 
 TEST_F(RunImage, QemuCrashIsAClearErrorAndLeavesNothing) {
   std::string outPath = state_ + "/out.txt";
-  auto before = processesNamed("qemu-system-x86_64");
   pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "--", "sh", "-c", "echo READY; sleep 60"},
                            outPath, {{"XDG_STATE_HOME", state_}});
-  bool ready = false;
-  for (int i = 0; i < 1200 && !ready; ++i) {
-    ready = slurp(outPath).find("READY") != std::string::npos;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(ready) << slurp(outPath);
-  for (pid_t q : processesNamed("qemu-system-x86_64"))
-    if (std::find(before.begin(), before.end(), q) == before.end()) kill(q, SIGKILL);
+  ASSERT_TRUE(waitForText(outPath, "READY")) << slurp(outPath);
+  for (pid_t q : processesNamed("qemu-system-x86_64", state_)) kill(q, SIGKILL);
   int status = 0;
   auto start = std::chrono::steady_clock::now();
   waitpid(pid, &status, 0);
@@ -201,30 +202,32 @@ TEST_F(RunImage, QemuCrashIsAClearErrorAndLeavesNothing) {
 
 TEST_F(RunImage, SigkillOfAirlockLeavesNoVmNoTempDir) {
   std::string outPath = state_ + "/out.txt";
-  auto before = processesNamed("qemu-system-x86_64");
   pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-w", state_, "--", "sh", "-c",
                             "echo READY; sleep 120"},
                            outPath, {{"XDG_STATE_HOME", state_}});
-  bool ready = false;
-  for (int i = 0; i < 1200 && !ready; ++i) {
-    ready = slurp(outPath).find("READY") != std::string::npos;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(ready) << slurp(outPath);
-  ASSERT_GT(processesNamed("qemu-system-x86_64").size(), before.size());
+  ASSERT_TRUE(waitForText(outPath, "READY")) << slurp(outPath);
+  ASSERT_FALSE(processesNamed("qemu-system-x86_64", state_).empty());
   ASSERT_NE(leftoverRunDirs(state_), "");
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   bool clean = false;
   for (int i = 0; i < 50 && !clean; ++i) {
-    clean = processesNamed("qemu-system-x86_64").size() == before.size() &&
-            processesNamed("virtiofsd").empty() && leftoverRunDirs(state_).empty();
+    clean = processesNamed("qemu-system-x86_64", state_).empty() && processesNamed("virtiofsd", state_).empty() &&
+            leftoverRunDirs(state_).empty();
     if (!clean) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(clean) << "after 5 s: qemu " << processesNamed("qemu-system-x86_64").size() << " (before "
-                     << before.size() << "), virtiofsd " << processesNamed("virtiofsd").size() << ", run dirs '"
+  EXPECT_TRUE(clean) << "after 5 s: qemu " << processesNamed("qemu-system-x86_64", state_).size()
+                     << ", virtiofsd " << processesNamed("virtiofsd", state_).size() << ", run dirs '"
                      << leftoverRunDirs(state_) << "'";
   EXPECT_EQ(slurp("/proc/mounts").find(state_), std::string::npos) << "a mount was left behind";
+}
+
+TEST_F(RunImage, UnknownOptionIsAUsageErrorNotAGuestCommand) {
+  auto r = runAirlock({"run-image", "--rootfs", testRootfs(), "--cpu", "2", "--", "echo", "hi"}, "",
+                      {{"XDG_STATE_HOME", state_}});
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find("--cpu"), std::string::npos) << r.err;
+  EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty());
 }
 
 TEST_F(RunImage, BadFlagsAreUsageErrors) {

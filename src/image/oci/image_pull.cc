@@ -26,8 +26,7 @@ std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes)
 Result<> saveBlob(const ImageStore& store, const FetchedManifest& m) {
   const std::string path = store.blobPath(m.digest);
   if (vm::pathExists(path)) return {};
-  if (auto w = writeFileAtomic(path, m.body); !w) return failWith(exit_code::kImage, "{}", w.error().message);
-  return {};
+  return ImageStore::writeAtomically(path, m.body);
 }
 
 // Downloads `blobs` that the store lacks, `jobs` at a time.

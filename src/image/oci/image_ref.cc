@@ -23,7 +23,9 @@ bool validTag(std::string_view t) {
 }
 
 bool validHost(std::string_view h) {
-  if (h.empty() || h.size() > 255) return false;
+  if (h.empty() || h.size() > 255 || !(isLowerAlnum(h.front()) || (h.front() >= 'A' && h.front() <= 'Z') || h.front() == '['))
+    return false;
+  if (!h.starts_with('[') && std::count(h.begin(), h.end(), ':') > 1) return false;
   return std::all_of(h.begin(), h.end(), [](char c) {
     return isLowerAlnum(c) || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
   });

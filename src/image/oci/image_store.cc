@@ -15,7 +15,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
-#include "workspace/relpath.h"
+#include "common/sha256.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -71,7 +71,7 @@ std::string ImageStore::imageDir(const std::string& manifestDigest) const {
 }
 
 std::string ImageStore::refPath(const std::string& name) const {
-  return root_ + "/refs/" + workspace::percentEncode(name);
+  return root_ + "/refs/" + sha256Hex(name) + ".json";
 }
 
 Result<> ImageStore::ensureLayout() const {
@@ -83,6 +83,20 @@ Result<> ImageStore::ensureLayout() const {
 Result<vm::CacheLock> ImageStore::lock(const vm::ProgressFn& progress) const {
   if (auto r = ensureLayout(); !r) return std::unexpected(r.error());
   return vm::CacheLock::acquire(root_ + "/lock", "the image store", progress);
+}
+
+Result<> ImageStore::writeAtomically(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp-XXXXXX";
+  Fd fd(::mkstemp(tmp.data()));
+  if (!fd) return failWith(exit_code::kImage, "cannot create a file next to {}: {}", path, errnoText(errno));
+  bool ok = ::fchmod(fd.get(), 0644) == 0 && writeAll(fd.get(), data) && ::fsync(fd.get()) == 0 &&
+            ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return failWith(exit_code::kImage, "cannot write {}: {}", path, errnoText(err));
+  }
+  return {};
 }
 
 Result<> ImageStore::writeRecord(const std::string& dir, const ImageRecord& r) {
@@ -100,9 +114,7 @@ Result<> ImageStore::writeRecord(const std::string& dir, const ImageRecord& r) {
             {"entrypoint", r.config.entrypoint},
             {"cmd", r.config.cmd},
             {"workdir", r.config.workingDir}};
-  if (auto w = writeFileAtomic(dir + "/image.json", j.dump(2) + "\n"); !w)
-    return failWith(exit_code::kImage, "{}", w.error().message);
-  return {};
+  return writeAtomically(dir + "/image.json", j.dump(2) + "\n");
 }
 
 Result<ImageRecord> ImageStore::readRecord(const std::string& manifestDigest) const {
@@ -135,7 +147,7 @@ Result<ImageRecord> ImageStore::readRecord(const std::string& manifestDigest) co
 std::vector<StoredRef> ImageStore::readRefs() const {
   std::vector<StoredRef> refs;
   for (const auto& n : listDir(root_ + "/refs")) {
-    if (n.starts_with(".")) continue;  // temporary files of writeFileAtomic
+    if (!n.ends_with(".json")) continue;  // temporary files of writeAtomically
     auto text = readFile(root_ + "/refs/" + n, 1 << 16);
     if (!text) continue;
     json j = json::parse(*text, nullptr, false);
@@ -163,9 +175,7 @@ std::optional<StoredRef> ImageStore::findRef(const ImageRef& ref) const {
 Result<> ImageStore::writeRef(const StoredRef& ref) const {
   if (auto r = ensureLayout(); !r) return r;
   json j = {{"name", ref.name}, {"manifest", ref.manifestDigest}, {"pulled", ref.pulledAt}};
-  if (auto w = writeFileAtomic(refPath(ref.name), j.dump() + "\n"); !w)
-    return failWith(exit_code::kImage, "{}", w.error().message);
-  return {};
+  return writeAtomically(refPath(ref.name), j.dump() + "\n");
 }
 
 Result<std::vector<ImageSummary>> ImageStore::list() const {
@@ -230,7 +240,8 @@ Result<> ImageStore::collectGarbage(RemoveReport& report) const {
   }
   const std::string blobs = root_ + "/blobs/sha256";
   for (const auto& name : listDir(blobs)) {
-    // Partial downloads are kept for resuming unless their image is gone.
+    // Partial downloads are kept a day for resuming; so are files being written.
+    if (name.find(".tmp-") != std::string::npos && std::time(nullptr) - mtimeOf(blobs + "/" + name) < 3600) continue;
     std::string hex = name.substr(0, name.find('.'));
     if (liveBlobs.count(hex)) continue;
     if (name.ends_with(".partial") && std::time(nullptr) - mtimeOf(blobs + "/" + name) < 86400) continue;

@@ -5,7 +5,7 @@
 //   images/<hex>/rootfs.erofs     one read-only root image per manifest digest
 //   images/<hex>/image.json       the image record (config, user, blobs used)
 //   images/<hex>/last-used        its mtime is when the image last booted
-//   refs/<name, %-encoded>        "registry/repo:tag" -> manifest digest
+//   refs/<sha256 of name>.json    "registry/repo:tag" -> manifest digest
 //   lock                          flock held while images or refs change
 //
 // Every file is written under a temporary name and renamed into place, so a
@@ -78,6 +78,9 @@ class ImageStore {
 
   /// The record of a built image, or an error when it is not in the store.
   Result<ImageRecord> readRecord(const std::string& manifestDigest) const;
+  /// Writes `data` to `path` through a uniquely named temporary file in the
+  /// same directory (fsync, rename), so concurrent writers never collide.
+  static Result<> writeAtomically(const std::string& path, std::string_view data);
   /// Writes `record` as image.json into `dir` (a build directory).
   static Result<> writeRecord(const std::string& dir, const ImageRecord& record);
 

@@ -76,9 +76,8 @@ std::string urlEncode(CURL* c, const std::string& s) {
   return out;
 }
 
+// State of one curl transfer, shared with the header and body callbacks.
 struct Transfer {
-  RegistryClient* self;
-  long status = 0;
   std::string contentType;
   std::string wwwAuthenticate;
   std::string errorBody;
@@ -155,7 +154,7 @@ Result<RegistryClient::Response> RegistryClient::sendOnce(const std::string& url
   curl_slist* list = nullptr;
   for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
   std::unique_ptr<curl_slist, SlistFree> headerList(list);
-  Transfer t{this, 0, {}, {}, {}, &sink, curl.get()};
+  Transfer t{{}, {}, {}, &sink, curl.get()};
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
@@ -182,8 +181,9 @@ Result<RegistryClient::Response> RegistryClient::sendOnce(const std::string& url
     if (isTlsFailure(code)) e.code = -static_cast<int>(code);  // marks TLS failures for send()
     return std::unexpected(e);
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.status);
-  return Response{t.status, std::move(t.contentType), std::move(t.wwwAuthenticate), std::move(t.errorBody)};
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  return Response{status, std::move(t.contentType), std::move(t.wwwAuthenticate), std::move(t.errorBody)};
 }
 
 Result<RegistryClient::Response> RegistryClient::send(const std::string& path, const std::vector<std::string>& extra,

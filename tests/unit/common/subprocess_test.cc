@@ -1,5 +1,6 @@
 #include "common/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -57,6 +58,21 @@ TEST(SpawnTied, ChildDiesWithItsParent) {
     if (!gone) usleep(10000);
   }
   EXPECT_TRUE(gone) << "tied child outlived its parent";
+}
+
+TEST(SpawnTied, KeptFdSurvivesExecEvenWhenCloseOnExec) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  SpawnOptions options;
+  options.keepFds = {p[1]};
+  auto pid = spawnTied({"/bin/sh", "-c", "echo kept >&" + std::to_string(p[1])}, options);
+  ASSERT_TRUE(pid) << pid.error().message;
+  close(p[1]);
+  char buf[16] = {};
+  EXPECT_EQ(read(p[0], buf, sizeof buf), 5);
+  EXPECT_STREQ(buf, "kept\n");
+  waitpid(*pid, nullptr, 0);
+  close(p[0]);
 }
 
 TEST(SpawnTied, MissingProgramFailsAtStart) {

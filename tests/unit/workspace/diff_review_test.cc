@@ -175,6 +175,30 @@ TEST(Review, HeldBackAndBuildEntries) {
   EXPECT_FALSE(isBuildEntryPath("src/make.c"));
 }
 
+TEST(Review, AutoHoldsBackSymlinksOutOfTheWorkspace) {
+  Scenario s;
+  writeFile(s.ws + "/src/a.c", "a");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".wh.src", 'f'},
+                               {"src", 'l', "", "/tmp", 0777},
+                               {"key", 'l', "", "/root/.ssh/id_rsa", 0777},
+                               {"up", 'l', "", "../../etc", 0777},
+                               {"inside", 'l', "", "docs/readme", 0777}})),
+            "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  for (const char* p : {"src", "key", "up"}) {
+    ASSERT_TRUE(m.count(p)) << p;
+    EXPECT_TRUE(m[p]->heldBack) << p << " points outside the workspace";
+  }
+  EXPECT_FALSE(m["inside"]->heldBack);
+  auto eng = s.engine();
+  auto autoD = decide(r.items, ReviewMode::Auto, *eng, nullptr, false);
+  ASSERT_TRUE(autoD);
+  for (size_t i = 0; i < r.items.size(); ++i)
+    EXPECT_EQ((*autoD)[i], r.items[i].linkEscapes ? Decision::HeldBack : Decision::Accepted) << r.items[i].path;
+}
+
 TEST(Review, PoliciesAndPackageJsonScripts) {
   Scenario s;
   s.snapshot();

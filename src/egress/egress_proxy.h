@@ -1,0 +1,46 @@
+#pragma once
+// The egress proxy: accepts the guest TCP connections nftables redirects to
+// kProxyPort in the session namespace and admits one only if
+//  - its original destination is the gateway and the port is a --host-port
+//    mapping (then it goes to the host's 127.0.0.1:PORT), or
+//  - the profile is permissive, or
+//  - the DNS proxy answered that address for an allowed name in this session,
+//    the port is allowed for that name, and the TLS SNI (or HTTP Host) names it.
+// Upstream connections are made from the host's namespace (the proxy's
+// threads live there) and bytes are spliced both ways.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/fd.h"
+#include "egress/address_book.h"
+#include "egress/dns_server.h"
+#include "egress/netns.h"
+#include "egress/policy.h"
+
+namespace airlock::egress {
+
+class EgressProxy {
+ public:
+  /// Listens on [::]:kProxyPort (dual stack) in `netns`. Connection threads
+  /// share `book` and a copy of `policy` and `log`. Errors carry kEgress.
+  static Result<std::unique_ptr<EgressProxy>> start(const NetNamespace& netns, Policy policy,
+                                                    std::shared_ptr<const AddressBook> book, EgressLogFn log);
+  /// Stops accepting (new connections are refused: fail closed); connections
+  /// in flight end with the session.
+  ~EgressProxy();
+  EgressProxy(const EgressProxy&) = delete;
+  EgressProxy& operator=(const EgressProxy&) = delete;
+
+  /// State shared with the connection threads (defined in the .cc).
+  struct Shared;
+
+ private:
+  explicit EgressProxy(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  std::shared_ptr<Shared> shared_;
+  std::thread acceptor_;
+};
+
+}  // namespace airlock::egress

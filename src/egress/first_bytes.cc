@@ -1,0 +1,116 @@
+#include "egress/first_bytes.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace airlock::egress {
+namespace {
+
+using State = RequestedName::State;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
+
+/// Reads big-endian integers from a bounded span; any overrun sets `bad`.
+struct Reader {
+  std::string_view s;
+  size_t pos = 0;
+  bool bad = false;
+  uint32_t get(size_t n) {
+    if (pos + n > s.size()) {
+      bad = true;
+      pos = s.size();
+      return 0;
+    }
+    uint32_t v = 0;
+    for (size_t i = 0; i < n; ++i) v = v << 8 | static_cast<uint8_t>(s[pos++]);
+    return v;
+  }
+  void skip(size_t n) {
+    if (pos + n > s.size()) bad = true;
+    pos = std::min(s.size(), pos + n);
+  }
+};
+
+RequestedName tlsSni(std::string_view bytes) {
+  RequestedName r;
+  r.tls = true;
+  if (bytes.size() < 5) return r;
+  size_t recordLen = static_cast<uint8_t>(bytes[3]) << 8 | static_cast<uint8_t>(bytes[4]);
+  if (bytes.size() < 5 + recordLen) return r;  // the ClientHello must fit one record
+  Reader in{bytes.substr(5, recordLen)};
+  r.state = State::kNone;
+  if (in.get(1) != 1) return r;  // handshake type client_hello
+  size_t helloLen = in.get(3);
+  if (in.bad || helloLen > in.s.size() - in.pos) return r;
+  in.skip(2 + 32);        // version, random
+  in.skip(in.get(1));     // session id
+  in.skip(in.get(2));     // cipher suites
+  in.skip(in.get(1));     // compression methods
+  size_t extEnd = in.get(2);
+  extEnd += in.pos;
+  while (!in.bad && in.pos + 4 <= extEnd) {
+    uint32_t type = in.get(2), len = in.get(2);
+    if (type != 0) {
+      in.skip(len);
+      continue;
+    }
+    Reader sni{in.s.substr(in.pos, std::min<size_t>(len, in.s.size() - in.pos))};
+    size_t listEnd = sni.get(2);
+    listEnd += sni.pos;
+    while (!sni.bad && sni.pos + 3 <= listEnd) {
+      uint32_t nameType = sni.get(1), nameLen = sni.get(2);
+      if (sni.pos + nameLen > sni.s.size()) return r;
+      if (nameType == 0) {
+        r.name = lower(sni.s.substr(sni.pos, nameLen));
+        r.state = r.name.empty() ? State::kNone : State::kFound;
+        return r;
+      }
+      sni.skip(nameLen);
+    }
+    return r;
+  }
+  return r;
+}
+
+RequestedName httpHost(std::string_view bytes) {
+  RequestedName r;
+  size_t end = bytes.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    if (bytes.size() > 16384) r.state = State::kNone;
+    return r;
+  }
+  r.state = State::kNone;
+  std::string_view headers = bytes.substr(0, end + 2);
+  size_t pos = headers.find("\r\n");
+  while (pos != std::string_view::npos && pos + 2 < headers.size()) {
+    size_t next = headers.find("\r\n", pos + 2);
+    std::string_view line = headers.substr(pos + 2, next - pos - 2);
+    if (line.size() > 5 && lower(line.substr(0, 5)) == "host:") {
+      std::string_view value = line.substr(5);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+      if (!value.empty() && value.front() != '[') value = value.substr(0, value.find(':'));
+      r.name = lower(value);
+      r.state = r.name.empty() ? State::kNone : State::kFound;
+      return r;
+    }
+    pos = next;
+  }
+  return r;
+}
+
+}  // namespace
+
+RequestedName requestedName(std::string_view bytes) {
+  if (bytes.empty()) return {};
+  if (static_cast<uint8_t>(bytes[0]) == 0x16) return tlsSni(bytes);
+  RequestedName r = httpHost(bytes);
+  return r;
+}
+
+}  // namespace airlock::egress

@@ -1,0 +1,222 @@
+// airlock doctor with each check forced to fail through a fake host probe.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "common/fd.h"
+#include "common/paths.h"
+#include "config/doctor.h"
+
+namespace airlock::config {
+namespace {
+
+/// A host where everything is ready, until a test takes something away.
+class FakeProbe : public HostProbe {
+ public:
+  vm::HostFacts facts{true, true, false};
+  std::set<std::string> missing;
+  std::map<std::string, std::string> outputs = {
+      {"--version", "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)\n"},
+      {"help", "Supported machines are:\nmicrovm              microvm (i386)\npc    Standard PC\n"}};
+  bool virtiofsd = true;
+  uint64_t free = 100ull << 30;
+  std::string maxUserNamespaces = "15000\n";
+
+  vm::HostFacts hostFacts() override { return facts; }
+  std::string findOnPath(const std::string& name) override {
+    return missing.contains(name) ? "" : "/usr/bin/" + name;
+  }
+  bool isExecutable(const std::string&) override { return virtiofsd; }
+  Result<std::string> output(const std::vector<std::string>& argv) override {
+    auto it = outputs.find(argv.back());
+    if (it == outputs.end()) return fail("{} failed", argv[0]);
+    return it->second;
+  }
+  std::optional<std::string> readText(const std::string& path) override {
+    if (path == "/proc/sys/user/max_user_namespaces") return maxUserNamespaces;
+    return std::nullopt;
+  }
+  Result<uint64_t> freeBytes(const std::string&) override { return free; }
+};
+
+class DoctorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("/tmp", "airlock-doctor-");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    cache_ = dir_->path() + "/cache";
+    state_ = dir_->path() + "/state";
+  }
+
+  CheckResult check(const std::string& name, const DoctorLimits& limits = {}) {
+    for (auto& r : runDoctor(probe_, cache_, state_, limits))
+      if (r.name == name) return r;
+    ADD_FAILURE() << "no check named " << name;
+    return {};
+  }
+
+  void touch(const std::string& path, const std::string& text = "") {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text;
+  }
+
+  FakeProbe probe_;
+  std::optional<TempDir> dir_;
+  std::string cache_, state_;
+};
+
+TEST_F(DoctorTest, ReadyHostIsAllOk) {
+  for (const auto& r : runDoctor(probe_, cache_, state_))
+    EXPECT_EQ(r.status, CheckStatus::kOk) << r.name << ": " << r.detail;
+}
+
+TEST_F(DoctorTest, EveryCheckHasAFixWhenNotOk) {
+  probe_.facts = {};
+  probe_.missing = {"qemu-system-x86_64", "mkfs.erofs", "mkfs.ext4", "mmdebstrap", "nft", "pasta", "apt-get"};
+  probe_.virtiofsd = false;
+  probe_.free = 1;
+  probe_.maxUserNamespaces = "0";
+  auto results = runDoctor(probe_, cache_, state_);
+  EXPECT_EQ(results.size(), 16u);
+  for (const auto& r : results) {
+    if (r.status != CheckStatus::kOk) {
+      EXPECT_FALSE(r.fix.empty()) << r.name;
+    }
+  }
+}
+
+struct MissingTool {
+  const char* name;
+  CheckStatus status;
+  const char* package;
+};
+
+class DoctorMissingTool : public DoctorTest, public ::testing::WithParamInterface<MissingTool> {};
+
+TEST_P(DoctorMissingTool, IsReportedWithItsPackage) {
+  probe_.missing.insert(GetParam().name);
+  auto r = check(GetParam().name);
+  EXPECT_EQ(r.status, GetParam().status);
+  EXPECT_NE(r.detail.find("not found on PATH"), std::string::npos) << r.detail;
+  EXPECT_NE(r.fix.find(GetParam().package), std::string::npos) << r.fix;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tools, DoctorMissingTool,
+                         ::testing::Values(MissingTool{"mkfs.erofs", CheckStatus::kFail, "erofs-utils"},
+                                           MissingTool{"mkfs.ext4", CheckStatus::kFail, "e2fsprogs"},
+                                           MissingTool{"mmdebstrap", CheckStatus::kFail, "mmdebstrap"},
+                                           MissingTool{"nft", CheckStatus::kWarn, "nftables"},
+                                           MissingTool{"pasta", CheckStatus::kWarn, "passt"}));
+
+TEST_F(DoctorTest, MissingQemuFailsQemuAndMicrovm) {
+  probe_.missing.insert("qemu-system-x86_64");
+  EXPECT_EQ(check("qemu").status, CheckStatus::kFail);
+  EXPECT_NE(check("qemu").fix.find("qemu-system-x86"), std::string::npos);
+  EXPECT_EQ(check("microvm").status, CheckStatus::kFail);
+}
+
+TEST_F(DoctorTest, QemuWithoutMicrovmFails) {
+  probe_.outputs["help"] = "Supported machines are:\npc    Standard PC\nmicrovm-like  not it\n";
+  EXPECT_EQ(check("microvm").status, CheckStatus::kFail);
+  EXPECT_EQ(check("qemu").status, CheckStatus::kOk);
+  EXPECT_NE(check("qemu").detail.find("7.2.22"), std::string::npos);
+}
+
+TEST_F(DoctorTest, QemuWithoutVersionFails) {
+  probe_.outputs.erase("--version");
+  EXPECT_EQ(check("qemu").status, CheckStatus::kFail);
+}
+
+TEST_F(DoctorTest, KvmPvmWithoutVirtWarnsTcg) {
+  probe_.facts = {true, false, true};
+  auto r = check("kvm");
+  EXPECT_EQ(r.status, CheckStatus::kWarn);
+  EXPECT_NE(r.detail.find("kvm_pvm"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("TCG"), std::string::npos) << r.detail;
+}
+
+TEST_F(DoctorTest, NoDevKvmWarnsTcg) {
+  probe_.facts = {false, true, false};
+  EXPECT_EQ(check("kvm").status, CheckStatus::kWarn);
+}
+
+TEST_F(DoctorTest, MissingVirtiofsdFails) {
+  probe_.virtiofsd = false;
+  EXPECT_EQ(check("virtiofsd").status, CheckStatus::kFail);
+}
+
+TEST_F(DoctorTest, KernelAssets) {
+  EXPECT_EQ(check("kernel assets").status, CheckStatus::kOk);
+  EXPECT_NE(check("kernel assets").detail.find("first run builds"), std::string::npos);
+  probe_.missing.insert("apt-get");
+  EXPECT_EQ(check("kernel assets").status, CheckStatus::kFail);
+  touch(cache_ + "/assets/kernel-abc/vmlinux");
+  EXPECT_EQ(check("kernel assets").status, CheckStatus::kOk);
+  EXPECT_NE(check("kernel assets").detail.find("cached"), std::string::npos);
+}
+
+TEST_F(DoctorTest, UserNamespacesDisabledWarns) {
+  probe_.maxUserNamespaces = "0\n";
+  EXPECT_EQ(check("user namespaces").status, CheckStatus::kWarn);
+}
+
+TEST_F(DoctorTest, FullDiskFails) {
+  probe_.free = 100ull << 20;
+  EXPECT_EQ(check("disk (cache)").status, CheckStatus::kFail);
+  EXPECT_EQ(check("disk (state)").status, CheckStatus::kFail);
+}
+
+TEST_F(DoctorTest, LowDiskWarns) {
+  probe_.free = 3ull << 30;
+  EXPECT_EQ(check("disk (cache)").status, CheckStatus::kWarn);
+}
+
+TEST_F(DoctorTest, EndedSessionWithSnapshotIsStale) {
+  touch(state_ + "/sessions/20260101-000000-abcd/snapshot/file");
+  touch(state_ + "/sessions/20260101-000000-ffff/session.log");
+  auto r = check("stale sessions");
+  EXPECT_EQ(r.status, CheckStatus::kWarn);
+  EXPECT_NE(r.detail.find("1 ended session"), std::string::npos) << r.detail;
+}
+
+TEST_F(DoctorTest, RunningSessionIsNotStale) {
+  touch(state_ + "/sessions/20260101-000000-abcd/snapshot/file");
+  touch(state_ + "/locks/0123456789abcdef.lock", "20260101-000000-abcd");
+  Fd lock(::open((state_ + "/locks/0123456789abcdef.lock").c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_EQ(flock(lock.get(), LOCK_EX), 0);
+  EXPECT_EQ(check("stale sessions").status, CheckStatus::kOk);
+}
+
+TEST_F(DoctorTest, InterruptedFlushJournalWarns) {
+  touch(state_ + "/flush/0123456789abcdef", "/state/sessions/x");
+  touch(state_ + "/flush/0123456789abcdef.lock");
+  EXPECT_EQ(check("flush journals").status, CheckStatus::kWarn);
+  Fd lock(::open((state_ + "/flush/0123456789abcdef.lock").c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_EQ(flock(lock.get(), LOCK_EX), 0);
+  EXPECT_EQ(check("flush journals").status, CheckStatus::kOk);
+}
+
+TEST_F(DoctorTest, LargeImageCacheWarns) {
+  touch(cache_ + "/images/abc.erofs", std::string(4096, 'x'));
+  DoctorLimits limits;
+  EXPECT_EQ(check("image cache", limits).status, CheckStatus::kOk);
+  limits.warnImageCacheBytes = 1024;
+  EXPECT_EQ(check("image cache", limits).status, CheckStatus::kWarn);
+}
+
+TEST(ParseQemuVersion, ReadsTheVersion) {
+  EXPECT_EQ(parseQemuVersion("QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)\nCopyright"), "7.2.22");
+  EXPECT_EQ(parseQemuVersion("QEMU emulator version 8.1\n"), "8.1");
+  EXPECT_EQ(parseQemuVersion("something else"), "");
+}
+
+}  // namespace
+}  // namespace airlock::config

@@ -1,0 +1,167 @@
+// Strict loading of config files: types, unknown keys, size cap, symlinks.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "config/loader.h"
+
+namespace airlock::config {
+namespace {
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("/tmp", "airlock-config-");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir_->path() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::optional<TempDir> dir_;
+};
+
+TEST(ParseConfig, ReadsEveryKey) {
+  auto layer = parseConfig(R"(
+vcpus: 4
+memory_mib: 2048
+egress_profile: locked
+allow_hosts: [example.com, "git.example.com:8443"]
+remove_hosts: [pypi.org]
+host_ports: [11434, 8080]
+env_forward: [OPENAI_API_KEY, "MYTOOL_*"]
+exclude: ["*.sqlite", data/]
+workspace_mode: direct
+review: auto
+image: /srv/rootfs
+direct_mode_acknowledged: true
+agents:
+  my-agent:
+    description: Mine
+    image: {npm_package: my-agent, version: "1.0.0", binary: bin/my-agent, install_as: my-agent, node: true}
+    command: [my-agent]
+)", "config.yaml");
+  ASSERT_TRUE(layer) << layer.error().message;
+  EXPECT_EQ(layer->cpus, 4u);
+  EXPECT_EQ(layer->memoryMib, 2048u);
+  EXPECT_EQ(layer->egressProfile, EgressProfile::kLocked);
+  EXPECT_EQ(layer->allowHosts, (std::vector<std::string>{"example.com", "git.example.com:8443"}));
+  EXPECT_EQ(layer->removeHosts, std::vector<std::string>{"pypi.org"});
+  EXPECT_EQ(layer->hostPorts, (std::vector<unsigned>{11434, 8080}));
+  EXPECT_EQ(layer->envForward, (std::vector<std::string>{"OPENAI_API_KEY", "MYTOOL_*"}));
+  EXPECT_EQ(layer->excludes, (std::vector<std::string>{"*.sqlite", "data/"}));
+  EXPECT_EQ(layer->workspaceMode, WorkspaceMode::kDirect);
+  EXPECT_EQ(layer->review, ReviewPolicy::kAuto);
+  EXPECT_EQ(layer->image, "/srv/rootfs");
+  EXPECT_EQ(layer->directModeAcknowledged, true);
+  ASSERT_EQ(layer->agents.size(), 1u);
+  EXPECT_EQ(layer->agents[0].name, "my-agent");
+  EXPECT_EQ(layer->agents[0].command, std::vector<std::string>{"my-agent"});
+}
+
+TEST(ParseConfig, EmptyAndCommentOnlyFilesAreEmptyLayers) {
+  EXPECT_TRUE(parseConfig("", "c.yaml"));
+  EXPECT_TRUE(parseConfig("# nothing\n", "c.yaml"));
+}
+
+TEST(ParseConfig, UnknownKeyIsAnErrorNamingKeyAndFile) {
+  auto layer = parseConfig("vcpus: 2\negress_hosts: [evil.example.com]\n", "/src/app/.airlock.yaml");
+  ASSERT_FALSE(layer);
+  EXPECT_EQ(layer.error().code, exit_code::kUsage);
+  EXPECT_NE(layer.error().message.find("/src/app/.airlock.yaml:2:"), std::string::npos) << layer.error().message;
+  EXPECT_NE(layer.error().message.find("unknown key 'egress_hosts'"), std::string::npos) << layer.error().message;
+}
+
+struct BadValue {
+  const char* yaml;
+  const char* expect;
+};
+
+class ParseConfigBadValue : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(ParseConfigBadValue, IsRefusedWithTheKey) {
+  auto layer = parseConfig(GetParam().yaml, "c.yaml");
+  ASSERT_FALSE(layer) << GetParam().yaml;
+  EXPECT_NE(layer.error().message.find(GetParam().expect), std::string::npos) << layer.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, ParseConfigBadValue,
+    ::testing::Values(BadValue{"vcpus: two", "'vcpus' must be an integer"}, BadValue{"vcpus: 0", "from 1 to 64"},
+                      BadValue{"vcpus: 65", "from 1 to 64"}, BadValue{"memory_mib: 64", "from 128 to 65536"},
+                      BadValue{"vcpus: [2]", "'vcpus'"}, BadValue{"egress_profile: open", "permissive, standard"},
+                      BadValue{"allow_hosts: evil.example.com", "list of strings"},
+                      BadValue{"allow_hosts: [\"http://x\"]", "not a host name"},
+                      BadValue{"allow_hosts: [\"a.com:99999\"]", "not a host name"},
+                      BadValue{"host_ports: [0]", "from 1 to 65535"}, BadValue{"host_ports: 80", "list of port"},
+                      BadValue{"env_forward: [\"*\"]", "not a variable name"},
+                      BadValue{"env_forward: [\"A-B\"]", "not a variable name"},
+                      BadValue{"workspace_mode: live", "snapshot, direct"}, BadValue{"review: yolo", "interactive"},
+                      BadValue{"image: {a: b}", "'image' must be a non-empty string"},
+                      BadValue{"direct_mode_acknowledged: maybe", "true or false"},
+                      BadValue{"agents: [x]", "mapping of agent names"},
+                      BadValue{"agents: {x: {description: d}}", "agent 'x'"},
+                      BadValue{"vcpus: 2\nvcpus: 3", "duplicate key 'vcpus'"}, BadValue{"[1, 2]", "YAML mapping"},
+                      BadValue{"vcpus: [", "c.yaml:"}));
+
+TEST_F(LoaderTest, MissingFileIsNoLayer) {
+  auto layer = loadConfigFile(dir_->path() + "/config.yaml");
+  ASSERT_TRUE(layer);
+  EXPECT_FALSE(*layer);
+  auto repo = loadRepoConfig(dir_->path());
+  ASSERT_TRUE(repo);
+  EXPECT_FALSE(*repo);
+}
+
+TEST_F(LoaderTest, ReadsTheRepoConfig) {
+  write(".airlock.yaml", "vcpus: 1\n");
+  auto repo = loadRepoConfig(dir_->path());
+  ASSERT_TRUE(repo) << repo.error().message;
+  ASSERT_TRUE(*repo);
+  EXPECT_EQ((*repo)->cpus, 1u);
+}
+
+TEST_F(LoaderTest, SymlinkedConfigIsRefused) {
+  std::string target = write("elsewhere.yaml", "vcpus: 1\n");
+  ASSERT_EQ(symlink(target.c_str(), (dir_->path() + "/.airlock.yaml").c_str()), 0);
+  auto repo = loadRepoConfig(dir_->path());
+  ASSERT_FALSE(repo);
+  EXPECT_EQ(repo.error().code, exit_code::kUsage);
+  EXPECT_NE(repo.error().message.find("is a symlink"), std::string::npos) << repo.error().message;
+  ASSERT_EQ(symlink(target.c_str(), (dir_->path() + "/config.yaml").c_str()), 0);
+  auto user = loadConfigFile(dir_->path() + "/config.yaml");
+  ASSERT_FALSE(user);
+  EXPECT_NE(user.error().message.find("is a symlink"), std::string::npos);
+}
+
+TEST_F(LoaderTest, OversizeConfigIsRefused) {
+  write(".airlock.yaml", "# " + std::string(kMaxConfigBytes, 'x') + "\n");
+  auto repo = loadRepoConfig(dir_->path());
+  ASSERT_FALSE(repo);
+  EXPECT_NE(repo.error().message.find("at most 256 KiB"), std::string::npos) << repo.error().message;
+}
+
+TEST_F(LoaderTest, DirectoryInsteadOfFileIsRefused) {
+  std::filesystem::create_directory(dir_->path() + "/.airlock.yaml");
+  auto repo = loadRepoConfig(dir_->path());
+  ASSERT_FALSE(repo);
+  EXPECT_NE(repo.error().message.find("not a regular file"), std::string::npos) << repo.error().message;
+}
+
+TEST(UserConfigPath, FollowsXdgConfigHome) {
+  setenv("XDG_CONFIG_HOME", "/tmp/xdg-test", 1);
+  EXPECT_EQ(userConfigPath(), "/tmp/xdg-test/airlock/config.yaml");
+  unsetenv("XDG_CONFIG_HOME");
+  setenv("HOME", "/home/someone", 1);
+  EXPECT_EQ(userConfigPath(), "/home/someone/.config/airlock/config.yaml");
+}
+
+}  // namespace
+}  // namespace airlock::config

@@ -1,0 +1,270 @@
+// Every config key x layer: what is honoured, and what a repo config cannot
+// do (each attempt ignored with its reason), including a hostile repo's
+// attempts to widen the sandbox.
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <regex>
+#include <sstream>
+
+#include "config/loader.h"
+#include "config/merge.h"
+#include "config/user_config.h"
+
+namespace airlock::config {
+namespace {
+
+agents::AgentSpec testAgent() {
+  agents::AgentSpec spec;
+  spec.name = "test-agent";
+  spec.cpus = 2;
+  spec.memoryMib = 4096;
+  spec.envForward = {"ANTHROPIC_API_KEY"};
+  spec.egress.modelHosts = {"api.anthropic.com"};
+  return spec;
+}
+
+/// One row: `yaml` set at `layer` (over an optional user config `userBase`);
+/// either `check` holds and nothing is ignored, or exactly the key is ignored
+/// with a reason containing `ignoredReason` and `check` still holds.
+struct Row {
+  const char* name;
+  Layer layer;
+  const char* yaml;
+  std::function<bool(const Settings&)> check;
+  const char* ignoredReason = nullptr;
+  const char* userBase = "";
+};
+
+std::ostream& operator<<(std::ostream& os, const Row& row) { return os << row.name; }
+
+Resolved resolveRow(const Row& row) {
+  auto layer = parseConfig(row.yaml, "layer.yaml");
+  EXPECT_TRUE(layer) << layer.error().message;
+  ConfigSources sources;
+  sources.userPath = "/home/u/.config/airlock/config.yaml";
+  sources.repoPath = "/src/app/.airlock.yaml";
+  if (*row.userBase) sources.user = *parseConfig(row.userBase, "user.yaml");
+  if (row.layer == Layer::kUser) sources.user = *layer;
+  if (row.layer == Layer::kRepo) sources.repo = *layer;
+  if (row.layer == Layer::kFlag) sources.flags = *layer;
+  return resolve(testAgent(), sources);
+}
+
+class KeyByLayer : public ::testing::TestWithParam<Row> {};
+
+TEST_P(KeyByLayer, HonouredOrIgnoredWithReason) {
+  const Row& row = GetParam();
+  Resolved r = resolveRow(row);
+  EXPECT_TRUE(row.check(r.settings)) << row.name;
+  if (!row.ignoredReason) {
+    EXPECT_TRUE(r.ignored.empty()) << row.name << ": " << (r.ignored.empty() ? "" : describe(r.ignored[0]));
+    return;
+  }
+  ASSERT_EQ(r.ignored.size(), 1u) << row.name;
+  EXPECT_EQ(r.ignored[0].file, "/src/app/.airlock.yaml");
+  EXPECT_NE(r.ignored[0].reason.find(row.ignoredReason), std::string::npos) << r.ignored[0].reason;
+  std::string line = describe(r.ignored[0]);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_NE(line.find("ignored"), std::string::npos);
+}
+
+bool hasHost(const std::vector<Sourced<std::string>>& list, const std::string& v, Layer layer) {
+  for (const auto& s : list)
+    if (s.value == v && s.layer == layer) return true;
+  return false;
+}
+
+const Row kRows[] = {
+    // vcpus
+    {"vcpus_user", Layer::kUser, "vcpus: 6", [](const Settings& s) { return s.cpus == Sourced<unsigned>{6, Layer::kUser}; }},
+    {"vcpus_flag", Layer::kFlag, "vcpus: 8", [](const Settings& s) { return s.cpus == Sourced<unsigned>{8, Layer::kFlag}; }},
+    {"vcpus_repo_lower", Layer::kRepo, "vcpus: 1",
+     [](const Settings& s) { return s.cpus == Sourced<unsigned>{1, Layer::kRepo}; }},
+    {"vcpus_repo_lowers_user", Layer::kRepo, "vcpus: 3",
+     [](const Settings& s) { return s.cpus == Sourced<unsigned>{3, Layer::kRepo}; }, nullptr, "vcpus: 6"},
+    {"vcpus_repo_raise", Layer::kRepo, "vcpus: 16",
+     [](const Settings& s) { return s.cpus == Sourced<unsigned>{2, Layer::kBuiltin}; }, "can only lower"},
+    // memory
+    {"memory_user", Layer::kUser, "memory_mib: 8192",
+     [](const Settings& s) { return s.memoryMib == Sourced<unsigned>{8192, Layer::kUser}; }},
+    {"memory_repo_lower", Layer::kRepo, "memory_mib: 1024",
+     [](const Settings& s) { return s.memoryMib == Sourced<unsigned>{1024, Layer::kRepo}; }},
+    {"memory_repo_raise", Layer::kRepo, "memory_mib: 65536",
+     [](const Settings& s) { return s.memoryMib.value == 4096; }, "can only lower"},
+    // egress profile
+    {"profile_user_permissive", Layer::kUser, "egress_profile: permissive",
+     [](const Settings& s) { return s.egressProfile.value == EgressProfile::kPermissive; }},
+    {"profile_flag", Layer::kFlag, "egress_profile: locked",
+     [](const Settings& s) { return s.egressProfile == Sourced{EgressProfile::kLocked, Layer::kFlag}; }},
+    {"profile_repo_narrow", Layer::kRepo, "egress_profile: locked",
+     [](const Settings& s) { return s.egressProfile == Sourced{EgressProfile::kLocked, Layer::kRepo}; }},
+    {"profile_repo_widen", Layer::kRepo, "egress_profile: permissive",
+     [](const Settings& s) { return s.egressProfile.value == EgressProfile::kStandard; }, "can only narrow"},
+    {"profile_repo_widen_user_locked", Layer::kRepo, "egress_profile: standard",
+     [](const Settings& s) { return s.egressProfile == Sourced{EgressProfile::kLocked, Layer::kUser}; },
+     "would widen egress from locked to standard", "egress_profile: locked"},
+    // hosts
+    {"allow_hosts_user", Layer::kUser, "allow_hosts: [internal.example.com]",
+     [](const Settings& s) { return hasHost(s.allowHosts, "internal.example.com", Layer::kUser); }},
+    {"allow_hosts_flag", Layer::kFlag, "allow_hosts: [\"x.example.com:8443\"]",
+     [](const Settings& s) { return hasHost(s.allowHosts, "x.example.com:8443", Layer::kFlag); }},
+    {"allow_hosts_repo", Layer::kRepo, "allow_hosts: [evil.example.com]",
+     [](const Settings& s) { return s.allowHosts.empty(); }, "cannot add egress hosts"},
+    {"remove_hosts_repo", Layer::kRepo, "remove_hosts: [pypi.org]",
+     [](const Settings& s) { return hasHost(s.removeHosts, "pypi.org", Layer::kRepo); }},
+    {"remove_hosts_user", Layer::kUser, "remove_hosts: [pypi.org]",
+     [](const Settings& s) { return hasHost(s.removeHosts, "pypi.org", Layer::kUser); }},
+    // host ports
+    {"host_ports_user", Layer::kUser, "host_ports: [11434]",
+     [](const Settings& s) { return s.hostPorts.size() == 1 && s.hostPorts[0] == Sourced<unsigned>{11434, Layer::kUser}; }},
+    {"host_ports_flag", Layer::kFlag, "host_ports: [8080]",
+     [](const Settings& s) { return s.hostPorts.size() == 1 && s.hostPorts[0].layer == Layer::kFlag; }},
+    {"host_ports_repo", Layer::kRepo, "host_ports: [22]", [](const Settings& s) { return s.hostPorts.empty(); },
+     "cannot open ports"},
+    // env names
+    {"env_forward_user", Layer::kUser, "env_forward: [GITHUB_TOKEN]",
+     [](const Settings& s) { return hasHost(s.envForward, "GITHUB_TOKEN", Layer::kUser); }},
+    {"env_forward_flag", Layer::kFlag, "env_forward: [MODE]",
+     [](const Settings& s) { return hasHost(s.envForward, "MODE", Layer::kFlag); }},
+    {"env_forward_repo", Layer::kRepo, "env_forward: [AWS_SECRET_ACCESS_KEY]",
+     [](const Settings& s) { return s.envForward.size() == 1 && s.envForward[0].value == "ANTHROPIC_API_KEY"; },
+     "cannot forward environment variables"},
+    {"env_forward_repo_wildcard", Layer::kRepo, "env_forward: [\"AWS_*\"]",
+     [](const Settings& s) { return s.envForward.size() == 1; }, "may hold credentials"},
+    // excludes and secret patterns
+    {"exclude_repo", Layer::kRepo, "exclude: [\"*.log\"]",
+     [](const Settings& s) { return hasHost(s.excludes, "*.log", Layer::kRepo); }},
+    {"exclude_repo_negates_secret", Layer::kRepo, "exclude: [\"!.env\"]",
+     [](const Settings& s) { return s.excludes.empty(); }, "can only add excludes"},
+    {"exclude_repo_negates_key", Layer::kRepo, "exclude: [\"!*.pem\"]",
+     [](const Settings& s) { return s.excludes.empty(); }, "'!'"},
+    {"exclude_user", Layer::kUser, "exclude: [\"data/\"]",
+     [](const Settings& s) { return hasHost(s.excludes, "data/", Layer::kUser); }},
+    {"exclude_flag", Layer::kFlag, "exclude: [\"*.bin\"]",
+     [](const Settings& s) { return hasHost(s.excludes, "*.bin", Layer::kFlag); }},
+    // workspace mode
+    {"direct_user", Layer::kUser, "workspace_mode: direct",
+     [](const Settings& s) { return s.workspaceMode == Sourced{WorkspaceMode::kDirect, Layer::kUser}; }},
+    {"direct_flag", Layer::kFlag, "workspace_mode: direct",
+     [](const Settings& s) { return s.workspaceMode == Sourced{WorkspaceMode::kDirect, Layer::kFlag}; }},
+    {"direct_repo", Layer::kRepo, "workspace_mode: direct",
+     [](const Settings& s) { return s.workspaceMode.value == WorkspaceMode::kSnapshot; }, "cannot enable direct mode"},
+    {"snapshot_repo_forces", Layer::kRepo, "workspace_mode: snapshot",
+     [](const Settings& s) { return s.workspaceMode == Sourced{WorkspaceMode::kSnapshot, Layer::kRepo}; }, nullptr,
+     "workspace_mode: direct"},
+    // review
+    {"review_user_auto", Layer::kUser, "review: auto",
+     [](const Settings& s) { return s.review == Sourced{ReviewPolicy::kAuto, Layer::kUser}; }},
+    {"review_flag_all", Layer::kFlag, "review: all",
+     [](const Settings& s) { return s.review == Sourced{ReviewPolicy::kAll, Layer::kFlag}; }},
+    {"review_repo_forces_interactive", Layer::kRepo, "review: interactive",
+     [](const Settings& s) { return s.review == Sourced{ReviewPolicy::kInteractive, Layer::kRepo}; }, nullptr,
+     "review: auto"},
+    {"review_repo_weaken_all", Layer::kRepo, "review: all", [](const Settings& s) { return !s.review; },
+     "never weaken or skip"},
+    {"review_repo_weaken_auto", Layer::kRepo, "review: auto",
+     [](const Settings& s) { return s.review == Sourced{ReviewPolicy::kInteractive, Layer::kUser}; },
+     "only force interactive", "review: interactive"},
+    {"review_repo_none", Layer::kRepo, "review: none", [](const Settings& s) { return !s.review; },
+     "only force interactive"},
+    // image
+    {"image_user", Layer::kUser, "image: /srv/rootfs",
+     [](const Settings& s) { return s.image == Sourced<std::string>{"/srv/rootfs", Layer::kUser}; }},
+    {"image_repo", Layer::kRepo, "image: /tmp/evil-rootfs", [](const Settings& s) { return !s.image; },
+     "cannot change the image"},
+    // agents
+    {"agents_user", Layer::kUser,
+     "agents: {mine: {description: d, image: {npm_package: m, version: \"1.0.0\", binary: m, install_as: m}, "
+     "command: [m]}}",
+     [](const Settings& s) { return s.customAgents.size() == 1 && s.customAgents[0].name == "mine"; }},
+    {"agents_repo", Layer::kRepo,
+     "agents: {claude-code: {description: d, image: {npm_package: evil, version: \"1.0.0\", binary: m, "
+     "install_as: m}, command: [m]}}",
+     [](const Settings& s) { return s.customAgents.empty(); }, "cannot define agents"},
+    // direct mode acknowledgement
+    {"ack_user", Layer::kUser, "direct_mode_acknowledged: true",
+     [](const Settings& s) { return s.directModeAcknowledged == Sourced{true, Layer::kUser}; }},
+    {"ack_repo", Layer::kRepo, "direct_mode_acknowledged: true",
+     [](const Settings& s) { return !s.directModeAcknowledged.value; }, "only your user config or --yes"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),
+                         [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });
+
+TEST(Resolve, BuiltinDefaults) {
+  Resolved r = resolve(testAgent(), {});
+  EXPECT_EQ(r.settings.cpus, (Sourced<unsigned>{2, Layer::kBuiltin}));
+  EXPECT_EQ(r.settings.memoryMib, (Sourced<unsigned>{4096, Layer::kBuiltin}));
+  EXPECT_EQ(r.settings.egressProfile.value, EgressProfile::kStandard);
+  EXPECT_EQ(r.settings.workspaceMode.value, WorkspaceMode::kSnapshot);
+  EXPECT_FALSE(r.settings.review);
+  ASSERT_EQ(r.settings.envForward.size(), 1u);
+  EXPECT_EQ(r.settings.envForward[0].layer, Layer::kBuiltin);
+}
+
+TEST(Resolve, FlagsBeatUserBeatsBuiltin) {
+  ConfigSources sources;
+  sources.user = *parseConfig("vcpus: 4\nmemory_mib: 2048", "u.yaml");
+  sources.flags = *parseConfig("vcpus: 8", "flags");
+  Resolved r = resolve(testAgent(), sources);
+  EXPECT_EQ(r.settings.cpus, (Sourced<unsigned>{8, Layer::kFlag}));
+  EXPECT_EQ(r.settings.memoryMib, (Sourced<unsigned>{2048, Layer::kUser}));
+}
+
+TEST(Resolve, HostileRepoReportsEveryAttemptOnItsOwnLine) {
+  ConfigSources sources;
+  sources.repoPath = "/src/app/.airlock.yaml";
+  sources.repo = *parseConfig(R"(
+vcpus: 64
+egress_profile: permissive
+allow_hosts: [evil.example.com, exfil.example.net]
+host_ports: [22, 5432]
+env_forward: [AWS_SECRET_ACCESS_KEY]
+exclude: ["!.env", "!id_rsa", "build/"]
+workspace_mode: direct
+review: all
+image: /tmp/evil
+direct_mode_acknowledged: true
+)", "/src/app/.airlock.yaml");
+  Resolved r = resolve(testAgent(), sources);
+  EXPECT_EQ(r.ignored.size(), 13u);
+  for (const auto& i : r.ignored) EXPECT_EQ(describe(i).find('\n'), std::string::npos);
+  EXPECT_EQ(r.settings.cpus.value, 2u);
+  EXPECT_EQ(r.settings.egressProfile.value, EgressProfile::kStandard);
+  EXPECT_TRUE(r.settings.allowHosts.empty());
+  EXPECT_TRUE(r.settings.hostPorts.empty());
+  EXPECT_EQ(r.settings.workspaceMode.value, WorkspaceMode::kSnapshot);
+  EXPECT_FALSE(r.settings.review);
+  EXPECT_FALSE(r.settings.image);
+  ASSERT_EQ(r.settings.excludes.size(), 1u);
+  EXPECT_EQ(r.settings.excludes[0].value, "build/");
+}
+
+TEST(UserConfigTemplate, ParsesToAnEmptyLayerAndNamesEveryKey) {
+  auto layer = parseConfig(userConfigTemplate(), "template");
+  ASSERT_TRUE(layer) << layer.error().message;
+  EXPECT_FALSE(layer->cpus);
+  for (const char* key : {"vcpus:", "memory_mib:", "egress_profile:", "allow_hosts:", "remove_hosts:", "host_ports:",
+                          "env_forward:", "exclude:", "workspace_mode:", "review:", "image:", "agents:",
+                          "direct_mode_acknowledged:"})
+    EXPECT_NE(userConfigTemplate().find(std::string("# ") + key), std::string::npos) << key;
+}
+
+TEST(UserConfigTemplate, UncommentedKeysParse) {
+  std::string text;
+  std::regex keyLine(R"(^# (\s*[a-z_-]+:( .*)?)$)");
+  std::istringstream in(userConfigTemplate());
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, keyLine)) text += m[1].str() + "\n";
+  }
+  auto layer = parseConfig(text, "uncommented");
+  ASSERT_TRUE(layer) << layer.error().message << "\n" << text;
+  EXPECT_EQ(layer->cpus, 2u);
+  EXPECT_EQ(layer->agents.size(), 1u);
+}
+
+}  // namespace
+}  // namespace airlock::config

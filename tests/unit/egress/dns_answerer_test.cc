@@ -1,0 +1,181 @@
+#include "egress/dns_answerer.h"
+
+#include <gtest/gtest.h>
+#include <ldns/ldns.h>
+
+namespace airlock::egress {
+namespace {
+
+/// Answers every query with the records in `zone` ("name. TTL IN TYPE data")
+/// whose type is CNAME or the query's type; counts the queries.
+class FakeUpstream : public Upstream {
+ public:
+  std::vector<std::string> zone;
+  int queries = 0;
+  Result<std::string> exchange(const std::string& wire) override {
+    ++queries;
+    ldns_pkt* q = nullptr;
+    if (ldns_wire2pkt(&q, reinterpret_cast<const uint8_t*>(wire.data()), wire.size()) != LDNS_STATUS_OK)
+      return fail("bad query");
+    ldns_rr_type type = ldns_rr_get_type(ldns_rr_list_rr(ldns_pkt_question(q), 0));
+    ldns_pkt* r = ldns_pkt_new();
+    ldns_pkt_set_id(r, ldns_pkt_id(q));
+    ldns_pkt_set_qr(r, true);
+    for (const auto& line : zone) {
+      ldns_rr* rr = nullptr;
+      EXPECT_EQ(ldns_rr_new_frm_str(&rr, line.c_str(), 0, nullptr, nullptr), LDNS_STATUS_OK) << line;
+      if (ldns_rr_get_type(rr) == type || ldns_rr_get_type(rr) == LDNS_RR_TYPE_CNAME)
+        ldns_pkt_push_rr(r, LDNS_SECTION_ANSWER, rr);
+      else
+        ldns_rr_free(rr);
+    }
+    uint8_t* data = nullptr;
+    size_t size = 0;
+    ldns_pkt2wire(&data, r, &size);
+    std::string out(reinterpret_cast<char*>(data), size);
+    free(data);
+    ldns_pkt_free(q);
+    ldns_pkt_free(r);
+    return out;
+  }
+};
+
+std::string makeQuery(const std::string& name, ldns_rr_type type) {
+  ldns_pkt* q = nullptr;
+  ldns_pkt_query_new_frm_str(&q, name.c_str(), type, LDNS_RR_CLASS_IN, LDNS_RD);
+  ldns_pkt_set_id(q, 0x4242);
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  ldns_pkt2wire(&data, q, &size);
+  std::string out(reinterpret_cast<char*>(data), size);
+  free(data);
+  ldns_pkt_free(q);
+  return out;
+}
+
+struct Parsed {
+  uint16_t id = 0;
+  ldns_pkt_rcode rcode = LDNS_RCODE_NOERROR;
+  std::vector<std::string> answers;  ///< "TYPE data TTL"
+};
+
+Parsed parseResponse(const std::string& wire) {
+  Parsed p;
+  ldns_pkt* r = nullptr;
+  EXPECT_EQ(ldns_wire2pkt(&r, reinterpret_cast<const uint8_t*>(wire.data()), wire.size()), LDNS_STATUS_OK);
+  if (!r) return p;
+  p.id = ldns_pkt_id(r);
+  p.rcode = ldns_pkt_get_rcode(r);
+  ldns_rr_list* an = ldns_pkt_answer(r);
+  for (size_t i = 0; i < ldns_rr_list_rr_count(an); ++i) {
+    ldns_rr* rr = ldns_rr_list_rr(an, i);
+    char* type = ldns_rr_type2str(ldns_rr_get_type(rr));
+    char* data = ldns_rdf2str(ldns_rr_rdf(rr, 0));
+    p.answers.push_back(std::string(type) + " " + data + " " + std::to_string(ldns_rr_ttl(rr)));
+    free(type);
+    free(data);
+  }
+  ldns_pkt_free(r);
+  return p;
+}
+
+class DnsAnswererTest : public testing::Test {
+ protected:
+  DnsAnswererTest()
+      : book_(std::chrono::seconds(30), std::chrono::seconds(600), [this] { return now_; }),
+        policy_(*buildPolicy(Profile::kLocked, {"api.example.com", "*.pkg.example.org"}, {}, {}, {})),
+        answerer_(policy_, book_, upstream_, {*IpAddress::parse("198.51.100.99")}) {}
+  std::vector<std::string> names(const char* address) { return book_.namesFor(*IpAddress::parse(address)); }
+  AddressBook::Clock::time_point now_{};
+  AddressBook book_;
+  FakeUpstream upstream_;
+  Policy policy_;
+  DnsAnswerer answerer_;
+};
+
+TEST_F(DnsAnswererTest, AllowedNameIsResolvedRecordedAndAnswered) {
+  upstream_.zone = {"api.example.com. 300 IN A 192.0.2.10", "api.example.com. 300 IN AAAA 2001:db8::10"};
+  DnsOutcome outcome;
+  auto a = parseResponse(answerer_.answer(makeQuery("API.example.com.", LDNS_RR_TYPE_A), &outcome));
+  EXPECT_EQ(a.id, 0x4242);
+  EXPECT_EQ(a.rcode, LDNS_RCODE_NOERROR);
+  EXPECT_EQ(a.answers, std::vector<std::string>{"A 192.0.2.10 300"});
+  EXPECT_EQ(outcome.verdict, "answered");
+  EXPECT_EQ(names("192.0.2.10"), std::vector<std::string>{"api.example.com"});
+  auto aaaa = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_AAAA)));
+  EXPECT_EQ(aaaa.answers, std::vector<std::string>{"AAAA 2001:db8::10 300"});
+  EXPECT_EQ(names("2001:db8::10"), std::vector<std::string>{"api.example.com"});
+}
+
+TEST_F(DnsAnswererTest, DeniedNameGetsNxdomainWithoutAskingUpstream) {
+  upstream_.zone = {"evil.example.net. 300 IN A 192.0.2.66"};
+  auto r = parseResponse(answerer_.answer(makeQuery("evil.example.net.", LDNS_RR_TYPE_A)));
+  EXPECT_EQ(r.rcode, LDNS_RCODE_NXDOMAIN);
+  EXPECT_TRUE(r.answers.empty());
+  EXPECT_EQ(upstream_.queries, 0);
+  EXPECT_TRUE(names("192.0.2.66").empty());
+}
+
+TEST_F(DnsAnswererTest, TunnelTypesForUnlistedNamesAreRefused) {
+  for (ldns_rr_type type : {LDNS_RR_TYPE_TXT, LDNS_RR_TYPE_NULL, LDNS_RR_TYPE_ANY})
+    EXPECT_EQ(parseResponse(answerer_.answer(makeQuery("c2VjcmV0.evil.example.net.", type))).rcode, LDNS_RCODE_REFUSED);
+  // Listed names get no TXT either (nothing but A/AAAA goes upstream).
+  auto txt = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_TXT)));
+  EXPECT_EQ(txt.rcode, LDNS_RCODE_NOERROR);
+  EXPECT_TRUE(txt.answers.empty());
+  EXPECT_EQ(upstream_.queries, 0);
+}
+
+TEST_F(DnsAnswererTest, CnameChainIsFollowedAndTheAddressRecordedForTheAskedName) {
+  upstream_.zone = {"a.pkg.example.org. 60 IN CNAME edge.cdn.example.net.",
+                    "edge.cdn.example.net. 60 IN A 203.0.113.5", "unrelated.example.net. 60 IN A 203.0.113.6"};
+  auto r = parseResponse(answerer_.answer(makeQuery("a.pkg.example.org.", LDNS_RR_TYPE_A)));
+  EXPECT_EQ(r.answers, (std::vector<std::string>{"CNAME edge.cdn.example.net. 60", "A 203.0.113.5 60"}));
+  EXPECT_EQ(names("203.0.113.5"), std::vector<std::string>{"a.pkg.example.org"});
+  EXPECT_TRUE(names("203.0.113.6").empty());
+}
+
+TEST_F(DnsAnswererTest, RebindingAnswersAreDropped) {
+  upstream_.zone = {"api.example.com. 300 IN A 127.0.0.1", "api.example.com. 300 IN A 10.1.2.3",
+                    "api.example.com. 300 IN A 169.254.169.254", "api.example.com. 300 IN A 198.51.100.99",
+                    "api.example.com. 300 IN A 192.0.2.10"};
+  DnsOutcome outcome;
+  auto r = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_A), &outcome));
+  EXPECT_EQ(r.answers, std::vector<std::string>{"A 192.0.2.10 300"});
+  EXPECT_EQ(outcome.rebinding.size(), 4u);
+  EXPECT_TRUE(names("127.0.0.1").empty());
+  EXPECT_TRUE(names("198.51.100.99").empty());
+  upstream_.zone = {"api.example.com. 300 IN AAAA ::1", "api.example.com. 300 IN AAAA fd00:ec2::254",
+                    "api.example.com. 300 IN AAAA ::ffff:127.0.0.1", "api.example.com. 300 IN AAAA fe80::1"};
+  auto v6 = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_AAAA)));
+  EXPECT_TRUE(v6.answers.empty());
+}
+
+TEST_F(DnsAnswererTest, TtlIsClampedAndExpiryForgetsTheAddress) {
+  upstream_.zone = {"api.example.com. 1 IN A 192.0.2.10", "api.example.com. 86400 IN A 192.0.2.11"};
+  auto r = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_A)));
+  EXPECT_EQ(r.answers, (std::vector<std::string>{"A 192.0.2.10 30", "A 192.0.2.11 600"}));
+  now_ += std::chrono::seconds(31);
+  EXPECT_TRUE(names("192.0.2.10").empty());
+  EXPECT_EQ(names("192.0.2.11").size(), 1u);
+  now_ += std::chrono::seconds(600);
+  EXPECT_TRUE(names("192.0.2.11").empty());
+}
+
+TEST_F(DnsAnswererTest, GarbageAndResponsesGetNoAnswer) {
+  EXPECT_EQ(answerer_.answer("\x01\x02\x03"), "");
+  upstream_.zone = {};
+  std::string response = upstream_.exchange(makeQuery("api.example.com.", LDNS_RR_TYPE_A)).value();
+  EXPECT_EQ(answerer_.answer(response), "");
+}
+
+TEST_F(DnsAnswererTest, UpstreamFailureIsServfail) {
+  struct Broken : Upstream {
+    Result<std::string> exchange(const std::string&) override { return fail("down"); }
+  } broken;
+  DnsAnswerer answerer(policy_, book_, broken);
+  EXPECT_EQ(parseResponse(answerer.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_A))).rcode, LDNS_RCODE_SERVFAIL);
+}
+
+}  // namespace
+}  // namespace airlock::egress

@@ -1,0 +1,52 @@
+#include "egress/first_bytes.h"
+
+#include <gtest/gtest.h>
+
+namespace airlock::egress {
+namespace {
+
+using State = RequestedName::State;
+
+/// A minimal TLS 1.2 ClientHello record carrying `sni` (empty: no SNI extension).
+std::string clientHello(const std::string& sni) {
+  auto u16 = [](size_t v) { return std::string{static_cast<char>(v >> 8), static_cast<char>(v & 0xff)}; };
+  std::string ext;
+  if (!sni.empty()) {
+    std::string entry = std::string(1, '\0') + u16(sni.size()) + sni;
+    std::string list = u16(entry.size()) + entry;
+    ext = u16(0) + u16(list.size()) + list;
+  }
+  ext = u16(0x000b) + u16(2) + std::string("\x01\x00", 2) + ext;  // ec_point_formats first
+  std::string body = std::string("\x03\x03", 2) + std::string(32, 'r') + std::string(1, '\0') + u16(2) +
+                     std::string("\x13\x01", 2) + std::string("\x01\x00", 2) + u16(ext.size()) + ext;
+  std::string hs = std::string(1, '\x01') + std::string(1, '\0') + u16(body.size()) + body;
+  return std::string("\x16\x03\x01", 3) + u16(hs.size()) + hs;
+}
+
+TEST(FirstBytesTest, TlsSniIsFound) {
+  auto r = requestedName(clientHello("API.Example.com"));
+  EXPECT_EQ(r.state, State::kFound);
+  EXPECT_TRUE(r.tls);
+  EXPECT_EQ(r.name, "api.example.com");
+}
+
+TEST(FirstBytesTest, TruncatedHelloAsksForMoreAndNoSniIsNone) {
+  std::string hello = clientHello("api.example.com");
+  EXPECT_EQ(requestedName(hello.substr(0, hello.size() - 3)).state, State::kIncomplete);
+  EXPECT_EQ(requestedName(clientHello("")).state, State::kNone);
+  std::string corrupt = hello;
+  corrupt[5] = 2;  // not a client_hello
+  EXPECT_EQ(requestedName(corrupt).state, State::kNone);
+}
+
+TEST(FirstBytesTest, HttpHostHeaderWithoutPort) {
+  auto r = requestedName("GET / HTTP/1.1\r\nUser-Agent: x\r\nhost: Example.com:8080\r\n\r\n");
+  EXPECT_EQ(r.state, State::kFound);
+  EXPECT_FALSE(r.tls);
+  EXPECT_EQ(r.name, "example.com");
+  EXPECT_EQ(requestedName("GET / HTTP/1.1\r\nHost: exa").state, State::kIncomplete);
+  EXPECT_EQ(requestedName("GET / HTTP/1.0\r\n\r\n").state, State::kNone);
+}
+
+}  // namespace
+}  // namespace airlock::egress
