@@ -18,27 +18,10 @@
 namespace airlock::workspace {
 namespace {
 
-constexpr std::string_view kWhiteout = ".wh.";
-constexpr std::string_view kOpaque = ".wh..wh..opq";
-
 struct ArchiveCloser {
   void operator()(archive* a) const { archive_read_free(a); }
 };
 using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
-
-TarEntryKind kindOf(archive_entry* e) {
-  if (archive_entry_hardlink(e)) return TarEntryKind::HardLink;
-  switch (archive_entry_filetype(e)) {
-    case AE_IFREG: return TarEntryKind::File;
-    case AE_IFDIR: return TarEntryKind::Dir;
-    case AE_IFLNK: return TarEntryKind::Symlink;
-    case AE_IFIFO: return TarEntryKind::Fifo;
-    case AE_IFSOCK: return TarEntryKind::Socket;
-    case AE_IFCHR: return TarEntryKind::CharDevice;
-    case AE_IFBLK: return TarEntryKind::BlockDevice;
-    default: return TarEntryKind::Unknown;
-  }
-}
 
 class TarReader {
  public:
@@ -66,7 +49,7 @@ class TarReader {
   Result<> handle(archive_entry* entry) {
     const char* rawName = archive_entry_pathname(entry);
     if (!rawName) return fail("entry {} of the change set has a name that cannot be decoded", count_);
-    TarEntryKind kind = kindOf(entry);
+    TarEntryKind kind = tarEntryKind(entry);
     auto admitted = guard_.admit(rawName, kind);
     if (!admitted) return std::unexpected(admitted.error());
     std::string path = std::move(*admitted);

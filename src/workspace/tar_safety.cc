@@ -1,8 +1,24 @@
 #include "workspace/tar_safety.h"
 
+#include <archive_entry.h>
+
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
+
+TarEntryKind tarEntryKind(archive_entry* e) {
+  if (archive_entry_hardlink(e)) return TarEntryKind::HardLink;
+  switch (archive_entry_filetype(e)) {
+    case AE_IFREG: return TarEntryKind::File;
+    case AE_IFDIR: return TarEntryKind::Dir;
+    case AE_IFLNK: return TarEntryKind::Symlink;
+    case AE_IFIFO: return TarEntryKind::Fifo;
+    case AE_IFSOCK: return TarEntryKind::Socket;
+    case AE_IFCHR: return TarEntryKind::CharDevice;
+    case AE_IFBLK: return TarEntryKind::BlockDevice;
+    default: return TarEntryKind::Unknown;
+  }
+}
 
 Result<std::string> TarGuard::admit(std::string_view rawName, TarEntryKind kind) {
   if (++entries_ > limits_.maxEntries)

@@ -13,7 +13,14 @@
 #include "common/error.h"
 #include "workspace/manifest.h"
 
+struct archive_entry;
+
 namespace airlock::workspace {
+
+/// OCI layer markers (OCI image spec, layer.md "Whiteouts"): a `.wh.NAME`
+/// entry deletes NAME; a `.wh..wh..opq` entry makes its directory opaque.
+inline constexpr std::string_view kWhiteout = ".wh.";
+inline constexpr std::string_view kOpaque = ".wh..wh..opq";
 
 /// Size limits for one stream.
 struct TarLimits {
@@ -24,6 +31,9 @@ struct TarLimits {
 
 /// What a tar header claims an entry is.
 enum class TarEntryKind { File, Dir, Symlink, HardLink, Fifo, Socket, CharDevice, BlockDevice, Unknown };
+
+/// What a libarchive entry header claims the entry is (hard link first).
+TarEntryKind tarEntryKind(archive_entry* entry);
 
 /// Tracks one stream's entries to enforce the rules that span entries.
 /// Each error is one sentence naming the offending entry.

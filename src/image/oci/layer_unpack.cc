@@ -23,29 +23,15 @@ namespace {
 using workspace::baseName;
 using workspace::displayPath;
 using workspace::EntryType;
+using workspace::kOpaque;
+using workspace::kWhiteout;
 using workspace::parentPath;
 using workspace::TarEntryKind;
-
-constexpr std::string_view kWhiteout = ".wh.";
-constexpr std::string_view kOpaque = ".wh..wh..opq";
+using workspace::tarEntryKind;
 
 struct ArchiveFree {
   void operator()(archive* a) const { archive_read_free(a); }
 };
-
-TarEntryKind kindOf(archive_entry* e) {
-  if (archive_entry_hardlink(e)) return TarEntryKind::HardLink;
-  switch (archive_entry_filetype(e)) {
-    case AE_IFREG: return TarEntryKind::File;
-    case AE_IFDIR: return TarEntryKind::Dir;
-    case AE_IFLNK: return TarEntryKind::Symlink;
-    case AE_IFIFO: return TarEntryKind::Fifo;
-    case AE_IFSOCK: return TarEntryKind::Socket;
-    case AE_IFCHR: return TarEntryKind::CharDevice;
-    case AE_IFBLK: return TarEntryKind::BlockDevice;
-    default: return TarEntryKind::Unknown;
-  }
-}
 
 // Opens directory `rel` of the tree, resolving symlinks as if the tree were "/".
 int openDirInRoot(int rootFd, const std::string& rel, Fd& out) {
@@ -120,7 +106,7 @@ class LayerApplier {
   Result<> handle(archive_entry* entry) {
     const char* rawName = archive_entry_pathname(entry);
     if (!rawName) return fail("entry {} has a name that cannot be decoded", stats_.entries);
-    TarEntryKind kind = kindOf(entry);
+    TarEntryKind kind = tarEntryKind(entry);
     if (kind == TarEntryKind::Fifo || kind == TarEntryKind::Socket || kind == TarEntryKind::CharDevice ||
         kind == TarEntryKind::BlockDevice) {
       ++stats_.skippedSpecial;
