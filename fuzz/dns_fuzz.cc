@@ -24,7 +24,7 @@ class FixedUpstream : public airlock::egress::Upstream {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace airlock::egress;
-  static const Policy policy = *buildPolicy(Profile::kLocked, {"api.example.com", "*.example.org"}, {}, {}, {});
+  static const Policy policy{Profile::kLocked, {*parseHostRule("api.example.com"), *parseHostRule("*.example.org")}};
   if (size < 2) return 0;
   size_t split = data[0] % (size - 1) + 1;
   std::string query(reinterpret_cast<const char*>(data) + 1, split - 1);

@@ -46,10 +46,8 @@ class SignalScope {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH}) sigaddset(&mask, s);
     pthread_sigmask(SIG_BLOCK, &mask, &saved_);
     fd_.reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-    oldPipe_ = signal(SIGPIPE, SIG_IGN);
   }
   ~SignalScope() {
-    signal(SIGPIPE, oldPipe_);
     fd_.reset();
     pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
   }
@@ -58,7 +56,6 @@ class SignalScope {
  private:
   sigset_t saved_{};
   Fd fd_;
-  sighandler_t oldPipe_ = SIG_DFL;
 };
 
 bool windowSize(uint16_t& rows, uint16_t& cols) {

@@ -40,6 +40,10 @@ void addConfigCommand(CLI::App& app, int& exitCode);
 /// the `image` subcommand (src/cli/image_store_cmd.cc).
 void addImageStoreCommands(CLI::App& image, int& exitCode);
 
+/// `airlock image save|load`: OCI image layout tars, added to the `image`
+/// subcommand (src/cli/image_archive_cmd.cc).
+void addImageArchiveCommands(CLI::App& image, int& exitCode);
+
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);
 

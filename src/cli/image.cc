@@ -71,6 +71,7 @@ Examples:
   build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
   build->callback([args, &exitCode] { exitCode = buildImage(*args); });
   addImageStoreCommands(*cmd, exitCode);
+  addImageArchiveCommands(*cmd, exitCode);
 }
 
 }  // namespace airlock::cli

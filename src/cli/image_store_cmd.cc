@@ -44,10 +44,10 @@ struct PullArgs {
 int pull(const PullArgs& args) {
   auto ref = image::oci::parseImageRef(args.ref);
   if (!ref) return reportError(ref.error());
-  auto options = pullOptions(args.registry, args.quiet);
-  if (!options) return reportError(options.error());
+  auto settings = userSettings();
+  if (!settings) return reportError(settings.error());
   const auto start = std::chrono::steady_clock::now();
-  auto pulled = image::oci::pullImage(ImageStore::openDefault(), *ref, *options);
+  auto pulled = pullVerified(args.ref, args.registry, *settings, args.quiet);
   if (!pulled) return reportError(pulled.error());
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::printf("%s\n", pulled->ref.manifestDigest.c_str());
@@ -111,7 +111,32 @@ int prune(int olderThanDays) {
   return 0;
 }
 
-int inspect(const std::string& text) {
+// Who signed the stored image, verified again offline from the store's copy
+// of its signatures with the current config (and --verify-key).
+nlohmann::json signatureStatus(const ImageStore& store, const image::oci::ImageRef& ref,
+                               const image::oci::ImageRecord& record, const RegistryFlags& flags) {
+  auto settings = userSettings();
+  if (!settings) return {{"verified", false}, {"problem", settings.error().message}};
+  auto setup = verifySetup(flags, *settings);
+  if (!setup) return {{"verified", false}, {"problem", setup.error().message}};
+  if (setup->mode == config::VerifyMode::kOff) return {{"verified", false}, {"problem", "verification is off"}};
+  auto signer = verifyStoredImage(store, ref, record, *setup, {}, false);
+  if (!signer) return {{"verified", false}, {"problem", signer.error().message}};
+  nlohmann::json j = {{"verified", true}, {"signed_digest", signer->digest}, {"summary", signer->describe()}};
+  if (signer->keyless) {
+    j["issuer"] = signer->issuer;
+    j["subject"] = signer->subject;
+  } else {
+    j["key"] = signer->keyFingerprint;
+  }
+  if (signer->signedAt) {
+    j["signed_at"] = signer->signedAt;
+    j["log_index"] = signer->logIndex;
+  }
+  return j;
+}
+
+int inspect(const std::string& text, const RegistryFlags& flags) {
   auto ref = image::oci::parseImageRef(text);
   if (!ref) return reportError(ref.error());
   ImageStore store = ImageStore::openDefault();
@@ -134,7 +159,7 @@ int inspect(const std::string& text) {
                       {"entrypoint", rec->config.entrypoint},
                       {"cmd", rec->config.cmd},
                       {"workdir", rec->config.workingDir},
-                      {"signature", "not verified (signature verification is not implemented yet)"}};
+                      {"signature", signatureStatus(store, *ref, *rec, flags)}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }
@@ -148,11 +173,14 @@ void addImageStoreCommands(CLI::App& image, int& exitCode) {
 picks the --platform manifest of a multi-arch image, downloads the missing blobs (each checked
 against its SHA-256 digest), unpacks the layers and builds a read-only erofs root image, cached
 by manifest digest. Credentials come from the docker config (~/.docker/config.json). Prints the digest.
+The cosign signature (tag sha256-<hex>.sig) is checked against image_verify_key or the keyless
+identity in your config (--verify=off|warn|require, default warn; require refuses with exit 68).
 
 Examples:
   airlock image pull ubuntu:24.04
   airlock image pull ghcr.io/org/agent@sha256:<digest>
-  airlock image pull 127.0.0.1:5000/team/agent:dev --pull=always)");
+  airlock image pull 127.0.0.1:5000/team/agent:dev --pull=always
+  airlock image pull --verify=require --verify-key cosign.pub ghcr.io/org/agent:1.2)");
   pullCmd->add_option("IMAGE", pullArgs->ref, "Image reference")->required();
   addRegistryFlags(*pullCmd, pullArgs->registry);
   pullArgs->registry.pull = "always";
@@ -176,9 +204,13 @@ Examples:
   pr->callback([days, &exitCode] { exitCode = prune(*days); });
 
   auto inspectRef = std::make_shared<std::string>();
-  auto* in = image.add_subcommand("inspect", "Show a stored image's digest, config (user, env, entrypoint, cmd) and blobs");
+  auto inspectFlags = std::make_shared<RegistryFlags>();
+  auto* in = image.add_subcommand("inspect", "Show a stored image's digest, config (user, env, entrypoint, cmd), blobs "
+                                             "and who signed it");
   in->add_option("IMAGE", *inspectRef, "Image reference")->required();
-  in->callback([inspectRef, &exitCode] { exitCode = inspect(*inspectRef); });
+  in->add_option("--verify-key", inspectFlags->verifyKey, "Check the signature with this cosign public key (PEM)")
+      ->check(CLI::ExistingFile);
+  in->callback([inspectRef, inspectFlags, &exitCode] { exitCode = inspect(*inspectRef, *inspectFlags); });
 }
 
 }  // namespace airlock::cli

@@ -2,6 +2,8 @@
 // they reach your files. This is the CLI boundary: the only place exceptions
 // are caught and turned into exit codes.
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -45,6 +47,11 @@ airlock::Result<airlock::agents::AgentRegistry> knownAgents() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that hung up (the guest's end of a proxied connection, a closed
+  // pipe) must be an EPIPE error where it happens, not the end of airlock:
+  // the session still has a VM to stop and changes to review. Programs
+  // airlock starts get the default back (common/subprocess.cc).
+  signal(SIGPIPE, SIG_IGN);
   CLI::App app{"airlock: run AI coding agents in microVMs; nothing reaches your files until you review it."};
   app.name("airlock");
   app.footer(kExitCodes);

@@ -9,7 +9,9 @@
 #include <CLI/CLI.hpp>
 
 #include "common/error.h"
+#include "config/settings.h"
 #include "image/oci/image_pull.h"
+#include "image/oci/signature.h"
 
 namespace airlock::cli {
 
@@ -19,7 +21,39 @@ struct RegistryFlags {
   std::string pull = "missing";
   std::string caCert;
   std::vector<std::string> insecureRegistries;
+  std::string verify;     ///< --verify: off, warn or require ("" = the config's, default warn)
+  std::string verifyKey;  ///< --verify-key: a cosign public key (PEM) instead of image_verify_key
 };
+
+/// How a pull checks signatures: the mode and what to verify against.
+struct VerifySetup {
+  config::VerifyMode mode = config::VerifyMode::kWarn;
+  std::string modeFrom;               ///< "--verify", "image_verify (user)", "built-in"...
+  bool configured = false;            ///< a key or a keyless identity is set
+  image::oci::VerifyPolicy policy;
+};
+
+/// The verification settings of a pull: `settings` (the user config, and
+/// for `run` the repo config's tightening) with --verify / --verify-key over
+/// them. Reads the key and trusted root files (kUsage when unusable).
+Result<VerifySetup> verifySetup(const RegistryFlags& flags, const config::Settings& settings);
+
+/// Settings from the user config alone, for verbs without an agent (image
+/// pull/inspect, run-image).
+Result<config::Settings> userSettings();
+
+/// Checks the signatures of an image in `store` offline (the store's copy of
+/// its signature manifest; fetched with a new client when there is none and
+/// `mayFetch`). An error says why it is not verified.
+Result<image::oci::Signer> verifyStoredImage(const image::oci::ImageStore& store, const image::oci::ImageRef& ref,
+                                             const image::oci::ImageRecord& record, const VerifySetup& setup,
+                                             const image::oci::RegistryOptions& registry, bool mayFetch);
+
+/// Pulls `reference` per `flags` and checks its signature per `settings` and
+/// the --verify flags: warn prints one line when it cannot be verified,
+/// require refuses (kVerification) before any layer is downloaded.
+Result<image::oci::PulledImage> pullVerified(const std::string& reference, const RegistryFlags& flags,
+                                             const config::Settings& settings, bool quiet);
 
 /// Adds the flags to `cmd`, storing into `flags`.
 void addRegistryFlags(CLI::App& cmd, RegistryFlags& flags);
@@ -28,7 +62,9 @@ void addRegistryFlags(CLI::App& cmd, RegistryFlags& flags);
 Result<image::oci::PullOptions> pullOptions(const RegistryFlags& flags, bool quiet);
 
 /// Pulls `reference` per `flags` (when the store lacks it, or --pull=always),
-/// records it as used now, and returns the path of its erofs root image.
-Result<std::string> pulledImagePath(const std::string& reference, const RegistryFlags& flags, bool quiet);
+/// verifies it (pullVerified), records it as used now, and returns the path
+/// of its erofs root image.
+Result<std::string> pulledImagePath(const std::string& reference, const RegistryFlags& flags,
+                                    const config::Settings& settings, bool quiet);
 
 }  // namespace airlock::cli

@@ -21,36 +21,28 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <ftw.h>
 #include <string>
 #include <vector>
 
 #include "agents/agent_env.h"
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/egress_flags.h"
 #include "cli/registry_flags.h"
-#include "cli/review.h"
+#include "cli/session_job.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "config/effective.h"
+#include "config/egress_plan.h"
 #include "image/agent_image.h"
 #include "session/session.h"
 #include "vm/launcher.h"
-#include "workspace/flush.h"
-#include "workspace/ignore.h"
-#include "workspace/snapshot.h"
 
 extern char** environ;
 
 namespace airlock::cli {
 namespace {
 
-namespace ws = airlock::workspace;
-
-/// The agent user in the guest (DESIGN.md, "Guest contract").
-constexpr uint32_t kAgentUid = 1000;
-/// Largest change set the guest may send back (16 GiB).
-constexpr uint64_t kMaxChangeSetBytes = 16ull << 30;
 
 struct RunArgs {
   std::string agent;
@@ -58,7 +50,7 @@ struct RunArgs {
   std::string review;
   std::vector<std::string> env;
   std::vector<std::string> excludes;
-  std::vector<unsigned> hostPorts;
+  EgressFlags egress;
   std::string accel = "auto";
   std::string tty = "auto";
   std::string workspaceMode;
@@ -133,7 +125,8 @@ config::ConfigLayer flagLayer(const RunArgs& args) {
   if (!args.review.empty()) flags.review = config::parseReviewPolicy(args.review);
   if (!args.workspaceMode.empty()) flags.workspaceMode = config::parseWorkspaceMode(args.workspaceMode);
   flags.excludes = args.excludes;
-  flags.hostPorts = args.hostPorts;
+  if (!args.egress.profile.empty()) flags.egressProfile = config::parseEgressProfile(args.egress.profile);
+  flags.allowHosts = args.egress.allowHosts;
   for (const auto& e : args.env) flags.envForward.push_back(e.substr(0, e.find('=')));
   return flags;
 }
@@ -145,12 +138,21 @@ agents::AgentSpec withConfigForwards(agents::AgentSpec spec, const config::Setti
   return spec;
 }
 
-/// Puts the configured `image` (a rootfs directory or an erofs file) into `launch`.
-Result<> useConfiguredImage(const std::string& image, vm::LaunchOptions& launch) {
+/// Puts the configured `image` into `launch`: a path ('/' or '.' first) to a
+/// rootfs directory or an erofs file, else an OCI image reference pulled per
+/// the registry flags.
+Result<> useConfiguredImage(const std::string& image, const RegistryFlags& registry, const config::Settings& settings,
+                            bool quiet, vm::LaunchOptions& launch) {
+  if (!image.starts_with('/') && !image.starts_with('.')) {
+    auto pulled = pulledImagePath(image, registry, settings, quiet);
+    if (!pulled) return std::unexpected(pulled.error());
+    launch.rootImage = *pulled;
+    return {};
+  }
   struct stat st {};
   if (stat(image.c_str(), &st) != 0)
-    return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory or an erofs image file "
-                    "(registry references are not supported yet)", image, errnoText(errno));
+    return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
+                    "image reference", image, errnoText(errno));
   if (S_ISDIR(st.st_mode))
     launch.rootfsDir = image;
   else
@@ -184,39 +186,6 @@ Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>&
   return {};
 }
 
-/// Gives the snapshot to the guest's agent user, so it can edit the files
-/// (the overlay copies them up with their owner).
-void chownTree(const std::string& root) {
-  nftw(
-      root.c_str(),
-      [](const char* path, const struct stat*, int, FTW*) {
-        (void)!lchown(path, kAgentUid, kAgentUid);
-        return 0;
-      },
-      64, FTW_PHYS);
-}
-
-/// 2. The snapshot: baseline manifest and private copy in the session
-/// directory, with .airlockignore and the configured excludes applied.
-Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>& excludes) {
-  s.phase("snapshot", "snapshot of " + s.workspace());
-  ws::IgnoreRules rules;
-  {
-    Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (auto r = rules.loadFile(root.get()); !r) return r;
-  }
-  for (const auto& e : excludes) rules.addPattern(e);
-  ws::SnapshotOptions snapOptions;
-  auto snap = ws::takeSnapshot(s.workspace(), s.dir() + "/snapshot", rules, snapOptions);
-  if (!snap) return std::unexpected(snap.error());
-  for (const auto& w : snap->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
-  if (auto r = snap->manifest.save(s.dir() + "/manifest"); !r) return r;
-  if (auto r = writeFileAtomic(s.dir() + "/ignore", rules.userText(), 0600); !r) return r;
-  if (geteuid() == 0) chownTree(s.dir() + "/snapshot");
-  s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
-  return {};
-}
-
 int runAgent(RunArgs args) {
   auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
   if (!effective) return report(effective.error());
@@ -245,30 +214,31 @@ int runAgent(RunArgs args) {
   bool usePty = args.tty == "always" || (args.tty == "auto" && terminal);
   auto env = agentEnvironment(spec, args.env, usePty);
   if (!env) return report(env.error());
+  auto hostPorts = parseHostPorts(args.egress.hostPorts);
+  if (!hostPorts) return report(hostPorts.error());
+  for (const auto& port : settings.hostPorts) hostPorts->push_back({uint16_t(port.value), uint16_t(port.value)});
+  auto policy = config::egressPolicy(config::egressPlan(spec, settings), std::move(*hostPorts));
+  if (!policy) return report(policy.error());
+  policy->log = args.egress.log;
+  auto published = parseHostPorts(args.egress.publish, "--publish");
+  if (!published) return report(published.error());
 
-  // 1. Session.
-  auto session = session::Session::open(args.workspace, args.wait);
+  // 1-2. Session and snapshot.
+  auto session = openSession(args.workspace, args.wait, args.quiet, direct, excludes);
   if (!session) return report(session.error());
   auto& s = **session;
-  s.setQuiet(args.quiet);
-  auto recovered = ws::recoverFlush(s.workspace(), stateDir(), ws::RecoveryMode::Complete);
-  if (!recovered) return report(recovered.error());
-  if (recovered->found)
-    std::fprintf(stderr, "airlock: completed an interrupted flush from %s\n", recovered->sessionDir.c_str());
-  if (direct) s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
-  if (!direct) {
-    if (auto r = takeSessionSnapshot(s, excludes); !r) return report(r.error());
-  }
 
   // 3. Image: --image (a registry reference), else the configured one, else the agent's.
   vm::LaunchOptions launch;
   if (!args.image.empty()) {
     s.phase("image", "image " + args.image);
-    auto image = pulledImagePath(args.image, args.registry, args.quiet);
+    auto image = pulledImagePath(args.image, args.registry, settings, args.quiet);
     if (!image) return report(image.error());
     launch.rootImage = *image;
   } else if (settings.image) {
-    if (auto r = useConfiguredImage(settings.image->value, launch); !r) return report(r.error());
+    s.phase("image", "image " + settings.image->value);
+    if (auto r = useConfiguredImage(settings.image->value, args.registry, settings, args.quiet, launch); !r)
+      return report(r.error());
   } else {
     s.phase("image", "image for " + spec.name);
     auto image = image::ensureAgentImage(spec, [&](const std::string& line) {
@@ -280,8 +250,9 @@ int runAgent(RunArgs args) {
 
   // 4. Boot. In direct mode the agent runs as the workspace's owner, so what
   // it writes keeps your ownership.
-  s.phase("boot", fmt::format("booting {} ({} vCPUs, {} MiB{})", spec.name, settings.cpus.value,
-                              settings.memoryMib.value, direct ? ", direct mode: live workspace read-write" : ""));
+  s.phase("boot", fmt::format("booting {} ({} vCPUs, {} MiB, egress {}{})", spec.name, settings.cpus.value,
+                              settings.memoryMib.value, egress::profileName(policy->profile),
+                              direct ? ", direct mode: live workspace read-write" : ""));
   uint32_t agentUid = kAgentUid;
   if (direct) {
     struct stat st {};
@@ -295,7 +266,9 @@ int runAgent(RunArgs args) {
   launch.memoryMiB = settings.memoryMib.value;
   launch.scratchMiB = static_cast<unsigned>(spec.scratchMib);
   launch.accel = accel;
-  launch.userNetwork = true;
+  launch.egress = *policy;
+  launch.egressNetwork.logPath = s.dir() + "/egress.log";
+  launch.publish = *published;
   launch.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
   auto machine = vm::Machine::launch(launch);
   if (!machine) return report(machine.error());
@@ -323,6 +296,7 @@ int runAgent(RunArgs args) {
     return report({agentCode.error().message + (crash.empty() ? "" : " (" + crash + ")"), exit_code::kVmFailed});
   }
   s.log(fmt::format("agent exited with {}", *agentCode));
+  if (!args.quiet) reportBlocked(*(*machine)->network(), launch.egressNetwork.logPath);
   if (direct) {
     (*machine)->stop();
     s.endPhase();
@@ -330,26 +304,13 @@ int runAgent(RunArgs args) {
     return *agentCode;
   }
 
-  // 6. Export the changes, stop the VM.
-  s.phase("export", "collecting the agent's changes");
-  auto exported = control.exportWorkspace(s.dir() + "/changes.tar", kMaxChangeSetBytes);
-  (*machine)->stop();
-  if (!exported) return report({exported.error().message, exit_code::kVmFailed});
-  s.log(fmt::format("change set: {} bytes", *exported));
-
-  // 7-9. Review and flush.
-  s.phase("review", "review");
-  ReviewArgs review;
-  review.workspace = s.workspace();
-  review.session = s.dir();
-  review.changeSet = s.dir() + "/changes.tar";
-  review.mode = args.review;
-  review.excludes = excludes;
-  int reviewCode = runReview(review);
+  // 6-9. Export the changes, stop the VM, review and flush.
+  auto reviewed = exportAndReview(s, **machine, args.review, excludes);
+  if (!reviewed) return report(reviewed.error());
+  int reviewCode = *reviewed;
   s.endPhase();
 
-  // 10. Cleanup: the session keeps its log, manifest, change set and pending changes.
-  (void)removeTree(s.dir() + "/snapshot");
+  // 10. The session keeps its log, manifest, change set and pending changes.
   std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
   if (reviewCode != 0 && reviewCode != exit_code::kReviewPending && reviewCode != exit_code::kConflict)
@@ -391,12 +352,7 @@ Examples:
   cmd->add_option("--exclude", args->excludes, "Keep matching files out of the snapshot (gitignore syntax)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--host-port", args->hostPorts,
-                  "A TCP port on your loopback the agent needs (a local model server): reachable in the guest at "
-                  "10.0.2.2:PORT")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(CLI::Range(1, 65535));
+  addEgressFlags(*cmd, args->egress, "standard, or egress_profile from your config");
   cmd->add_option("--workspace-mode", args->workspaceMode,
                   "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "
                   "no review; needs --yes)")

@@ -10,8 +10,11 @@
 
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/egress_flags.h"
+#include "cli/session_job.h"
 #include "cli/registry_flags.h"
 #include "common/exit_codes.h"
+#include "config/egress_plan.h"
 #include "image/oci/image_pull.h"
 #include "image/oci/image_store.h"
 #include "vm/launcher.h"
@@ -28,11 +31,13 @@ struct RunImageArgs {
   unsigned memory = 512;
   std::vector<std::string> env;
   std::string workspace;
+  std::string review;  ///< with -w: snapshot the workspace and review the changes (interactive, auto, all, none)
   std::string accel = "auto";
   std::string tty = "auto";
   std::string workdir;
   unsigned user = 0;
   bool quiet = false;
+  EgressFlags egress;
   std::vector<std::string> command;
 };
 
@@ -50,12 +55,11 @@ struct ImageDefaults {
 Result<ImageDefaults> prepareImage(const RunImageArgs& args) {
   auto ref = image::oci::parseImageRef(args.image);
   if (!ref) return std::unexpected(ref.error());
-  auto options = pullOptions(args.registry, args.quiet);
-  if (!options) return std::unexpected(options.error());
-  auto store = image::oci::ImageStore::openDefault();
-  auto pulled = image::oci::pullImage(store, *ref, *options);
+  auto settings = userSettings();
+  if (!settings) return std::unexpected(settings.error());
+  auto pulled = pullVerified(args.image, args.registry, *settings, args.quiet);
   if (!pulled) return std::unexpected(pulled.error());
-  store.markUsed(pulled->record.manifestDigest);
+  image::oci::ImageStore::openDefault().markUsed(pulled->record.manifestDigest);
   const auto& config = pulled->record.config;
   ImageDefaults d;
   d.erofs = pulled->erofsPath;
@@ -72,6 +76,24 @@ Result<ImageDefaults> prepareImage(const RunImageArgs& args) {
   return d;
 }
 
+/// The guest's network: none unless an egress flag (or --publish) is given;
+/// then the egress firewall with --egress-profile (default locked: only
+/// --allow-host hosts).
+Result<std::optional<egress::Policy>> imagePolicy(const EgressFlags& flags) {
+  if (flags.profile.empty() && flags.allowHosts.empty() && flags.hostPorts.empty() && flags.publish.empty())
+    return std::nullopt;
+  auto hostPorts = parseHostPorts(flags.hostPorts);
+  if (!hostPorts) return std::unexpected(hostPorts.error());
+  config::Settings settings;
+  settings.egressProfile = {flags.profile.empty() ? egress::Profile::kLocked : *egress::parseProfile(flags.profile),
+                            config::Layer::kFlag};
+  for (const auto& host : flags.allowHosts) settings.allowHosts.push_back({host, config::Layer::kFlag});
+  auto policy = config::egressPolicy(config::egressPlan(agents::AgentSpec{}, settings), std::move(*hostPorts));
+  if (!policy) return std::unexpected(policy.error());
+  policy->log = flags.log;
+  return std::optional(std::move(*policy));
+}
+
 bool hasEnv(const std::vector<std::string>& env, std::string_view name) {
   for (const auto& e : env)
     if (e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=') return true;
@@ -85,6 +107,19 @@ int runImage(const RunImageArgs& args) {
     return exit_code::kUsage;
   }
   bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
+  auto policy = imagePolicy(args.egress);
+  if (!policy) {
+    std::fprintf(stderr, "airlock: %s\n", policy.error().message.c_str());
+    return policy.error().code;
+  }
+  if (!args.review.empty() && args.workspace.empty()) {
+    std::fprintf(stderr, "airlock: --review needs a workspace: add -w DIR\n");
+    return exit_code::kUsage;
+  }
+  if (args.review == "interactive" && !interactiveTerminal()) {
+    std::fprintf(stderr, "airlock: --review=interactive needs a terminal; pass --review=auto or --review=none\n");
+    return exit_code::kUsage;
+  }
   ImageDefaults image;
   image.argv = args.command;
   image.uid = image.gid = args.user;
@@ -133,8 +168,26 @@ int runImage(const RunImageArgs& args) {
   options.rootImage = image.erofs;
   options.cpus = args.cpus;
   options.memoryMiB = args.memory;
-  options.workspaceDir = args.workspace;
+  std::unique_ptr<session::Session> session;
+  if (!args.review.empty()) {
+    auto opened = openSession(args.workspace, false, args.quiet, false, {});
+    if (!opened) {
+      std::fprintf(stderr, "airlock: %s\n", opened.error().message.c_str());
+      return opened.error().code == 1 ? exit_code::kInternal : opened.error().code;
+    }
+    session = std::move(*opened);
+    options.workspaceSnapshot = session->dir() + "/snapshot";
+  } else {
+    options.workspaceDir = args.workspace;
+  }
   options.accel = accel;
+  options.egress = *policy;
+  auto published = parseHostPorts(args.egress.publish, "--publish");
+  if (!published) {
+    std::fprintf(stderr, "airlock: %s\n", published.error().message.c_str());
+    return published.error().code;
+  }
+  options.publish = *published;
   auto say = [quiet = args.quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
   };
@@ -146,14 +199,26 @@ int runImage(const RunImageArgs& args) {
     return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
   }
   auto code = attachCommand((*machine)->vm().control(), request, usePty);
+  if ((*machine)->network() && !args.quiet) reportBlocked(*(*machine)->network(), "run again with --egress-log");
   std::string crash = (*machine)->vm().crashReason();
-  (*machine)->stop();
   if (!code) {
+    (*machine)->stop();
     std::fprintf(stderr, "airlock: %s%s\n", code.error().message.c_str(),
                  crash.empty() ? "" : (" (" + crash + ")").c_str());
     return code.error().code == 1 ? exit_code::kVmFailed : code.error().code;
   }
-  return *code;
+  if (!session) {
+    (*machine)->stop();
+    return *code;
+  }
+  auto reviewed = exportAndReview(*session, **machine, args.review, {});
+  if (!reviewed) {
+    std::fprintf(stderr, "airlock: %s\n", reviewed.error().message.c_str());
+    return reviewed.error().code;
+  }
+  session->endPhase();
+  bool reviewFailed = *reviewed != 0 && *reviewed != exit_code::kReviewPending && *reviewed != exit_code::kConflict;
+  return reviewFailed || *code == 0 ? *reviewed : *code;
 }
 
 }  // namespace
@@ -172,11 +237,20 @@ read-only erofs image (cached by content) instead. Writes inside the VM go to a 
 disk that is thrown away when the command exits. The command's exit code is airlock's
 (128+N when it was killed by signal N).
 
+With -w DIR the directory is shared read-only at /workspace; add --review=MODE and the
+command works on a snapshot of it instead, and what it changed goes through the same
+review gate as `airlock run` (exit 70 when changes are left pending, 71 on a conflict).
+
+The guest has no network unless an egress flag is given; then it goes through the
+egress firewall with --egress-profile (default locked: only the --allow-host hosts).
+
 Examples:
   airlock run-image docker.io/library/busybox -- echo hi
   airlock run-image --pull=always 127.0.0.1:5000/team/tools:dev   (options go before IMAGE)
+  airlock run-image --allow-host deb.debian.org:80 debian:12 -- apt-get update
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
+  airlock run-image -w . --review=auto node:22 -- npx prettier --write .
   airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)");
   cmd->add_option("--rootfs", args->rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)");
   addRegistryFlags(*cmd, args->registry);
@@ -188,8 +262,13 @@ Examples:
                   "travel over the control channel, never on a command line")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("-w,--workspace", args->workspace, "Host directory shared read-only at /workspace")
+  cmd->add_option("-w,--workspace", args->workspace,
+                  "Host directory at /workspace: shared read-only, or with --review a snapshot the command may change")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--review", args->review,
+                  "With -w: the command edits a snapshot of the workspace and its changes go through the review "
+                  "gate: interactive, auto (accept all but held-back paths), all, or none (keep them pending)")
+      ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
   cmd->add_option("--workdir", args->workdir, "Working directory in the guest (default /workspace with -w, else /)");
   auto* user = cmd->add_option("--user", args->user, "uid (and gid) to run the command as (default: the image's user, else 0)");
   cmd->add_option("--accel", args->accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")
@@ -198,6 +277,7 @@ Examples:
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
+  addEgressFlags(*cmd, args->egress, "no network; locked when --allow-host, --host-port or --publish is given");
   // Everything from the first positional argument on (or after --) is the
   // command, passed to the guest untouched.
   cmd->prefix_command();

@@ -63,6 +63,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
   pid_t pid = fork();
   if (pid < 0) return fail("cannot fork to run '{}': {}", argv[0], errnoText(errno));
   if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     dup2(outPipe[1], 1);
@@ -156,6 +157,7 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     dup2(outFd.get(), 1);

@@ -28,7 +28,10 @@ const std::vector<std::string>& commonDeveloperHosts() {
       "files.pythonhosted.org", "crates.io",            "index.crates.io",
       "static.crates.io",     "proxy.golang.org",       "sum.golang.org",
       "rubygems.org",         "repo.maven.apache.org",  "repo1.maven.org",
-      "deb.debian.org",       "security.debian.org",
+      "registry-1.docker.io", "auth.docker.io",         "production.cloudflare.docker.com",
+      "ghcr.io",              "pkg-containers.githubusercontent.com",
+      "deb.debian.org",       "security.debian.org",    "archive.ubuntu.com",
+      "security.ubuntu.com",
   };
   return hosts;
 }
@@ -65,6 +68,20 @@ EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) 
     plan.hosts.erase(it, plan.hosts.end());
   }
   return plan;
+}
+
+Result<egress::Policy> egressPolicy(const EgressPlan& plan, std::vector<egress::HostPort> hostPorts) {
+  egress::Policy policy;
+  policy.profile = plan.profile.value;
+  policy.hostPorts = std::move(hostPorts);
+  if (plan.anyHost) return policy;
+  for (const auto& allowed : plan.hosts) {
+    auto rule = egress::parseHostRule(allowed.host);
+    if (!rule) return std::unexpected(rule.error());
+    for (unsigned port : allowed.ports) rule->ports.push_back(static_cast<uint16_t>(port));
+    policy.hosts.push_back(std::move(*rule));
+  }
+  return policy;
 }
 
 }  // namespace airlock::config

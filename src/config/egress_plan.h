@@ -1,13 +1,15 @@
 #pragma once
 // The egress allowlist a run would get, as data: the profile, every allowed
 // host with its ports and where it came from, and the host-port mappings.
-// Nothing here enforces anything; the egress firewall consumes this plan.
+// egressPolicy() turns it into the egress::Policy the firewall enforces.
 
 #include <string>
 #include <vector>
 
 #include "agents/agent_spec.h"
+#include "common/error.h"
 #include "config/settings.h"
+#include "egress/policy.h"
 
 namespace airlock::config {
 
@@ -42,5 +44,10 @@ const std::vector<std::string>& commonDeveloperHosts();
 /// in standard and locked, then remove_hosts entries are taken out.
 /// Hosts without a port get kHttpsPort.
 EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings);
+
+/// The policy the egress firewall enforces for `plan`, with the host loopback
+/// ports reachable at the gateway. Fails (kUsage) on a host entry that is not
+/// a DNS name (egress::parseHostRule).
+Result<egress::Policy> egressPolicy(const EgressPlan& plan, std::vector<egress::HostPort> hostPorts);
 
 }  // namespace airlock::config

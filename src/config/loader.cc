@@ -20,7 +20,8 @@ namespace {
 constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_profile", "allow_hosts",
                                       "remove_hosts", "host_ports",    "env_forward",    "exclude",
                                       "workspace_mode", "review",      "image",          "agents",
-                                      "direct_mode_acknowledged"};
+                                      "direct_mode_acknowledged", "image_verify", "image_verify_key",
+                                      "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject"};
 
 std::string knownKeys() {
   std::string out;
@@ -115,7 +116,7 @@ class ConfigReader {
       return {};
     }
     if (key == "egress_profile")
-      return named(key, n, parseProfile, "permissive, standard, locked", layer.egressProfile);
+      return named(key, n, parseEgressProfile, "permissive, standard, locked", layer.egressProfile);
     if (key == "workspace_mode") return named(key, n, parseWorkspaceMode, "snapshot, direct", layer.workspaceMode);
     if (key == "review") return named(key, n, parseReviewPolicy, "interactive, auto, all, none", layer.review);
     if (key == "allow_hosts") return strings(key, n, isHostPattern, "a host name or HOST:PORT", layer.allowHosts);
@@ -146,6 +147,18 @@ class ConfigReader {
       return {};
     }
     if (key == "agents") return agents(n, layer.agents);
+    if (key == "image_verify") return named(key, n, parseVerifyMode, "off, warn, require", layer.imageVerify);
+    if (key == "image_verify_key" || key == "image_verify_trusted_root" || key == "image_verify_issuer" ||
+        key == "image_verify_subject") {
+      auto value = word(key, n);
+      if (!value) return std::unexpected(value.error());
+      auto& field = key == "image_verify_key"            ? layer.imageVerifyKey
+                    : key == "image_verify_trusted_root" ? layer.imageVerifyTrustedRoot
+                    : key == "image_verify_issuer"       ? layer.imageVerifyIssuer
+                                                         : layer.imageVerifySubject;
+      field = *value;
+      return {};
+    }
     return error(n, fmt::format("unknown key '{}' (known keys: {})", key, knownKeys()));
   }
 

@@ -24,6 +24,11 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   if (l.review) s.review = Sourced<ReviewPolicy>{*l.review, layer};
   if (l.image) s.image = Sourced<std::string>{*l.image, layer};
   if (l.directModeAcknowledged) s.directModeAcknowledged = {*l.directModeAcknowledged, layer};
+  if (l.imageVerify) s.imageVerify = {*l.imageVerify, layer};
+  if (l.imageVerifyKey) s.imageVerifyKey = Sourced<std::string>{*l.imageVerifyKey, layer};
+  if (l.imageVerifyTrustedRoot) s.imageVerifyTrustedRoot = Sourced<std::string>{*l.imageVerifyTrustedRoot, layer};
+  if (l.imageVerifyIssuer) s.imageVerifyIssuer = Sourced<std::string>{*l.imageVerifyIssuer, layer};
+  if (l.imageVerifySubject) s.imageVerifySubject = Sourced<std::string>{*l.imageVerifySubject, layer};
   append(s.allowHosts, l.allowHosts, layer);
   append(s.removeHosts, l.removeHosts, layer);
   append(s.hostPorts, l.hostPorts, layer);
@@ -76,6 +81,19 @@ class RepoTightener {
     for (const auto& a : l.agents) ignore("agents: " + a.name, "a repo config cannot define agents");
     if (l.directModeAcknowledged)
       ignore("direct_mode_acknowledged", "only your user config or --yes can acknowledge direct mode");
+    if (l.imageVerify) {
+      if (*l.imageVerify > s_.imageVerify.value)
+        s_.imageVerify = {*l.imageVerify, Layer::kRepo};
+      else if (*l.imageVerify < s_.imageVerify.value)
+        ignore(fmt::format("image_verify: {}", verifyModeName(*l.imageVerify)),
+               fmt::format("would weaken image verification from {}; a repo config can only make it stricter",
+                           verifyModeName(s_.imageVerify.value)));
+    }
+    const char* trust = "a repo config cannot change who is trusted to sign images";
+    if (l.imageVerifyKey) ignore("image_verify_key: " + *l.imageVerifyKey, trust);
+    if (l.imageVerifyTrustedRoot) ignore("image_verify_trusted_root: " + *l.imageVerifyTrustedRoot, trust);
+    if (l.imageVerifyIssuer) ignore("image_verify_issuer: " + *l.imageVerifyIssuer, trust);
+    if (l.imageVerifySubject) ignore("image_verify_subject: " + *l.imageVerifySubject, trust);
   }
 
  private:

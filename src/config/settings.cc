@@ -1,11 +1,7 @@
 #include "config/settings.h"
 
-#include <charconv>
-
 namespace airlock::config {
 namespace {
-
-bool isDnsChar(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
 
 bool isEnvChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -19,15 +15,6 @@ std::string_view layerName(Layer layer) {
     case Layer::kUser: return "user";
     case Layer::kRepo: return "repo";
     case Layer::kFlag: return "flag";
-  }
-  return "?";
-}
-
-std::string_view profileName(EgressProfile profile) {
-  switch (profile) {
-    case EgressProfile::kPermissive: return "permissive";
-    case EgressProfile::kStandard: return "standard";
-    case EgressProfile::kLocked: return "locked";
   }
   return "?";
 }
@@ -46,10 +33,24 @@ std::string_view reviewPolicyName(ReviewPolicy policy) {
   return "?";
 }
 
-std::optional<EgressProfile> parseProfile(std::string_view text) {
-  for (auto p : {EgressProfile::kPermissive, EgressProfile::kStandard, EgressProfile::kLocked})
-    if (profileName(p) == text) return p;
+std::string_view verifyModeName(VerifyMode mode) {
+  switch (mode) {
+    case VerifyMode::kOff: return "off";
+    case VerifyMode::kWarn: return "warn";
+    case VerifyMode::kRequire: return "require";
+  }
+  return "?";
+}
+
+std::optional<VerifyMode> parseVerifyMode(std::string_view text) {
+  for (auto m : {VerifyMode::kOff, VerifyMode::kWarn, VerifyMode::kRequire})
+    if (verifyModeName(m) == text) return m;
   return std::nullopt;
+}
+
+std::optional<EgressProfile> parseEgressProfile(std::string_view text) {
+  auto profile = egress::parseProfile(text);
+  return profile ? std::optional(*profile) : std::nullopt;
 }
 
 std::optional<WorkspaceMode> parseWorkspaceMode(std::string_view text) {
@@ -64,22 +65,7 @@ std::optional<ReviewPolicy> parseReviewPolicy(std::string_view text) {
   return std::nullopt;
 }
 
-bool isHostPattern(std::string_view text) {
-  std::string_view host = text;
-  if (auto colon = text.find(':'); colon != std::string_view::npos) {
-    host = text.substr(0, colon);
-    std::string_view port = text.substr(colon + 1);
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) return false;
-  }
-  if (host.empty() || host.size() > 253 || host.front() == '.' || host.front() == '-' || host.back() == '.' ||
-      host.find("..") != std::string_view::npos)
-    return false;
-  for (char c : host)
-    if (!isDnsChar(c)) return false;
-  return true;
-}
+bool isHostPattern(std::string_view text) { return egress::parseHostRule(text).has_value(); }
 
 bool isEnvPattern(std::string_view text) {
   std::string_view name = text.ends_with('*') ? text.substr(0, text.size() - 1) : text;

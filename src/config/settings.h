@@ -13,19 +13,25 @@
 #include <vector>
 
 #include "agents/agent_spec.h"
+#include "egress/policy.h"
 
 namespace airlock::config {
 
 /// Where a value came from, lowest precedence first.
 enum class Layer { kBuiltin, kUser, kRepo, kFlag };
 
-/// Egress profiles, widest first: permissive (any TCP), standard (model API +
-/// common developer hosts), locked (model API only).
-enum class EgressProfile { kPermissive, kStandard, kLocked };
+/// Egress profiles, widest first (egress/policy.h): permissive (any TCP),
+/// standard (model API + common developer hosts), locked (model API only).
+using EgressProfile = egress::Profile;
 
 /// snapshot: the agent edits a private copy, changes go through review.
 /// direct: the live workspace is shared read-write, no review.
 enum class WorkspaceMode { kSnapshot, kDirect };
+
+/// Image signature verification (see README "Image verification"), weakest
+/// first: off (never checked), warn (checked; a one-line warning when the
+/// image cannot be verified), require (refused, exit 68).
+enum class VerifyMode { kOff, kWarn, kRequire };
 
 /// The review gate's policy (see `airlock review --help`).
 enum class ReviewPolicy { kInteractive, kAuto, kAll, kNone };
@@ -55,6 +61,11 @@ struct ConfigLayer {
   std::optional<std::string> image;              ///< `image`: rootfs directory or erofs image to use instead
   std::vector<agents::AgentSpec> agents;         ///< `agents`: custom agent specs
   std::optional<bool> directModeAcknowledged;    ///< `direct_mode_acknowledged`: stands in for --yes
+  std::optional<VerifyMode> imageVerify;         ///< `image_verify`: off | warn | require
+  std::optional<std::string> imageVerifyKey;     ///< `image_verify_key`: cosign public key (PEM file)
+  std::optional<std::string> imageVerifyTrustedRoot;  ///< `image_verify_trusted_root`: Sigstore trusted_root.json
+  std::optional<std::string> imageVerifyIssuer;  ///< `image_verify_issuer`: keyless OIDC issuer (exact)
+  std::optional<std::string> imageVerifySubject; ///< `image_verify_subject`: keyless SAN regex (whole match)
 };
 
 /// The effective settings of one run, each with the layer that set it.
@@ -73,23 +84,30 @@ struct Settings {
   std::optional<Sourced<std::string>> image;
   Sourced<bool> directModeAcknowledged;
   std::vector<agents::AgentSpec> customAgents;
+  Sourced<VerifyMode> imageVerify{VerifyMode::kWarn, Layer::kBuiltin};
+  std::optional<Sourced<std::string>> imageVerifyKey;
+  std::optional<Sourced<std::string>> imageVerifyTrustedRoot;
+  std::optional<Sourced<std::string>> imageVerifyIssuer;
+  std::optional<Sourced<std::string>> imageVerifySubject;
 };
 
 /// "built-in", "user", "repo", "flag".
 std::string_view layerName(Layer layer);
-/// "permissive", "standard", "locked".
-std::string_view profileName(EgressProfile profile);
 /// "snapshot", "direct".
 std::string_view workspaceModeName(WorkspaceMode mode);
 /// "interactive", "auto", "all", "none".
 std::string_view reviewPolicyName(ReviewPolicy policy);
+/// "off", "warn", "require".
+std::string_view verifyModeName(VerifyMode mode);
 
 /// Parse the names above; nullopt for anything else.
-std::optional<EgressProfile> parseProfile(std::string_view text);
+std::optional<EgressProfile> parseEgressProfile(std::string_view text);
 std::optional<WorkspaceMode> parseWorkspaceMode(std::string_view text);
 std::optional<ReviewPolicy> parseReviewPolicy(std::string_view text);
+std::optional<VerifyMode> parseVerifyMode(std::string_view text);
 
-/// A lowercase DNS name ("api.anthropic.com"), optionally ":PORT" (1-65535).
+/// A DNS name ("api.anthropic.com", "*.example.com"), optionally ":PORT"
+/// (1-65535); the rules of egress::parseHostRule.
 bool isHostPattern(std::string_view text);
 /// An environment variable name, or a prefix ending in '*'.
 bool isEnvPattern(std::string_view text);

@@ -48,6 +48,16 @@ const std::string& userConfigTemplate() {
 # Boot this root instead of the agent's image: a rootfs directory or an erofs image.
 # image: /path/to/rootfs
 
+# Image signatures (cosign), checked offline on pulls (`image pull`, `run-image
+# IMAGE`, `run --image`): off, warn (default: a warning when unverifiable), or
+# require (refuse, exit 68). Key-based: a cosign public key (PEM). Keyless: a
+# Sigstore trusted_root.json, the OIDC issuer and a regex for the signer's identity.
+# image_verify: warn
+# image_verify_key: /path/to/cosign.pub
+# image_verify_trusted_root: /path/to/trusted_root.json
+# image_verify_issuer: https://token.actions.githubusercontent.com
+# image_verify_subject: "^https://github.com/org/repo/\\.github/workflows/release\\.yml@refs/tags/.*$"
+
 # Custom agents, in the agent spec schema (see `airlock agents show claude-code`).
 # agents:
 #   my-agent:

@@ -84,6 +84,7 @@ std::string DnsAnswerer::answer(std::string_view wire, DnsOutcome* outcome) {
   if (ldns_rr_get_class(question) != LDNS_RR_CLASS_IN) return finish(reply(query.get(), LDNS_RCODE_REFUSED), "refused");
   if (!policy_.allowsName(out.name)) {
     bool tunnelType = type == LDNS_RR_TYPE_TXT || type == LDNS_RR_TYPE_NULL || type == LDNS_RR_TYPE_ANY;
+    out.blocked = tunnelType ? kBlockedTunnelType : kBlockedNotAllowed;
     return tunnelType ? finish(reply(query.get(), LDNS_RCODE_REFUSED), "refused")
                       : finish(reply(query.get(), LDNS_RCODE_NXDOMAIN), "nxdomain");
   }
@@ -132,6 +133,7 @@ std::string DnsAnswerer::answer(std::string_view wire, DnsOutcome* outcome) {
     ldns_pkt_push_rr(r.get(), LDNS_SECTION_ANSWER, copy);
     out.addresses.push_back(address->toString());
   }
+  if (!out.rebinding.empty()) out.blocked = kBlockedRebinding;
   return finish(std::move(r), "answered");
 }
 

@@ -32,7 +32,15 @@ struct DnsOutcome {
   std::string verdict;        ///< "answered", "nxdomain", "refused", "nodata", "servfail", "dropped"
   std::vector<std::string> addresses;  ///< recorded addresses
   std::vector<std::string> rebinding;  ///< answers dropped as internal / the host's own
+  /// Why the firewall refused (part of) this query, for the blocked summary
+  /// ("" when nothing was refused: allowed names, upstream NXDOMAIN, ...).
+  std::string blocked;
 };
+
+/// DnsOutcome::blocked reasons.
+inline constexpr const char* kBlockedNotAllowed = "DNS name not on the allowlist";
+inline constexpr const char* kBlockedTunnelType = "DNS TXT/NULL/ANY query for a name not on the allowlist (tunnel type)";
+inline constexpr const char* kBlockedRebinding = "DNS answer into loopback/private/link-local or the host dropped (rebinding)";
 
 class DnsAnswerer {
  public:

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
 #include "egress/first_bytes.h"
+#include "egress/stream_relay.h"
 
 namespace airlock::egress {
 
@@ -24,9 +26,17 @@ struct EgressProxy::Shared {
   Policy policy;
   std::shared_ptr<const AddressBook> book;
   EgressLogFn log;
+  std::shared_ptr<BlockedLog> blocked;
+  int maxConnections = EgressProxy::kDefaultMaxConnections;
+  std::atomic<int> active{0};
   Fd listener;
   void note(const std::string& line) const {
     if (log) log(line);
+  }
+  /// Logs a refusal and adds it to the blocked summary.
+  void refuse(const std::string& what, const std::string& reason) const {
+    note(fmt::format("tcp {} blocked: {}", what, reason));
+    if (blocked) blocked->add(what, reason);
   }
 };
 
@@ -66,57 +76,6 @@ std::string text(const Destination& d) {
                       : fmt::format("{}:{}", d.address.toString(), d.port);
 }
 
-/// Connects (from this thread's namespace: the host's) with a timeout.
-Fd connectTo(const IpAddress& address, uint16_t port) {
-  Fd s(socket(address.v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!s) return {};
-  sockaddr_storage addr{};
-  socklen_t len;
-  if (address.v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port);
-    std::memcpy(&a->sin6_addr, address.bytes.data(), 16);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    std::memcpy(&a->sin_addr, address.bytes.data(), 4);
-    len = sizeof *a;
-  }
-  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
-    if (errno != EINPROGRESS) return {};
-    pollfd p{s.get(), POLLOUT, 0};
-    int err = 0;
-    socklen_t errLen = sizeof err;
-    if (poll(&p, 1, kConnectTimeoutMs) != 1 || getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &errLen) != 0 || err)
-      return {};
-  }
-  fcntl(s.get(), F_SETFL, 0);
-  return s;
-}
-
-/// Moves bytes from `in` to `out` through a pipe with splice(2) until EOF.
-void pump(int in, int out) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return;
-  Fd r(p[0]), w(p[1]);
-  for (;;) {
-    ssize_t n = splice(in, nullptr, w.get(), nullptr, 1 << 16, SPLICE_F_MOVE);
-    if (n <= 0) break;
-    while (n > 0) {
-      ssize_t m = splice(r.get(), nullptr, out, nullptr, static_cast<size_t>(n), SPLICE_F_MOVE);
-      if (m <= 0) {
-        shutdown(in, SHUT_RD);
-        return;
-      }
-      n -= m;
-    }
-  }
-  shutdown(out, SHUT_WR);
-}
-
 /// Reads the connection's first bytes until a name can be decided.
 RequestedName readRequestedName(int fd, std::string& buffered) {
   char buf[4096];
@@ -140,8 +99,14 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest);
 }  // namespace
 
 Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netns, Policy policy,
-                                                        std::shared_ptr<const AddressBook> book, EgressLogFn log) {
-  auto shared = std::make_shared<Shared>(Shared{std::move(policy), std::move(book), std::move(log), {}});
+                                                        std::shared_ptr<const AddressBook> book, EgressLogFn log,
+                                                        std::shared_ptr<BlockedLog> blocked, int maxConnections) {
+  auto shared = std::make_shared<Shared>();
+  shared->policy = std::move(policy);
+  shared->book = std::move(book);
+  shared->log = std::move(log);
+  shared->blocked = std::move(blocked);
+  shared->maxConnections = maxConnections;
   auto bound = netns.run([&]() -> Result<> {
     Fd s(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int zero = 0, one = 1;
@@ -165,11 +130,23 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
         if (errno == EINTR || errno == ECONNABORTED) continue;
         return;
       }
-      std::thread(handle, shared, std::move(conn)).detach();
+      if (shared->active.load() >= shared->maxConnections) {
+        auto dest = originalDestination(conn.get());
+        shared->refuse(dest ? text(*dest) : "?",
+                       fmt::format("more than {} concurrent proxied connections", shared->maxConnections));
+        continue;  // closes conn
+      }
+      ++shared->active;
+      std::thread([shared, c = std::move(conn)]() mutable {
+        handle(shared, std::move(c));
+        --shared->active;
+      }).detach();
     }
   });
   return proxy;
 }
+
+int EgressProxy::activeConnections() const { return shared_->active.load(); }
 
 EgressProxy::~EgressProxy() {
   shutdown(shared_->listener.get(), SHUT_RDWR);
@@ -188,38 +165,46 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
   if (isGateway(dest->address)) {
     upstreamPort = shared->policy.hostPortFor(dest->port);
     if (!upstreamPort) {
-      shared->note(fmt::format("tcp {} blocked: no --host-port mapping", label));
+      shared->refuse(label, "gateway port without a --host-port mapping");
       return;
     }
     upstreamAddress = *IpAddress::parse("127.0.0.1");
     label = fmt::format("{} (host 127.0.0.1:{})", label, upstreamPort);
   } else if (shared->policy.profile != Profile::kPermissive) {
+    std::vector<std::string> answered = shared->book->namesFor(dest->address);
     std::vector<std::string> names;
-    for (const auto& name : shared->book->namesFor(dest->address))
+    for (const auto& name : answered)
       if (shared->policy.allowsConnection(name, dest->port)) names.push_back(name);
+    if (answered.empty()) {
+      shared->refuse(label, "address not answered by the DNS proxy for an allowed name (or its TTL expired)");
+      return;
+    }
     if (names.empty()) {
-      shared->note(fmt::format("tcp {} blocked: not answered by the DNS proxy for an allowed name and port", label));
+      shared->refuse(label, fmt::format("port {} not allowed for {}", dest->port, fmt::join(answered, "|")));
       return;
     }
     RequestedName requested = readRequestedName(guest.get(), buffered);
-    if (requested.state != RequestedName::State::kFound ||
-        std::find(names.begin(), names.end(), requested.name) == names.end()) {
-      shared->note(fmt::format("tcp {} blocked: {} '{}' is not {}", label, requested.tls ? "SNI" : "Host",
-                               requested.name, fmt::join(names, "|")));
+    if (requested.state != RequestedName::State::kFound) {
+      shared->refuse(label, "no TLS SNI or HTTP Host header in the first bytes");
+      return;
+    }
+    if (std::find(names.begin(), names.end(), requested.name) == names.end()) {
+      const char* kind = requested.tls ? "SNI" : "Host";
+      shared->refuse(fmt::format("{} {} {}", label, kind, requested.name),
+                     fmt::format("{} is not the allowed name the address was answered for ({})", kind,
+                                 fmt::join(names, "|")));
       return;
     }
     label = fmt::format("{} ({})", label, requested.name);
   }
-  Fd upstream = connectTo(upstreamAddress, upstreamPort);
+  Fd upstream = connectTcp(upstreamAddress, upstreamPort, kConnectTimeoutMs);
   if (!upstream) {
     shared->note(fmt::format("tcp {} upstream connect failed", label));
     return;
   }
   shared->note(fmt::format("tcp {} allowed", label));
   if (!buffered.empty() && !writeAll(upstream.get(), buffered)) return;
-  std::thread back(pump, upstream.get(), guest.get());
-  pump(guest.get(), upstream.get());
-  back.join();
+  relayBothWays(guest.get(), upstream.get());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "common/fd.h"
 #include "egress/address_book.h"
+#include "egress/blocked_log.h"
 #include "egress/dns_server.h"
 #include "egress/netns.h"
 #include "egress/policy.h"
@@ -24,10 +25,20 @@ namespace airlock::egress {
 
 class EgressProxy {
  public:
+  /// Default cap on connections handled at once (each holds a thread and two fds).
+  static constexpr int kDefaultMaxConnections = 256;
+
   /// Listens on [::]:kProxyPort (dual stack) in `netns`. Connection threads
-  /// share `book` and a copy of `policy` and `log`. Errors carry kEgress.
+  /// share `book` and a copy of `policy` and `log`; every refusal is added
+  /// to `blocked` (may be null). At most `maxConnections` guest connections
+  /// are handled at once; beyond that a new one is closed at once, logged
+  /// and counted as blocked. Errors carry kEgress.
   static Result<std::unique_ptr<EgressProxy>> start(const NetNamespace& netns, Policy policy,
-                                                    std::shared_ptr<const AddressBook> book, EgressLogFn log);
+                                                    std::shared_ptr<const AddressBook> book, EgressLogFn log,
+                                                    std::shared_ptr<BlockedLog> blocked = nullptr,
+                                                    int maxConnections = kDefaultMaxConnections);
+  /// Guest connections being handled now.
+  int activeConnections() const;
   /// Stops accepting (new connections are refused: fail closed); connections
   /// in flight end with the session.
   ~EgressProxy();

@@ -94,31 +94,18 @@ Result<HostRule> parseHostRule(std::string_view text) {
   return rule;
 }
 
-Result<HostPort> parseHostPort(std::string_view text) {
+Result<HostPort> parseHostPort(std::string_view text, std::string_view flag) {
   HostPort mapping;
   auto colon = text.find(':');
-  auto host = parsePort(text.substr(0, colon), "--host-port");
+  auto host = parsePort(text.substr(0, colon), flag);
   if (!host) return std::unexpected(host.error());
   mapping.hostPort = mapping.guestPort = *host;
   if (colon != std::string_view::npos) {
-    auto guest = parsePort(text.substr(colon + 1), "--host-port");
+    auto guest = parsePort(text.substr(colon + 1), flag);
     if (!guest) return std::unexpected(guest.error());
     mapping.guestPort = *guest;
   }
   return mapping;
-}
-
-const std::vector<std::string>& standardDevHosts() {
-  static const std::vector<std::string> hosts = {
-      "github.com",          "api.github.com",      "codeload.github.com",
-      "objects.githubusercontent.com", "registry.npmjs.org", "pypi.org",
-      "files.pythonhosted.org", "proxy.golang.org", "sum.golang.org",
-      "crates.io",           "static.crates.io",    "index.crates.io",
-      "registry-1.docker.io", "auth.docker.io",     "production.cloudflare.docker.com",
-      "ghcr.io",             "deb.debian.org",      "security.debian.org",
-      "archive.ubuntu.com",  "security.ubuntu.com",
-  };
-  return hosts;
 }
 
 bool Policy::allowsName(std::string_view name) const {
@@ -135,31 +122,6 @@ uint16_t Policy::hostPortFor(uint16_t guestPort) const {
   for (const auto& m : hostPorts)
     if (m.guestPort == guestPort) return m.hostPort;
   return 0;
-}
-
-Result<Policy> buildPolicy(Profile profile, const std::vector<std::string>& modelHosts,
-                           const std::vector<std::string>& extraHosts, const std::vector<std::string>& allowHosts,
-                           std::vector<HostPort> hostPorts) {
-  Policy policy;
-  policy.profile = profile;
-  policy.hostPorts = std::move(hostPorts);
-  auto add = [&](const std::vector<std::string>& list) -> Result<> {
-    for (const auto& entry : list) {
-      auto rule = parseHostRule(entry);
-      if (!rule) return std::unexpected(rule.error());
-      policy.hosts.push_back(std::move(*rule));
-    }
-    return {};
-  };
-  std::vector<const std::vector<std::string>*> lists = {&modelHosts};
-  if (profile == Profile::kStandard) {
-    lists.push_back(&extraHosts);
-    lists.push_back(&standardDevHosts());
-  }
-  lists.push_back(&allowHosts);
-  for (const auto* list : lists)
-    if (auto r = add(*list); !r) return std::unexpected(r.error());
-  return policy;
 }
 
 }  // namespace airlock::egress

@@ -13,7 +13,9 @@ namespace airlock::egress {
 
 /// permissive: any TCP destination (still through the proxy) and any name;
 /// standard: the agent's model hosts + extra hosts + common developer hosts;
-/// locked: the agent's model hosts only. --allow-host adds to each.
+/// locked: the agent's model hosts only. --allow-host adds to each. Ordered
+/// widest first (a repo config may only move right). The host lists are
+/// config::egressPlan's.
 enum class Profile { kPermissive, kStandard, kLocked };
 
 /// "permissive" | "standard" | "locked".
@@ -38,19 +40,17 @@ struct HostRule {
 /// `*.` only as the leftmost label, no IP literals. Errors carry kUsage.
 Result<HostRule> parseHostRule(std::string_view text);
 
-/// A TCP port on the host's loopback reachable from the guest at the
-/// gateway address (--host-port PORT[:GUESTPORT]).
+/// A pairing of a TCP port on the host's loopback and one in the guest:
+/// --host-port (the guest reaches hostPort at gateway:guestPort) or
+/// --publish (the host reaches guestPort at 127.0.0.1:hostPort).
 struct HostPort {
   uint16_t hostPort = 0;
   uint16_t guestPort = 0;
 };
 
-/// Parses `PORT[:GUESTPORT]` (GUESTPORT defaults to PORT). Errors carry kUsage.
-Result<HostPort> parseHostPort(std::string_view text);
-
-/// The developer hosts the standard profile adds (package registries,
-/// GitHub, Docker Hub, GHCR, Debian/Ubuntu archives).
-const std::vector<std::string>& standardDevHosts();
+/// Parses `PORT[:GUESTPORT]` (GUESTPORT defaults to PORT) given to `flag`
+/// (--host-port, --publish). Errors carry kUsage and name the flag.
+Result<HostPort> parseHostPort(std::string_view text, std::string_view flag = "--host-port");
 
 struct Policy {
   Profile profile = Profile::kStandard;
@@ -65,12 +65,5 @@ struct Policy {
   /// The host port mapped to guest port `guestPort` at the gateway, or 0.
   uint16_t hostPortFor(uint16_t guestPort) const;
 };
-
-/// Builds the policy of a session: the profile's hosts (model hosts for
-/// standard and locked, plus extra and developer hosts for standard) and the
-/// --allow-host rules. Fails (kUsage) on a malformed host entry.
-Result<Policy> buildPolicy(Profile profile, const std::vector<std::string>& modelHosts,
-                           const std::vector<std::string>& extraHosts, const std::vector<std::string>& allowHosts,
-                           std::vector<HostPort> hostPorts);
 
 }  // namespace airlock::egress

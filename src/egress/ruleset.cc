@@ -14,6 +14,7 @@ table inet airlock {{
 	counter drop_udp {{ }}
 	counter drop_other {{ }}
 	counter drop_input {{ }}
+	counter guest_ipv6_housekeeping {{ }}
 
 	chain guard {{
 		type filter hook prerouting priority raw; policy accept;
@@ -24,6 +25,7 @@ table inet airlock {{
 		meta l4proto tcp accept
 		ip daddr {gw4} udp dport {dns} accept
 		ip6 daddr {gw6} udp dport {dns} accept
+		icmpv6 type {{ nd-router-solicit, mld-listener-report, mld2-listener-report }} counter name guest_ipv6_housekeeping drop
 		meta l4proto {{ icmp, ipv6-icmp }} counter name drop_icmp drop
 		meta l4proto udp counter name drop_udp drop
 		counter name drop_other drop
@@ -31,14 +33,19 @@ table inet airlock {{
 
 	chain to_proxy {{
 		type nat hook prerouting priority dstnat; policy accept;
+		iifname "{tap}" ip daddr {gw4} tcp dport {dns} accept
+		iifname "{tap}" ip6 daddr {gw6} tcp dport {dns} accept
 		iifname "{tap}" meta l4proto tcp redirect to :{proxy}
 	}}
 
 	chain input {{
 		type filter hook input priority filter; policy drop;
 		iifname "lo" accept
+		ct state established,related accept
 		iifname "{tap}" tcp dport {proxy} accept
 		iifname "{tap}" udp dport {dns} accept
+		iifname "{tap}" ip daddr {gw4} tcp dport {dns} accept
+		iifname "{tap}" ip6 daddr {gw6} tcp dport {dns} accept
 		iifname "{tap}" icmpv6 type {{ nd-neighbor-solicit, nd-neighbor-advert }} ip6 hoplimit 255 accept
 		counter name drop_input drop
 	}}

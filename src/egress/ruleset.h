@@ -17,8 +17,11 @@ namespace airlock::egress {
 ///    each class with its own named counter;
 ///  - prerouting (priority dstnat): every guest TCP connection, IPv4 and
 ///    IPv6, redirected to the egress proxy port (original destination kept
-///    in conntrack for SO_ORIGINAL_DST);
-///  - input (policy drop): only loopback, the proxy port and DNS from the tap.
+///    in conntrack for SO_ORIGINAL_DST), except DNS over TCP to the gateway
+///    (port 53 of kGatewayV4 / kGatewayV6: the DNS proxy); TCP port 53 to
+///    any other address goes to the egress proxy like everything else;
+///  - input (policy drop): only loopback, the proxy port and DNS (UDP, and
+///    TCP to the gateway addresses) from the tap.
 /// The namespace has no other interface and no route out; the proxies reach
 /// the outside world from the host's namespace.
 std::string renderRuleset(Profile profile);

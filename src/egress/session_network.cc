@@ -70,10 +70,10 @@ Result<std::unique_ptr<SessionNetwork>> SessionNetwork::start(Policy policy, Net
   net->book_ = std::make_shared<AddressBook>(options.ttlFloor, options.ttlCeiling);
   net->upstream_ = std::make_unique<UdpUpstream>(resolver, options.resolverPort);
   net->answerer_ = std::make_unique<DnsAnswerer>(net->policy_, *net->book_, *net->upstream_, hostAddresses());
-  auto dns = DnsServer::start(net->netns_, *net->answerer_, log);
+  auto dns = DnsServer::start(net->netns_, *net->answerer_, log, net->blocked_);
   if (!dns) return std::unexpected(dns.error());
   net->dns_ = std::move(*dns);
-  auto proxy = EgressProxy::start(net->netns_, net->policy_, net->book_, log);
+  auto proxy = EgressProxy::start(net->netns_, net->policy_, net->book_, log, net->blocked_, options.maxConnections);
   if (!proxy) return std::unexpected(proxy.error());
   net->proxy_ = std::move(*proxy);
   return net;

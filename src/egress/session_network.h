@@ -10,10 +10,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/fd.h"
 #include "egress/address_book.h"
+#include "egress/blocked_log.h"
 #include "egress/dns_answerer.h"
 #include "egress/dns_server.h"
 #include "egress/egress_proxy.h"
@@ -31,6 +33,9 @@ struct NetworkOptions {
   std::chrono::seconds ttlFloor{30};     ///< shortest time an answered address stays allowed
   std::chrono::seconds ttlCeiling{3600}; ///< longest
   std::string logPath;                   ///< per-session egress log file ("" = none)
+  /// Guest TCP connections the egress proxy handles at once; beyond it new
+  /// ones are refused (and listed by blocked()).
+  int maxConnections = EgressProxy::kDefaultMaxConnections;
 };
 
 class SessionNetwork {
@@ -47,6 +52,10 @@ class SessionNetwork {
   const Policy& policy() const { return policy_; }
   /// Packet counts of the firewall's drop counters.
   Result<std::map<std::string, uint64_t>> dropCounters() const;
+  /// What the DNS proxy and the egress proxy refused so far, aggregated
+  /// (what, reason) with counts, most frequent first. Thread-safe; usable
+  /// while the session runs and after stopEgressProxy().
+  std::vector<BlockedEntry> blocked() const { return blocked_->entries(); }
   /// Stops the egress proxy: every new guest connection is refused from now
   /// on (what happens when the proxy dies; for tests).
   void stopEgressProxy() { proxy_.reset(); }
@@ -57,6 +66,7 @@ class SessionNetwork {
   Fd tap_;
   Policy policy_;
   std::shared_ptr<AddressBook> book_;
+  std::shared_ptr<BlockedLog> blocked_ = std::make_shared<BlockedLog>();
   std::unique_ptr<UdpUpstream> upstream_;
   std::unique_ptr<DnsAnswerer> answerer_;
   std::unique_ptr<DnsServer> dns_;

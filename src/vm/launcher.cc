@@ -131,6 +131,14 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
     if (!network) return std::unexpected(network.error());
     machine->network_ = std::move(*network);
     config.tapFd = machine->network_->tapFd();
+    for (const auto& port : options.publish) {
+      auto publisher = egress::PortPublisher::start(machine->network_->netns(), port,
+                                                    [warn = options.warn](const std::string& line) { report(warn, line); });
+      if (!publisher) return std::unexpected(publisher.error());
+      machine->publishers_.push_back(std::move(*publisher));
+    }
+  } else if (!options.publish.empty()) {
+    return failWith(exit_code::kUsage, "--publish needs the guest on the egress firewall (an egress profile)");
   }
   report(options.progress, accel.accel == Accel::kKvm ? "booting VM (KVM)" : "booting VM (TCG emulation)");
   auto bootTimeout = accel.accel == Accel::kKvm ? std::chrono::seconds(30) : std::chrono::seconds(120);
@@ -143,6 +151,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
 void Machine::stop() {
   if (vm_) vm_->stop();
   vm_.reset();
+  publishers_.clear();
   network_.reset();
   (void)removeTree(runDir_.path());
   janitor_.clear();

@@ -6,10 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/paths.h"
 #include "egress/policy.h"
+#include "egress/port_publisher.h"
 #include "egress/session_network.h"
 #include "vm/accel.h"
 #include "vm/asset_cache.h"
@@ -36,6 +38,8 @@ struct LaunchOptions {
   /// namespace enforcing this policy (takes precedence over userNetwork).
   std::optional<egress::Policy> egress;
   egress::NetworkOptions egressNetwork;  ///< resolver, TTL bounds, log file of the egress firewall
+  /// Guest ports reachable at the host's 127.0.0.1:hostPort (--publish; needs egress).
+  std::vector<egress::HostPort> publish;
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
   ProgressFn progress;               ///< phase lines ("building root image ...")
@@ -60,6 +64,7 @@ class Machine {
   TempDir runDir_;
   Janitor janitor_;
   std::unique_ptr<egress::SessionNetwork> network_;
+  std::vector<std::unique_ptr<egress::PortPublisher>> publishers_;
   std::unique_ptr<QemuVm> vm_;
 };
 

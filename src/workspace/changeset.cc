@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
 #include <memory>
 
 #include "common/fd.h"
@@ -14,6 +15,7 @@
 #include "workspace/relpath.h"
 #include "workspace/safe_fs.h"
 #include "workspace/snapshot.h"
+#include "workspace/tar_reader.h"
 
 namespace airlock::workspace {
 namespace {
@@ -23,61 +25,42 @@ struct ArchiveCloser {
 };
 using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
 
-class TarReader {
+class ChangeSetReader {
  public:
-  TarReader(archive* a, int stagingFd, const TarLimits& limits) : a_(a), stagingFd_(stagingFd), guard_(limits) {}
+  ChangeSetReader(archive* a, int stagingFd, const TarLimits& limits)
+      : reader_(a, limits, "the change set"), stagingFd_(stagingFd) {}
 
   Result<ChangeSet::Map> run() {
     for (;;) {
-      archive_entry* entry = nullptr;
-      int r = archive_read_next_header(a_, &entry);
-      if (r == ARCHIVE_EOF) break;
-      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-        return fail("the change set is not a valid tar stream after {} entries: {}", count_, errorText());
-      ++count_;
-      if (auto res = handle(entry); !res) return std::unexpected(res.error());
+      auto entry = reader_.next();
+      if (!entry) return std::unexpected(entry.error());
+      if (!*entry) break;
+      if (auto res = handle(**entry); !res) return std::unexpected(res.error());
     }
     return std::move(map_);
   }
 
  private:
-  std::string errorText() const {
-    const char* s = archive_error_string(a_);
-    return s ? s : "unknown error";
-  }
-
-  Result<> handle(archive_entry* entry) {
-    const char* rawName = archive_entry_pathname(entry);
-    if (!rawName) return fail("entry {} of the change set has a name that cannot be decoded", count_);
-    TarEntryKind kind = tarEntryKind(entry);
-    auto admitted = guard_.admit(rawName, kind);
-    if (!admitted) return std::unexpected(admitted.error());
-    std::string path = std::move(*admitted);
+  Result<> handle(const TarEntry& e) {
+    const std::string& path = e.path;
     if (path.empty()) return {};  // the layer's root directory entry
-    std::string_view base = baseName(path);
-    if (base.starts_with(kWhiteout)) return whiteout(path, base, kind);
+    if (e.whiteout) return whiteout(path, baseName(path), e.kind);
     Change c;
-    c.mode = static_cast<uint32_t>(archive_entry_perm(entry)) & 07777;
-    switch (kind) {
+    c.mode = static_cast<uint32_t>(archive_entry_perm(e.header)) & 07777;
+    switch (e.kind) {
       case TarEntryKind::Dir: c.kind = Change::Kind::Dir; break;
       case TarEntryKind::Symlink: {
         c.kind = Change::Kind::Symlink;
-        const char* t = archive_entry_symlink(entry);
+        const char* t = archive_entry_symlink(e.header);
         if (!t || !*t || std::string_view(t).size() > 4095)
           return fail("symlink '{}' has an empty or overlong target", displayPath(path));
         c.target = t;
         break;
       }
-      case TarEntryKind::HardLink: {
-        auto target = guard_.hardLinkTarget(archive_entry_hardlink(entry), path);
-        if (!target) return std::unexpected(target.error());
-        const Change& src = map_.at(*target);
-        c = src;
-        break;
-      }
+      case TarEntryKind::HardLink: c = map_.at(e.linkTarget); break;
       default: {
         c.kind = Change::Kind::File;
-        if (archive_entry_size_is_set(entry) && archive_entry_size(entry) < 0)
+        if (archive_entry_size_is_set(e.header) && archive_entry_size(e.header) < 0)
           return fail("entry '{}' has a negative size", displayPath(path));
         if (auto r = stage(path, c); !r) return std::unexpected(r.error());
         break;
@@ -101,7 +84,7 @@ class TarReader {
         return fail("entry '{}' appears twice in the change set", displayPath(path));
       }
     }
-    guard_.note(path, type);
+    reader_.note(path, type);
     map_[path] = std::move(c);
     return {};
   }
@@ -117,7 +100,7 @@ class TarReader {
         d.kind = Change::Kind::Dir;
         d.implied = true;
         d.opaque = true;
-        if (!parent.empty()) guard_.note(parent, EntryType::Dir);
+        if (!parent.empty()) reader_.note(parent, EntryType::Dir);
         map_[parent] = std::move(d);
       } else if (it->second.kind == Change::Kind::Dir) {
         it->second.opaque = true;
@@ -144,41 +127,34 @@ class TarReader {
   }
 
   Result<> stage(const std::string& path, Change& c) {
-    c.staged = std::to_string(count_);
+    c.staged = std::to_string(reader_.count());
     Fd out(::openat(stagingFd_, c.staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
     Sha256 h;
-    uint64_t size = 0;
     bool hole = false;
-    static thread_local char buf[1 << 16];
-    for (;;) {
-      la_ssize_t n = archive_read_data(a_, buf, sizeof buf);
-      if (n < 0) return fail("cannot read the content of entry '{}': {}", displayPath(path), errorText());
-      if (n == 0) break;
-      size += static_cast<uint64_t>(n);
-      if (auto r = guard_.account(path, size, static_cast<uint64_t>(n)); !r) return r;
-      std::string_view chunk(buf, static_cast<size_t>(n));
+    auto size = reader_.readContent(path, [&](std::string_view chunk) -> Result<> {
       h.update(chunk);
       if (chunk.find_first_not_of('\0') == std::string_view::npos) {
-        if (::lseek(out.get(), n, SEEK_CUR) < 0) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
+        if (::lseek(out.get(), static_cast<off_t>(chunk.size()), SEEK_CUR) < 0)
+          return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
         hole = true;
       } else {
         if (!writeAll(out.get(), chunk)) return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
         hole = false;
       }
-    }
-    if (hole && ::ftruncate(out.get(), static_cast<off_t>(size)) != 0)
+      return {};
+    });
+    if (!size) return std::unexpected(size.error());
+    if (hole && ::ftruncate(out.get(), static_cast<off_t>(*size)) != 0)
       return fail("cannot stage '{}': {}", displayPath(path), errnoText(errno));
-    c.size = size;
+    c.size = *size;
     c.sha256 = h.hex();
     return {};
   }
 
-  archive* a_;
+  TarReader reader_;
   int stagingFd_;
-  TarGuard guard_;
   ChangeSet::Map map_;
-  uint64_t count_ = 0;
 };
 
 Result<Fd> makeStagingDir(const std::string& dir) {
@@ -189,41 +165,31 @@ Result<Fd> makeStagingDir(const std::string& dir) {
   return fd;
 }
 
-Result<ChangeSet::Map> readArchive(archive* a, int stagingFd, const TarLimits& limits) {
-  TarReader reader(a, stagingFd, limits);
-  return reader.run();
-}
-
 }  // namespace
 
-Result<ChangeSet> ChangeSet::fromTar(int fd, const std::string& stagingDir, const TarLimits& limits) {
+Result<ChangeSet> ChangeSet::fromArchive(const std::function<int(archive*)>& open, const std::string& stagingDir,
+                                        const TarLimits& limits) {
   auto staging = makeStagingDir(stagingDir);
   if (!staging) return std::unexpected(staging.error());
   ArchivePtr a(archive_read_new());
   archive_read_support_format_tar(a.get());
-  if (archive_read_open_fd(a.get(), fd, 1 << 16) != ARCHIVE_OK)
+  if (open(a.get()) != ARCHIVE_OK)
     return fail("cannot read the change set: {}", archive_error_string(a.get()) ? archive_error_string(a.get()) : "?");
-  auto map = readArchive(a.get(), staging->get(), limits);
+  auto map = ChangeSetReader(a.get(), staging->get(), limits).run();
   if (!map) return std::unexpected(map.error());
   ChangeSet cs;
   cs.changes_ = std::move(*map);
   cs.stagingDir_ = stagingDir;
   return cs;
+}
+
+Result<ChangeSet> ChangeSet::fromTar(int fd, const std::string& stagingDir, const TarLimits& limits) {
+  return fromArchive([fd](archive* a) { return archive_read_open_fd(a, fd, 1 << 16); }, stagingDir, limits);
 }
 
 Result<ChangeSet> ChangeSet::fromTarBuffer(std::string_view data, const std::string& stagingDir, const TarLimits& limits) {
-  auto staging = makeStagingDir(stagingDir);
-  if (!staging) return std::unexpected(staging.error());
-  ArchivePtr a(archive_read_new());
-  archive_read_support_format_tar(a.get());
-  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
-    return fail("cannot read the change set: {}", archive_error_string(a.get()) ? archive_error_string(a.get()) : "?");
-  auto map = readArchive(a.get(), staging->get(), limits);
-  if (!map) return std::unexpected(map.error());
-  ChangeSet cs;
-  cs.changes_ = std::move(*map);
-  cs.stagingDir_ = stagingDir;
-  return cs;
+  return fromArchive([data](archive* a) { return archive_read_open_memory(a, data.data(), data.size()); }, stagingDir,
+                     limits);
 }
 
 Result<ChangeSet> ChangeSet::fromDirectories(const std::string& baseline, const std::string& after,

@@ -7,6 +7,7 @@
 // and checked by TarGuard.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@
 #include "workspace/ignore.h"
 #include "workspace/manifest.h"
 #include "workspace/tar_safety.h"
+
+struct archive;
 
 namespace airlock::workspace {
 
@@ -62,6 +65,9 @@ class ChangeSet {
   void put(std::string path, Change c) { changes_[std::move(path)] = std::move(c); }
 
  private:
+  /// The parser behind fromTar and fromTarBuffer; `open` opens the stream.
+  static Result<ChangeSet> fromArchive(const std::function<int(archive*)>& open, const std::string& stagingDir,
+                                       const TarLimits& limits);
   Map changes_;
   std::string stagingDir_;
 };

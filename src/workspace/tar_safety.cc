@@ -22,7 +22,7 @@ TarEntryKind tarEntryKind(archive_entry* e) {
 
 Result<std::string> TarGuard::admit(std::string_view rawName, TarEntryKind kind) {
   if (++entries_ > limits_.maxEntries)
-    return fail("the change set has more than {} entries; it was refused as too large", limits_.maxEntries);
+    return fail("{} has more than {} entries; it was refused as too large", stream_, limits_.maxEntries);
   auto path = normalizeRelative(rawName);
   if (!path) return std::unexpected(path.error());
   switch (kind) {
@@ -30,11 +30,11 @@ Result<std::string> TarGuard::admit(std::string_view rawName, TarEntryKind kind)
     case TarEntryKind::Dir:
     case TarEntryKind::Symlink:
     case TarEntryKind::HardLink: break;
-    case TarEntryKind::Fifo: return fail("entry '{}' is a FIFO; FIFOs are not allowed in a change set", displayPath(*path));
-    case TarEntryKind::Socket: return fail("entry '{}' is a socket; sockets are not allowed in a change set", displayPath(*path));
+    case TarEntryKind::Fifo: return fail("entry '{}' is a FIFO; FIFOs are not allowed in {}", displayPath(*path), stream_);
+    case TarEntryKind::Socket: return fail("entry '{}' is a socket; sockets are not allowed in {}", displayPath(*path), stream_);
     case TarEntryKind::CharDevice:
     case TarEntryKind::BlockDevice:
-      return fail("entry '{}' is a device node; device nodes are not allowed in a change set", displayPath(*path));
+      return fail("entry '{}' is a device node; device nodes are not allowed in {}", displayPath(*path), stream_);
     case TarEntryKind::Unknown: return fail("entry '{}' has an unsupported type", displayPath(*path));
   }
   // No ancestor may be a symlink or a file of this same stream.
@@ -45,8 +45,8 @@ Result<std::string> TarGuard::admit(std::string_view rawName, TarEntryKind kind)
     if (slash == std::string_view::npos) break;
     auto it = seen_.find(p.substr(0, slash));
     if (it != seen_.end() && it->second != EntryType::Dir)
-      return fail("entry '{}' lies below '{}', which is a {} in this change set; paths through symlinks are refused",
-                  displayPath(p), displayPath(it->first), entryTypeName(it->second));
+      return fail("entry '{}' lies below '{}', which is a {} in {}; paths through symlinks are refused",
+                  displayPath(p), displayPath(it->first), entryTypeName(it->second), stream_);
     pos = slash + 1;
   }
   return path;
@@ -55,12 +55,12 @@ Result<std::string> TarGuard::admit(std::string_view rawName, TarEntryKind kind)
 Result<std::string> TarGuard::hardLinkTarget(std::string_view rawTarget, std::string_view entry) const {
   auto target = normalizeRelative(rawTarget);
   if (!target || target->empty())
-    return fail("hard link '{}' points to '{}', outside the change set; hard links may only point to earlier entries",
-                displayPath(entry), displayPath(rawTarget));
+    return fail("hard link '{}' points to '{}', outside {}; hard links may only point to earlier entries",
+                displayPath(entry), displayPath(rawTarget), stream_);
   auto it = seen_.find(*target);
   if (it == seen_.end() || it->second != EntryType::File)
-    return fail("hard link '{}' points to '{}', which is not an earlier regular file of the change set",
-                displayPath(entry), displayPath(*target));
+    return fail("hard link '{}' points to '{}', which is not an earlier regular file of {}",
+                displayPath(entry), displayPath(*target), stream_);
   return target;
 }
 
@@ -70,7 +70,7 @@ Result<> TarGuard::account(std::string_view entry, uint64_t entryBytes, uint64_t
     return fail("entry '{}' is larger than the limit of {} bytes; it was refused", displayPath(entry),
                 limits_.maxEntryBytes);
   if (total_ > limits_.maxTotalBytes)
-    return fail("the change set exceeds the total limit of {} bytes at entry '{}'; it was refused",
+    return fail("{} exceeds the total limit of {} bytes at entry '{}'; it was refused", stream_,
                 limits_.maxTotalBytes, displayPath(entry));
   return {};
 }

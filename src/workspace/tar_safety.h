@@ -39,7 +39,9 @@ TarEntryKind tarEntryKind(archive_entry* entry);
 /// Each error is one sentence naming the offending entry.
 class TarGuard {
  public:
-  explicit TarGuard(TarLimits limits) : limits_(limits) {}
+  /// `stream` names the stream in errors ("the change set", "the layer").
+  explicit TarGuard(TarLimits limits, std::string stream = "the change set")
+      : limits_(limits), stream_(std::move(stream)) {}
 
   /// Validates the name of the next entry and its kind: returns the
   /// normalized relative path ("" for the root entry "./").
@@ -60,6 +62,7 @@ class TarGuard {
 
  private:
   TarLimits limits_;
+  std::string stream_;
   std::map<std::string, EntryType, std::less<>> seen_;
   uint64_t entries_ = 0;
   uint64_t total_ = 0;

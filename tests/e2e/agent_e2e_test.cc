@@ -1,6 +1,7 @@
 // End to end: `airlock run <agent>` with the real agent CLI in a real microVM,
 // talking to the project's scripted mock model server on the host's loopback
-// (reached from the guest at the user-network gateway 10.0.2.2). Each test
+// (mapped with --host-port to the guest's gateway 10.0.2.2; the egress
+// firewall lets nothing else of the host through). Each test
 // asserts what a user relies on: exactly the agent's changes land after
 // review, nothing else changes, secrets never enter the VM, and a file the
 // user edited during the session is never overwritten.
@@ -64,7 +65,7 @@ class MockModel {
   /// expectation on a tool result was violated.
   bool completed() const {
     std::string l = log();
-    return l.find("\"violations\": [\"") == std::string::npos && l.find("\"step\": ") != std::string::npos;
+    return l.find("\"violations\": [{") == std::string::npos && l.find("\"step\": ") != std::string::npos;
   }
 
  private:
@@ -101,7 +102,7 @@ class AgentE2E : public testing::Test {
   }
   ProcessResult run(const std::string& agent, const MockModel& mock, const std::vector<std::string>& flags,
                     const std::vector<std::string>& agentArgs) {
-    std::vector<std::string> args = {"run", agent, "-q", "-w", project_};
+    std::vector<std::string> args = {"run", agent, "-q", "-w", project_, "--host-port", std::to_string(mock.port())};
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--");
     args.insert(args.end(), agentArgs.begin(), agentArgs.end());
@@ -159,7 +160,8 @@ TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
 TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
   MockModel mock("conflict.json", dir_);
   std::string outPath = dir_ + "/airlock.out";
-  std::vector<std::string> args = {"run", "claude-code", "-q", "-w", project_, "--review=auto", "--"};
+  std::vector<std::string> args = {"run", "claude-code", "-q", "-w", project_, "--review=auto",
+                                   "--host-port", std::to_string(mock.port()), "--"};
   for (const auto& a : claudeArgs()) args.push_back(a);
   pid_t pid = startAirlock(args, outPath,
                            {{"XDG_STATE_HOME", state_},
@@ -191,7 +193,7 @@ TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
   // The mock saw the agent's `ls -la` of /workspace: README.md listed, .env not.
   std::string log = mock.log();
   EXPECT_NE(log.find("README.md"), std::string::npos);
-  EXPECT_EQ(log.find("\"violations\": [\""), std::string::npos) << ".env was visible in the guest:\n" << log;
+  EXPECT_EQ(log.find("\"violations\": [{"), std::string::npos) << ".env was visible in the guest:\n" << log;
   EXPECT_EQ(log.find("do-not-leak"), std::string::npos) << "the secret's content reached the model";
 }
 

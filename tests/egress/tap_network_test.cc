@@ -17,6 +17,8 @@
 
 #include "common/fd.h"
 #include "egress/addresses.h"
+#include "guest_machine.h"
+#include "wire_bytes.h"
 #include "vm/launcher.h"
 #include "vm_test_env.h"
 
@@ -92,60 +94,29 @@ class FakeProxy {
   std::vector<std::string> destinations_;
 };
 
-class TapNetworkTest : public testing::Test {
+class TapNetworkTest : public MachineFixture {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_VMS();
-    state_ = freshStateDir();
-    vm::LaunchOptions options;
-    options.rootfsDir = testRootfs();
-    auto policy = egress::buildPolicy(egress::Profile::kLocked, {}, {}, {}, {});
-    ASSERT_TRUE(policy);
-    options.egress = *policy;
+  void configure(vm::LaunchOptions& options) override {
+    egress::Policy policy;
+    policy.profile = egress::Profile::kLocked;
+    options.egress = policy;
     options.egressNetwork.resolver = egress::IpAddress::parse("192.0.2.53");
-    auto machine = vm::Machine::launch(options);
-    ASSERT_TRUE(machine) << machine.error().message;
-    machine_ = std::move(*machine);
-    ASSERT_NE(machine_->network(), nullptr);
   }
-  void TearDown() override {
-    if (machine_) machine_->stop();
-    if (!state_.empty()) {
-      EXPECT_EQ(leftoverRunDirs(state_), "");
-    }
+  void SetUp() override {
+    MachineFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_NE(machine_->network(), nullptr);
   }
   /// A guest shell command fetching http://HOST:PORT/ with busybox nc (busybox
   /// wget crashes in the static build).
   static std::string httpGet(const std::string& host, int port) {
     return "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 " + host + " " + std::to_string(port);
   }
-
-  /// Runs a shell script in the guest; returns exit code and stdout+stderr.
-  std::pair<int, std::string> sh(const std::string& script) {
-    protocol::ExecRequest r;
-    r.argv = {"sh", "-c", script};
-    r.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-    auto output = std::make_shared<std::string>();
-    auto mutex = std::make_shared<std::mutex>();
-    vm::OutputHandlers handlers;
-    handlers.onStdout = handlers.onStderr = [output, mutex](std::string_view d) {
-      std::lock_guard lock(*mutex);
-      output->append(d);
-    };
-    auto cmd = machine_->vm().control().exec(r, handlers);
-    if (!cmd) return {-1, cmd.error().message};
-    auto status = (*cmd)->wait();
-    if (!status) return {-1, status.error().message};
-    std::lock_guard lock(*mutex);
-    return {status->shellCode(), *output};
-  }
   uint64_t counter(const std::string& name) {
     auto counters = machine_->network()->dropCounters();
     EXPECT_TRUE(counters) << counters.error().message;
     return counters ? (*counters)[name] : 0;
   }
-  std::string state_;
-  std::unique_ptr<vm::Machine> machine_;
 };
 
 TEST_F(TapNetworkTest, GuestHasBothAddressFamiliesAndTheGatewayResolver) {
@@ -191,6 +162,26 @@ TEST_F(TapNetworkTest, MetadataIcmpAndUdpAreDroppedAndCounted) {
   auto dests = proxy.destinations();
   ASSERT_EQ(dests.size(), 1u);
   EXPECT_EQ(dests[0], "198.51.100.7:80");
+}
+
+TEST_F(TapNetworkTest, TcpPort53GoesToTheDnsProxyOnlyOnTheGateway) {
+  machine_->network()->stopEgressProxy();
+  FakeProxy proxy(machine_->network()->netns());
+  // A name not on the (empty) allowlist: answered NXDOMAIN by the DNS proxy itself.
+  std::string query = printfEscaped(framedDnsQuery(0x4321, "denied.example.net", 1));
+  auto hex = [&](const std::string& address) {
+    return sh("printf '" + query + "' | nc -w 5 " + address + " 53 | hexdump -v -e '1/1 \"%02x\"'").output;
+  };
+  // The gateway (IPv4 and IPv6) answers DNS over TCP: length, id 4321, flags 8183 (NXDOMAIN).
+  EXPECT_EQ(hex("10.0.2.2").find("43218183"), 4u);
+  EXPECT_EQ(hex("fd00:a1::1").find("43218183"), 4u);
+  // Port 53 anywhere else is an ordinary TCP connection for the egress proxy.
+  sh("printf '" + query + "' | nc -w 5 198.51.100.7 53; printf '" + query + "' | nc -w 5 2001:db8::7 53");
+  EXPECT_EQ(proxy.destinations(), (std::vector<std::string>{"198.51.100.7:53", "[2001:db8::7]:53"}));
+  auto blocked = machine_->network()->blocked();
+  ASSERT_EQ(blocked.size(), 1u);
+  EXPECT_EQ(blocked[0].what, "denied.example.net A");
+  EXPECT_EQ(blocked[0].count, 2u);
 }
 
 }  // namespace

@@ -183,6 +183,34 @@ TEST_F(RegistryTest, CorruptedBlobIsRefusedAndNotCached) {
   EXPECT_FALSE(store_->findRef(ref("team/corrupt:v1")));
 }
 
+// A layer whose uncompressed stream is not what the config's rootfs.diff_ids
+// says (the manifest and the config disagree) refuses the image, naming the
+// layer, and leaves nothing in the store; a config listing fewer diff_ids
+// than layers is refused too.
+TEST_F(RegistryTest, LayerNotMatchingItsDiffIdIsRefusedAndNotCached) {
+  auto base = layout_->addBlob(busyboxLayer(), kGzipLayer);
+  auto extra = layout_->addBlob(makeTar({{"etc/motd", 'f', "hello"}}, "zstd"), kZstdLayer);
+  const std::string wrong = "sha256:" + std::string(64, 'a');
+  auto m = layout_->addImage({base, extra}, "amd64", {"/bin/sh"}, {test::uncompressedDigest(busyboxLayer()), wrong});
+  layout_->tag(m, "v1");
+  auto short_ = layout_->addImage({base, extra}, "amd64", {"/bin/sh"}, {});
+  layout_->tag(short_, "ok");
+  layout_->push(*registry_, "team/diffid", "v1");
+  auto img = pull("team/diffid:v1");
+  ASSERT_FALSE(img);
+  EXPECT_EQ(img.error().code, exit_code::kImage);
+  EXPECT_NE(img.error().message.find("layer 2 of 2 (" + extra.digest + ")"), std::string::npos) << img.error().message;
+  EXPECT_NE(img.error().message.find(wrong), std::string::npos) << img.error().message;
+  EXPECT_NE(img.error().message.find("diff_ids"), std::string::npos) << img.error().message;
+  EXPECT_TRUE(storeFiles("images").empty());
+  EXPECT_TRUE(storeFiles("blobs/sha256").empty()) << storeFiles("blobs/sha256").front();
+  EXPECT_FALSE(store_->findRef(ref("team/diffid:v1")));
+  // The same layers with the right diff_ids pull and boot-check fine.
+  layout_->push(*registry_, "team/diffid", "ok");
+  auto good = pull("team/diffid:ok");
+  ASSERT_TRUE(good) << good.error().message;
+}
+
 TEST_F(RegistryTest, InterruptedDownloadResumesWithRange) {
   std::string noise(4 << 20, '\0');
   std::mt19937_64 rng(42);

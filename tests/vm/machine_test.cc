@@ -8,78 +8,46 @@
 #include <sstream>
 #include <thread>
 
+#include "guest_machine.h"
 #include "vm/launcher.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {
 namespace {
 
-class MachineTest : public testing::Test {
+class MachineTest : public MachineFixture {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_VMS();
-    state_ = freshStateDir();
-    vm::LaunchOptions options;
-    options.rootfsDir = testRootfs();
-    options.cpus = 2;
-    auto machine = vm::Machine::launch(options);
-    ASSERT_TRUE(machine) << machine.error().message;
-    machine_ = std::move(*machine);
-  }
-  void TearDown() override {
-    if (machine_) machine_->stop();
-    if (!state_.empty()) {
-      EXPECT_EQ(leftoverRunDirs(state_), "");
-    }
-  }
-  struct Output {
-    std::mutex mutex;
-    std::string out, err;
-  };
-  std::shared_ptr<vm::RemoteCommand> start(protocol::ExecRequest request, Output& output) {
-    vm::OutputHandlers handlers;
-    handlers.onStdout = [&output](std::string_view d) {
-      std::lock_guard lock(output.mutex);
-      output.out.append(d);
-    };
-    handlers.onStderr = [&output](std::string_view d) {
-      std::lock_guard lock(output.mutex);
-      output.err.append(d);
-    };
-    auto cmd = machine_->vm().control().exec(request, handlers);
+  void configure(vm::LaunchOptions& options) override { options.cpus = 2; }
+  using Output = GuestOutput;
+  std::shared_ptr<vm::RemoteCommand> start(const protocol::ExecRequest& request, std::shared_ptr<Output> output) {
+    auto cmd = startInGuest(*machine_, request, std::move(output));
     EXPECT_TRUE(cmd) << cmd.error().message;
     return cmd ? *cmd : nullptr;
   }
-  std::string state_;
-  std::unique_ptr<vm::Machine> machine_;
 };
 
-protocol::ExecRequest shell(const std::string& script) {
-  protocol::ExecRequest r;
-  r.argv = {"sh", "-c", script};
-  r.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-  return r;
-}
+protocol::ExecRequest shell(const std::string& script) { return shellRequest(script); }
 
 TEST_F(MachineTest, FourConcurrentCommandsInOneVm) {
-  Output outputs[4];
+  std::shared_ptr<Output> outputs[4];
   std::shared_ptr<vm::RemoteCommand> cmds[4];
   auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < 4; ++i)
-    cmds[i] = start(shell("sleep 2; echo cmd-" + std::to_string(i) + "; exit " + std::to_string(20 + i)), outputs[i]);
+    cmds[i] = start(shell("sleep 2; echo cmd-" + std::to_string(i) + "; exit " + std::to_string(20 + i)),
+                    outputs[i] = std::make_shared<Output>());
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(cmds[i]);
     auto status = cmds[i]->wait();
     ASSERT_TRUE(status) << status.error().message;
     EXPECT_EQ(status->shellCode(), 20 + i);
-    EXPECT_EQ(outputs[i].out, "cmd-" + std::to_string(i) + "\n");
+    EXPECT_EQ(outputs[i]->outText(), "cmd-" + std::to_string(i) + "\n");
   }
   // Run one after another they would take >= 8 s; at once, about 2 s.
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(7)) << "commands did not run concurrently";
 }
 
 TEST_F(MachineTest, PtyShowsTheHostWindowSizeAndFollowsResize) {
-  Output output;
+  auto output = std::make_shared<Output>();
   auto request = shell("tty; stty size; read line; stty size");
   request.pty = true;
   request.rows = 33;
@@ -87,10 +55,7 @@ TEST_F(MachineTest, PtyShowsTheHostWindowSizeAndFollowsResize) {
   auto cmd = start(request, output);
   ASSERT_TRUE(cmd);
   for (int i = 0; i < 200; ++i) {
-    {
-      std::lock_guard lock(output.mutex);
-      if (output.out.find("33 101") != std::string::npos) break;
-    }
+    if (output->outText().find("33 101") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(cmd->resize(40, 120));
@@ -98,31 +63,28 @@ TEST_F(MachineTest, PtyShowsTheHostWindowSizeAndFollowsResize) {
   auto status = cmd->wait();
   ASSERT_TRUE(status) << status.error().message;
   EXPECT_EQ(status->shellCode(), 0);
-  EXPECT_NE(output.out.find("/dev/pts/"), std::string::npos) << output.out;
-  EXPECT_NE(output.out.find("33 101"), std::string::npos) << output.out;
-  EXPECT_NE(output.out.find("40 120"), std::string::npos) << output.out;
+  EXPECT_NE(output->outText().find("/dev/pts/"), std::string::npos) << output->outText();
+  EXPECT_NE(output->outText().find("33 101"), std::string::npos) << output->outText();
+  EXPECT_NE(output->outText().find("40 120"), std::string::npos) << output->outText();
 }
 
 TEST_F(MachineTest, SignalReachesTheCommand) {
-  Output output;
+  auto output = std::make_shared<Output>();
   auto cmd = start(shell("trap 'echo got-int; exit 5' INT; echo ready; while true; do sleep 0.1; done"), output);
   ASSERT_TRUE(cmd);
   for (int i = 0; i < 200; ++i) {
-    {
-      std::lock_guard lock(output.mutex);
-      if (output.out.find("ready") != std::string::npos) break;
-    }
+    if (output->outText().find("ready") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(cmd->signal(SIGINT));
   auto status = cmd->wait();
   ASSERT_TRUE(status);
   EXPECT_EQ(status->shellCode(), 5);
-  EXPECT_NE(output.out.find("got-int"), std::string::npos);
+  EXPECT_NE(output->outText().find("got-int"), std::string::npos);
 }
 
 TEST_F(MachineTest, CommandRunsAsTheRequestedUserInItsCwd) {
-  Output output;
+  auto output = std::make_shared<Output>();
   auto request = shell("id -u; id -g; pwd");
   request.uid = 1000;
   request.gid = 1000;
@@ -131,17 +93,17 @@ TEST_F(MachineTest, CommandRunsAsTheRequestedUserInItsCwd) {
   ASSERT_TRUE(cmd);
   auto status = cmd->wait();
   ASSERT_TRUE(status);
-  EXPECT_EQ(output.out, "1000\n1000\n/tmp\n");
+  EXPECT_EQ(output->outText(), "1000\n1000\n/tmp\n");
 }
 
 TEST_F(MachineTest, RootOverlayIsWritableAndDiscarded) {
-  Output output;
+  auto output = std::make_shared<Output>();
   auto cmd = start(shell("echo scratch > /etc/airlock-test && cat /etc/airlock-test"), output);
   ASSERT_TRUE(cmd);
   auto status = cmd->wait();
   ASSERT_TRUE(status);
-  EXPECT_EQ(status->shellCode(), 0) << output.err;
-  EXPECT_EQ(output.out, "scratch\n");
+  EXPECT_EQ(status->shellCode(), 0) << output->allText();
+  EXPECT_EQ(output->outText(), "scratch\n");
 }
 
 TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
@@ -156,17 +118,11 @@ TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
   options.workspaceReadWrite = true;
   auto machine = vm::Machine::launch(options);
   ASSERT_TRUE(machine) << machine.error().message;
-  std::string out;
-  vm::OutputHandlers handlers;
-  handlers.onStdout = [&out](std::string_view d) { out.append(d); };
-  auto request = shell("cat /workspace/from-host.txt && echo guest > /workspace/from-guest.txt && "
-                       "rm /workspace/from-host.txt && echo DONE");
-  auto cmd = (*machine)->vm().control().exec(request, handlers);
-  ASSERT_TRUE(cmd) << cmd.error().message;
-  auto status = (*cmd)->wait();
-  ASSERT_TRUE(status);
+  auto r = runShell(**machine, "cat /workspace/from-host.txt && echo guest > /workspace/from-guest.txt && "
+                               "rm /workspace/from-host.txt && echo DONE");
   (*machine)->stop();
-  EXPECT_EQ(out, "host\nDONE\n");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output, "host\nDONE\n");
   std::stringstream written;
   written << std::ifstream(workspace->path() + "/from-guest.txt").rdbuf();
   EXPECT_EQ(written.str(), "guest\n");

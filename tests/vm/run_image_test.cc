@@ -1,7 +1,10 @@
 // `airlock run-image` driven as a user drives it: real VMs, real QEMU.
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +15,7 @@
 #include <thread>
 
 #include "airlock_process.h"
+#include "common/fd.h"
 #include "common/sha256.h"
 #include "vm_test_env.h"
 
@@ -163,6 +167,99 @@ TEST_F(RunImage, ReadOnlyWorkspaceCannotBeWrittenEvenAfterRemount) {
   EXPECT_NE(r.out.find("done"), std::string::npos);
   EXPECT_EQ(slurp(ws + "/file.txt"), "original\n");
   EXPECT_NE(access((ws + "/new").c_str(), F_OK), 0);
+}
+
+TEST_F(RunImage, ReviewModeChangesLandOnlyThroughTheReviewGate) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/file.txt") << "original\n"; }
+  { std::ofstream(ws + "/gone.txt") << "delete me\n"; }
+  { std::ofstream(ws + "/.env") << "TOKEN=never-in-the-vm\n"; }
+  const std::vector<std::string> edit = {"sh", "-c",
+                                         "test -e /workspace/.env && echo SECRET-VISIBLE; "
+                                         "echo changed > /workspace/file.txt; echo new > /workspace/new.txt; "
+                                         "rm /workspace/gone.txt; exit 5"};
+  auto pending = run(edit, {"-w", ws, "--review=none"});
+  EXPECT_EQ(pending.exitCode, 5) << pending.err;  // the command's failure wins over "pending"
+  EXPECT_EQ(pending.out.find("SECRET-VISIBLE"), std::string::npos) << pending.out;
+  EXPECT_EQ(slurp(ws + "/file.txt"), "original\n") << "--review=none changed the workspace";
+  EXPECT_EQ(access((ws + "/new.txt").c_str(), F_OK), -1);
+  EXPECT_EQ(slurp(ws + "/gone.txt"), "delete me\n");
+
+  auto accepted = run({"sh", "-c", "echo changed > /workspace/file.txt; echo new > /workspace/new.txt; "
+                                   "rm /workspace/gone.txt"},
+                      {"-w", ws, "--review=auto"});
+  EXPECT_EQ(accepted.exitCode, 0) << accepted.err;
+  EXPECT_EQ(slurp(ws + "/file.txt"), "changed\n");
+  EXPECT_EQ(slurp(ws + "/new.txt"), "new\n");
+  EXPECT_EQ(access((ws + "/gone.txt").c_str(), F_OK), -1);
+  EXPECT_EQ(slurp(ws + "/.env"), "TOKEN=never-in-the-vm\n");
+}
+
+TEST_F(RunImage, ReviewWithoutWorkspaceIsAUsageError) {
+  auto r = run({"true"}, {"--review=auto"});
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_NE(r.err.find("-w DIR"), std::string::npos) << r.err;
+}
+
+/// Connects to address:port and returns what the peer sends before closing ("" when refused).
+std::string readFromTcp(const char* address, uint16_t port) {
+  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, address, &addr.sin_addr);
+  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return "";
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = read(s.get(), buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+uint16_t freeLoopbackPort() {
+  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+TEST_F(RunImage, PublishedGuestPortIsReachableOnlyAtTheHostsLoopbackPort) {
+  uint16_t port = freeLoopbackPort();
+  std::string outPath = state_ + "/out.txt";
+  pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "--publish", std::to_string(port) + ":8000",
+                            "--", "sh", "-c", "echo READY; echo published-hello | nc -l -p 8000"},
+                           outPath, {{"XDG_STATE_HOME", state_}});
+  ASSERT_TRUE(waitForText(outPath, "READY")) << slurp(outPath);
+  std::string got;
+  for (int i = 0; i < 100 && got.empty(); ++i) {
+    got = readFromTcp("127.0.0.1", port);
+    if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(got, "published-hello\n");
+  EXPECT_EQ(readFromTcp("127.0.0.2", port), "") << "the published port listens beyond 127.0.0.1";
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(outPath);
+  EXPECT_EQ(readFromTcp("127.0.0.1", port), "") << "the published port outlived the session";
+}
+
+TEST_F(RunImage, PublishingATakenPortIsAUsageError) {
+  Fd taken(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(taken.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(taken.get(), 1), 0);
+  getsockname(taken.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  auto r = run({"true"}, {"--publish", std::to_string(ntohs(addr.sin_port)) + ":80"});
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find("pick another host port"), std::string::npos) << r.err;
 }
 
 TEST_F(RunImage, ThreeVmsAtOnce) {

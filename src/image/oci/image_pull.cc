@@ -90,11 +90,22 @@ Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vec
     return failWith(exit_code::kImage, "cannot create {}: {}", staging, errnoText(errno));
   Fd rootFd(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!rootFd) return failWith(exit_code::kImage, "cannot open {}: {}", staging, errnoText(errno));
+  const auto& diffIds = record.config.diffIds;
+  if (diffIds.size() != layers.size())
+    return failWith(exit_code::kImage,
+                    "the image config {} lists {} layer digests (rootfs.diff_ids) for a manifest of {} layers; the image "
+                    "was refused",
+                    record.configDigest, diffIds.size(), layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string name = fmt::format("layer {} of {} ({})", i + 1, layers.size(), layers[i].digest);
     vm::report(options.progress, fmt::format("unpacking layer {}/{} ({})", i + 1, layers.size(), shortDigest(layers[i].digest)));
     auto stats = applyLayer(rootFd.get(), store.blobPath(layers[i].digest), name);
     if (!stats) return std::unexpected(stats.error());
+    if (stats->diffId != diffIds[i])
+      return failWith(exit_code::kImage,
+                      "{} does not match the image config: its uncompressed digest is {} but rootfs.diff_ids[{}] is {}; "
+                      "the image was refused",
+                      name, stats->diffId, i, diffIds[i]);
   }
   auto user = resolveImageUser(rootFd.get(), record.config.user);
   if (!user) return std::unexpected(user.error());
@@ -118,6 +129,27 @@ Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vec
 }
 
 }  // namespace
+
+Result<> buildStoredImage(const ImageStore& store, ImageRecord& record, const ManifestDoc& doc, const std::string& what,
+                          const PullOptions& options) {
+  auto configText = readFile(store.blobPath(doc.config.digest), 16 << 20);
+  if (!configText) return failWith(exit_code::kImage, "{}", configText.error().message);
+  auto config = parseImageConfig(*configText);
+  if (!config) return failWith(exit_code::kImage, "{}: {}", what, config.error().message);
+  if ((!config->os.empty() && config->os != options.platform.os) ||
+      (!config->architecture.empty() && config->architecture != options.platform.architecture))
+    return failWith(exit_code::kImage, "{} is a {}/{} image; airlock boots {} (choose another tag or --platform)", what,
+                    config->os, config->architecture, options.platform.str());
+  record.config = std::move(*config);
+  auto lock = store.lock(options.progress);
+  if (!lock) return std::unexpected(lock.error());
+  if (vm::pathExists(store.erofsPath(record.manifestDigest))) return {};  // built by another pull while we waited
+  if (auto r = buildImage(store, record, doc.layers, options); !r) {
+    store.dropUnusedBlobs(record.blobs);  // a refused image leaves nothing in the store
+    return std::unexpected(r.error());
+  }
+  return {};
+}
 
 Result<PullPolicy> parsePullPolicy(std::string_view text) {
   if (text == "missing") return PullPolicy::Missing;
@@ -161,6 +193,11 @@ Result<PulledImage> pullImage(const ImageStore& store, const ImageRef& ref, cons
   }
   for (const auto& l : doc->layers)
     if (auto c = layerCompression(l.mediaType); !c) return failWith(exit_code::kImage, "{}: {}", ref.str(), c.error().message);
+  if (options.verify) {
+    std::vector<std::string> signable = {top->digest};
+    if (manifest.digest != top->digest) signable.push_back(manifest.digest);
+    if (auto r = options.verify(client, signable); !r) return std::unexpected(r.error());
+  }
   ImageRecord record;
   record.manifestDigest = manifest.digest;
   record.configDigest = doc->config.digest;
@@ -181,19 +218,7 @@ Result<PulledImage> pullImage(const ImageStore& store, const ImageRef& ref, cons
     auto bytes = downloadBlobs(store, client, toFetch, options);
     if (!bytes) return std::unexpected(bytes.error());
     out.bytesDownloaded = *bytes;
-    auto configText = readFile(store.blobPath(doc->config.digest), 16 << 20);
-    if (!configText) return failWith(exit_code::kImage, "{}", configText.error().message);
-    auto config = parseImageConfig(*configText);
-    if (!config) return failWith(exit_code::kImage, "{}: {}", ref.str(), config.error().message);
-    if ((!config->os.empty() && config->os != options.platform.os) ||
-        (!config->architecture.empty() && config->architecture != options.platform.architecture))
-      return failWith(exit_code::kImage, "{} is a {}/{} image; airlock boots {} (choose another tag or --platform)",
-                      ref.str(), config->os, config->architecture, options.platform.str());
-    record.config = std::move(*config);
-    auto lock = store.lock(options.progress);
-    if (!lock) return std::unexpected(lock.error());
-    if (!vm::pathExists(out.erofsPath))  // another pull may have built it while we waited
-      if (auto r = buildImage(store, record, doc->layers, options); !r) return std::unexpected(r.error());
+    if (auto r = buildStoredImage(store, record, *doc, ref.str(), options); !r) return std::unexpected(r.error());
   }
   auto stored = store.readRecord(manifest.digest);
   if (!stored) return std::unexpected(stored.error());

@@ -223,6 +223,15 @@ Result<RemoveReport> ImageStore::prune(std::optional<unsigned> olderThanDays) co
   return report;
 }
 
+void ImageStore::dropUnusedBlobs(const std::vector<std::string>& digests) const {
+  std::set<std::string> live;
+  for (const auto& hex : listDir(imagesDir()))
+    if (auto rec = readRecord("sha256:" + hex))
+      for (const auto& b : rec->blobs) live.insert(hexOf(b));
+  for (const auto& d : digests)
+    if (isValidDigest(d) && !live.count(hexOf(d))) ::unlink(blobPath(d).c_str());
+}
+
 Result<> ImageStore::collectGarbage(RemoveReport& report) const {
   std::set<std::string> liveImages;
   for (const auto& r : readRefs()) liveImages.insert(hexOf(r.manifestDigest));

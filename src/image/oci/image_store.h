@@ -98,6 +98,9 @@ class ImageStore {
   /// Removes the ref `ref` and, when no other ref uses it, its image and the
   /// blobs no remaining image needs. Fails (kImage) when `ref` is not stored.
   Result<RemoveReport> remove(const ImageRef& ref) const;
+  /// Removes the blobs `digests` that no built image needs (a refused pull
+  /// leaves nothing behind). Call with the store's lock held.
+  void dropUnusedBlobs(const std::vector<std::string>& digests) const;
   /// Removes images without a ref, and with `olderThanDays` also those not
   /// used (booted or pulled) for that many days with their refs; then the blobs
   /// no remaining image needs and stale partial downloads.

@@ -12,10 +12,13 @@
 #include <cerrno>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/sha256.h"
 #include "workspace/relpath.h"
+#include "workspace/tar_reader.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -27,7 +30,6 @@ using workspace::kOpaque;
 using workspace::kWhiteout;
 using workspace::parentPath;
 using workspace::TarEntryKind;
-using workspace::tarEntryKind;
 
 struct ArchiveFree {
   void operator()(archive* a) const { archive_read_free(a); }
@@ -71,54 +73,77 @@ int removeAt(int dirFd, const char* name) {
 class LayerApplier {
  public:
   LayerApplier(int rootFd, std::string layerName, const workspace::TarLimits& limits)
-      : rootFd_(rootFd), layer_(std::move(layerName)), guard_(limits), asRoot_(::geteuid() == 0) {}
+      : rootFd_(rootFd), layer_(std::move(layerName)), limits_(limits), asRoot_(::geteuid() == 0) {}
 
+  // Two libarchive readers in a row: `raw` undoes the compression and hands
+  // the uncompressed stream, hashed on the way (the diff_id), to `tar`.
   Result<LayerStats> run(const std::string& blobPath) {
-    std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
-    archive_read_support_format_tar(a.get());
-    archive_read_support_format_gnutar(a.get());
-    archive_read_support_filter_gzip(a.get());
-    archive_read_support_filter_zstd(a.get());
-    archive_read_support_filter_none(a.get());
-    a_ = a.get();
-    if (archive_read_open_filename(a_, blobPath.c_str(), 1 << 17) != ARCHIVE_OK)
-      return failWith(exit_code::kImage, "{}: cannot open: {}", layer_, errorText());
+    std::unique_ptr<archive, ArchiveFree> raw(archive_read_new());
+    archive_read_support_format_raw(raw.get());
+    archive_read_support_filter_gzip(raw.get());
+    archive_read_support_filter_zstd(raw.get());
+    archive_read_support_filter_none(raw.get());
+    raw_ = raw.get();
+    archive_entry* rawEntry = nullptr;
+    if (archive_read_open_filename(raw_, blobPath.c_str(), 1 << 17) != ARCHIVE_OK ||
+        archive_read_next_header(raw_, &rawEntry) != ARCHIVE_OK)
+      return failWith(exit_code::kImage, "{}: cannot open: {}", layer_, archiveError(raw_));
+    std::unique_ptr<archive, ArchiveFree> tar(archive_read_new());
+    archive_read_support_format_tar(tar.get());
+    archive_read_support_format_gnutar(tar.get());
+    if (archive_read_open(tar.get(), this, nullptr, &LayerApplier::readUncompressed, nullptr) != ARCHIVE_OK)
+      return failWith(exit_code::kImage, "{}: cannot open: {}", layer_, archiveError(tar.get()));
+    workspace::TarReader reader(tar.get(), limits_, "the layer", workspace::SpecialFiles::Skip);
+    reader_ = &reader;
     for (;;) {
-      archive_entry* entry = nullptr;
-      int r = archive_read_next_header(a_, &entry);
-      if (r == ARCHIVE_EOF) break;
-      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-        return failWith(exit_code::kImage, "{}: not a valid tar stream after {} entries: {}", layer_, stats_.entries,
-                        errorText());
+      auto entry = reader.next();
+      if (!entry) return std::unexpected(Error{layer_ + " was refused: " + entry.error().message, exit_code::kImage});
+      if (!*entry) break;
       ++stats_.entries;
-      if (auto res = handle(entry); !res)
+      if (auto res = handle(**entry); !res)
         return std::unexpected(Error{layer_ + " was refused: " + res.error().message, exit_code::kImage});
     }
+    // The uncompressed stream goes on after the tar end marker (padding).
+    for (;;) {
+      la_ssize_t n = archive_read_data(raw_, buf_.data(), buf_.size());
+      if (n < 0) return failWith(exit_code::kImage, "{}: cannot decompress: {}", layer_, archiveError(raw_));
+      if (n == 0) break;
+      diff_.update(std::string_view(buf_.data(), static_cast<size_t>(n)));
+    }
+    stats_.diffId = "sha256:" + diff_.hex();
     return stats_;
   }
 
  private:
-  std::string errorText() const {
-    const char* s = archive_error_string(a_);
+  static std::string archiveError(archive* a) {
+    const char* s = archive_error_string(a);
     return s ? s : "unknown error";
   }
 
-  Result<> handle(archive_entry* entry) {
-    const char* rawName = archive_entry_pathname(entry);
-    if (!rawName) return fail("entry {} has a name that cannot be decoded", stats_.entries);
-    TarEntryKind kind = tarEntryKind(entry);
-    if (kind == TarEntryKind::Fifo || kind == TarEntryKind::Socket || kind == TarEntryKind::CharDevice ||
-        kind == TarEntryKind::BlockDevice) {
+  static la_ssize_t readUncompressed(archive* tar, void* self, const void** out) {
+    auto* me = static_cast<LayerApplier*>(self);
+    la_ssize_t n = archive_read_data(me->raw_, me->buf_.data(), me->buf_.size());
+    if (n < 0) {
+      archive_set_error(tar, EIO, "cannot decompress: %s", archiveError(me->raw_).c_str());
+      return -1;
+    }
+    me->diff_.update(std::string_view(me->buf_.data(), static_cast<size_t>(n)));
+    *out = me->buf_.data();
+    return n;
+  }
+
+  Result<> handle(const workspace::TarEntry& e) {
+    if (e.skipped) {
       ++stats_.skippedSpecial;
       return {};
     }
-    auto admitted = guard_.admit(rawName, kind);
-    if (!admitted) return std::unexpected(admitted.error());
-    const std::string path = std::move(*admitted);
+    archive_entry* entry = e.header;
+    const TarEntryKind kind = e.kind;
+    const std::string& path = e.path;
     if (path.empty()) return {};  // the root directory entry
     const std::string base(baseName(path));
     const std::string parent(parentPath(path));
-    if (base.starts_with(kWhiteout)) return whiteout(path, parent, base);
+    if (e.whiteout) return whiteout(path, parent, base);
     auto dir = ensureDir(parent, path);
     if (!dir) return std::unexpected(dir.error());
     const int pfd = dir->get();
@@ -137,7 +162,7 @@ class LayerApplier {
         // Without root, keep the owner's rwx so later layers can still write here.
         if (::fchmod(d.get(), asRoot_ ? mode : (mode | 0700)) != 0 || !chown(d.get(), entry))
           return fail("cannot set the mode of '{}': {}", displayPath(path), errnoText(errno));
-        guard_.note(path, EntryType::Dir);
+        reader_->note(path, EntryType::Dir);
         return {};
       }
       case TarEntryKind::Symlink: {
@@ -150,18 +175,17 @@ class LayerApplier {
                      static_cast<gid_t>(archive_entry_gid(entry)), AT_SYMLINK_NOFOLLOW);
         timespec times[2] = {{archive_entry_mtime(entry), 0}, {archive_entry_mtime(entry), 0}};
         ::utimensat(pfd, base.c_str(), times, AT_SYMLINK_NOFOLLOW);
-        guard_.note(path, EntryType::Symlink);
+        reader_->note(path, EntryType::Symlink);
         return {};
       }
       case TarEntryKind::HardLink: {
-        auto target = guard_.hardLinkTarget(archive_entry_hardlink(entry), path);
-        if (!target) return std::unexpected(target.error());
+        const std::string& target = e.linkTarget;
         Fd tdir;
-        if (int err = openDirInRoot(rootFd_, std::string(parentPath(*target)), tdir))
-          return fail("cannot open the directory of hard link target '{}': {}", displayPath(*target), errnoText(err));
-        if (::linkat(tdir.get(), std::string(baseName(*target)).c_str(), pfd, base.c_str(), 0) != 0)
-          return fail("cannot create hard link '{}' to '{}': {}", displayPath(path), displayPath(*target), errnoText(errno));
-        guard_.note(path, EntryType::File);
+        if (int err = openDirInRoot(rootFd_, std::string(parentPath(target)), tdir))
+          return fail("cannot open the directory of hard link target '{}': {}", displayPath(target), errnoText(err));
+        if (::linkat(tdir.get(), std::string(baseName(target)).c_str(), pfd, base.c_str(), 0) != 0)
+          return fail("cannot create hard link '{}' to '{}': {}", displayPath(path), displayPath(target), errnoText(errno));
+        reader_->note(path, EntryType::File);
         return {};
       }
       default: return writeFile(pfd, path, base, mode, entry);
@@ -176,22 +200,16 @@ class LayerApplier {
   Result<> writeFile(int pfd, const std::string& path, const std::string& base, mode_t mode, archive_entry* entry) {
     Fd out(::openat(pfd, base.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out) return fail("cannot create '{}': {}", displayPath(path), errnoText(errno));
-    static thread_local char buf[1 << 17];
-    uint64_t size = 0;
-    for (;;) {
-      la_ssize_t n = archive_read_data(a_, buf, sizeof buf);
-      if (n < 0) return fail("cannot read the content of '{}': {}", displayPath(path), errorText());
-      if (n == 0) break;
-      size += static_cast<uint64_t>(n);
-      if (auto r = guard_.account(path, size, static_cast<uint64_t>(n)); !r) return r;
-      if (!writeAll(out.get(), std::string_view(buf, static_cast<size_t>(n))))
-        return fail("cannot write '{}': {}", displayPath(path), errnoText(errno));
-    }
+    auto size = reader_->readContent(path, [&](std::string_view chunk) -> Result<> {
+      if (!writeAll(out.get(), chunk)) return fail("cannot write '{}': {}", displayPath(path), errnoText(errno));
+      return {};
+    });
+    if (!size) return std::unexpected(size.error());
     if (!chown(out.get(), entry) || ::fchmod(out.get(), mode) != 0)
       return fail("cannot set the owner or mode of '{}': {}", displayPath(path), errnoText(errno));
     timespec times[2] = {{archive_entry_mtime(entry), 0}, {archive_entry_mtime(entry), 0}};
     ::futimens(out.get(), times);
-    guard_.note(path, EntryType::File);
+    reader_->note(path, EntryType::File);
     return {};
   }
 
@@ -249,9 +267,12 @@ class LayerApplier {
 
   int rootFd_;
   std::string layer_;
-  workspace::TarGuard guard_;
+  workspace::TarLimits limits_;
   bool asRoot_;
-  archive* a_ = nullptr;
+  archive* raw_ = nullptr;
+  workspace::TarReader* reader_ = nullptr;
+  std::vector<char> buf_ = std::vector<char>(1 << 17);
+  Sha256 diff_;
   LayerStats stats_;
   std::set<std::string> created_;
 };

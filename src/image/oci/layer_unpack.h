@@ -25,6 +25,7 @@ namespace airlock::image::oci {
 struct LayerStats {
   uint64_t entries = 0;         ///< tar entries read
   uint64_t skippedSpecial = 0;  ///< device nodes, FIFOs and sockets left out
+  std::string diffId;           ///< "sha256:<hex>" of the uncompressed tar stream (the config's diff_id)
 };
 
 /// Applies the layer blob at `blobPath` to the tree whose root directory is

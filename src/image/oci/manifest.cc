@@ -169,6 +169,14 @@ Result<ImageConfig> parseImageConfig(std::string_view body) {
     if (!arch || !os) return fail("the image config is malformed: {}", (!arch ? arch : os).error().message);
     c.architecture = *arch;
     c.os = *os;
+    if (auto rootfs = j.find("rootfs"); rootfs != j.end() && !rootfs->is_null()) {
+      if (!rootfs->is_object()) return fail("the image config's 'rootfs' is not an object");
+      auto ids = stringList(*rootfs, "diff_ids");
+      if (!ids) return fail("the image config is malformed: {}", ids.error().message);
+      for (const auto& id : *ids)
+        if (!isValidDigest(id)) return fail("the image config's diff_id '{}' is not a sha256 digest", id.substr(0, 80));
+      c.diffIds = std::move(*ids);
+    }
     auto it = j.find("config");
     if (it == j.end() || it->is_null()) return c;
     if (!it->is_object()) return fail("the image config's 'config' is not an object");

@@ -75,6 +75,7 @@ struct ImageConfig {
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::string workingDir;
+  std::vector<std::string> diffIds;      ///< rootfs.diff_ids: digests of the uncompressed layers, base first
 };
 
 /// Parses an image config blob.

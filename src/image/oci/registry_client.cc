@@ -200,11 +200,18 @@ Result<RegistryClient::Response> RegistryClient::send(const std::string& path, c
     }
     auto r = sendOnce(scheme + "://" + ref_.endpoint() + path, headers, sink);
     if (!r && r.error().code < 0) {
-      if (allowHttp_ && scheme == "https") {  // a plain-HTTP loopback or --insecure-registry registry
+      // A plain-HTTP loopback or --insecure-registry registry fails the TLS
+      // handshake; one that speaks TLS with a certificate we cannot verify
+      // must not be downgraded to plain HTTP.
+      const bool untrustedCert = r.error().code == -static_cast<int>(CURLE_PEER_FAILED_VERIFICATION);
+      if (allowHttp_ && scheme == "https" && !untrustedCert) {
         std::lock_guard lock(mu_);
         scheme_ = "http";
         continue;
       }
+      if (untrustedCert)
+        return failWith(exit_code::kImage, "{} (the certificate of registry {} is not trusted; pass its CA with --ca-cert FILE)",
+                        r.error().message, ref_.registry);
       return failWith(exit_code::kImage, "{} (use --ca-cert FILE for a private CA)", r.error().message);
     }
     bool transient = r ? isTransientStatus(r->status) : r.error().code == exit_code::kImage;

@@ -188,6 +188,34 @@ const Row kRows[] = {
      [](const Settings& s) { return s.directModeAcknowledged == Sourced{true, Layer::kUser}; }},
     {"ack_repo", Layer::kRepo, "direct_mode_acknowledged: true",
      [](const Settings& s) { return !s.directModeAcknowledged.value; }, "only your user config or --yes"},
+    // image signature verification: a repo may only make it stricter, never change the trusted key or identity
+    {"verify_default", Layer::kUser, "",
+     [](const Settings& s) { return s.imageVerify == Sourced{VerifyMode::kWarn, Layer::kBuiltin}; }},
+    {"verify_user", Layer::kUser, "image_verify: off",
+     [](const Settings& s) { return s.imageVerify == Sourced{VerifyMode::kOff, Layer::kUser}; }},
+    {"verify_flag", Layer::kFlag, "image_verify: off",
+     [](const Settings& s) { return s.imageVerify == Sourced{VerifyMode::kOff, Layer::kFlag}; }, nullptr,
+     "image_verify: require"},
+    {"verify_repo_require", Layer::kRepo, "image_verify: require",
+     [](const Settings& s) { return s.imageVerify == Sourced{VerifyMode::kRequire, Layer::kRepo}; }},
+    {"verify_repo_off", Layer::kRepo, "image_verify: off",
+     [](const Settings& s) { return s.imageVerify == Sourced{VerifyMode::kWarn, Layer::kBuiltin}; },
+     "can only make it stricter"},
+    {"verify_repo_weakens_require", Layer::kRepo, "image_verify: warn",
+     [](const Settings& s) { return s.imageVerify == Sourced{VerifyMode::kRequire, Layer::kUser}; },
+     "would weaken image verification from require", "image_verify: require"},
+    {"verify_key_user", Layer::kUser, "image_verify_key: /home/u/cosign.pub",
+     [](const Settings& s) { return s.imageVerifyKey == Sourced<std::string>{"/home/u/cosign.pub", Layer::kUser}; }},
+    {"verify_key_repo_swap", Layer::kRepo, "image_verify_key: /src/app/evil.pub",
+     [](const Settings& s) { return s.imageVerifyKey == Sourced<std::string>{"/home/u/cosign.pub", Layer::kUser}; },
+     "cannot change who is trusted to sign images", "image_verify_key: /home/u/cosign.pub"},
+    {"verify_root_repo", Layer::kRepo, "image_verify_trusted_root: /src/app/root.json",
+     [](const Settings& s) { return !s.imageVerifyTrustedRoot; }, "who is trusted to sign"},
+    {"verify_issuer_repo", Layer::kRepo, "image_verify_issuer: https://evil.example",
+     [](const Settings& s) { return !s.imageVerifyIssuer; }, "who is trusted to sign"},
+    {"verify_subject_repo", Layer::kRepo, "image_verify_subject: '.*'",
+     [](const Settings& s) { return s.imageVerifySubject == Sourced<std::string>{"^me$", Layer::kUser}; },
+     "who is trusted to sign", "image_verify_subject: '^me$'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),
@@ -248,7 +276,8 @@ TEST(UserConfigTemplate, ParsesToAnEmptyLayerAndNamesEveryKey) {
   EXPECT_FALSE(layer->cpus);
   for (const char* key : {"vcpus:", "memory_mib:", "egress_profile:", "allow_hosts:", "remove_hosts:", "host_ports:",
                           "env_forward:", "exclude:", "workspace_mode:", "review:", "image:", "agents:",
-                          "direct_mode_acknowledged:"})
+                          "direct_mode_acknowledged:", "image_verify:", "image_verify_key:",
+                          "image_verify_trusted_root:", "image_verify_issuer:", "image_verify_subject:"})
     EXPECT_NE(userConfigTemplate().find(std::string("# ") + key), std::string::npos) << key;
 }
 

@@ -83,7 +83,7 @@ class DnsAnswererTest : public testing::Test {
  protected:
   DnsAnswererTest()
       : book_(std::chrono::seconds(30), std::chrono::seconds(600), [this] { return now_; }),
-        policy_(*buildPolicy(Profile::kLocked, {"api.example.com", "*.pkg.example.org"}, {}, {}, {})),
+        policy_{Profile::kLocked, {*parseHostRule("api.example.com"), *parseHostRule("*.pkg.example.org")}},
         answerer_(policy_, book_, upstream_, {*IpAddress::parse("198.51.100.99")}) {}
   std::vector<std::string> names(const char* address) { return book_.namesFor(*IpAddress::parse(address)); }
   AddressBook::Clock::time_point now_{};
@@ -149,6 +149,25 @@ TEST_F(DnsAnswererTest, RebindingAnswersAreDropped) {
                     "api.example.com. 300 IN AAAA ::ffff:127.0.0.1", "api.example.com. 300 IN AAAA fe80::1"};
   auto v6 = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_AAAA)));
   EXPECT_TRUE(v6.answers.empty());
+}
+
+TEST_F(DnsAnswererTest, OutcomeSaysWhatTheBlockedSummaryShouldList) {
+  upstream_.zone = {"api.example.com. 300 IN A 192.0.2.10", "api.example.com. 300 IN A 10.1.2.3"};
+  DnsOutcome allowed;
+  answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_AAAA), &allowed);
+  EXPECT_EQ(allowed.blocked, "");
+  DnsOutcome denied;
+  answerer_.answer(makeQuery("evil.example.net.", LDNS_RR_TYPE_A), &denied);
+  EXPECT_EQ(denied.name, "evil.example.net");
+  EXPECT_EQ(denied.blocked, kBlockedNotAllowed);
+  DnsOutcome tunnel;
+  answerer_.answer(makeQuery("c2VjcmV0.evil.example.net.", LDNS_RR_TYPE_TXT), &tunnel);
+  EXPECT_EQ(tunnel.blocked, kBlockedTunnelType);
+  DnsOutcome rebinding;
+  auto r = parseResponse(answerer_.answer(makeQuery("api.example.com.", LDNS_RR_TYPE_A), &rebinding));
+  EXPECT_EQ(r.answers, std::vector<std::string>{"A 192.0.2.10 300"});
+  EXPECT_EQ(rebinding.blocked, kBlockedRebinding);
+  EXPECT_EQ(rebinding.rebinding, std::vector<std::string>{"10.1.2.3"});
 }
 
 TEST_F(DnsAnswererTest, TtlIsClampedAndExpiryForgetsTheAddress) {

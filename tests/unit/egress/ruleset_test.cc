@@ -12,6 +12,7 @@ const char* const kExpectedBody = R"(table inet airlock {
 	counter drop_udp { }
 	counter drop_other { }
 	counter drop_input { }
+	counter guest_ipv6_housekeeping { }
 
 	chain guard {
 		type filter hook prerouting priority raw; policy accept;
@@ -22,6 +23,7 @@ const char* const kExpectedBody = R"(table inet airlock {
 		meta l4proto tcp accept
 		ip daddr 10.0.2.2 udp dport 53 accept
 		ip6 daddr fd00:a1::1 udp dport 53 accept
+		icmpv6 type { nd-router-solicit, mld-listener-report, mld2-listener-report } counter name guest_ipv6_housekeeping drop
 		meta l4proto { icmp, ipv6-icmp } counter name drop_icmp drop
 		meta l4proto udp counter name drop_udp drop
 		counter name drop_other drop
@@ -29,14 +31,19 @@ const char* const kExpectedBody = R"(table inet airlock {
 
 	chain to_proxy {
 		type nat hook prerouting priority dstnat; policy accept;
+		iifname "airlock0" ip daddr 10.0.2.2 tcp dport 53 accept
+		iifname "airlock0" ip6 daddr fd00:a1::1 tcp dport 53 accept
 		iifname "airlock0" meta l4proto tcp redirect to :15001
 	}
 
 	chain input {
 		type filter hook input priority filter; policy drop;
 		iifname "lo" accept
+		ct state established,related accept
 		iifname "airlock0" tcp dport 15001 accept
 		iifname "airlock0" udp dport 53 accept
+		iifname "airlock0" ip daddr 10.0.2.2 tcp dport 53 accept
+		iifname "airlock0" ip6 daddr fd00:a1::1 tcp dport 53 accept
 		iifname "airlock0" icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept
 		counter name drop_input drop
 	}

@@ -10,6 +10,7 @@
 
 #include "common/fd.h"
 #include "common/paths.h"
+#include "common/sha256.h"
 #include "tar_builder.h"
 
 namespace airlock::image::oci {
@@ -129,6 +130,26 @@ TEST_F(LayerUnpack, SymlinkOfALowerLayerResolvesInsideTheTree) {
 TEST_F(LayerUnpack, RefusesHardLinkToOutsideOrLaterEntries) {
   EXPECT_FALSE(apply(makeTar({{"h", 'h', "../../etc/passwd"}}), 1));
   EXPECT_FALSE(apply(makeTar({{"h", 'h', "later"}, {"later", 'f', "x"}}), 2));
+}
+
+// The diff_id is the digest of the uncompressed tar, whatever the compression.
+TEST_F(LayerUnpack, ReportsTheDigestOfTheUncompressedStream) {
+  const std::vector<TarEntry> entries = {{"a/", 'd', "", 0755}, {"a/f", 'f', std::string(300000, 'x')}};
+  const std::string expected = "sha256:" + sha256Hex(makeTar(entries, "none"));
+  int n = 0;
+  for (std::string c : {"none", "gzip", "zstd"}) {
+    auto r = apply(makeTar(entries, c), ++n);
+    ASSERT_TRUE(r) << c << ": " << r.error().message;
+    EXPECT_EQ(r->diffId, expected) << c;
+  }
+}
+
+// A blob whose compressed stream breaks off is refused, naming the layer.
+TEST_F(LayerUnpack, RefusesATruncatedCompressedStream) {
+  std::string gz = makeTar({{"f", 'f', std::string(1 << 20, 'y')}}, "gzip");
+  auto r = apply(gz.substr(0, gz.size() / 2), 4);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("layer 4"), std::string::npos) << r.error().message;
 }
 
 }  // namespace

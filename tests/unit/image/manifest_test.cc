@@ -57,5 +57,19 @@ TEST(Manifest, ParsesImageConfig) {
   EXPECT_FALSE(parseImageConfig(R"({"config":{"Env":"A=1"}})"));
 }
 
+// rootfs.diff_ids are read in order; a malformed one refuses the config.
+TEST(Manifest, ConfigDiffIds) {
+  const std::string a = "sha256:" + std::string(64, 'a'), b = "sha256:" + std::string(64, 'b');
+  auto c = parseImageConfig(R"({"os":"linux","rootfs":{"type":"layers","diff_ids":[")" + a + R"(",")" + b + R"("]}})");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->diffIds, (std::vector<std::string>{a, b}));
+  EXPECT_TRUE(parseImageConfig(R"({"os":"linux"})")->diffIds.empty());
+  auto bad = parseImageConfig(R"({"rootfs":{"diff_ids":["sha256:../../x"]}})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("diff_id"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(parseImageConfig(R"({"rootfs":{"diff_ids":"sha256:x"}})"));
+  EXPECT_FALSE(parseImageConfig(R"({"rootfs":[]})"));
+}
+
 }  // namespace
 }  // namespace airlock::image::oci

@@ -1,0 +1,55 @@
+#include "cli/egress_flags.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace airlock::cli {
+
+void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaultProfile) {
+  cmd.add_option("--egress-profile", flags.profile,
+                 "Network policy: locked (the model API only), standard (+ GitHub, package registries, Debian/Ubuntu "
+                 "archives) or permissive (any TCP host; still no UDP but DNS). Default: " + defaultProfile)
+      ->check(CLI::IsMember({"permissive", "standard", "locked"}));
+  cmd.add_option("--allow-host", flags.allowHosts,
+                 "Also allow HOST[:PORT] (a DNS name; '*.example.com' for names below it; no IP literals; default "
+                 "port 443); repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--host-port", flags.hostPorts,
+                 "PORT[:GUESTPORT]: the TCP port PORT on your 127.0.0.1 (a local model server, a dev database) is "
+                 "reachable in the guest at 10.0.2.2:GUESTPORT; nothing else on your host is; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--publish", flags.publish,
+                 "HOSTPORT[:GUESTPORT]: a server in the guest listening on GUESTPORT is reachable on your "
+                 "127.0.0.1:HOSTPORT (only there); repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_flag("--egress-log", flags.log, "Print every allowed and blocked connection and DNS query as it happens");
+}
+
+Result<std::vector<egress::HostPort>> parseHostPorts(const std::vector<std::string>& values, std::string_view flag) {
+  std::vector<egress::HostPort> out;
+  for (const auto& value : values) {
+    auto mapping = egress::parseHostPort(value, flag);
+    if (!mapping) return std::unexpected(mapping.error());
+    out.push_back(*mapping);
+  }
+  return out;
+}
+
+void reportBlocked(const egress::SessionNetwork& network, const std::string& logPath) {
+  std::vector<std::string> lines;
+  for (const auto& entry : network.blocked())
+    lines.push_back(fmt::format("{} ({}): {}x", entry.what, entry.reason, entry.count));
+  if (auto counters = network.dropCounters())
+    for (const auto& [name, packets] : *counters)
+      if (packets > 0 && name.starts_with("drop_"))
+        lines.push_back(fmt::format("{} packets dropped by firewall rule {}", packets, name));
+  if (lines.empty()) return;
+  std::fprintf(stderr, "airlock: egress blocked during this session (details: %s):\n", logPath.c_str());
+  for (const auto& line : lines) std::fprintf(stderr, "airlock:   %s\n", line.c_str());
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,39 @@
+#pragma once
+// The egress flags `airlock run` and `airlock run-image` share
+// (--egress-profile, --allow-host, --host-port, --egress-log), and the
+// end-of-session report of what the firewall blocked.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.h"
+#include "egress/policy.h"
+#include "egress/session_network.h"
+
+namespace airlock::cli {
+
+/// Raw values of the egress flags.
+struct EgressFlags {
+  std::string profile;                  ///< "" = the configured/default profile
+  std::vector<std::string> allowHosts;  ///< HOST[:PORT], '*.' only leftmost
+  std::vector<std::string> hostPorts;   ///< PORT[:GUESTPORT]
+  std::vector<std::string> publish;     ///< HOSTPORT[:GUESTPORT]
+  bool log = false;                     ///< stream the egress log to stderr
+};
+
+/// Adds the flags (and --publish) to `cmd`, storing into `flags`.
+/// `defaultProfile` is named in the help text.
+void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaultProfile);
+
+/// Parses every PORT[:GUESTPORT] value of `flag` (kUsage errors name the bad value).
+Result<std::vector<egress::HostPort>> parseHostPorts(const std::vector<std::string>& values,
+                                                    std::string_view flag = "--host-port");
+
+/// Prints what the session's firewall blocked (names, addresses, drop
+/// counters) to stderr, one line each; nothing when nothing was blocked.
+/// `logPath` is named as the place for details.
+void reportBlocked(const egress::SessionNetwork& network, const std::string& logPath);
+
+}  // namespace airlock::cli

@@ -1,0 +1,99 @@
+#include "cli/session_job.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/review.h"
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "workspace/flush.h"
+#include "workspace/ignore.h"
+#include "workspace/snapshot.h"
+
+namespace airlock::cli {
+namespace {
+
+namespace ws = airlock::workspace;
+
+/// Largest change set the guest may send back (16 GiB).
+constexpr uint64_t kMaxChangeSetBytes = 16ull << 30;
+
+/// Gives the snapshot to the guest's agent user, so it can edit the files
+/// (the overlay copies them up with their owner).
+void chownTree(const std::string& root) {
+  nftw(
+      root.c_str(),
+      [](const char* path, const struct stat*, int, FTW*) {
+        (void)!lchown(path, kAgentUid, kAgentUid);
+        return 0;
+      },
+      64, FTW_PHYS);
+}
+
+/// 2. The snapshot: baseline manifest and private copy in the session
+/// directory, with .airlockignore and the configured excludes applied.
+Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>& excludes) {
+  s.phase("snapshot", "snapshot of " + s.workspace());
+  ws::IgnoreRules rules;
+  {
+    Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (auto r = rules.loadFile(root.get()); !r) return r;
+  }
+  for (const auto& e : excludes) rules.addPattern(e);
+  ws::SnapshotOptions snapOptions;
+  auto snap = ws::takeSnapshot(s.workspace(), s.dir() + "/snapshot", rules, snapOptions);
+  if (!snap) return std::unexpected(snap.error());
+  for (const auto& w : snap->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
+  if (auto r = snap->manifest.save(s.dir() + "/manifest"); !r) return r;
+  if (auto r = writeFileAtomic(s.dir() + "/ignore", rules.userText(), 0600); !r) return r;
+  if (geteuid() == 0) chownTree(s.dir() + "/snapshot");
+  s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<session::Session>> openSession(const std::string& workspace, bool wait, bool quiet,
+                                                      bool direct, const std::vector<std::string>& excludes) {
+  auto session = session::Session::open(workspace, wait);
+  if (!session) return std::unexpected(session.error());
+  auto& s = **session;
+  s.setQuiet(quiet);
+  auto recovered = ws::recoverFlush(s.workspace(), stateDir(), ws::RecoveryMode::Complete);
+  if (!recovered) return std::unexpected(recovered.error());
+  if (recovered->found)
+    std::fprintf(stderr, "airlock: completed an interrupted flush from %s\n", recovered->sessionDir.c_str());
+  if (direct) {
+    s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
+    return session;
+  }
+  if (auto r = takeSessionSnapshot(s, excludes); !r) return std::unexpected(r.error());
+  return session;
+}
+
+Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std::string& reviewMode,
+                            const std::vector<std::string>& excludes) {
+  s.phase("export", "collecting the guest's changes");
+  auto exported = machine.vm().control().exportWorkspace(s.dir() + "/changes.tar", kMaxChangeSetBytes);
+  machine.stop();
+  if (!exported) return failWith(exit_code::kVmFailed, "{}", exported.error().message);
+  s.log(fmt::format("change set: {} bytes", *exported));
+  s.phase("review", "review");
+  ReviewArgs review;
+  review.workspace = s.workspace();
+  review.session = s.dir();
+  review.changeSet = s.dir() + "/changes.tar";
+  review.mode = reviewMode;
+  review.excludes = excludes;
+  int code = runReview(review);
+  (void)removeTree(s.dir() + "/snapshot");
+  return code;
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,35 @@
+#pragma once
+// The snapshot half of a session, shared by `airlock run` and
+// `airlock run-image -w DIR --review=MODE`: open the session (state dir,
+// log, per-workspace lock), settle an interrupted flush, take the snapshot;
+// after the guest is done, export its changes, stop the VM, review and flush.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "session/session.h"
+#include "vm/launcher.h"
+
+namespace airlock::cli {
+
+/// The agent user in the guest (DESIGN.md, "Guest contract"); the snapshot is
+/// chowned to it when airlock runs as root.
+inline constexpr uint32_t kAgentUid = 1000;
+
+/// Opens the session for `workspace` (exit 73 when another session holds it,
+/// unless `wait`), completes an interrupted flush, and unless `direct` takes
+/// the snapshot with .airlockignore and `excludes` applied.
+Result<std::unique_ptr<session::Session>> openSession(const std::string& workspace, bool wait, bool quiet,
+                                                      bool direct, const std::vector<std::string>& excludes);
+
+/// Exports the guest's /workspace changes into the session, stops `machine`
+/// (QEMU confirmed gone), then reviews and flushes them with `reviewMode`
+/// (interactive, auto, all, none) and removes the snapshot. Returns the
+/// review's exit code (0, 70 pending, 71 conflict, 74 unsafe...); errors
+/// carry kVmFailed when the export failed.
+Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std::string& reviewMode,
+                            const std::vector<std::string>& excludes);
+
+}  // namespace airlock::cli
