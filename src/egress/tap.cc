@@ -73,9 +73,13 @@ Result<Fd> createGatewayTap() {
   writeSysctl("/proc/sys/net/ipv6/conf/default/accept_dad", "0");
   writeSysctl("/proc/sys/net/ipv6/conf/default/accept_ra", "0");
   Fd tap(open("/dev/net/tun", O_RDWR | O_CLOEXEC));
-  if (!tap)
-    return failWith(exit_code::kEgress, "cannot open /dev/net/tun: {}; the egress firewall needs the tun driver",
+  if (!tap && errno == EACCES)
+    return failWith(exit_code::kEgress, "cannot open /dev/net/tun: {}; the egress firewall needs it usable by your "
+                    "user (most distributions ship it mode 0666: chmod 0666 /dev/net/tun) or run as root",
                     errnoText(errno));
+  if (!tap)
+    return failWith(exit_code::kEgress, "cannot open /dev/net/tun: {}; the egress firewall needs the tun driver "
+                    "(modprobe tun)", errnoText(errno));
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, kTapName, IFNAMSIZ - 1);
   ifr.ifr_flags = IFF_TAP | IFF_NO_PI;

@@ -127,6 +127,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   }
   config.userNetwork = options.userNetwork;
   if (options.egress) {
+    if (auto r = egress::becomeNamespaceRoot(); !r) return std::unexpected(r.error());
     auto network = egress::SessionNetwork::start(*options.egress, options.egressNetwork);
     if (!network) return std::unexpected(network.error());
     machine->network_ = std::move(*network);

@@ -12,8 +12,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,10 +27,12 @@
 #include <thread>
 
 #include "common/fd.h"
+#include "common/paths.h"
 #include "common/subprocess.h"
 #include "airlock_process.h"
 #include "guest_machine.h"
 #include "wire_bytes.h"
+#include "vm/boot_assets.h"
 #include "vm/launcher.h"
 #include "vm_test_env.h"
 
@@ -477,6 +483,94 @@ TEST_F(PermissiveFakeInternetTest, ReportsConnectionSetupLatencyPermissive) {
   std::printf("egress latency (permissive): dns lookup %ld us, first HTTP exchange %ld us\n", dns, http);
   // Permissive still goes through the proxy but admits any destination.
   EXPECT_NE(get("192.0.2.10", 8080, "anything.example.net").find("fake-internet"), std::string::npos);
+}
+
+
+/// /dev/net/tun made usable by everyone for one test (standard distributions
+/// ship it 0666; this machine kind has 0600), restored afterwards.
+class WorldUsableTun {
+ public:
+  WorldUsableTun() {
+    if (stat("/dev/net/tun", &st_) == 0) changed_ = chmod("/dev/net/tun", 0666) == 0;
+  }
+  ~WorldUsableTun() {
+    if (changed_) chmod("/dev/net/tun", st_.st_mode & 07777);
+  }
+
+ private:
+  struct stat st_ {};
+  bool changed_ = false;
+};
+
+TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
+  SKIP_WITHOUT_VMS();
+  FakeInternet internet;
+  ASSERT_EQ(internet.error(), "");
+  LoopbackService service;
+  constexpr uid_t kUser = 4242;
+  // Everything the unprivileged airlock touches: its own home, state and
+  // cache (a copy of the boot assets), and a copy of the test rootfs.
+  auto dir = TempDir::create("/tmp", "airlock-unpriv-");
+  ASSERT_TRUE(dir);
+  chmod(dir->path().c_str(), 0755);
+  auto init = vm::findInitBinary();
+  ASSERT_TRUE(init) << init.error().message;
+  auto assets = vm::ensureBootAssets(*init, {});
+  ASSERT_TRUE(assets) << assets.error().message;
+  const std::string& d = dir->path();
+  for (const std::string& sub : {"/home", "/state", "/cache"}) ASSERT_TRUE(makeDirs(d + sub));
+  ASSERT_TRUE(runChecked({"cp", "-a", cacheDir() + "/assets", d + "/cache/assets"}));
+  ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
+  ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(kUser) + ":" + std::to_string(kUser), d}));
+  std::string command = fmt::format(
+      "wget -qO- http://10.0.2.2:{0}/; wget -qO- -T 5 http://10.0.2.2:{1}/ || echo other-port-blocked; "
+      "wget -qO- -T 5 http://192.0.2.10/ || echo literal-blocked",
+      service.port(), service.port() + 1);
+  // Runs the command in a VM as kUser; returns the exit code and the output.
+  auto runAsUser = [&]() -> std::pair<int, std::string> {
+    std::string outPath = d + "/out.txt";
+    pid_t pid = fork();
+    if (pid == 0) {
+      int out = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      dup2(out, 1);
+      dup2(out, 2);
+      if (setgroups(0, nullptr) != 0 || setresgid(kUser, kUser, kUser) != 0 || setresuid(kUser, kUser, kUser) != 0)
+        _exit(120);
+      std::string home = "HOME=" + d + "/home", state = "XDG_STATE_HOME=" + d + "/state",
+                  cache = "AIRLOCK_CACHE_DIR=" + d + "/cache", initEnv = "AIRLOCK_INIT=" + *init,
+                  exe = std::string("AIRLOCK_EXE=") + AIRLOCK_BINARY, rootfs = d + "/rootfs",
+                  port = std::to_string(service.port());
+      const char* env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", home.c_str(), state.c_str(), cache.c_str(),
+                           initEnv.c_str(), exe.c_str(), nullptr};
+      execle(AIRLOCK_BINARY, "airlock", "run-image", "-q", "--rootfs", rootfs.c_str(), "--egress-profile", "locked",
+             "--host-port", port.c_str(), "--", "sh", "-c", command.c_str(), nullptr, env);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(outPath)};
+  };
+  struct stat tunBefore {};
+  ASSERT_EQ(stat("/dev/net/tun", &tunBefore), 0);
+  if ((tunBefore.st_mode & 0006) != 0006) {
+    // Without access to the tun device the session must not start: exit 69, naming the fix.
+    auto [code, out] = runAsUser();
+    EXPECT_EQ(code, 69) << out;
+    EXPECT_NE(out.find("chmod 0666 /dev/net/tun"), std::string::npos) << out;
+  }
+  {
+    WorldUsableTun tun;
+    auto [code, out] = runAsUser();
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find("host-service"), std::string::npos) << "the mapped host port is unreachable:\n" << out;
+    EXPECT_NE(out.find("other-port-blocked"), std::string::npos) << out;
+    EXPECT_NE(out.find("literal-blocked"), std::string::npos) << out;
+    EXPECT_EQ(out.find("fake-internet"), std::string::npos) << "a denied address answered:\n" << out;
+  }
+  struct stat tunAfter {};
+  ASSERT_EQ(stat("/dev/net/tun", &tunAfter), 0);
+  EXPECT_EQ(tunAfter.st_mode, tunBefore.st_mode) << "/dev/net/tun was not restored";
+  EXPECT_EQ(leftoverRunDirs(d + "/state"), "");
 }
 
 }  // namespace

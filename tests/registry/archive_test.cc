@@ -34,19 +34,14 @@ std::string slurp(const std::string& path) {
   return r ? *r : "";
 }
 
-class ImageArchive : public ::testing::Test {
+class ImageArchive : public test::RegistryFixture {
  protected:
   void SetUp() override {
-    if (auto why = test::registrySkipReason(); !why.empty()) GTEST_SKIP() << why;
-    registry_ = std::make_unique<LocalRegistry>();
-    auto t = TempDir::create("/tmp", "airlock-archive-test-");
-    ASSERT_TRUE(t);
-    tmp_.emplace(std::move(*t));
-    layout_ = std::make_unique<OciLayout>(tmp_->path() + "/layout");
+    RegistryFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     a_ = std::make_unique<ImageStore>(tmp_->path() + "/store-a");
     b_ = std::make_unique<ImageStore>(tmp_->path() + "/store-b");
   }
-  ImageRef ref(const std::string& repoTag) { return *parseImageRef(registry_->host() + "/" + repoTag); }
   Result<PulledImage> pull(const ImageStore& store, const std::string& repoTag) {
     PullOptions o;
     o.policy = PullPolicy::Always;
@@ -70,12 +65,7 @@ class ImageArchive : public ::testing::Test {
     return loadImageArchive(store, tar, o);
   }
   std::vector<std::string> files(const ImageStore& store, const std::string& sub) {
-    std::vector<std::string> names;
-    auto out = runCommand({"ls", "-A", store.root() + "/" + sub});
-    std::string line;
-    std::istringstream in(out ? out->stdoutText : "");
-    while (std::getline(in, line)) names.push_back(line);
-    return names;
+    return namesIn(store.root() + "/" + sub);
   }
   void expectNothingLoaded(const ImageStore& store) {
     EXPECT_TRUE(files(store, "images").empty());
@@ -106,9 +96,6 @@ class ImageArchive : public ::testing::Test {
       e.push_back({"blobs/sha256/" + hex, 'f', slurp(layout_->dir() + "/blobs/sha256/" + hex)});
     return e;
   }
-  std::unique_ptr<LocalRegistry> registry_;
-  std::optional<TempDir> tmp_;
-  std::unique_ptr<OciLayout> layout_;
   std::unique_ptr<ImageStore> a_, b_;
 };
 

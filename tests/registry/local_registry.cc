@@ -152,6 +152,28 @@ std::string securedRegistrySkipReason(const RegistrySecurity& security) {
   return "";
 }
 
+void RegistryFixture::SetUp() {
+  if (auto why = registrySkipReason(); !why.empty()) GTEST_SKIP() << why;
+  registry_ = std::make_unique<LocalRegistry>();
+  auto t = TempDir::create("/tmp", "airlock-registry-test-");
+  ASSERT_TRUE(t) << t.error().message;
+  tmp_.emplace(std::move(*t));
+  layout_ = std::make_unique<OciLayout>(tmp_->path() + "/layout");
+}
+
+image::oci::ImageRef RegistryFixture::ref(const std::string& repoTag) const {
+  return *image::oci::parseImageRef(registry_->host() + "/" + repoTag);
+}
+
+std::vector<std::string> RegistryFixture::namesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  auto out = runCommand({"ls", "-A", dir});
+  std::string line;
+  std::istringstream in(out ? out->stdoutText : "");
+  while (std::getline(in, line)) names.push_back(line);
+  return names;
+}
+
 std::string registrySkipReason() {
   if (findProgram("docker-registry").empty()) return "docker-registry is not installed (scripts/setup)";
   if (findProgram("skopeo").empty()) return "skopeo is not installed (scripts/setup)";

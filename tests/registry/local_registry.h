@@ -5,9 +5,15 @@
 
 #include <sys/types.h>
 
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/paths.h"
+#include "image/oci/image_ref.h"
 #include "image/oci/manifest.h"
 
 namespace airlock::test {
@@ -87,6 +93,22 @@ class OciLayout {
  private:
   std::string dir_;
   std::vector<std::pair<image::oci::Descriptor, std::string>> tags_;
+};
+
+/// The common start of a registry test: a plain-HTTP LocalRegistry, a
+/// temporary directory and an empty OCI layout in it to push from. Skips
+/// (with the reason) where the registry cannot run.
+class RegistryFixture : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  /// REGISTRY/repoTag, parsed.
+  image::oci::ImageRef ref(const std::string& repoTag) const;
+  /// The names in directory `dir` (ls -A), sorted; empty when it is missing.
+  static std::vector<std::string> namesIn(const std::string& dir);
+
+  std::unique_ptr<LocalRegistry> registry_;
+  std::optional<TempDir> tmp_;
+  std::unique_ptr<OciLayout> layout_;
 };
 
 /// "sha256:<hex>" of a (gzip, zstd or plain) layer blob's uncompressed stream.

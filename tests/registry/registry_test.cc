@@ -31,18 +31,13 @@ constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip"
 constexpr const char* kZstdLayer = "application/vnd.oci.image.layer.v1.tar+zstd";
 constexpr const char* kTarLayer = "application/vnd.oci.image.layer.v1.tar";
 
-class RegistryTest : public ::testing::Test {
+class RegistryTest : public test::RegistryFixture {
  protected:
   void SetUp() override {
-    if (auto why = test::registrySkipReason(); !why.empty()) GTEST_SKIP() << why;
-    registry_ = std::make_unique<LocalRegistry>();
-    auto t = TempDir::create("/tmp", "airlock-registry-test-");
-    ASSERT_TRUE(t);
-    tmp_.emplace(std::move(*t));
-    layout_ = std::make_unique<OciLayout>(tmp_->path() + "/layout");
+    RegistryFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     store_ = std::make_unique<ImageStore>(tmp_->path() + "/store");
   }
-  ImageRef ref(const std::string& repoTag) { return *parseImageRef(registry_->host() + "/" + repoTag); }
   Result<PulledImage> pull(const std::string& repoTag, PullPolicy policy = PullPolicy::Missing, Platform p = {}) {
     PullOptions o;
     o.policy = policy;
@@ -62,17 +57,7 @@ class RegistryTest : public ::testing::Test {
     EXPECT_TRUE(runChecked({"fsck.erofs", "--extract=" + dir, img.erofsPath}));
     return dir;
   }
-  std::vector<std::string> storeFiles(const std::string& sub) {
-    std::vector<std::string> names;
-    auto out = runCommand({"ls", "-A", store_->root() + "/" + sub});
-    std::string line;
-    std::istringstream in(out ? out->stdoutText : "");
-    while (std::getline(in, line)) names.push_back(line);
-    return names;
-  }
-  std::unique_ptr<LocalRegistry> registry_;
-  std::optional<TempDir> tmp_;
-  std::unique_ptr<OciLayout> layout_;
+  std::vector<std::string> storeFiles(const std::string& sub) { return namesIn(store_->root() + "/" + sub); }
   std::unique_ptr<ImageStore> store_;
 };
 

@@ -34,15 +34,11 @@ constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip"
 const std::string kIssuer = "https://token.actions.githubusercontent.com";
 const std::string kIdentity = "https://github.com/org/repo/.github/workflows/release.yml@refs/tags/v1";
 
-class SignatureRegistryTest : public ::testing::Test {
+class SignatureRegistryTest : public test::RegistryFixture {
  protected:
   void SetUp() override {
-    if (auto why = test::registrySkipReason(); !why.empty()) GTEST_SKIP() << why;
-    registry_ = std::make_unique<LocalRegistry>();
-    auto t = TempDir::create("/tmp", "airlock-signature-test-");
-    ASSERT_TRUE(t);
-    tmp_.emplace(std::move(*t));
-    layout_ = std::make_unique<OciLayout>(tmp_->path() + "/layout");
+    RegistryFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(makeDirs(tmp_->path() + "/config/airlock"));
     ASSERT_TRUE(makeDirs(tmp_->path() + "/state"));
     keyFile_ = write("cosign.pub", key_.publicPem());
@@ -108,9 +104,6 @@ class SignatureRegistryTest : public ::testing::Test {
     return j.is_discarded() ? nlohmann::json::object() : j["signature"];
   }
 
-  std::unique_ptr<LocalRegistry> registry_;
-  std::optional<TempDir> tmp_;
-  std::unique_ptr<OciLayout> layout_;
   EcKey key_, otherKey_;
   std::string keyFile_, otherKeyFile_;
 };

@@ -100,13 +100,6 @@ std::string hexOf(std::string_view bytes) {
   return out;
 }
 
-std::string sha256Raw(std::string_view data) {
-  unsigned char md[32];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
-  return std::string(reinterpret_cast<char*>(md), n);
-}
-
 std::string isoTime(int64_t t) {
   std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};
@@ -470,37 +463,6 @@ Result<> verifyRekorBundle(const RekorBundle& bundle, const TrustedRoot& root, s
   if (!loggedKey || want.empty() || pemIdentityDer(*loggedKey) != want)
     return refuse("the Rekor entry records another certificate or key than the signature's");
   return {};
-}
-
-std::string merkleLeafHash(std::string_view entry) {
-  std::string data(1, '\0');
-  data += entry;
-  return sha256Raw(data);
-}
-
-bool verifyInclusionProof(uint64_t index, uint64_t treeSize, const std::string& leafHash,
-                          const std::vector<std::string>& proof, const std::string& rootHash) {
-  // RFC 9162 section 2.1.3.2.
-  if (index >= treeSize || leafHash.size() != 32) return false;
-  uint64_t fn = index, sn = treeSize - 1;
-  std::string r = leafHash;
-  auto node = [](const std::string& l, const std::string& rr) { return sha256Raw(std::string(1, '\1') + l + rr); };
-  for (const auto& p : proof) {
-    if (p.size() != 32 || sn == 0) return false;
-    if ((fn & 1) || fn == sn) {
-      r = node(p, r);
-      if (!(fn & 1))
-        while (fn != 0 && !(fn & 1)) {
-          fn >>= 1;
-          sn >>= 1;
-        }
-    } else {
-      r = node(r, p);
-    }
-    fn >>= 1;
-    sn >>= 1;
-  }
-  return sn == 0 && r == rootHash;
 }
 
 Result<Signer> verifySignatureLayers(const std::vector<SignatureLayer>& layers, const std::vector<std::string>& digests,

@@ -146,13 +146,6 @@ std::string rekorSetPayload(const RekorBundle& bundle);
 Result<> verifyRekorBundle(const RekorBundle& bundle, const TrustedRoot& root, std::string_view payload,
                            std::string_view signature, std::string_view publicKeyPem);
 
-/// RFC 6962 / 9162 Merkle inclusion proof: `leafHash` at `index` in a tree of
-/// `treeSize` with the audit path `proof` (raw 32-byte hashes) gives `rootHash`.
-bool verifyInclusionProof(uint64_t index, uint64_t treeSize, const std::string& leafHash,
-                          const std::vector<std::string>& proof, const std::string& rootHash);
-/// RFC 6962 leaf hash: SHA-256(0x00 || entry), raw bytes.
-std::string merkleLeafHash(std::string_view entry);
-
 /// Verifies the signature layers of the manifest(s) `digests` (the image's
 /// index and/or platform manifest digest: a signature naming either counts)
 /// against `policy`. The first layer that verifies wins; otherwise the error

@@ -326,58 +326,5 @@ TEST(TrustedRootFile, ParsesSigstoreTrustedRoot) {
   EXPECT_FALSE(parseTrustedRoot("[1,2]"));
 }
 
-// RFC 6962 reference: the Merkle tree hash and audit path, computed the slow way.
-std::string node(const std::string& l, const std::string& r) {
-  std::string d = std::string(1, '\1') + l + r;
-  std::string hex = sha256Hex(d), raw;
-  for (size_t i = 0; i < 64; i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return raw;
-}
-size_t split(size_t n) {
-  size_t k = 1;
-  while (k * 2 < n) k *= 2;
-  return k;
-}
-std::string mth(const std::vector<std::string>& leaves, size_t lo, size_t hi) {
-  if (hi - lo == 1) return leaves[lo];
-  size_t k = split(hi - lo);
-  return node(mth(leaves, lo, lo + k), mth(leaves, lo + k, hi));
-}
-void path(const std::vector<std::string>& leaves, size_t m, size_t lo, size_t hi, std::vector<std::string>& out) {
-  if (hi - lo == 1) return;
-  size_t k = split(hi - lo);
-  if (m < k) {
-    path(leaves, m, lo, lo + k, out);
-    out.push_back(mth(leaves, lo + k, hi));
-  } else {
-    path(leaves, m - k, lo + k, hi, out);
-    out.push_back(mth(leaves, lo, lo + k));
-  }
-}
-
-TEST(InclusionProof, VerifiesEveryLeafOfTreesUpToNine) {
-  for (size_t n = 1; n <= 9; ++n) {
-    std::vector<std::string> leaves;
-    for (size_t i = 0; i < n; ++i) leaves.push_back(merkleLeafHash("entry " + std::to_string(i)));
-    std::string root = mth(leaves, 0, n);
-    for (size_t i = 0; i < n; ++i) {
-      std::vector<std::string> proof;
-      path(leaves, i, 0, n, proof);
-      EXPECT_TRUE(verifyInclusionProof(i, n, leaves[i], proof, root)) << n << " " << i;
-      EXPECT_FALSE(verifyInclusionProof(i, n, merkleLeafHash("other"), proof, root));
-      EXPECT_FALSE(verifyInclusionProof(n, n, leaves[i], proof, root));  // index out of range
-      if (!proof.empty()) {
-        auto bad = proof;
-        bad[0][0] ^= 1;
-        EXPECT_FALSE(verifyInclusionProof(i, n, leaves[i], bad, root));
-        EXPECT_FALSE(verifyInclusionProof(i, n, leaves[i], {proof.begin(), proof.end() - 1}, root));
-        auto longer = proof;
-        longer.push_back(leaves[0]);
-        EXPECT_FALSE(verifyInclusionProof(i, n, leaves[i], longer, root));
-      }
-    }
-  }
-}
-
 }  // namespace
 }  // namespace airlock::image::oci
