@@ -26,6 +26,9 @@ struct ImageRecipe {
   /// its dependencies under /opt/<agent name>, and /usr/local/bin/<installAs>
   /// is a wrapper script running `binary` with it.
   bool node = false;
+  /// Instead of all of the above (custom agents: `image: REFERENCE`): an OCI
+  /// image reference pulled into the image store and booted as it is.
+  std::string reference;
 
   /// The package the program file is taken from (nativePackage or npmPackage).
   const std::string& programPackage() const { return nativePackage.empty() ? npmPackage : nativePackage; }

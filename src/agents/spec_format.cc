@@ -33,17 +33,21 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << spec.name;
   out << YAML::Key << "description" << YAML::Value << spec.description;
-  out << YAML::Key << "image" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "npm_package" << YAML::Value << YAML::DoubleQuoted << spec.image.npmPackage;
-  out << YAML::Key << "version" << YAML::Value << YAML::DoubleQuoted << spec.image.version;
-  if (!spec.image.nativePackage.empty())
-    out << YAML::Key << "native_package" << YAML::Value << YAML::DoubleQuoted << spec.image.nativePackage;
-  if (!spec.image.nativeVersion.empty())
-    out << YAML::Key << "native_version" << YAML::Value << YAML::DoubleQuoted << spec.image.nativeVersion;
-  out << YAML::Key << "binary" << YAML::Value << spec.image.binary;
-  out << YAML::Key << "install_as" << YAML::Value << spec.image.installAs;
-  out << YAML::Key << "node" << YAML::Value << spec.image.node;
-  out << YAML::EndMap;
+  if (!spec.image.reference.empty()) {
+    out << YAML::Key << "image" << YAML::Value << spec.image.reference;
+  } else {
+    out << YAML::Key << "image" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "npm_package" << YAML::Value << YAML::DoubleQuoted << spec.image.npmPackage;
+    out << YAML::Key << "version" << YAML::Value << YAML::DoubleQuoted << spec.image.version;
+    if (!spec.image.nativePackage.empty())
+      out << YAML::Key << "native_package" << YAML::Value << YAML::DoubleQuoted << spec.image.nativePackage;
+    if (!spec.image.nativeVersion.empty())
+      out << YAML::Key << "native_version" << YAML::Value << YAML::DoubleQuoted << spec.image.nativeVersion;
+    out << YAML::Key << "binary" << YAML::Value << spec.image.binary;
+    out << YAML::Key << "install_as" << YAML::Value << spec.image.installAs;
+    out << YAML::Key << "node" << YAML::Value << spec.image.node;
+    out << YAML::EndMap;
+  }
   emitList(out, "command", spec.command);
   emitList(out, "default_args", spec.defaultArgs);
   emitMap(out, "env", spec.env);

@@ -225,7 +225,15 @@ class SpecReader {
   }
 
   Result<> readImage(const YAML::Node& image, ImageRecipe& recipe) {
-    if (!image.IsMap()) return error(image, "'image' must be a mapping");
+    if (image.IsScalar()) {
+      recipe.reference = image.Scalar();
+      if (recipe.reference.empty() || recipe.reference.size() > 512 ||
+          recipe.reference.find_first_of(" \t\n") != std::string::npos)
+        return error(image, "'image' must be an image reference (ghcr.io/org/agent:tag) or a build recipe mapping");
+      return {};
+    }
+    if (!image.IsMap())
+      return error(image, "'image' must be an image reference (ghcr.io/org/agent:tag) or a build recipe mapping");
     if (auto r = checkKeys(image, "image", kImageKeys); !r) return r;
     struct Field {
       const char* key;

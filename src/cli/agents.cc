@@ -38,6 +38,7 @@ json specJson(const agents::AgentSpec& s) {
                 {"install_as", s.image.installAs},   {"node", s.image.node}};
   if (!s.image.nativePackage.empty()) image["native_package"] = s.image.nativePackage;
   if (!s.image.nativeVersion.empty()) image["native_version"] = s.image.nativeVersion;
+  if (!s.image.reference.empty()) image = s.image.reference;
   return {{"name", s.name},
           {"description", s.description},
           {"image", image},

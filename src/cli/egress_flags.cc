@@ -8,8 +8,9 @@ namespace airlock::cli {
 
 void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaultProfile) {
   cmd.add_option("--egress-profile", flags.profile,
-                 "Network policy: locked (the model API only), standard (+ GitHub, package registries, Debian/Ubuntu "
-                 "archives) or permissive (any TCP host; still no UDP but DNS). Default: " + defaultProfile)
+                 "Network policy: locked (only the agent's model API and --allow-host hosts), standard (+ GitHub, "
+                 "package registries, Debian/Ubuntu archives) or permissive (any public TCP host; no UDP but DNS; "
+                 "never your host or private addresses). Default: " + defaultProfile)
       ->check(CLI::IsMember({"permissive", "standard", "locked"}));
   cmd.add_option("--allow-host", flags.allowHosts,
                  "Also allow HOST[:PORT] (a DNS name; '*.example.com' for names below it; no IP literals; default "
@@ -29,6 +30,13 @@ void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaul
   cmd.add_flag("--egress-log", flags.log, "Print every allowed and blocked connection and DNS query as it happens");
 }
 
+Result<> checkAllowHosts(const EgressFlags& flags) {
+  for (const auto& host : flags.allowHosts)
+    if (auto rule = egress::parseHostRule(host); !rule)
+      return failWith(rule.error().code, "--allow-host {}", rule.error().message);
+  return {};
+}
+
 Result<std::vector<egress::HostPort>> parseHostPorts(const std::vector<std::string>& values, std::string_view flag) {
   std::vector<egress::HostPort> out;
   for (const auto& value : values) {
@@ -39,7 +47,7 @@ Result<std::vector<egress::HostPort>> parseHostPorts(const std::vector<std::stri
   return out;
 }
 
-void reportBlocked(const egress::SessionNetwork& network, const std::string& logPath) {
+void reportBlocked(const egress::SessionNetwork& network, const std::string& details) {
   std::vector<std::string> lines;
   for (const auto& entry : network.blocked())
     lines.push_back(fmt::format("{} ({}): {}x", entry.what, entry.reason, entry.count));
@@ -48,7 +56,7 @@ void reportBlocked(const egress::SessionNetwork& network, const std::string& log
       if (packets > 0 && name.starts_with("drop_"))
         lines.push_back(fmt::format("{} packets dropped by firewall rule {}", packets, name));
   if (lines.empty()) return;
-  std::fprintf(stderr, "airlock: egress blocked during this session (details: %s):\n", logPath.c_str());
+  std::fprintf(stderr, "airlock: egress blocked during this session (details: %s):\n", details.c_str());
   for (const auto& line : lines) std::fprintf(stderr, "airlock:   %s\n", line.c_str());
 }
 

@@ -27,13 +27,17 @@ struct EgressFlags {
 /// `defaultProfile` is named in the help text.
 void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaultProfile);
 
+/// Checks every --allow-host value with egress::parseHostRule (a DNS name,
+/// '*.' only leftmost, no IP literals, port 1-65535), whatever the profile.
+Result<> checkAllowHosts(const EgressFlags& flags);
+
 /// Parses every PORT[:GUESTPORT] value of `flag` (kUsage errors name the bad value).
 Result<std::vector<egress::HostPort>> parseHostPorts(const std::vector<std::string>& values,
                                                     std::string_view flag = "--host-port");
 
 /// Prints what the session's firewall blocked (names, addresses, drop
 /// counters) to stderr, one line each; nothing when nothing was blocked.
-/// `logPath` is named as the place for details.
-void reportBlocked(const egress::SessionNetwork& network, const std::string& logPath);
+/// `details` says where the full log is (a file, or "shown above").
+void reportBlocked(const egress::SessionNetwork& network, const std::string& details);
 
 }  // namespace airlock::cli

@@ -187,6 +187,7 @@ Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>&
 }
 
 int runAgent(RunArgs args) {
+  if (auto r = checkAllowHosts(args.egress); !r) return report(r.error());
   auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
   if (!effective) return report(effective.error());
   for (const auto& ignored : effective->resolved.ignored)
@@ -228,7 +229,8 @@ int runAgent(RunArgs args) {
   if (!session) return report(session.error());
   auto& s = **session;
 
-  // 3. Image: --image (a registry reference), else the configured one, else the agent's.
+  // 3. Image: --image (a registry reference), else the configured one, else
+  // the agent's (pulled when its spec names a reference, else built).
   vm::LaunchOptions launch;
   if (!args.image.empty()) {
     s.phase("image", "image " + args.image);
@@ -239,6 +241,11 @@ int runAgent(RunArgs args) {
     s.phase("image", "image " + settings.image->value);
     if (auto r = useConfiguredImage(settings.image->value, args.registry, settings, args.quiet, launch); !r)
       return report(r.error());
+  } else if (!spec.image.reference.empty()) {
+    s.phase("image", "image " + spec.image.reference);
+    auto image = pulledImagePath(spec.image.reference, args.registry, settings, args.quiet);
+    if (!image) return report(image.error());
+    launch.rootImage = *image;
   } else {
     s.phase("image", "image for " + spec.name);
     auto image = image::ensureAgentImage(spec, [&](const std::string& line) {
@@ -296,7 +303,8 @@ int runAgent(RunArgs args) {
     return report({agentCode.error().message + (crash.empty() ? "" : " (" + crash + ")"), exit_code::kVmFailed});
   }
   s.log(fmt::format("agent exited with {}", *agentCode));
-  if (!args.quiet) reportBlocked(*(*machine)->network(), launch.egressNetwork.logPath);
+  if (!args.quiet)
+    reportBlocked(*(*machine)->network(), args.egress.log ? "shown above" : launch.egressNetwork.logPath);
   if (direct) {
     (*machine)->stop();
     s.endPhase();

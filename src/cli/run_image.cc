@@ -80,6 +80,7 @@ Result<ImageDefaults> prepareImage(const RunImageArgs& args) {
 /// then the egress firewall with --egress-profile (default locked: only
 /// --allow-host hosts).
 Result<std::optional<egress::Policy>> imagePolicy(const EgressFlags& flags) {
+  if (auto r = checkAllowHosts(flags); !r) return std::unexpected(r.error());
   if (flags.profile.empty() && flags.allowHosts.empty() && flags.hostPorts.empty() && flags.publish.empty())
     return std::nullopt;
   auto hostPorts = parseHostPorts(flags.hostPorts);
@@ -177,8 +178,12 @@ int runImage(const RunImageArgs& args) {
     }
     session = std::move(*opened);
     options.workspaceSnapshot = session->dir() + "/snapshot";
+    options.egressNetwork.logPath = session->dir() + "/egress.log";
   } else {
     options.workspaceDir = args.workspace;
+    if (!args.workspace.empty() && !args.quiet)
+      std::fprintf(stderr, "airlock: warning: -w shares %s as it is, secret files (.env, keys) included; add "
+                           "--review=MODE to give the command a snapshot without them\n", args.workspace.c_str());
   }
   options.accel = accel;
   options.egress = *policy;
@@ -199,7 +204,10 @@ int runImage(const RunImageArgs& args) {
     return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
   }
   auto code = attachCommand((*machine)->vm().control(), request, usePty);
-  if ((*machine)->network() && !args.quiet) reportBlocked(*(*machine)->network(), "run again with --egress-log");
+  if ((*machine)->network() && !args.quiet)
+    reportBlocked(*(*machine)->network(), args.egress.log                     ? "shown above"
+                                          : options.egressNetwork.logPath.empty() ? "run again with --egress-log"
+                                                                                  : options.egressNetwork.logPath);
   std::string crash = (*machine)->vm().crashReason();
   if (!code) {
     (*machine)->stop();

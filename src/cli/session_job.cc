@@ -73,6 +73,7 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
     s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
     return session;
   }
+  s.removeOnClose(s.dir() + "/snapshot");
   if (auto r = takeSessionSnapshot(s, excludes); !r) return std::unexpected(r.error());
   return session;
 }
@@ -91,9 +92,7 @@ Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std
   review.changeSet = s.dir() + "/changes.tar";
   review.mode = reviewMode;
   review.excludes = excludes;
-  int code = runReview(review);
-  (void)removeTree(s.dir() + "/snapshot");
-  return code;
+  return runReview(review);
 }
 
 }  // namespace airlock::cli

@@ -20,13 +20,14 @@ inline constexpr uint32_t kAgentUid = 1000;
 
 /// Opens the session for `workspace` (exit 73 when another session holds it,
 /// unless `wait`), completes an interrupted flush, and unless `direct` takes
-/// the snapshot with .airlockignore and `excludes` applied.
+/// the snapshot with .airlockignore and `excludes` applied (removed when the
+/// session ends).
 Result<std::unique_ptr<session::Session>> openSession(const std::string& workspace, bool wait, bool quiet,
                                                       bool direct, const std::vector<std::string>& excludes);
 
 /// Exports the guest's /workspace changes into the session, stops `machine`
 /// (QEMU confirmed gone), then reviews and flushes them with `reviewMode`
-/// (interactive, auto, all, none) and removes the snapshot. Returns the
+/// (interactive, auto, all, none). Returns the
 /// review's exit code (0, 70 pending, 71 conflict, 74 unsafe...); errors
 /// carry kVmFailed when the export failed.
 Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std::string& reviewMode,

@@ -25,6 +25,7 @@ namespace airlock::egress {
 struct EgressProxy::Shared {
   Policy policy;
   std::shared_ptr<const AddressBook> book;
+  std::set<IpAddress> hostAddresses;
   EgressLogFn log;
   std::shared_ptr<BlockedLog> blocked;
   int maxConnections = EgressProxy::kDefaultMaxConnections;
@@ -99,11 +100,13 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest);
 }  // namespace
 
 Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netns, Policy policy,
-                                                        std::shared_ptr<const AddressBook> book, EgressLogFn log,
+                                                        std::shared_ptr<const AddressBook> book,
+                                                        std::set<IpAddress> hostAddresses, EgressLogFn log,
                                                         std::shared_ptr<BlockedLog> blocked, int maxConnections) {
   auto shared = std::make_shared<Shared>();
   shared->policy = std::move(policy);
   shared->book = std::move(book);
+  shared->hostAddresses = std::move(hostAddresses);
   shared->log = std::move(log);
   shared->blocked = std::move(blocked);
   shared->maxConnections = maxConnections;
@@ -170,6 +173,10 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
     }
     upstreamAddress = *IpAddress::parse("127.0.0.1");
     label = fmt::format("{} (host 127.0.0.1:{})", label, upstreamPort);
+  } else if (isInternal(dest->address) || shared->hostAddresses.count(dest->address)) {
+    shared->refuse(label, "an internal address (loopback, private, link-local, v4-mapped) or one of the host's own: "
+                          "never reachable, in any profile");
+    return;
   } else if (shared->policy.profile != Profile::kPermissive) {
     std::vector<std::string> answered = shared->book->namesFor(dest->address);
     std::vector<std::string> names;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -29,12 +30,16 @@ class EgressProxy {
   static constexpr int kDefaultMaxConnections = 256;
 
   /// Listens on [::]:kProxyPort (dual stack) in `netns`. Connection threads
-  /// share `book` and a copy of `policy` and `log`; every refusal is added
+  /// share `book` and a copy of `policy` and `log`. In every profile a
+  /// destination that isInternal() (loopback, private, link-local, v4-mapped
+  /// ...) or one of `hostAddresses` (the host's own) is refused, unless it is
+  /// the gateway with a --host-port mapping. Every refusal is added
   /// to `blocked` (may be null). At most `maxConnections` guest connections
   /// are handled at once; beyond that a new one is closed at once, logged
   /// and counted as blocked. Errors carry kEgress.
   static Result<std::unique_ptr<EgressProxy>> start(const NetNamespace& netns, Policy policy,
-                                                    std::shared_ptr<const AddressBook> book, EgressLogFn log,
+                                                    std::shared_ptr<const AddressBook> book,
+                                                    std::set<IpAddress> hostAddresses, EgressLogFn log,
                                                     std::shared_ptr<BlockedLog> blocked = nullptr,
                                                     int maxConnections = kDefaultMaxConnections);
   /// Guest connections being handled now.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "egress/nft.h"
@@ -16,7 +17,8 @@
 namespace airlock::egress {
 namespace {
 
-/// The host's own addresses (this thread's namespace): never a DNS answer.
+/// The host's own addresses (this thread's namespace): never a DNS answer,
+/// never a destination.
 std::set<IpAddress> hostAddresses() {
   std::set<IpAddress> out;
   ifaddrs* list = nullptr;
@@ -39,7 +41,7 @@ std::set<IpAddress> hostAddresses() {
 EgressLogFn makeLog(const std::string& path, bool toStderr) {
   auto file = std::make_shared<Fd>(path.empty() ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   return [file, toStderr](const std::string& line) {
-    std::string text = fmt::format("{} {}\n", std::time(nullptr), line);
+    std::string text = fmt::format("{:%Y-%m-%dT%H:%M:%SZ} {}\n", fmt::gmtime(std::time(nullptr)), line);
     if (*file) writeAll(file->get(), text);
     if (toStderr) std::fprintf(stderr, "airlock: egress: %s\n", line.c_str());
   };
@@ -69,11 +71,13 @@ Result<std::unique_ptr<SessionNetwork>> SessionNetwork::start(Policy policy, Net
   EgressLogFn log = makeLog(options.logPath, net->policy_.log);
   net->book_ = std::make_shared<AddressBook>(options.ttlFloor, options.ttlCeiling);
   net->upstream_ = std::make_unique<UdpUpstream>(resolver, options.resolverPort);
-  net->answerer_ = std::make_unique<DnsAnswerer>(net->policy_, *net->book_, *net->upstream_, hostAddresses());
+  const std::set<IpAddress> host = hostAddresses();
+  net->answerer_ = std::make_unique<DnsAnswerer>(net->policy_, *net->book_, *net->upstream_, host);
   auto dns = DnsServer::start(net->netns_, *net->answerer_, log, net->blocked_);
   if (!dns) return std::unexpected(dns.error());
   net->dns_ = std::move(*dns);
-  auto proxy = EgressProxy::start(net->netns_, net->policy_, net->book_, log, net->blocked_, options.maxConnections);
+  auto proxy = EgressProxy::start(net->netns_, net->policy_, net->book_, host, log, net->blocked_,
+                                  options.maxConnections);
   if (!proxy) return std::unexpected(proxy.error());
   net->proxy_ = std::move(*proxy);
   return net;

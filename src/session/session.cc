@@ -58,6 +58,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
 
 Session::~Session() {
   endPhase();
+  for (const auto& path : scratch_) (void)removeTree(path);
   if (lock_) (void)!ftruncate(lock_.get(), 0);
 }
 

@@ -37,6 +37,10 @@ class Session {
   /// Per-phase durations: "  snapshot   0.12 s" lines and a total.
   std::string timings() const;
   void setQuiet(bool quiet) { quiet_ = quiet; }
+  /// Removes `path` (a tree under dir(), e.g. the snapshot) when the session
+  /// ends, however it ends short of a crash: a failed boot leaves no copy of
+  /// the workspace behind.
+  void removeOnClose(std::string path) { scratch_.push_back(std::move(path)); }
 
  private:
   Session() = default;
@@ -45,6 +49,7 @@ class Session {
   bool quiet_ = false;
   std::vector<std::pair<std::string, double>> phases_;
   std::string current_;
+  std::vector<std::string> scratch_;
   std::chrono::steady_clock::time_point started_;
 };
 

@@ -103,14 +103,15 @@ class FakeInternet {
   std::string error_;
 };
 
-/// A TCP service on the upstream namespace's 127.0.0.1 (the "host's loopback").
+/// A TCP service in the upstream namespace (the "host"): on its 127.0.0.1,
+/// or with `address` INADDR_ANY on every address the host has.
 class LoopbackService {
  public:
-  LoopbackService() {
+  explicit LoopbackService(in_addr_t address = INADDR_LOOPBACK) {
     listener_.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_addr.s_addr = htonl(address);
     socklen_t len = sizeof addr;
     bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     listen(listener_.get(), 8);
@@ -476,6 +477,20 @@ class PermissiveFakeInternetTest : public FakeInternetTest {
  protected:
   egress::Profile profile() const override { return egress::Profile::kPermissive; }
 };
+
+TEST_F(PermissiveFakeInternetTest, TheHostsOwnAndInternalAddressesAreNeverReachable) {
+  LoopbackService everywhere(INADDR_ANY);
+  // The allowed path: permissive admits a public destination by literal.
+  EXPECT_NE(get("192.0.2.10", 8080, "anything.example.net").find("fake-internet"), std::string::npos);
+  // The host's own address, where a service listens on every address.
+  EXPECT_EQ(get("192.0.2.1", everywhere.port(), "host").find("host-service"), std::string::npos);
+  EXPECT_TRUE(blocked("192.0.2.1:", "the host's own")) << blockedText();
+  // Private and link-local destinations.
+  get("10.1.2.3", 80, "lan.example.net");
+  EXPECT_TRUE(blocked("10.1.2.3:80", "internal address")) << blockedText();
+  get("169.254.1.1", 80, "link.example.net");
+  EXPECT_TRUE(blocked("169.254.1.1:80", "internal address")) << blockedText();
+}
 
 TEST_F(PermissiveFakeInternetTest, ReportsConnectionSetupLatencyPermissive) {
   auto [dns, http] = measureFirstConnection();

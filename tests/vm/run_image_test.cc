@@ -17,6 +17,7 @@
 #include "airlock_process.h"
 #include "common/fd.h"
 #include "common/sha256.h"
+#include "common/subprocess.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {
@@ -257,9 +258,16 @@ TEST_F(RunImage, PublishingATakenPortIsAUsageError) {
   ASSERT_EQ(bind(taken.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(listen(taken.get(), 1), 0);
   getsockname(taken.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-  auto r = run({"true"}, {"--publish", std::to_string(ntohs(addr.sin_port)) + ":80"});
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/file.txt") << "original\n"; }
+  auto r = run({"true"}, {"-w", ws, "--review=auto", "--publish", std::to_string(ntohs(addr.sin_port)) + ":80"});
   EXPECT_EQ(r.exitCode, 64) << r.err;
   EXPECT_NE(r.err.find("pick another host port"), std::string::npos) << r.err;
+  // The session's snapshot of the workspace did not outlive the failed start.
+  auto left = runCommand({"find", state_ + "/airlock/sessions", "-name", "snapshot"});
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->stdoutText, "") << "a snapshot was left behind";
 }
 
 TEST_F(RunImage, ThreeVmsAtOnce) {

@@ -165,5 +165,26 @@ egress: {model_hosts: [h.example]}
   EXPECT_EQ(*again, *spec) << text;
 }
 
+TEST(SpecParser, ImageReferenceInsteadOfARecipe) {
+  const std::string yaml = R"(name: team-agent
+description: Our agent, from our registry
+image: ghcr.io/example/team-agent:1.4
+command: [team-agent, --yes]
+)";
+  auto spec = parseAgentSpec(yaml, "team-agent.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->image.reference, "ghcr.io/example/team-agent:1.4");
+  EXPECT_EQ(spec->image.npmPackage, "");
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "team-agent.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  std::string bad = yaml;
+  bad.replace(bad.find("ghcr.io"), 0, "two words ");
+  EXPECT_NE(errorOf(bad, "team-agent.yaml").find("'image' must be an image reference"), std::string::npos);
+  bad = yaml;
+  bad.replace(bad.find("ghcr.io/example/team-agent:1.4"), 30, "[a]");
+  EXPECT_NE(errorOf(bad, "team-agent.yaml").find("'image' must be an image reference"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace airlock::agents
