@@ -322,5 +322,35 @@ TEST_F(RegistryTest, RunImageBootsThePulledImage) {
   EXPECT_EQ(rm->exitCode, 0) << rm->stderrText;
 }
 
+TEST_F(RegistryTest, CustomAgentWithARegistryImageRunsThroughTheReviewGate) {
+  if (findProgram("qemu-system-x86_64").empty()) GTEST_SKIP() << "qemu-system-x86_64 is not installed";
+  pushBusybox("team/agent", "v1");
+  const std::string image = registry_->host() + "/team/agent:v1";
+  const std::string config = tmp_->path() + "/config", ws = tmp_->path() + "/ws";
+  ASSERT_TRUE(makeDirs(config + "/airlock"));
+  ASSERT_TRUE(makeDirs(ws));
+  ASSERT_TRUE(writeFileAtomic(ws + "/README", "before\n"));
+  ASSERT_TRUE(writeFileAtomic(config + "/airlock/config.yaml", R"(agents:
+  team-agent:
+    description: Our agent, from our registry
+    image: )" + image + R"(
+    command: [sh, -c, "echo edited > /workspace/README; echo new > /workspace/NEW"]
+    egress: {model_hosts: [api.example.com]}
+)"));
+  // The default cache (boot assets are there); the image is removed at the end.
+  auto run = runCommand({"env", "XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + tmp_->path() + "/state",
+                         AIRLOCK_BINARY, "run", "team-agent", "-q", "-w", ws, "--review=auto", "--tty", "never",
+                         "--egress-profile", "locked"});
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->exitCode, 0) << run->stderrText;
+  auto readme = readFile(ws + "/README");
+  EXPECT_EQ(readme ? *readme : "", "edited\n") << run->stderrText;
+  auto added = readFile(ws + "/NEW");
+  EXPECT_EQ(added ? *added : "", "new\n");
+  auto rm = runCommand({AIRLOCK_BINARY, "image", "rm", image});
+  ASSERT_TRUE(rm);
+  EXPECT_EQ(rm->exitCode, 0) << rm->stderrText;
+}
+
 }  // namespace
 }  // namespace airlock::image::oci
