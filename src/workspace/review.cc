@@ -1,5 +1,6 @@
 #include "workspace/review.h"
 
+#include <algorithm>
 #include <signal.h>
 #include <stdio.h>
 
@@ -106,6 +107,23 @@ void classifyItems(std::vector<DiffItem>& items) {
       auto text = it.staged.empty() ? Result<std::string>(std::string()) : readFile(it.staged, 8 << 20);
       it.buildEntry = text && text->find("\"scripts\"") != std::string::npos;
     }
+  }
+  // A new directory that holds only held-back changes is held back with them:
+  // accepting it alone would leave, say, an empty .git/ that breaks git.
+  // Deepest first, so a directory sees its subdirectories' verdicts.
+  std::vector<DiffItem*> dirs;
+  for (auto& it : items)
+    if (it.kind == ChangeKind::DirAdded && !it.heldBack) dirs.push_back(&it);
+  std::sort(dirs.begin(), dirs.end(), [](const DiffItem* a, const DiffItem* b) { return a->path.size() > b->path.size(); });
+  for (DiffItem* dir : dirs) {
+    const std::string prefix = dir->path + "/";
+    bool any = false, allHeld = true;
+    for (const auto& it : items)
+      if (it.path.starts_with(prefix)) {
+        any = true;
+        allHeld = allHeld && it.heldBack;
+      }
+    dir->heldBack = any && allHeld;
   }
 }
 

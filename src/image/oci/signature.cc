@@ -315,6 +315,8 @@ Result<std::string> publicKeyFingerprint(std::string_view pem) {
   auto bio = memBio(pem);
   PkeyPtr key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
   if (!key) return refuse("not a PEM public key (expected -----BEGIN PUBLIC KEY-----, as `cosign public-key` prints)");
+  if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_EC)
+    return refuse("not an ECDSA key; cosign signing keys are ECDSA P-256 (`cosign generate-key-pair`)");
   return "sha256:" + sha256Hex(spkiDer(key.get()));
 }
 

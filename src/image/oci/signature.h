@@ -63,7 +63,8 @@ Result<std::string> base64Decode(std::string_view text);
 std::string base64Encode(std::string_view bytes);
 
 /// "sha256:<hex>" of a public key's DER SubjectPublicKeyInfo, from PEM text
-/// (as `cosign public-key` prints it). kVerification when it is not a key.
+/// (as `cosign public-key` prints it). kVerification when it is not a key
+/// or not an ECDSA key.
 Result<std::string> publicKeyFingerprint(std::string_view pem);
 
 /// Verifies an ASN.1 DER ECDSA (or any EVP) signature over SHA-256(`data`)

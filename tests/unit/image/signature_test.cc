@@ -159,6 +159,10 @@ TEST(KeySignature, NonEcdsaKeyIsRefused) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("not an ECDSA key"), std::string::npos) << r.error().message;
   EXPECT_FALSE(publicKeyFingerprint("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"));
+  // A non-ECDSA key is refused when it is configured, not only at the first signature.
+  auto fingerprint = publicKeyFingerprint(pem);
+  ASSERT_FALSE(fingerprint);
+  EXPECT_NE(fingerprint.error().message.find("not an ECDSA key"), std::string::npos) << fingerprint.error().message;
 }
 
 // A Fulcio-like world: root CA, intermediate, Rekor key, all made here.

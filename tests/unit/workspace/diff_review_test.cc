@@ -199,6 +199,31 @@ TEST(Review, AutoHoldsBackSymlinksOutOfTheWorkspace) {
     EXPECT_EQ((*autoD)[i], r.items[i].linkEscapes ? Decision::HeldBack : Decision::Accepted) << r.items[i].path;
 }
 
+TEST(Review, NewDirectoryHoldingOnlyHeldBackChangesIsHeldBack) {
+  Scenario s;
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".git/", 'd', "", "", 0755},
+                               {".git/hooks/", 'd', "", "", 0755},
+                               {".git/hooks/pre-commit", 'f', "rm -rf ~", "", 0755},
+                               {"src/", 'd', "", "", 0755},
+                               {"src/new.c", 'f', "int x;"},
+                               {"mixed/", 'd', "", "", 0755},
+                               {"mixed/.envrc", 'f', "export A=1"},
+                               {"mixed/ok.txt", 'f', "ok"}})),
+            "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  for (const char* dir : {".git", ".git/hooks"}) {
+    ASSERT_TRUE(m.count(dir)) << dir;
+    EXPECT_TRUE(m[dir]->heldBack) << dir << " would be flushed empty (an empty .git breaks git)";
+  }
+  for (const char* dir : {"src", "mixed"}) {
+    ASSERT_TRUE(m.count(dir)) << dir;
+    EXPECT_FALSE(m[dir]->heldBack) << dir;
+  }
+  EXPECT_TRUE(m["mixed/.envrc"]->heldBack);
+}
+
 TEST(Review, PoliciesAndPackageJsonScripts) {
   Scenario s;
   s.snapshot();
