@@ -235,6 +235,9 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
       timespec times[2] = {w.st.st_atim, w.st.st_mtim};
       ::futimens(d.get(), times);
     }
+    // The root too: the guest's /workspace shows the project's own mode.
+    struct stat rootSt {};
+    if (::fstat(rootFd.get(), &rootSt) == 0) ::fchmod(destFd.get(), rootSt.st_mode & 0777);
   }
   for (size_t i = 0; i < entries->size(); ++i) {
     if (vanished[i]) continue;

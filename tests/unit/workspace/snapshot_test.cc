@@ -94,6 +94,11 @@ TEST(Snapshot, CopiesTreeAndRecordsManifest) {
   struct stat st {};
   ASSERT_EQ(::stat((d.path() + "/snap/suid").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07000, 0u) << "the copy never keeps setuid";
+  ASSERT_EQ(::chmod(ws.c_str(), 0751), 0);
+  auto again = takeSnapshot(ws, d.path() + "/snap2", rules, {});
+  ASSERT_TRUE(again) << again.error().message;
+  ASSERT_EQ(::stat((d.path() + "/snap2").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0751u) << "the snapshot root keeps the workspace's mode";
   EXPECT_EQ(r->reflinked + r->copied, 6u);
   EXPECT_EQ(r->reflinked, 0u) << "small files are copied, not cloned";
 }
