@@ -97,6 +97,9 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   auto janitor = Janitor::start(exe && *exe ? exe : "/proc/self/exe");
   if (!janitor) return std::unexpected(janitor.error());
   janitor->watchDir(runDir->path());
+  // The session's snapshot is a full copy of the workspace: if airlock dies
+  // while the VM runs (Ctrl-C during boot, SIGKILL), it goes too.
+  if (!options.workspaceSnapshot.empty()) janitor->watchDir(options.workspaceSnapshot);
   std::unique_ptr<Machine> machine(new Machine(std::move(*runDir), std::move(*janitor)));
   const std::string& dir = machine->runDir_.path();
 

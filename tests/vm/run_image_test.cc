@@ -305,6 +305,31 @@ TEST_F(RunImage, QemuCrashIsAClearErrorAndLeavesNothing) {
   EXPECT_NE(slurp(outPath).find("VM"), std::string::npos) << slurp(outPath);
 }
 
+TEST_F(RunImage, SigkillDuringAReviewSessionLeavesNoSnapshot) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/file.txt") << "original\n"; }
+  std::string outPath = state_ + "/out.txt";
+  pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-w", ws, "--review=auto", "--", "sh", "-c",
+                            "echo READY; sleep 120"},
+                           outPath, {{"XDG_STATE_HOME", state_}});
+  ASSERT_TRUE(waitForText(outPath, "READY")) << slurp(outPath);
+  auto snapshots = [&] {
+    auto found = runCommand({"find", state_ + "/airlock/sessions", "-maxdepth", "2", "-name", "snapshot"});
+    return found ? found->stdoutText : std::string("find failed");
+  };
+  ASSERT_NE(snapshots(), "") << "the session has no snapshot to lose";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = snapshots().empty();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "the snapshot outlived airlock: " << snapshots();
+  EXPECT_EQ(slurp(ws + "/file.txt"), "original\n");
+}
+
 TEST_F(RunImage, SigkillOfAirlockLeavesNoVmNoTempDir) {
   std::string outPath = state_ + "/out.txt";
   pid_t pid = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-w", state_, "--", "sh", "-c",
