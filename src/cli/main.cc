@@ -100,8 +100,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : airlock::exit_code::kUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, like every other airlock error, naming the help to read.
+    std::string verb = known ? std::string(" ") + args[1] : "";
+    std::fprintf(stderr, "airlock%s: %s (see airlock%s --help)\n", verb.c_str(), e.what(), verb.c_str());
+    return airlock::exit_code::kUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "airlock: %s\n", e.what());
     return airlock::exit_code::kInternal;

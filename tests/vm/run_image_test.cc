@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <random>
@@ -364,6 +365,10 @@ TEST_F(RunImage, BadFlagsAreUsageErrors) {
   auto r = runAirlock({"run-image", "--rootfs", testRootfs(), "--cpus", "0", "--", "true"}, "",
                       {{"XDG_STATE_HOME", state_}});
   EXPECT_EQ(r.exitCode, 64);
+  // One line, like every airlock error, pointing at the verb's help.
+  EXPECT_EQ(r.err.rfind("airlock run-image: --cpus", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("airlock run-image --help"), std::string::npos) << r.err;
   r = runAirlock({"run-image", "--rootfs", "/nonexistent-rootfs", "--", "true"}, "", {{"XDG_STATE_HOME", state_}});
   EXPECT_EQ(r.exitCode, 67) << r.err;
   EXPECT_NE(r.err.find("/nonexistent-rootfs"), std::string::npos) << r.err;
