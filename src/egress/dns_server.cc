@@ -1,6 +1,5 @@
 #include "egress/dns_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -23,22 +22,9 @@ Result<Fd> bindGateway(bool v6, bool tcp) {
   // The gateway's IPv6 address may still be tentative before QEMU opens the tap.
   setsockopt(s.get(), v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_FREEBIND : IP_FREEBIND, &one, sizeof one);
   if (tcp) setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_storage addr{};
-  socklen_t len;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(kDnsPort);
-    inet_pton(AF_INET6, kGatewayV6, &a->sin6_addr);
-    setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(kDnsPort);
-    inet_pton(AF_INET, kGatewayV4, &a->sin_addr);
-    len = sizeof *a;
-  }
+  if (v6) setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  sockaddr_storage addr;
+  socklen_t len = IpAddress::parse(v6 ? kGatewayV6 : kGatewayV4)->toSockaddr(kDnsPort, addr);
   if (bind(s.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0)
     return failWith(exit_code::kEgress, "cannot bind the DNS proxy ({}) on the gateway: {}", tcp ? "TCP" : "UDP",
                     errnoText(errno));

@@ -1,6 +1,7 @@
 #include "egress/ip_address.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cstring>
 
@@ -13,6 +14,22 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
   a.v6 = true;
   if (inet_pton(AF_INET6, s.c_str(), a.bytes.data()) == 1) return a;
   return std::nullopt;
+}
+
+socklen_t IpAddress::toSockaddr(uint16_t port, sockaddr_storage& out) const {
+  out = {};
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&out);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    std::memcpy(&a->sin6_addr, bytes.data(), 16);
+    return sizeof *a;
+  }
+  auto* a = reinterpret_cast<sockaddr_in*>(&out);
+  a->sin_family = AF_INET;
+  a->sin_port = htons(port);
+  std::memcpy(&a->sin_addr, bytes.data(), 4);
+  return sizeof *a;
 }
 
 std::optional<IpAddress> IpAddress::fromBytes(const uint8_t* data, size_t size) {

@@ -3,6 +3,8 @@
 // steered to by DNS (rebinding): loopback, private, link-local, shared,
 // unique-local, multicast, unspecified, the metadata addresses.
 
+#include <sys/socket.h>
+
 #include <array>
 #include <compare>
 #include <cstdint>
@@ -21,6 +23,9 @@ struct IpAddress {
   /// From 4 or 16 raw bytes (DNS A / AAAA rdata); nullopt for other sizes.
   static std::optional<IpAddress> fromBytes(const uint8_t* data, size_t size);
   std::string toString() const;
+  /// Fills `out` with this address and `port` (host byte order) as a
+  /// sockaddr_in or sockaddr_in6; returns its length for bind/connect.
+  socklen_t toSockaddr(uint16_t port, sockaddr_storage& out) const;
   auto operator<=>(const IpAddress&) const = default;
 };
 

@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <thread>
 
 namespace airlock::egress {
@@ -37,21 +36,8 @@ void pump(int in, int out) {
 Fd connectTcp(const IpAddress& address, uint16_t port, int timeoutMs) {
   Fd s(socket(address.v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!s) return {};
-  sockaddr_storage addr{};
-  socklen_t len;
-  if (address.v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port);
-    std::memcpy(&a->sin6_addr, address.bytes.data(), 16);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    std::memcpy(&a->sin_addr, address.bytes.data(), 4);
-    len = sizeof *a;
-  }
+  sockaddr_storage addr;
+  socklen_t len = address.toSockaddr(port, addr);
   if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     if (errno != EINPROGRESS) return {};
     pollfd p{s.get(), POLLOUT, 0};

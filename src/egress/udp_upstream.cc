@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <cstring>
 #include <sstream>
 
 #include "common/exit_codes.h"
@@ -30,21 +29,8 @@ Result<IpAddress> UdpUpstream::nameserverFrom(const std::string& resolvConf) {
 Result<std::string> UdpUpstream::exchange(const std::string& query) {
   Fd s(socket(server_.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s) return fail("cannot open a DNS socket: {}", errnoText(errno));
-  sockaddr_storage addr{};
-  socklen_t len;
-  if (server_.v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port_);
-    std::memcpy(&a->sin6_addr, server_.bytes.data(), 16);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port_);
-    std::memcpy(&a->sin_addr, server_.bytes.data(), 4);
-    len = sizeof *a;
-  }
+  sockaddr_storage addr;
+  socklen_t len = server_.toSockaddr(port_, addr);
   // connect() makes the kernel drop datagrams from anyone but the server.
   if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 || send(s.get(), query.data(), query.size(), 0) < 0)
     return fail("cannot reach the upstream resolver {}: {}", server_.toString(), errnoText(errno));

@@ -156,7 +156,9 @@ class FakeInternetTest : public MachineFixture {
     auto left = runCommand({"/usr/sbin/ip", "netns", "list"});
     ASSERT_TRUE(left);
     // This run's namespace only: other people's test runs may be going on.
-    if (!name.empty()) EXPECT_EQ(left->stdoutText.find(name), std::string::npos) << left->stdoutText;
+    if (!name.empty()) {
+      EXPECT_EQ(left->stdoutText.find(name), std::string::npos) << left->stdoutText;
+    }
   }
   void configure(vm::LaunchOptions& options) override {
     egress::Policy policy;
@@ -533,7 +535,7 @@ TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
   auto assets = vm::ensureBootAssets(*init, {});
   ASSERT_TRUE(assets) << assets.error().message;
   const std::string& d = dir->path();
-  for (const std::string& sub : {"/home", "/state", "/cache"}) ASSERT_TRUE(makeDirs(d + sub));
+  for (const char* sub : {"/home", "/state", "/cache"}) ASSERT_TRUE(makeDirs(d + sub));
   ASSERT_TRUE(runChecked({"cp", "-a", cacheDir() + "/assets", d + "/cache/assets"}));
   ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
   ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(kUser) + ":" + std::to_string(kUser), d}));

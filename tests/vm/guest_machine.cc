@@ -54,7 +54,9 @@ void MachineFixture::SetUp() {
 void MachineFixture::TearDown() {
   if (machine_) machine_->stop();
   machine_.reset();
-  if (!state_.empty()) EXPECT_EQ(leftoverRunDirs(state_), "");
+  if (!state_.empty()) {
+    EXPECT_EQ(leftoverRunDirs(state_), "");
+  }
 }
 
 }  // namespace airlock::test
