@@ -22,12 +22,12 @@
 namespace airlock::image::oci {
 namespace {
 
+using test::kGzipLayer;
+
 using test::busyboxLayer;
 using test::LocalRegistry;
 using test::makeTar;
 using test::OciLayout;
-
-constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip";
 
 std::string slurp(const std::string& path) {
   auto r = readFile(path, 256 << 20);

@@ -18,6 +18,11 @@
 
 namespace airlock::test {
 
+/// OCI layer media types the tests push.
+inline constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip";
+inline constexpr const char* kZstdLayer = "application/vnd.oci.image.layer.v1.tar+zstd";
+inline constexpr const char* kTarLayer = "application/vnd.oci.image.layer.v1.tar";
+
 /// Why the registry tests cannot run here ("" when they can).
 std::string registrySkipReason();
 

@@ -22,14 +22,14 @@
 namespace airlock::image::oci {
 namespace {
 
+using test::kGzipLayer;
+using test::kZstdLayer;
+using test::kTarLayer;
+
 using test::busyboxLayer;
 using test::LocalRegistry;
 using test::makeTar;
 using test::OciLayout;
-
-constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip";
-constexpr const char* kZstdLayer = "application/vnd.oci.image.layer.v1.tar+zstd";
-constexpr const char* kTarLayer = "application/vnd.oci.image.layer.v1.tar";
 
 class RegistryTest : public test::RegistryFixture {
  protected:

@@ -17,11 +17,11 @@
 namespace airlock::image::oci {
 namespace {
 
+using test::kGzipLayer;
+
 using test::LocalRegistry;
 using test::OciLayout;
 using test::RegistrySecurity;
-
-constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip";
 
 class SecureRegistry : public ::testing::TestWithParam<RegistrySecurity::Auth> {
  protected:

@@ -25,12 +25,13 @@
 namespace airlock::image::oci {
 namespace {
 
+using test::kGzipLayer;
+
 using test::busyboxLayer;
 using test::EcKey;
 using test::LocalRegistry;
 using test::OciLayout;
 
-constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip";
 const std::string kIssuer = "https://token.actions.githubusercontent.com";
 const std::string kIdentity = "https://github.com/org/repo/.github/workflows/release.yml@refs/tags/v1";
 

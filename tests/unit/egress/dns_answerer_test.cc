@@ -8,6 +8,16 @@ namespace {
 
 /// Answers every query with the records in `zone` ("name. TTL IN TYPE data")
 /// whose type is CNAME or the query's type; counts the queries.
+/// The wire form of `packet`.
+std::string toWire(ldns_pkt* packet) {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  ldns_pkt2wire(&data, packet, &size);
+  std::string out(reinterpret_cast<char*>(data), size);
+  free(data);
+  return out;
+}
+
 class FakeUpstream : public Upstream {
  public:
   std::vector<std::string> zone;
@@ -29,11 +39,7 @@ class FakeUpstream : public Upstream {
       else
         ldns_rr_free(rr);
     }
-    uint8_t* data = nullptr;
-    size_t size = 0;
-    ldns_pkt2wire(&data, r, &size);
-    std::string out(reinterpret_cast<char*>(data), size);
-    free(data);
+    std::string out = toWire(r);
     ldns_pkt_free(q);
     ldns_pkt_free(r);
     return out;
@@ -44,11 +50,7 @@ std::string makeQuery(const std::string& name, ldns_rr_type type) {
   ldns_pkt* q = nullptr;
   ldns_pkt_query_new_frm_str(&q, name.c_str(), type, LDNS_RR_CLASS_IN, LDNS_RD);
   ldns_pkt_set_id(q, 0x4242);
-  uint8_t* data = nullptr;
-  size_t size = 0;
-  ldns_pkt2wire(&data, q, &size);
-  std::string out(reinterpret_cast<char*>(data), size);
-  free(data);
+  std::string out = toWire(q);
   ldns_pkt_free(q);
   return out;
 }
