@@ -165,7 +165,7 @@ std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
     out.push_back({name, CheckStatus::kFail,
                    fmt::format("{} has no range of 65536 ids in {}; mmdebstrap cannot build the base image as a user "
                                "other than root", who, file),
-                   fmt::format("usermod {} 100000-165535 {}", flag, who)});
+                   fmt::format("sudo usermod {} 100000-165535 {}", flag, who)});
   }
   return out;
 }

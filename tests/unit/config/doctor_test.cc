@@ -156,9 +156,9 @@ TEST_F(DoctorTest, NonRootFailsEachMissingPrerequisiteWithItsFix) {
   EXPECT_NE(byName["newuidmap"].fix.find("apt-get install uidmap"), std::string::npos) << byName["newuidmap"].fix;
   EXPECT_EQ(byName["newgidmap"].status, CheckStatus::kFail);
   EXPECT_EQ(byName["subuid"].status, CheckStatus::kFail);
-  EXPECT_EQ(byName["subuid"].fix, "usermod --add-subuids 100000-165535 alice");
+  EXPECT_EQ(byName["subuid"].fix, "sudo usermod --add-subuids 100000-165535 alice");
   EXPECT_EQ(byName["subgid"].status, CheckStatus::kFail);
-  EXPECT_EQ(byName["subgid"].fix, "usermod --add-subgids 100000-165535 alice");
+  EXPECT_EQ(byName["subgid"].fix, "sudo usermod --add-subgids 100000-165535 alice");
 }
 
 TEST_F(DoctorTest, NonRootWithSubordinateIdsPassesThoseChecks) {
