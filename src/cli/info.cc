@@ -1,39 +1,51 @@
-// `airlock info [AGENT] [-w DIR] [--json]`: the isolation envelope of the run
-// that would happen, without booting anything.
+// `airlock info [AGENT] [run's flags] [--json]`: the isolation envelope of
+// the run that would happen, without booting anything. The flags that change
+// the envelope are run's own (run_flags.h), mapped through the same function.
 
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/run_flags.h"
 #include "common/exit_codes.h"
 #include "config/envelope.h"
 
 namespace airlock::cli {
 namespace {
 
-struct InfoArgs {
+struct InfoArgs : PolicyFlags {
   std::string agent = "claude-code";
   std::string workspace = ".";
   bool json = false;
   bool yes = false;
-  std::string workspaceMode;
 };
 
+int report(const Error& e) {
+  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
+  return e.code == 1 ? exit_code::kInternal : e.code;
+}
+
 int runInfo(const InfoArgs& args) {
-  config::ConfigLayer flags;
-  if (!args.workspaceMode.empty()) flags.workspaceMode = config::parseWorkspaceMode(args.workspaceMode);
-  auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flags);
-  if (!effective) {
-    std::fprintf(stderr, "airlock: %s\n", effective.error().message.c_str());
-    return effective.error().code == 1 ? exit_code::kInternal : effective.error().code;
-  }
+  if (auto r = checkAllowHosts(args.egress); !r) return report(r.error());
+  auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
+  if (!effective) return report(effective.error());
+  config::RunPorts ports;
+  auto hostPorts = parseHostPorts(args.egress.hostPorts);
+  if (!hostPorts) return report(hostPorts.error());
+  ports.hostPorts = std::move(*hostPorts);
+  auto published = parseHostPorts(args.egress.publish, "--publish");
+  if (!published) return report(published.error());
+  ports.published = std::move(*published);
   auto backend = config::describeBackend(vm::probeHost());
-  auto image = config::describeImage(*effective);
-  auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image), args.yes);
+  auto image = config::describeImage(*effective, args.image);
+  auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
+                                        std::move(ports), args.yes);
+  if (!envelope) return report(envelope.error());
   if (args.json)
-    std::printf("%s\n", config::envelopeJson(envelope).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n",
+                config::envelopeJson(*envelope).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   else
-    std::fputs(config::envelopeText(envelope).c_str(), stdout);
+    std::fputs(config::envelopeText(*envelope).c_str(), stdout);
   return 0;
 }
 
@@ -42,18 +54,22 @@ int runInfo(const InfoArgs& args) {
 void addInfoCommand(CLI::App& app, int& exitCode) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand("info", "Show the isolation envelope of `airlock run AGENT` without booting");
-  cmd->footer(R"(For every value: which layer set it (built-in, user, repo, flag). Repo keys
-that .airlock.yaml may not set (it can only tighten) are listed as ignored,
-with the reason. Environment variables are shown by name, never by value.
+  cmd->footer(R"(Takes `airlock run`'s flags that change the envelope (--cpus, --memory,
+--image, --exclude, --review, --workspace-mode, --yes, --egress-profile,
+--allow-host, --host-port, --publish, -e/--env) and shows the envelope of
+exactly that run. For every value: which layer set it (built-in, user, repo,
+flag). Repo keys that .airlock.yaml may not set (it can only tighten) are
+listed as ignored, with the reason. Environment variables are shown by name,
+never by value.
 
 Examples:
   airlock info claude-code
-  airlock info codex -w ~/src/app --json)");
+  airlock info codex -w ~/src/app --json
+  airlock info claude-code --egress-profile locked --allow-host git.example.com:8443 --cpus 4)");
   cmd->add_option("agent", args->agent, "Agent name (default: claude-code)");
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--workspace-mode", args->workspaceMode, "snapshot or direct, as `airlock run` would get it")
-      ->check(CLI::IsMember({"snapshot", "direct"}));
+  addPolicyFlags(*cmd, *args);
   cmd->add_flag("--yes", args->yes, "As `airlock run --yes` (acknowledges direct mode)");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &exitCode] { exitCode = runInfo(*args); });

@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/egress_flags.h"
 #include "cli/registry_flags.h"
+#include "cli/run_flags.h"
 #include "cli/session_job.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -44,24 +45,17 @@ namespace airlock::cli {
 namespace {
 
 
-struct RunArgs {
+/// The envelope-changing flags (run_flags.h, shared with `airlock info`) and the rest.
+struct RunArgs : PolicyFlags {
   std::string agent;
   std::string workspace = ".";
-  std::string review;
-  std::vector<std::string> env;
-  std::vector<std::string> excludes;
-  EgressFlags egress;
   std::string accel = "auto";
   std::string tty = "auto";
-  std::string workspaceMode;
-  unsigned cpus = 0;
-  unsigned memory = 0;
   bool yes = false;
   bool timings = false;
   bool wait = false;
   bool quiet = false;
   std::vector<std::string> agentArgs;
-  std::string image;       ///< --image: an OCI image reference booted instead of the agent's image
   RegistryFlags registry;  ///< how to pull --image
 };
 
@@ -115,20 +109,6 @@ std::vector<std::string> toEntries(const agents::EnvMap& env) {
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
-}
-
-/// What the command line says, as the top config layer.
-config::ConfigLayer flagLayer(const RunArgs& args) {
-  config::ConfigLayer flags;
-  if (args.cpus) flags.cpus = args.cpus;
-  if (args.memory) flags.memoryMib = args.memory;
-  if (!args.review.empty()) flags.review = config::parseReviewPolicy(args.review);
-  if (!args.workspaceMode.empty()) flags.workspaceMode = config::parseWorkspaceMode(args.workspaceMode);
-  flags.excludes = args.excludes;
-  if (!args.egress.profile.empty()) flags.egressProfile = config::parseEgressProfile(args.egress.profile);
-  flags.allowHosts = args.egress.allowHosts;
-  for (const auto& e : args.env) flags.envForward.push_back(e.substr(0, e.find('=')));
-  return flags;
 }
 
 /// The agent spec with the variables the user config forwards added to its own.
@@ -217,8 +197,7 @@ int runAgent(RunArgs args) {
   if (!env) return report(env.error());
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
   if (!hostPorts) return report(hostPorts.error());
-  for (const auto& port : settings.hostPorts) hostPorts->push_back({uint16_t(port.value), uint16_t(port.value)});
-  auto policy = config::egressPolicy(config::egressPlan(spec, settings), std::move(*hostPorts));
+  auto policy = config::runEgressPolicy(spec, settings, std::move(*hostPorts));
   if (!policy) return report(policy.error());
   policy->log = args.egress.log;
   auto published = parseHostPorts(args.egress.publish, "--publish");
@@ -350,31 +329,13 @@ Examples:
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--review", args->review,
-                  "interactive (default with a terminal), auto (accept all but held-back paths), all, or none "
-                  "(keep every change in the session)")
-      ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  cmd->add_option("-e,--env", args->env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--exclude", args->excludes, "Keep matching files out of the snapshot (gitignore syntax)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  addEgressFlags(*cmd, args->egress, "standard, or egress_profile from your config");
-  cmd->add_option("--workspace-mode", args->workspaceMode,
-                  "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "
-                  "no review; needs --yes)")
-      ->check(CLI::IsMember({"snapshot", "direct"}));
+  addPolicyFlags(*cmd, *args);
   cmd->add_flag("--yes", args->yes, "Confirm --workspace-mode=direct");
-  cmd->add_option("--cpus", args->cpus, "vCPUs (default: the agent's)")->check(CLI::Range(1, 64));
-  cmd->add_option("--memory", args->memory, "Guest memory in MiB (default: the agent's)")
-      ->check(CLI::Range(128, 65536));
   cmd->add_option("--accel", args->accel, "auto, kvm or tcg")->capture_default_str();
   cmd->add_option("--tty", args->tty, "auto, always or never")->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_flag("--timings", args->timings, "Print how long each phase took");
   cmd->add_flag("--wait", args->wait, "Wait for another session on the same workspace instead of failing");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
-  cmd->add_option("--image", args->image, "Boot this OCI image (a registry reference) instead of the agent's image");
   addRegistryFlags(*cmd, args->registry);
   cmd->callback([args, &exitCode, &afterDoubleDash] {
     args->agentArgs = afterDoubleDash;

@@ -1,6 +1,7 @@
 #include "config/doctor.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "common/fd.h"
 #include "common/subprocess.h"
@@ -46,12 +48,13 @@ bool lockHeld(const std::string& path, std::string* content = nullptr) {
   return true;
 }
 
+/// `name` on PATH; `inSetup`: scripts/setup installs `package`.
 CheckResult tool(HostProbe& probe, const std::string& name, CheckStatus missing, const std::string& why,
-                 const std::string& package) {
+                 const std::string& package, bool inSetup = true) {
   std::string path = probe.findOnPath(name);
   if (!path.empty()) return {name, CheckStatus::kOk, path, ""};
   return {name, missing, fmt::format("{} not found on PATH ({})", name, why),
-          fmt::format("apt-get install {} (scripts/setup installs it)", package)};
+          fmt::format("apt-get install {}{}", package, inSetup ? " (scripts/setup installs it)" : "")};
 }
 
 CheckResult kvm(HostProbe& probe) {
@@ -97,17 +100,74 @@ CheckResult kernelAssets(HostProbe& probe, const std::string& cacheDir) {
   return {"kernel assets", CheckStatus::kOk, "not cached yet; the first run builds them (~27 MB download, ~6 s)", ""};
 }
 
+/// Unprivileged user namespaces: not needed as root; otherwise the session
+/// network (egress/netns.cc) and mmdebstrap --mode=unshare fail without them.
 CheckResult userNamespaces(HostProbe& probe) {
+  if (probe.effectiveUid() == 0) return {"user namespaces", CheckStatus::kOk, "not needed (running as root)", ""};
   std::string fix = "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1";
   auto max = probe.readText("/proc/sys/user/max_user_namespaces");
   if (!max || std::atol(max->c_str()) <= 0)
-    return {"user namespaces", CheckStatus::kWarn, "disabled (user.max_user_namespaces is 0 or unreadable); the "
-            "egress firewall will need them", fix};
+    return {"user namespaces", CheckStatus::kFail, "disabled (user.max_user_namespaces is 0 or unreadable); the "
+            "session network and the base-image build need them when not root", fix};
   auto clone = probe.readText("/proc/sys/kernel/unprivileged_userns_clone");
   if (clone && std::atol(clone->c_str()) == 0)
-    return {"user namespaces", CheckStatus::kWarn, "unprivileged user namespaces are disabled "
-            "(kernel.unprivileged_userns_clone=0); the egress firewall will need them", fix};
+    return {"user namespaces", CheckStatus::kFail, "unprivileged user namespaces are disabled "
+            "(kernel.unprivileged_userns_clone=0); the session network and the base-image build need them when "
+            "not root", fix};
   return {"user namespaces", CheckStatus::kOk, "enabled", ""};
+}
+
+/// As root: ok (virtiofsd, which shares the workspace with the VM, needs it).
+/// Otherwise a failure: every run would stop at the workspace share.
+CheckResult root(HostProbe& probe) {
+  if (probe.effectiveUid() == 0) return {"root", CheckStatus::kOk, "running as root", ""};
+  return {"root", CheckStatus::kFail,
+          fmt::format("running as uid {}; virtiofsd (which shares the workspace with the VM) needs root, so every "
+                      "`airlock run` would fail", probe.effectiveUid()),
+          "run airlock as root (sudo airlock ...)"};
+}
+
+/// True when `file` (/etc/subuid format: NAME_OR_UID:FIRST:COUNT per line)
+/// gives `user` or `uid` a range of at least 65536 ids.
+bool hasSubordinateRange(const std::string& file, const std::string& user, uid_t uid) {
+  size_t start = 0;
+  while (start < file.size()) {
+    size_t end = file.find('\n', start);
+    if (end == std::string::npos) end = file.size();
+    std::string line = file.substr(start, end - start);
+    start = end + 1;
+    auto first = line.find(':');
+    auto second = first == std::string::npos ? std::string::npos : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    std::string who = line.substr(0, first);
+    if (who != std::to_string(uid) && (user.empty() || who != user)) continue;
+    if (std::atoll(line.c_str() + second + 1) >= 65536) return true;
+  }
+  return false;
+}
+
+/// What mmdebstrap --mode=unshare (the base-image build as a user other than
+/// root) needs: newuidmap/newgidmap and subordinate id ranges.
+std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
+  std::vector<CheckResult> out;
+  for (const char* name : {"newuidmap", "newgidmap"})
+    out.push_back(tool(probe, name, CheckStatus::kFail, "mmdebstrap needs it to build the base image as a user other "
+                       "than root", "uidmap", false));
+  std::string user = probe.userName();
+  std::string who = user.empty() ? std::to_string(probe.effectiveUid()) : user;
+  for (const auto& [name, file, flag] : {std::tuple{"subuid", "/etc/subuid", "--add-subuids"},
+                                         std::tuple{"subgid", "/etc/subgid", "--add-subgids"}}) {
+    auto text = probe.readText(file);
+    if (text && hasSubordinateRange(*text, user, probe.effectiveUid())) {
+      out.push_back({name, CheckStatus::kOk, fmt::format("{} has a range in {}", who, file), ""});
+      continue;
+    }
+    out.push_back({name, CheckStatus::kFail,
+                   fmt::format("{} has no range of 65536 ids in {}; mmdebstrap cannot build the base image as a user "
+                               "other than root", who, file),
+                   fmt::format("sudo usermod {} 100000-165535 {}", flag, who)});
+  }
+  return out;
 }
 
 CheckResult disk(HostProbe& probe, const std::string& what, const std::string& dir, const DoctorLimits& limits) {
@@ -139,7 +199,7 @@ CheckResult staleSessions(const std::string& stateDir) {
   if (stale.empty()) return {"stale sessions", CheckStatus::kOk, "none", ""};
   return {"stale sessions", CheckStatus::kWarn,
           fmt::format("{} ended session(s) still hold a snapshot ({}), e.g. {}", stale.size(), gib(bytes), stale[0]),
-          fmt::format("rm -rf {}/sessions/*/snapshot (sessions that are not running)", stateDir)};
+          "airlock system prune (removes the snapshots of sessions that are not running)"};
 }
 
 CheckResult staleJournals(const std::string& stateDir) {
@@ -185,6 +245,13 @@ std::optional<std::string> SystemHostProbe::readText(const std::string& path) {
   return *text;
 }
 
+uid_t SystemHostProbe::effectiveUid() { return ::geteuid(); }
+
+std::string SystemHostProbe::userName() {
+  passwd* pw = ::getpwuid(::geteuid());
+  return pw && pw->pw_name ? pw->pw_name : "";
+}
+
 Result<uint64_t> SystemHostProbe::freeBytes(const std::string& path) {
   fs::path at = path;
   std::error_code ec;
@@ -220,13 +287,14 @@ std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir
   else
     out.push_back({"virtiofsd", CheckStatus::kFail, std::string(kVirtiofsd) + " is missing",
                    "apt-get install qemu-system-common (scripts/setup installs it)"});
+  out.push_back(root(probe));
   out.push_back(kernelAssets(probe, cacheDir));
   out.push_back(tool(probe, "mkfs.erofs", CheckStatus::kFail, "builds the read-only root images", "erofs-utils"));
   out.push_back(tool(probe, "mkfs.ext4", CheckStatus::kFail, "formats the scratch disk", "e2fsprogs"));
   out.push_back(tool(probe, "mmdebstrap", CheckStatus::kFail, "builds the agents' base image", "mmdebstrap"));
+  if (probe.effectiveUid() != 0)
+    for (auto& r : unprivilegedBuild(probe)) out.push_back(std::move(r));
   out.push_back(userNamespaces(probe));
-  out.push_back(tool(probe, "nft", CheckStatus::kWarn, "the egress firewall will need it", "nftables"));
-  out.push_back(tool(probe, "pasta", CheckStatus::kWarn, "the egress firewall will need it", "passt"));
   out.push_back(disk(probe, "cache", cacheDir, limits));
   out.push_back(disk(probe, "state", stateDir, limits));
   out.push_back(staleSessions(stateDir));

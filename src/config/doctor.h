@@ -4,6 +4,8 @@
 // force each check to fail; the state and cache directories are read
 // directly (tests point them at temporary directories).
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +33,10 @@ class HostProbe {
   /// Bytes available to airlock on the filesystem holding `path` (or its
   /// nearest existing ancestor).
   virtual Result<uint64_t> freeBytes(const std::string& path) = 0;
+  /// The effective user id airlock runs as (geteuid()).
+  virtual uid_t effectiveUid() = 0;
+  /// The login name of effectiveUid() (for /etc/subuid lookups and fixes); empty when unknown.
+  virtual std::string userName() = 0;
 };
 
 /// The real host.
@@ -42,6 +48,8 @@ class SystemHostProbe : public HostProbe {
   Result<std::string> output(const std::vector<std::string>& argv) override;
   std::optional<std::string> readText(const std::string& path) override;
   Result<uint64_t> freeBytes(const std::string& path) override;
+  uid_t effectiveUid() override;
+  std::string userName() override;
 };
 
 enum class CheckStatus { kOk, kWarn, kFail };
@@ -64,9 +72,11 @@ struct DoctorLimits {
   uint64_t warnImageCacheBytes = 20ull << 30;   ///< above: warn
 };
 
-/// Runs every check in order: kvm, qemu, microvm, virtiofsd, kernel assets,
-/// mkfs.erofs, mkfs.ext4, mmdebstrap, user namespaces, nft, pasta, disk
-/// (cache), disk (state), stale sessions, stale flush journals, image cache.
+/// Runs every check in order: kvm, qemu, microvm, virtiofsd, root, kernel
+/// assets, mkfs.erofs, mkfs.ext4, mmdebstrap, user namespaces, disk
+/// (cache), disk (state), stale sessions, stale flush journals, image cache;
+/// as a user other than root also newuidmap, newgidmap, subuid and subgid
+/// (what mmdebstrap --mode=unshare needs to build the base image).
 std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir, const std::string& stateDir,
                                    const DoctorLimits& limits = {});
 

@@ -35,8 +35,7 @@ Result<EffectiveConfig> loadEffectiveConfig(const std::string& agentName, const 
   auto agent = registry->find(agentName);
   if (!agent) return std::unexpected(agent.error());
   out.agent = std::move(*agent);
-  out.sources.repoPath = out.workspace + "/" + std::string(kRepoConfigName);
-  auto repo = loadRepoConfig(out.workspace);
+  auto repo = loadRepoConfig(out.workspace, &out.sources.repoPath);
   if (!repo) return std::unexpected(repo.error());
   out.sources.repo = std::move(*repo);
   out.sources.flags = flags;

@@ -84,4 +84,11 @@ Result<egress::Policy> egressPolicy(const EgressPlan& plan, std::vector<egress::
   return policy;
 }
 
+Result<egress::Policy> runEgressPolicy(const agents::AgentSpec& agent, const Settings& settings,
+                                       std::vector<egress::HostPort> flagHostPorts) {
+  for (const auto& port : settings.hostPorts)
+    flagHostPorts.push_back({static_cast<uint16_t>(port.value), static_cast<uint16_t>(port.value)});
+  return egressPolicy(egressPlan(agent, settings), std::move(flagHostPorts));
+}
+
 }  // namespace airlock::config

@@ -50,4 +50,11 @@ EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings);
 /// a DNS name (egress::parseHostRule).
 Result<egress::Policy> egressPolicy(const EgressPlan& plan, std::vector<egress::HostPort> hostPorts);
 
+/// The policy `airlock run` enforces for `agent` under `settings`, and what
+/// `airlock info` shows: egressPolicy(egressPlan(agent, settings)) with the
+/// --host-port mappings `flagHostPorts` first, then each settings.hostPorts
+/// entry PORT as PORT:PORT.
+Result<egress::Policy> runEgressPolicy(const agents::AgentSpec& agent, const Settings& settings,
+                                       std::vector<egress::HostPort> flagHostPorts);
+
 }  // namespace airlock::config

@@ -57,6 +57,28 @@ std::string reviewText(const Envelope& e, std::string& layer) {
   return std::string(reviewPolicyName(s.review->value));
 }
 
+/// The layer of e.policy.hostPorts[i]: the --host-port flags come first, then
+/// the configured host_ports in order.
+Layer hostPortLayer(const Envelope& e, size_t i) {
+  if (i < e.flagHostPorts) return Layer::kFlag;
+  const auto& configured = e.config.resolved.settings.hostPorts;
+  return i - e.flagHostPorts < configured.size() ? configured[i - e.flagHostPorts].layer : Layer::kFlag;
+}
+
+/// Why e.policy.hosts[i] is allowed, from the plan it was built from (one rule per planned host, in order).
+const AllowedHost* plannedHost(const Envelope& e, size_t i) {
+  return i < e.egress.hosts.size() ? &e.egress.hosts[i] : nullptr;
+}
+
+std::string imageSourceName(ImageSource source) {
+  switch (source) {
+    case ImageSource::kRecipe: return "recipe";
+    case ImageSource::kRegistry: return "registry";
+    case ImageSource::kLocalPath: return "local path";
+  }
+  return "?";
+}
+
 }  // namespace
 
 BackendView describeBackend(const vm::HostFacts& facts) {
@@ -70,14 +92,31 @@ BackendView describeBackend(const vm::HostFacts& facts) {
   return view;
 }
 
-ImageView describeImage(const EffectiveConfig& config) {
+ImageView describeImage(const EffectiveConfig& config, const std::string& imageFlag) {
   ImageView view;
   const auto& image = config.resolved.settings.image;
-  if (image) {
+  const std::string verify = fmt::format("checked when pulled (image_verify: {})",
+                                         verifyModeName(config.resolved.settings.imageVerify.value));
+  std::string reference = !imageFlag.empty()          ? imageFlag
+                          : image                     ? image->value
+                          : config.agent.image.reference;
+  view.layer = !imageFlag.empty() ? Layer::kFlag : image ? image->layer : Layer::kBuiltin;
+  bool path = imageFlag.empty() && image && (image->value.starts_with('/') || image->value.starts_with('.'));
+  if (path) {
+    view.source = ImageSource::kLocalPath;
     view.reference = image->value;
     struct stat st {};
     view.cached = stat(image->value.c_str(), &st) == 0;
+    if (!view.cached)
+      view.problem = fmt::format("image {} does not exist: airlock run would fail; set `image` to a rootfs "
+                                 "directory, an erofs image file or an image reference", image->value);
     view.signature = "not verified (a local path you configured)";
+    return view;
+  }
+  if (!reference.empty()) {
+    view.source = ImageSource::kRegistry;
+    view.reference = reference;
+    view.signature = verify;
     return view;
   }
   view.reference = "local:" + config.agent.name;
@@ -88,9 +127,18 @@ ImageView describeImage(const EffectiveConfig& config) {
   return view;
 }
 
-Envelope buildEnvelope(EffectiveConfig config, BackendView backend, ImageView image, bool yes) {
-  Envelope e{std::move(config), std::move(backend), std::move(image), {}, {}};
+Result<Envelope> buildEnvelope(EffectiveConfig config, BackendView backend, ImageView image, RunPorts ports,
+                               bool yes) {
+  Envelope e;
+  e.config = std::move(config);
+  e.backend = std::move(backend);
+  e.image = std::move(image);
+  e.published = std::move(ports.published);
   e.egress = egressPlan(e.config.agent, e.config.resolved.settings);
+  e.flagHostPorts = ports.hostPorts.size();
+  auto policy = runEgressPolicy(e.config.agent, e.config.resolved.settings, std::move(ports.hostPorts));
+  if (!policy) return std::unexpected(policy.error());
+  e.policy = std::move(*policy);
   if (auto r = checkDirectMode(e.config.resolved, e.config.sources, yes); !r) e.directModeProblem = r.error().message;
   return e;
 }
@@ -103,11 +151,13 @@ json envelopeJson(const Envelope& e) {
                   {"kernel", e.backend.kernel}};
   j["vcpus"] = sourced(s.cpus);
   j["memory_mib"] = sourced(s.memoryMib);
-  j["image"] = {{"reference", e.image.reference},
+  j["image"] = {{"source", imageSourceName(e.image.source)},
+                {"reference", e.image.reference},
                 {"digest", e.image.digest},
                 {"cached", e.image.cached},
                 {"signature", e.image.signature},
-                {"from", from(s.image ? s.image->layer : Layer::kBuiltin)}};
+                {"problem", e.image.problem},
+                {"from", from(e.image.layer)}};
   bool direct = s.workspaceMode.value == WorkspaceMode::kDirect;
   j["workspace"] = {{"mode", workspaceModeName(s.workspaceMode.value)},
                     {"from", from(s.workspaceMode.layer)},
@@ -123,20 +173,33 @@ json envelopeJson(const Envelope& e) {
   std::string review = reviewText(e, reviewLayer);
   j["review"] = {{"policy", review}, {"from", reviewLayer}};
   json hosts = json::array();
-  for (const auto& h : e.egress.hosts)
-    hosts.push_back({{"host", h.host}, {"ports", h.ports}, {"why", h.why}, {"from", from(h.layer)}});
+  for (size_t i = 0; i < e.policy.hosts.size(); ++i) {
+    const auto* planned = plannedHost(e, i);
+    hosts.push_back({{"host", e.policy.hosts[i].pattern},
+                     {"ports", e.policy.hosts[i].ports},
+                     {"why", planned ? planned->why : ""},
+                     {"from", from(planned ? planned->layer : Layer::kFlag)}});
+  }
   json removed = json::array();
   for (const auto& r : e.egress.removed) removed.push_back({{"host", r.value}, {"from", from(r.layer)}});
-  j["egress"] = {{"profile", profileName(e.egress.profile.value)},
+  j["egress"] = {{"profile", profileName(e.policy.profile)},
                  {"from", from(e.egress.profile.layer)},
-                 {"enforced", false},
-                 {"any_host", e.egress.anyHost},
+                 {"enforced", true},
+                 {"any_host", e.policy.profile == EgressProfile::kPermissive},
                  {"hosts", hosts},
                  {"removed", removed}};
   json ports = json::array();
-  for (const auto& p : s.hostPorts)
-    ports.push_back({{"port", p.value}, {"guest", fmt::format("10.0.2.2:{}", p.value)}, {"from", from(p.layer)}});
+  for (size_t i = 0; i < e.policy.hostPorts.size(); ++i) {
+    const auto& p = e.policy.hostPorts[i];
+    ports.push_back({{"port", p.hostPort}, {"guest", fmt::format("10.0.2.2:{}", p.guestPort)},
+                     {"from", from(hostPortLayer(e, i))}});
+  }
   j["host_ports"] = ports;
+  json published = json::array();
+  for (const auto& p : e.published)
+    published.push_back({{"port", p.hostPort}, {"host", fmt::format("127.0.0.1:{}", p.hostPort)},
+                         {"guest_port", p.guestPort}, {"from", "flag"}});
+  j["published"] = published;
   json env = json::array();
   for (const auto& v : s.envForward) env.push_back({{"name", v.value}, {"from", from(v.layer)}});
   j["env_forward"] = env;
@@ -159,9 +222,13 @@ std::string envelopeText(const Envelope& e) {
   line("kernel", e.backend.kernel, "");
   line("vCPUs", std::to_string(s.cpus.value), layerName(s.cpus.layer));
   line("memory", fmt::format("{} MiB", s.memoryMib.value), layerName(s.memoryMib.layer));
+  std::string imageState = e.image.source == ImageSource::kRegistry ? " (registry reference, pulled on first use)"
+                           : e.image.source == ImageSource::kLocalPath ? " (local path)"
+                           : e.image.cached ? "" : " (not built yet)";
   line("image", fmt::format("{}{}{}, {}", e.image.reference, e.image.digest.empty() ? "" : " " + e.image.digest,
-                            e.image.cached ? "" : " (not built yet)", e.image.signature),
-       layerName(s.image ? s.image->layer : Layer::kBuiltin));
+                            imageState, e.image.signature),
+       layerName(e.image.layer));
+  if (!e.image.problem.empty()) line("", "error: " + e.image.problem, "");
   bool direct = s.workspaceMode.value == WorkspaceMode::kDirect;
   line("workspace", fmt::format("{} ({})", e.config.workspace,
                                 direct ? "direct: live directory, read-write" : "snapshot, read-only"),
@@ -177,18 +244,25 @@ std::string envelopeText(const Envelope& e) {
   std::string reviewLayer;
   std::string review = reviewText(e, reviewLayer);
   line("review", review, reviewLayer);
-  line("egress", fmt::format("{} (not enforced yet: the VM uses QEMU user networking)",
-                             profileName(e.egress.profile.value)), layerName(e.egress.profile.layer));
-  if (e.egress.anyHost) line("", "any host, any TCP port", "");
-  for (const auto& h : e.egress.hosts) {
+  bool anyHost = e.policy.profile == EgressProfile::kPermissive;
+  line("egress", fmt::format("{} (enforced by the session firewall: {})", profileName(e.policy.profile),
+                             anyHost ? "any public host" : "only the hosts below, DNS through airlock"),
+       layerName(e.egress.profile.layer));
+  if (anyHost) line("", "any public host, any TCP port (never your host or private addresses)", "");
+  for (size_t i = 0; i < e.policy.hosts.size(); ++i) {
+    const auto* planned = plannedHost(e, i);
     std::string ports;
-    for (unsigned p : h.ports) ports += (ports.empty() ? "" : ",") + std::to_string(p);
-    line("", fmt::format("{}:{}  ({})", h.host, ports, h.why), layerName(h.layer));
+    for (unsigned p : e.policy.hosts[i].ports) ports += (ports.empty() ? "" : ",") + std::to_string(p);
+    line("", fmt::format("{}:{}  ({})", e.policy.hosts[i].pattern, ports, planned ? planned->why : ""),
+         layerName(planned ? planned->layer : Layer::kFlag));
   }
   for (const auto& r : e.egress.removed) line("", "removed " + r.value, layerName(r.layer));
-  if (s.hostPorts.empty()) line("host ports", "none", "");
-  for (const auto& p : s.hostPorts)
-    line("host ports", fmt::format("127.0.0.1:{0} -> 10.0.2.2:{0}", p.value), layerName(p.layer));
+  if (e.policy.hostPorts.empty()) line("host ports", "none", "");
+  for (size_t i = 0; i < e.policy.hostPorts.size(); ++i)
+    line("host ports", fmt::format("127.0.0.1:{} -> 10.0.2.2:{}", e.policy.hostPorts[i].hostPort,
+                                   e.policy.hostPorts[i].guestPort), layerName(hostPortLayer(e, i)));
+  for (const auto& p : e.published)
+    line("published", fmt::format("guest :{} -> 127.0.0.1:{}", p.guestPort, p.hostPort), "flag");
   if (s.envForward.empty()) line("env names", "none", "");
   for (const auto& v : s.envForward) line("env names", v.value, layerName(v.layer));
   for (const auto& i : e.config.resolved.ignored) out += "  " + describe(i) + "\n";

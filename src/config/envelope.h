@@ -21,12 +21,22 @@ struct BackendView {
   std::string kernel;  ///< kernel release of the cached boot assets, or what would be built
 };
 
+/// What kind of image would boot.
+enum class ImageSource {
+  kRecipe,     ///< built on this host from the agent's pinned recipe ("local:<agent>")
+  kRegistry,   ///< an OCI reference pulled from a registry (--image, `image:`, or the agent's `image:`)
+  kLocalPath,  ///< a rootfs directory or erofs file named by `image:` ('/' or '.' first)
+};
+
 /// The image that would boot.
 struct ImageView {
-  std::string reference;  ///< "local:<agent>" or the configured image path
-  std::string digest;     ///< "sha256:<recipe digest>" for local images, else empty
-  bool cached = false;    ///< the image exists and needs no build
+  ImageSource source = ImageSource::kRecipe;
+  std::string reference;  ///< "local:<agent>", the registry reference or the configured path
+  std::string digest;     ///< "sha256:<recipe digest>" for recipe images, else empty
+  bool cached = false;    ///< recipe image: built already; local path: exists
   std::string signature;  ///< signature status, in words
+  std::string problem;    ///< why `airlock run` would fail with this image (a missing path), else empty
+  Layer layer = Layer::kBuiltin;  ///< who chose it: flag (--image), the config layer of `image`, or built-in
 };
 
 /// Everything `airlock info` prints.
@@ -35,6 +45,9 @@ struct Envelope {
   BackendView backend;
   ImageView image;
   EgressPlan egress;
+  egress::Policy policy;                    ///< what the firewall enforces (config::runEgressPolicy)
+  size_t flagHostPorts = 0;                 ///< how many of policy.hostPorts came from --host-port (the first)
+  std::vector<egress::HostPort> published;  ///< --publish: guest servers reachable on the host's 127.0.0.1
   std::string directModeProblem;  ///< why `airlock run` would refuse direct mode; empty when it would not
 };
 
@@ -42,12 +55,24 @@ struct Envelope {
 /// kernel found in cacheDir()/assets.
 BackendView describeBackend(const vm::HostFacts& facts);
 
-/// The image of `config`: the configured `image`, else the agent's local
-/// image (its recipe digest and whether the cache holds it).
-ImageView describeImage(const EffectiveConfig& config);
+/// The image `airlock run` would boot, in its order: `imageFlag` (--image, a
+/// registry reference), else the configured `image` (a path when it starts
+/// with '/' or '.', else a registry reference), else the agent's `image:`
+/// reference, else the agent's recipe image (its digest and whether the
+/// cache holds it).
+ImageView describeImage(const EffectiveConfig& config, const std::string& imageFlag = "");
 
-/// Assembles the envelope (egress plan, direct-mode guards with `yes`).
-Envelope buildEnvelope(EffectiveConfig config, BackendView backend, ImageView image, bool yes);
+/// What the command line adds to the envelope beyond its config layer.
+struct RunPorts {
+  std::vector<egress::HostPort> hostPorts;  ///< --host-port
+  std::vector<egress::HostPort> published;  ///< --publish
+};
+
+/// Assembles the envelope: the egress plan and the policy `airlock run` would
+/// enforce (runEgressPolicy with `ports.hostPorts`), the direct-mode guards
+/// with `yes`. Fails (kUsage) as `airlock run` would on an invalid host entry.
+Result<Envelope> buildEnvelope(EffectiveConfig config, BackendView backend, ImageView image, RunPorts ports,
+                               bool yes);
 
 /// The envelope as JSON (`airlock info --json`; keys documented in README.md).
 nlohmann::json envelopeJson(const Envelope& envelope);

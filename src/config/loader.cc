@@ -56,10 +56,17 @@ class ConfigReader {
     return failWith(exit_code::kUsage, "{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message);
   }
 
+  /// A plain (unquoted, untagged) decimal integer: digits only, no sign, no
+  /// leading zero, no hex/octal/float forms, no quotes.
   Result<unsigned> number(const std::string& key, const YAML::Node& n, unsigned min, unsigned max) {
-    long long value = 0;
-    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, value) || value < min || value > max)
-      return error(n, fmt::format("'{}' must be an integer from {} to {}", key, min, max));
+    auto bad = [&] { return error(n, fmt::format("'{}' must be a plain decimal integer from {} to {}", key, min, max)); };
+    if (!n.IsScalar() || n.Tag() != "?") return bad();
+    const std::string& text = n.Scalar();
+    if (text.empty() || text.size() > 9 || (text.size() > 1 && text[0] == '0')) return bad();
+    for (char c : text)
+      if (c < '0' || c > '9') return bad();
+    unsigned long value = std::stoul(text);
+    if (value < min || value > max) return bad();
     return static_cast<unsigned>(value);
   }
 
@@ -241,11 +248,22 @@ Result<std::optional<ConfigLayer>> loadConfigFile(const std::string& path) {
   return parseIfPresent(readConfigText(dirFd.get(), path.substr(slash + 1), path), path);
 }
 
-Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace) {
+Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace, std::string* path) {
   Fd dirFd(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dirFd) return failWith(exit_code::kUsage, "cannot open the workspace {}: {}", workspace, errnoText(errno));
-  std::string shown = workspace + "/" + std::string(kRepoConfigName);
-  return parseIfPresent(readConfigText(dirFd.get(), std::string(kRepoConfigName), shown), shown);
+  auto exists = [&](std::string_view name) {
+    struct stat st {};
+    return ::fstatat(dirFd.get(), std::string(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  };
+  bool yaml = exists(kRepoConfigName);
+  bool yml = exists(kRepoConfigAltName);
+  if (yaml && yml)
+    return failWith(exit_code::kUsage, "{0} has both {1} and {2}; airlock reads either as the repo config: merge "
+                    "them into {1} and remove {2}", workspace, kRepoConfigName, kRepoConfigAltName);
+  std::string name(yml ? kRepoConfigAltName : kRepoConfigName);
+  std::string shown = workspace + "/" + name;
+  if (path) *path = shown;
+  return parseIfPresent(readConfigText(dirFd.get(), name, shown), shown);
 }
 
 }  // namespace airlock::config

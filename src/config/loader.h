@@ -38,6 +38,10 @@ inline constexpr size_t kMaxConfigBytes = 256 * 1024;
 /// The repo config's file name at the workspace root.
 inline constexpr std::string_view kRepoConfigName = ".airlock.yaml";
 
+/// The other spelling read as the same repo config (as Docker Compose reads
+/// both); a workspace with both files is refused.
+inline constexpr std::string_view kRepoConfigAltName = ".airlock.yml";
+
 /// $XDG_CONFIG_HOME/airlock/config.yaml, else ~/.config/airlock/config.yaml.
 std::string userConfigPath();
 
@@ -47,8 +51,10 @@ Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileNa
 /// Reads and parses the config file at `path`; nullopt when it does not exist.
 Result<std::optional<ConfigLayer>> loadConfigFile(const std::string& path);
 
-/// Reads and parses `.airlock.yaml` at the root of `workspace` (never through
-/// a symlink); nullopt when there is none.
-Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace);
+/// Reads and parses `.airlock.yaml` (or `.airlock.yml`) at the root of
+/// `workspace` (never through a symlink); nullopt when there is none. Fails
+/// (kUsage) when both exist. `path`, when given, receives the file read (the
+/// .yaml name when there is none).
+Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace, std::string* path = nullptr);
 
 }  // namespace airlock::config

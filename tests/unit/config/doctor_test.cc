@@ -28,6 +28,9 @@ class FakeProbe : public HostProbe {
   bool virtiofsd = true;
   uint64_t free = 100ull << 30;
   std::string maxUserNamespaces = "15000\n";
+  uid_t uid = 0;
+  std::string user = "root";
+  std::map<std::string, std::string> files;  ///< /etc/subuid, /etc/subgid
 
   vm::HostFacts hostFacts() override { return facts; }
   std::string findOnPath(const std::string& name) override {
@@ -41,9 +44,12 @@ class FakeProbe : public HostProbe {
   }
   std::optional<std::string> readText(const std::string& path) override {
     if (path == "/proc/sys/user/max_user_namespaces") return maxUserNamespaces;
+    if (auto it = files.find(path); it != files.end()) return it->second;
     return std::nullopt;
   }
   Result<uint64_t> freeBytes(const std::string&) override { return free; }
+  uid_t effectiveUid() override { return uid; }
+  std::string userName() override { return user; }
 };
 
 class DoctorTest : public ::testing::Test {
@@ -80,12 +86,14 @@ TEST_F(DoctorTest, ReadyHostIsAllOk) {
 
 TEST_F(DoctorTest, EveryCheckHasAFixWhenNotOk) {
   probe_.facts = {};
-  probe_.missing = {"qemu-system-x86_64", "mkfs.erofs", "mkfs.ext4", "mmdebstrap", "nft", "pasta", "apt-get"};
+  probe_.missing = {"qemu-system-x86_64", "mkfs.erofs", "mkfs.ext4", "mmdebstrap", "newuidmap", "newgidmap", "apt-get"};
   probe_.virtiofsd = false;
   probe_.free = 1;
   probe_.maxUserNamespaces = "0";
+  probe_.uid = 1000;
+  probe_.user = "alice";
   auto results = runDoctor(probe_, cache_, state_);
-  EXPECT_EQ(results.size(), 16u);
+  EXPECT_EQ(results.size(), 19u);
   for (const auto& r : results) {
     if (r.status != CheckStatus::kOk) {
       EXPECT_FALSE(r.fix.empty()) << r.name;
@@ -102,6 +110,7 @@ struct MissingTool {
 class DoctorMissingTool : public DoctorTest, public ::testing::WithParamInterface<MissingTool> {};
 
 TEST_P(DoctorMissingTool, IsReportedWithItsPackage) {
+  probe_.uid = 1000;  // newuidmap is checked only when not root
   probe_.missing.insert(GetParam().name);
   auto r = check(GetParam().name);
   EXPECT_EQ(r.status, GetParam().status);
@@ -113,8 +122,55 @@ INSTANTIATE_TEST_SUITE_P(Tools, DoctorMissingTool,
                          ::testing::Values(MissingTool{"mkfs.erofs", CheckStatus::kFail, "erofs-utils"},
                                            MissingTool{"mkfs.ext4", CheckStatus::kFail, "e2fsprogs"},
                                            MissingTool{"mmdebstrap", CheckStatus::kFail, "mmdebstrap"},
-                                           MissingTool{"nft", CheckStatus::kWarn, "nftables"},
-                                           MissingTool{"pasta", CheckStatus::kWarn, "passt"}));
+                                           MissingTool{"newuidmap", CheckStatus::kFail, "uidmap"}));
+
+TEST_F(DoctorTest, NoCheckForToolsNothingRuns) {
+  // The egress firewall uses libnftables and its own tap networking: neither
+  // the nft binary nor pasta/passt is run by anything.
+  for (const auto& r : runDoctor(probe_, cache_, state_)) {
+    EXPECT_NE(r.name, "pasta");
+    EXPECT_NE(r.name, "nft");
+    EXPECT_EQ(r.fix.find("passt"), std::string::npos) << r.name;
+  }
+}
+
+TEST_F(DoctorTest, RootNeedsNoSubordinateIds) {
+  EXPECT_EQ(check("root").status, CheckStatus::kOk);
+  for (const auto& r : runDoctor(probe_, cache_, state_)) {
+    EXPECT_NE(r.name, "subuid");
+    EXPECT_NE(r.name, "newuidmap");
+  }
+}
+
+TEST_F(DoctorTest, NonRootFailsEachMissingPrerequisiteWithItsFix) {
+  probe_.uid = 1000;
+  probe_.user = "alice";
+  probe_.missing = {"newuidmap", "newgidmap"};
+  auto results = runDoctor(probe_, cache_, state_);
+  std::map<std::string, CheckResult> byName;
+  for (const auto& r : results) byName[r.name] = r;
+  EXPECT_EQ(byName["root"].status, CheckStatus::kFail);
+  EXPECT_NE(byName["root"].detail.find("virtiofsd"), std::string::npos) << byName["root"].detail;
+  EXPECT_NE(byName["root"].fix.find("sudo airlock"), std::string::npos);
+  EXPECT_EQ(byName["newuidmap"].status, CheckStatus::kFail);
+  EXPECT_NE(byName["newuidmap"].fix.find("apt-get install uidmap"), std::string::npos) << byName["newuidmap"].fix;
+  EXPECT_EQ(byName["newgidmap"].status, CheckStatus::kFail);
+  EXPECT_EQ(byName["subuid"].status, CheckStatus::kFail);
+  EXPECT_EQ(byName["subuid"].fix, "sudo usermod --add-subuids 100000-165535 alice");
+  EXPECT_EQ(byName["subgid"].status, CheckStatus::kFail);
+  EXPECT_EQ(byName["subgid"].fix, "sudo usermod --add-subgids 100000-165535 alice");
+}
+
+TEST_F(DoctorTest, NonRootWithSubordinateIdsPassesThoseChecks) {
+  probe_.uid = 1000;
+  probe_.user = "alice";
+  probe_.files = {{"/etc/subuid", "bob:100000:65536\nalice:165536:65536\n"}, {"/etc/subgid", "1000:100000:65536\n"}};
+  EXPECT_EQ(check("subuid").status, CheckStatus::kOk);
+  EXPECT_EQ(check("subgid").status, CheckStatus::kOk);  // by uid
+  EXPECT_EQ(check("newuidmap").status, CheckStatus::kOk);
+  probe_.files["/etc/subuid"] = "alice:165536:1000\n";  // too small for mmdebstrap
+  EXPECT_EQ(check("subuid").status, CheckStatus::kFail);
+}
 
 TEST_F(DoctorTest, MissingQemuFailsQemuAndMicrovm) {
   probe_.missing.insert("qemu-system-x86_64");
@@ -163,9 +219,12 @@ TEST_F(DoctorTest, KernelAssets) {
   EXPECT_NE(check("kernel assets").detail.find("cached"), std::string::npos);
 }
 
-TEST_F(DoctorTest, UserNamespacesDisabledWarns) {
+TEST_F(DoctorTest, UserNamespacesDisabledFailsOnlyWhenNotRoot) {
   probe_.maxUserNamespaces = "0\n";
-  EXPECT_EQ(check("user namespaces").status, CheckStatus::kWarn);
+  EXPECT_EQ(check("user namespaces").status, CheckStatus::kOk);
+  probe_.uid = 1000;
+  EXPECT_EQ(check("user namespaces").status, CheckStatus::kFail);
+  EXPECT_NE(check("user namespaces").fix.find("sysctl"), std::string::npos);
 }
 
 TEST_F(DoctorTest, FullDiskFails) {
@@ -185,6 +244,8 @@ TEST_F(DoctorTest, EndedSessionWithSnapshotIsStale) {
   auto r = check("stale sessions");
   EXPECT_EQ(r.status, CheckStatus::kWarn);
   EXPECT_NE(r.detail.find("1 ended session"), std::string::npos) << r.detail;
+  // Never a glob removal that would also hit running sessions.
+  EXPECT_EQ(r.fix, "airlock system prune (removes the snapshots of sessions that are not running)");
 }
 
 TEST_F(DoctorTest, RunningSessionIsNotStale) {

@@ -44,8 +44,11 @@ TEST(EgressPolicyTest, StandardAddsDeveloperAndExtraHostsMinusRemoved) {
   ASSERT_TRUE(policy) << policy.error().message;
   EXPECT_TRUE(policy->allowsConnection("api.anthropic.com", 443));
   EXPECT_TRUE(policy->allowsConnection("extra.example.com", 443));
-  for (const auto& host : commonDeveloperHosts())
-    if (host != "registry.npmjs.org") EXPECT_TRUE(policy->allowsConnection(host, 443)) << host;
+  for (const auto& host : commonDeveloperHosts()) {
+    if (host != "registry.npmjs.org") {
+      EXPECT_TRUE(policy->allowsConnection(host, 443)) << host;
+    }
+  }
   EXPECT_FALSE(policy->allowsName("registry.npmjs.org"));
   EXPECT_FALSE(policy->allowsName("evil.example.net"));
 }

@@ -39,12 +39,14 @@ class EnvelopeTest : public ::testing::Test {
   }
 
   /// What `airlock info AGENT --json` prints, normalised.
-  json info(const std::string& agent, const ConfigLayer& flags = {}) {
+  json info(const std::string& agent, const ConfigLayer& flags = {}, RunPorts ports = {}) {
     auto effective = loadEffectiveConfig(agent, dir_->path() + "/workspace", flags);
     EXPECT_TRUE(effective) << effective.error().message;
     auto backend = describeBackend(vm::HostFacts{});
     auto image = describeImage(*effective);
-    json j = envelopeJson(buildEnvelope(std::move(*effective), backend, image, false));
+    auto envelope = buildEnvelope(std::move(*effective), backend, image, std::move(ports), false);
+    EXPECT_TRUE(envelope) << envelope.error().message;
+    json j = envelopeJson(*envelope);
     j["workspace"]["path"] = "<workspace>";
     j["backend"]["kernel"] = "<kernel>";
     if (j["image"]["digest"].get<std::string>().starts_with("sha256:")) j["image"]["digest"] = "<digest>";
@@ -80,8 +82,9 @@ TEST_F(EnvelopeTest, EnvelopeNamesTheBackendAndNoValues) {
   auto backend = describeBackend(vm::HostFacts{true, false, true});
   EXPECT_EQ(backend.accel, "tcg");
   EXPECT_NE(backend.note.find("kvm_pvm"), std::string::npos);
-  auto envelope = buildEnvelope(std::move(*effective), backend, {}, false);
-  std::string all = envelopeJson(envelope).dump() + envelopeText(envelope);
+  auto envelope = buildEnvelope(std::move(*effective), backend, {}, {}, false);
+  ASSERT_TRUE(envelope);
+  std::string all = envelopeJson(*envelope).dump() + envelopeText(*envelope);
   EXPECT_EQ(all.find("sk-secret-value"), std::string::npos);
   EXPECT_NE(all.find("ANTHROPIC_API_KEY"), std::string::npos);
   unsetenv("ANTHROPIC_API_KEY");
@@ -150,6 +153,99 @@ TEST_F(EnvelopeTest, PermissiveAllowsAnyHost) {
   json j = info("gemini");
   EXPECT_EQ(j["egress"]["any_host"], true);
   EXPECT_TRUE(j["egress"]["hosts"].empty());
+}
+
+/// The egress section `airlock info` shows, rebuilt from the policy `airlock
+/// run` hands the firewall for the same settings (config::runEgressPolicy).
+json egressFromPolicy(const egress::Policy& policy) {
+  json hosts = json::array();
+  for (const auto& h : policy.hosts) hosts.push_back({{"host", h.pattern}, {"ports", h.ports}});
+  json ports = json::array();
+  for (const auto& p : policy.hostPorts)
+    ports.push_back({{"port", p.hostPort}, {"guest", "10.0.2.2:" + std::to_string(p.guestPort)}});
+  return {{"profile", egress::profileName(policy.profile)}, {"enforced", true},
+          {"any_host", policy.profile == egress::Profile::kPermissive}, {"hosts", hosts}, {"host_ports", ports}};
+}
+
+json egressShown(const json& j) {
+  json hosts = json::array();
+  for (const auto& h : j["egress"]["hosts"]) hosts.push_back({{"host", h["host"]}, {"ports", h["ports"]}});
+  json ports = json::array();
+  for (const auto& p : j["host_ports"]) ports.push_back({{"port", p["port"]}, {"guest", p["guest"]}});
+  return {{"profile", j["egress"]["profile"]}, {"enforced", j["egress"]["enforced"]},
+          {"any_host", j["egress"]["any_host"]}, {"hosts", hosts}, {"host_ports", ports}};
+}
+
+TEST_F(EnvelopeTest, EgressIsWhatRunEnforces) {
+  writeFile("config/airlock/config.yaml",
+            "allow_hosts: [\"git.example.com:8443\", \"*.corp.example\"]\nhost_ports: [11434]\n"
+            "remove_hosts: [registry.npmjs.org]\n");
+  for (const char* profile : {"standard", "locked", "permissive"}) {
+    ConfigLayer flags;
+    flags.egressProfile = parseEgressProfile(profile);
+    flags.allowHosts = {"extra.example.org"};
+    std::vector<egress::HostPort> flagPorts = {{5432, 15432}};
+    auto effective = loadEffectiveConfig("claude-code", dir_->path() + "/workspace", flags);
+    ASSERT_TRUE(effective);
+    auto policy = runEgressPolicy(effective->agent, effective->resolved.settings, flagPorts);
+    ASSERT_TRUE(policy) << policy.error().message;
+    json j = info("claude-code", flags, RunPorts{flagPorts, {}});
+    EXPECT_EQ(egressShown(j), egressFromPolicy(*policy)) << profile;
+    EXPECT_EQ(j["egress"]["enforced"], true);
+    EXPECT_EQ(j["host_ports"][0]["from"], "flag");
+    EXPECT_EQ(j["host_ports"][1], (json{{"port", 11434}, {"guest", "10.0.2.2:11434"}, {"from", "user"}}));
+    std::string text = envelopeText(*buildEnvelope(std::move(*effective), describeBackend({}), {},
+                                                   RunPorts{flagPorts, {{8080, 3000}}}, false));
+    EXPECT_EQ(text.find("not enforced"), std::string::npos) << text;
+    EXPECT_NE(text.find("enforced by the session firewall"), std::string::npos) << text;
+    EXPECT_NE(text.find("127.0.0.1:5432 -> 10.0.2.2:15432"), std::string::npos) << text;
+    EXPECT_NE(text.find("guest :3000 -> 127.0.0.1:8080"), std::string::npos) << text;
+  }
+}
+
+TEST_F(EnvelopeTest, ImageSourcesAreLabelled) {
+  auto view = [&](const std::string& config, const std::string& flag = "", const std::string& agent = "claude-code") {
+    writeFile("config/airlock/config.yaml", config);
+    auto effective = loadEffectiveConfig(agent, dir_->path() + "/workspace", {});
+    EXPECT_TRUE(effective) << effective.error().message;
+    return describeImage(*effective, flag);
+  };
+  auto registry = view("image: ghcr.io/acme/agent:1\n");
+  EXPECT_EQ(registry.source, ImageSource::kRegistry);
+  EXPECT_EQ(registry.signature.find("local path"), std::string::npos) << registry.signature;
+  EXPECT_TRUE(registry.problem.empty());
+
+  auto custom = view("agents:\n  mine:\n    description: Mine\n    image: ghcr.io/acme/mine:2\n    command: [m]\n"
+                     "    egress: {model_hosts: [api.example.com]}\n", "", "mine");
+  EXPECT_EQ(custom.source, ImageSource::kRegistry);
+  EXPECT_EQ(custom.reference, "ghcr.io/acme/mine:2");
+
+  auto missing = view("image: " + dir_->path() + "/no-such-rootfs\n");
+  EXPECT_EQ(missing.source, ImageSource::kLocalPath);
+  EXPECT_NE(missing.problem.find("does not exist"), std::string::npos);
+  ASSERT_TRUE(makeDirs(dir_->path() + "/rootfs"));
+  auto present = view("image: " + dir_->path() + "/rootfs\n");
+  EXPECT_EQ(present.source, ImageSource::kLocalPath);
+  EXPECT_TRUE(present.problem.empty());
+
+  auto flag = view("image: " + dir_->path() + "/rootfs\n", "docker.io/library/debian:12");
+  EXPECT_EQ(flag.source, ImageSource::kRegistry);
+  EXPECT_EQ(flag.reference, "docker.io/library/debian:12");
+
+  auto recipe = view("");
+  EXPECT_EQ(recipe.source, ImageSource::kRecipe);
+  EXPECT_EQ(recipe.reference, "local:claude-code");
+
+  // The text: a missing path is an error line, never "not built yet".
+  auto effective = loadEffectiveConfig("claude-code", dir_->path() + "/workspace", {});
+  ASSERT_TRUE(effective);
+  auto e = buildEnvelope(std::move(*effective), describeBackend({}), missing, {}, false);
+  ASSERT_TRUE(e);
+  std::string text = envelopeText(*e);
+  std::string imageLine = text.substr(text.find("  image"));
+  imageLine = imageLine.substr(0, imageLine.find('\n'));
+  EXPECT_EQ(imageLine.find("not built yet"), std::string::npos) << imageLine;
+  EXPECT_NE(text.find("error: image"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ TEST_P(ParseConfigBadValue, IsRefusedWithTheKey) {
 
 INSTANTIATE_TEST_SUITE_P(
     Types, ParseConfigBadValue,
-    ::testing::Values(BadValue{"vcpus: two", "'vcpus' must be an integer"}, BadValue{"vcpus: 0", "from 1 to 64"},
+    ::testing::Values(BadValue{"vcpus: two", "'vcpus' must be a plain decimal integer"}, BadValue{"vcpus: 0", "from 1 to 64"},
                       BadValue{"vcpus: 65", "from 1 to 64"}, BadValue{"memory_mib: 64", "from 128 to 65536"},
                       BadValue{"vcpus: [2]", "'vcpus'"}, BadValue{"egress_profile: open", "permissive, standard"},
                       BadValue{"allow_hosts: evil.example.com", "list of strings"},
@@ -109,7 +109,26 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"agents: [x]", "mapping of agent names"},
                       BadValue{"agents: {x: {description: d}}", "agent 'x'"},
                       BadValue{"vcpus: 2\nvcpus: 3", "duplicate key 'vcpus'"}, BadValue{"[1, 2]", "YAML mapping"},
-                      BadValue{"vcpus: [", "c.yaml:"}));
+                      BadValue{"vcpus: [", "c.yaml:"},
+                      // Numbers are plain decimal YAML integers only.
+                      BadValue{"vcpus: \"2\"", "c.yaml:1:8: 'vcpus' must be a plain decimal integer from 1 to 64"},
+                      BadValue{"vcpus: '2'", "c.yaml:1:8: 'vcpus'"},
+                      BadValue{"vcpus: !!int 2", "'vcpus' must be a plain decimal integer"},
+                      BadValue{"memory_mib: 0x1000", "'memory_mib' must be a plain decimal integer"},
+                      BadValue{"memory_mib: 0o10000", "'memory_mib'"}, BadValue{"memory_mib: 04096", "'memory_mib'"},
+                      BadValue{"memory_mib: 4096.0", "'memory_mib'"}, BadValue{"memory_mib: 4e3", "'memory_mib'"},
+                      BadValue{"vcpus: +2", "'vcpus'"}, BadValue{"vcpus: 2_0", "'vcpus'"},
+                      BadValue{"vcpus: 99999999999999999999", "'vcpus'"},
+                      BadValue{"vcpus: 1\nhost_ports: [\"8080\"]", "c.yaml:2:14: 'host_ports' must be a plain decimal"},
+                      BadValue{"host_ports: [0x50]", "'host_ports'"}));
+
+TEST(ParseConfig, PlainDecimalNumbersAreAccepted) {
+  auto layer = parseConfig("vcpus: 64\nmemory_mib: 65536\nhost_ports: [1, 65535]\n", "c.yaml");
+  ASSERT_TRUE(layer) << layer.error().message;
+  EXPECT_EQ(layer->cpus, 64u);
+  EXPECT_EQ(layer->memoryMib, 65536u);
+  EXPECT_EQ(layer->hostPorts, (std::vector<unsigned>{1, 65535}));
+}
 
 TEST_F(LoaderTest, MissingFileIsNoLayer) {
   auto layer = loadConfigFile(dir_->path() + "/config.yaml");
@@ -126,6 +145,31 @@ TEST_F(LoaderTest, ReadsTheRepoConfig) {
   ASSERT_TRUE(repo) << repo.error().message;
   ASSERT_TRUE(*repo);
   EXPECT_EQ((*repo)->cpus, 1u);
+}
+
+TEST_F(LoaderTest, ReadsTheYmlSpellingAsTheRepoConfig) {
+  write(".airlock.yml", "vcpus: 1\n");
+  std::string path;
+  auto repo = loadRepoConfig(dir_->path(), &path);
+  ASSERT_TRUE(repo) << repo.error().message;
+  ASSERT_TRUE(*repo);
+  EXPECT_EQ((*repo)->cpus, 1u);
+  EXPECT_EQ(path, dir_->path() + "/.airlock.yml");
+  write(".airlock.yml", "vcpus: [\n");
+  repo = loadRepoConfig(dir_->path());
+  ASSERT_FALSE(repo);
+  EXPECT_NE(repo.error().message.find(".airlock.yml:"), std::string::npos) << repo.error().message;
+}
+
+TEST_F(LoaderTest, BothRepoConfigSpellingsAreRefused) {
+  write(".airlock.yaml", "vcpus: 1\n");
+  write(".airlock.yml", "vcpus: 2\n");
+  auto repo = loadRepoConfig(dir_->path());
+  ASSERT_FALSE(repo);
+  EXPECT_EQ(repo.error().code, exit_code::kUsage);
+  EXPECT_NE(repo.error().message.find("has both .airlock.yaml and .airlock.yml"), std::string::npos)
+      << repo.error().message;
+  EXPECT_EQ(repo.error().message.find('\n'), std::string::npos);
 }
 
 TEST_F(LoaderTest, SymlinkedConfigIsRefused) {

@@ -1,0 +1,39 @@
+#include "cli/run_flags.h"
+
+namespace airlock::cli {
+
+void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
+  cmd.add_option("--review", flags.review,
+                 "interactive (default with a terminal), auto (accept all but held-back paths), all, or none "
+                 "(keep every change in the session)")
+      ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
+  cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--exclude", flags.excludes, "Keep matching files out of the snapshot (gitignore syntax)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  addEgressFlags(cmd, flags.egress, "standard, or egress_profile from your config");
+  cmd.add_option("--workspace-mode", flags.workspaceMode,
+                 "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "
+                 "no review; needs --yes)")
+      ->check(CLI::IsMember({"snapshot", "direct"}));
+  cmd.add_option("--cpus", flags.cpus, "vCPUs (default: the agent's)")->check(CLI::Range(1, 64));
+  cmd.add_option("--memory", flags.memory, "Guest memory in MiB (default: the agent's)")->check(CLI::Range(128, 65536));
+  cmd.add_option("--image", flags.image, "Boot this OCI image (a registry reference) instead of the agent's image");
+}
+
+config::ConfigLayer flagLayer(const PolicyFlags& args) {
+  config::ConfigLayer flags;
+  if (args.cpus) flags.cpus = args.cpus;
+  if (args.memory) flags.memoryMib = args.memory;
+  if (!args.review.empty()) flags.review = config::parseReviewPolicy(args.review);
+  if (!args.workspaceMode.empty()) flags.workspaceMode = config::parseWorkspaceMode(args.workspaceMode);
+  flags.excludes = args.excludes;
+  if (!args.egress.profile.empty()) flags.egressProfile = config::parseEgressProfile(args.egress.profile);
+  flags.allowHosts = args.egress.allowHosts;
+  for (const auto& e : args.env) flags.envForward.push_back(e.substr(0, e.find('=')));
+  return flags;
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,39 @@
+#pragma once
+// The flags of `airlock run` that change the isolation envelope (size,
+// image, workspace, excludes, review, egress, forwarded variables), shared
+// with `airlock info` so that `airlock info AGENT [run's flags]` previews
+// exactly that run: both register them with addPolicyFlags() and map them to
+// the top config layer with flagLayer().
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/egress_flags.h"
+#include "config/settings.h"
+
+namespace airlock::cli {
+
+/// Raw values of the envelope-changing flags; empty/0 = not given.
+struct PolicyFlags {
+  std::string review;                  ///< --review
+  std::vector<std::string> env;        ///< -e/--env NAME or NAME=VALUE
+  std::vector<std::string> excludes;   ///< --exclude
+  EgressFlags egress;                  ///< --egress-profile, --allow-host, --host-port, --publish, --egress-log
+  std::string workspaceMode;           ///< --workspace-mode
+  unsigned cpus = 0;                   ///< --cpus
+  unsigned memory = 0;                 ///< --memory (MiB)
+  std::string image;                   ///< --image: an OCI image reference booted instead of the agent's image
+};
+
+/// Adds the flags to `cmd`, storing into `flags`.
+void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags);
+
+/// What the command line says, as the top config layer (--env contributes
+/// only the variable's name, never its value). --host-port, --publish and
+/// --image are not config keys: callers pass them on (config::RunPorts,
+/// config::describeImage).
+config::ConfigLayer flagLayer(const PolicyFlags& flags);
+
+}  // namespace airlock::cli
