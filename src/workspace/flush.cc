@@ -435,9 +435,11 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   FlushReport report;
   std::vector<const DiffItem*> items;
   for (const DiffItem* it : accepted) {
-    if (it->conflict || it->excluded != IgnoreVerdict::Included) {
+    if (it->conflict || it->excluded != IgnoreVerdict::Included || it->kind == ChangeKind::Skipped) {
       report.items.push_back({it->path, FlushItemResult::Status::Conflict,
-                              it->conflict ? it->conflictReason : "excluded paths are never flushed"});
+                              it->conflict                      ? it->conflictReason
+                              : it->kind == ChangeKind::Skipped ? "skipped: " + it->skipReason
+                                                                : "excluded paths are never flushed"});
       ++report.conflicts;
       continue;
     }
