@@ -46,10 +46,7 @@ class ChangeSetReader {
   Result<> handle(const TarEntry& e) {
     const std::string& path = e.path;
     if (path.empty()) return {};  // the layer's root directory entry
-    if (e.skipped) {
-      skipped_.push_back({path, fmt::format("{}; only files, directories and symlinks are reviewed", specialName(e.kind))});
-      return {};
-    }
+    if (e.skipped) return skip(path, fmt::format("{}; only files, directories and symlinks are reviewed", specialName(e.kind)));
     if (e.whiteout) return whiteout(path, baseName(path), e.kind);
     Change c;
     c.mode = static_cast<uint32_t>(archive_entry_perm(e.header)) & 07777;
@@ -65,11 +62,8 @@ class ChangeSetReader {
       }
       case TarEntryKind::HardLink: {
         auto target = map_.find(e.linkTarget);
-        if (target == map_.end()) {  // its target was skipped
-          skipped_.push_back({path, fmt::format("hard link to '{}', which was skipped", displayPath(e.linkTarget))});
-          reader_.note(path, EntryType::File);
-          return {};
-        }
+        if (target == map_.end())  // its target was skipped
+          return skip(path, fmt::format("hard link to '{}', which was skipped", displayPath(e.linkTarget)));
         c = target->second;
         break;
       }
@@ -80,17 +74,25 @@ class ChangeSetReader {
         // Checked from the header, before any content is read: the entry is
         // left out, the rest of the change set is kept.
         if (auto claimed = static_cast<uint64_t>(archive_entry_size(e.header)); claimed > limits_.maxEntryBytes) {
-          skipped_.push_back({path, fmt::format("file of {}, over the limit of {} for one file", sizeText(claimed),
-                                                sizeText(limits_.maxEntryBytes)),
-                              claimed});
-          reader_.note(path, EntryType::File);
-          return {};
+          return skip(path,
+                      fmt::format("file of {}, over the limit of {} for one file", sizeText(claimed),
+                                  sizeText(limits_.maxEntryBytes)),
+                      claimed);
         }
         if (auto r = stage(path, c); !r) return std::unexpected(r.error());
         break;
       }
     }
     return add(path, std::move(c));
+  }
+
+  /// Leaves `path` out, reported; nothing may lie below it. A whiteout of the
+  /// same path is dropped too: the baseline entry stays as it is.
+  Result<> skip(const std::string& path, std::string reason, uint64_t size = 0) {
+    if (auto it = map_.find(path); it != map_.end() && it->second.kind == Change::Kind::Whiteout) map_.erase(it);
+    skipped_.push_back({path, std::move(reason), size});
+    reader_.note(path, EntryType::File);
+    return {};
   }
 
   Result<> add(const std::string& path, Change c) {

@@ -90,6 +90,12 @@ TEST(ChangeSetTar, SpecialFilesAreSkippedAndListed) {
   EXPECT_EQ(cs->skipped()[0].reason, "FIFO; only files, directories and symlinks are reviewed");
   EXPECT_EQ(cs->skipped()[1].reason, "device node; only files, directories and symlinks are reviewed");
   EXPECT_EQ(cs->skipped()[2].path, "sda");
+  // A whiteout of the same path is no deletion then: the baseline entry stays.
+  auto d2 = scratch();
+  cs = parse(makeTar({{".wh.x", 'f'}, {"x", 'p'}}), d2.path());
+  ASSERT_TRUE(cs) << cs.error().message;
+  EXPECT_EQ(cs->changes().count("x"), 0u);
+  ASSERT_EQ(cs->skipped().size(), 1u);
 }
 
 TEST(ChangeSetTar, SizeLimits) {
