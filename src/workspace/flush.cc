@@ -262,8 +262,7 @@ struct Runner {
 
 Side sanitized(const Side& s) {
   Side out = s;
-  if (out.exists) out.mode = out.type == EntryType::Dir ? (s.mode & 0777) | 0700 : s.mode & 0777;
-  if (out.exists && out.type == EntryType::Symlink) out.mode = 0;
+  if (out.exists) out.mode = landingMode(s);  // what the review showed
   return out;
 }
 
