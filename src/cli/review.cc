@@ -236,7 +236,8 @@ int reviewChanges(const ReviewArgs& a) {
                                                                  : it.conflictReason}});
       auto& row = j["items"].back();
       if (it.kind == ws::ChangeKind::Skipped && it.agent.size) row["size"] = it.agent.size;
-      if (it.base.exists && it.base.type != ws::EntryType::Symlink) row["mode_old"] = fmt::format("{:04o}", it.base.mode & 0777);
+      if (it.base.exists && it.base.type != ws::EntryType::Symlink)
+        row["mode_old"] = fmt::format("{:04o}", it.base.mode & 0777);
       if (it.agent.exists && it.agent.type != ws::EntryType::Symlink) {
         row["mode_new"] = fmt::format("{:04o}", ws::landingMode(it.agent));
         if (it.specialBitsDropped) row["mode_requested"] = fmt::format("{:04o}", it.agent.mode & 07777);

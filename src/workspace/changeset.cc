@@ -46,7 +46,8 @@ class ChangeSetReader {
   Result<> handle(const TarEntry& e) {
     const std::string& path = e.path;
     if (path.empty()) return {};  // the layer's root directory entry
-    if (e.skipped) return skip(path, fmt::format("{}; only files, directories and symlinks are reviewed", specialName(e.kind)));
+    if (e.skipped)
+      return skip(path, fmt::format("{}; only files, directories and symlinks are reviewed", specialName(e.kind)));
     if (e.whiteout) return whiteout(path, baseName(path), e.kind);
     Change c;
     c.mode = static_cast<uint32_t>(archive_entry_perm(e.header)) & 07777;

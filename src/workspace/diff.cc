@@ -85,13 +85,16 @@ std::string withGitModes(const std::string& text, const Side& b, const Side& a, 
     pos = nl + 1;
     if (inHeader) {
       if (line.starts_with("---") || line.starts_with("@@") || line.starts_with("Binary")) inHeader = false;
-      else if (line.starts_with("new file mode ") && agentFile) line = std::string("new file mode ") + gitMode(landingMode(a));
-      else if (line.starts_with("deleted file mode ") && baseFile) line = std::string("deleted file mode ") + gitMode(b.mode);
+      else if (line.starts_with("new file mode ") && agentFile)
+        line = std::string("new file mode ") + gitMode(landingMode(a));
+      else if (line.starts_with("deleted file mode ") && baseFile)
+        line = std::string("deleted file mode ") + gitMode(b.mode);
       else if (line.starts_with("index ") && baseFile && agentFile) {
-        size_t sp = line.find(' ', 6);
-        line = line.substr(0, sp);
-        if (modeChange) line = fmt::format("old mode {}\nnew mode {}\n{}", gitMode(b.mode), gitMode(landingMode(a)), line);
-        else line += std::string(" ") + gitMode(b.mode);
+        line = line.substr(0, line.find(' ', 6));
+        if (modeChange)
+          line = fmt::format("old mode {}\nnew mode {}\n{}", gitMode(b.mode), gitMode(landingMode(a)), line);
+        else
+          line += std::string(" ") + gitMode(b.mode);
       }
     }
     out += line;
@@ -197,14 +200,16 @@ Result<DiffResult> ThreeWayDiff::run() const {
       auto ch = changes.find(anc);
       if (ch != changes.end()) {
         if (ch->second.kind != Change::Kind::Dir)
-          return failWith(exit_code::kUnsafeChangeSet, "entry '{}' lies below '{}', which the change set does not make a directory; it was refused",
-                      displayPath(path), displayPath(anc));
+          return failWith(exit_code::kUnsafeChangeSet,
+                          "entry '{}' lies below '{}', which the change set does not make a directory; it was refused",
+                          displayPath(path), displayPath(anc));
         break;
       }
       const ManifestEntry* b = baseline_.find(anc);
       if (b && b->type != EntryType::Dir)
-        return failWith(exit_code::kUnsafeChangeSet, "entry '{}' lies below '{}', a {} in the baseline; paths through symlinks are refused",
-                    displayPath(path), displayPath(anc), entryTypeName(b->type));
+        return failWith(exit_code::kUnsafeChangeSet,
+                        "entry '{}' lies below '{}', a {} in the baseline; paths through symlinks are refused",
+                        displayPath(path), displayPath(anc), entryTypeName(b->type));
       if (b) break;
       anc = parentPath(anc);
     }
@@ -376,7 +381,8 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   if (item.tooLarge || item.binary) {
     head += fmt::format("{} file: {} bytes -> {} bytes; content not shown\n", item.binary ? "binary" : "large",
                         baseFile ? b.size : 0, agentFile ? a.size : 0);
-    head += fmt::format("sha256 {} -> {}\n", baseFile ? shortHash(b.sha256) : "-", agentFile ? shortHash(a.sha256) : "-");
+    head += fmt::format("sha256 {} -> {}\n", baseFile ? shortHash(b.sha256) : "-",
+                        agentFile ? shortHash(a.sha256) : "-");
     return head;
   }
   std::string oldText, newText;
