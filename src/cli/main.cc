@@ -32,7 +32,8 @@ constexpr const char* kExitCodes = R"(Exit codes:
   71  flush conflict: a file changed on the host; not overwritten
   72  internal error
   73  another airlock session is running on this workspace (see --wait)
-  74  the agent's change set was refused as unsafe (path traversal, devices...); nothing flushed)";
+  74  the agent's change set was refused as unsafe (path traversal...; nothing flushed),
+      or entries of it were skipped (FIFOs, sockets, devices, files over 4 GiB; never flushed))";
 
 /// The built-in agents plus the user config's custom agents; just the
 /// built-in ones when the user config does not load (the verb reports why).

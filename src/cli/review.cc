@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,9 @@ Result<ws::IgnoreRules> loadRules(const std::string& workspace, const std::strin
   if (!root) return failWith(exit_code::kUsage, "cannot open workspace {}: {}", workspace, errnoText(errno));
   if (auto r = rules.loadFile(root.get()); !r) return std::unexpected(r.error());
   for (const auto& e : excludes) rules.addPattern(e);
+  std::set<std::string> said;  // the session's saved patterns and .airlockignore may repeat a line
+  for (const auto& w : rules.warnings())
+    if (said.insert(w).second) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
   return rules;
 }
 
@@ -172,7 +177,8 @@ int reviewChanges(const ReviewArgs& a) {
   auto& items = result->items;
 
   // 5. Review.
-  ws::StdioTerminal term;
+  const char* pagerEnv = std::getenv("PAGER");
+  ws::StdioTerminal term(pagerEnv && *pagerEnv ? pagerEnv : "less -R");
   bool tty = ::isatty(0) && ::isatty(1);
   auto decisions = ws::decide(items, *mode, diff, &term, tty);
   if (!decisions) return report(decisions.error());
@@ -192,7 +198,7 @@ int reviewChanges(const ReviewArgs& a) {
 
   // 7. Keep everything that was not flushed.
   std::vector<bool> keep(items.size());
-  size_t pending = 0, conflicts = 0;
+  size_t pending = 0, conflicts = 0, skipped = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     auto it = byPath.find(items[i].path);
     bool done = it != byPath.end() && it->second->status == ws::FlushItemResult::Status::Flushed;
@@ -201,6 +207,8 @@ int reviewChanges(const ReviewArgs& a) {
         (it != byPath.end() && it->second->status == ws::FlushItemResult::Status::Conflict)) {
       ++conflicts;
       (*decisions)[i] = ws::Decision::Conflict;
+    } else if ((*decisions)[i] == ws::Decision::Skipped) {
+      ++skipped;
     } else if (!done && (*decisions)[i] != ws::Decision::Excluded) {
       ++pending;
     }
@@ -212,7 +220,8 @@ int reviewChanges(const ReviewArgs& a) {
 
   if (a.json) {
     json j = {{"session", session}, {"flushed", flushed.flushed}, {"conflicts", conflicts}, {"pending", pending},
-              {"already_applied", result->alreadyApplied}, {"kept", *kept}, {"items", json::array()}};
+              {"already_applied", result->alreadyApplied}, {"skipped", skipped}, {"kept", *kept},
+              {"items", json::array()}};
     for (size_t i = 0; i < items.size(); ++i) {
       const auto& it = items[i];
       auto fr = byPath.find(it.path);
@@ -221,7 +230,20 @@ int reviewChanges(const ReviewArgs& a) {
                             {"flushed", fr != byPath.end() && fr->second->status == ws::FlushItemResult::Status::Flushed},
                             {"lines_added", it.linesAdded}, {"lines_removed", it.linesRemoved},
                             {"binary", it.binary}, {"held_back", it.heldBack}, {"build_entry", it.buildEntry},
-                            {"conflict", it.conflict}, {"message", fr != byPath.end() ? fr->second->message : it.conflictReason}});
+                            {"conflict", it.conflict},
+                            {"message", fr != byPath.end() ? fr->second->message
+                                        : !it.skipReason.empty() ? "skipped: " + it.skipReason
+                                                                 : it.conflictReason}});
+      auto& row = j["items"].back();
+      if (it.kind == ws::ChangeKind::Skipped && it.agent.size) row["size"] = it.agent.size;
+      if (it.base.exists && it.base.type != ws::EntryType::Symlink)
+        row["mode_old"] = fmt::format("{:04o}", it.base.mode & 0777);
+      if (it.agent.exists && it.agent.type != ws::EntryType::Symlink) {
+        row["mode_new"] = fmt::format("{:04o}", ws::landingMode(it.agent));
+        if (it.specialBitsDropped) row["mode_requested"] = fmt::format("{:04o}", it.agent.mode & 07777);
+      }
+      if (!it.base.sha256.empty()) row["sha256_old"] = it.base.sha256;
+      if (!it.agent.sha256.empty()) row["sha256_new"] = it.agent.sha256;
     }
     std::printf("%s\n", dump(j).c_str());
   } else {
@@ -230,6 +252,9 @@ int reviewChanges(const ReviewArgs& a) {
     for (const auto& r : flushed.items)
       if (r.status == ws::FlushItemResult::Status::Conflict)
         std::printf("not flushed: %s\n", r.message.c_str());
+    if (skipped)
+      std::printf("skipped %zu entr%s of the change set (FIFOs, sockets, device nodes, oversized files); not flushed\n",
+                  skipped, skipped == 1 ? "y" : "ies");
     std::printf("flushed %zu change(s) into %s", flushed.flushed, a.workspace.c_str());
     if (result->alreadyApplied) std::printf("; %zu already present", result->alreadyApplied);
     std::printf("\n");
@@ -237,6 +262,7 @@ int reviewChanges(const ReviewArgs& a) {
       std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts, kept->c_str());
   }
   if (conflicts) return exit_code::kConflict;
+  if (skipped) return exit_code::kUnsafeChangeSet;
   if (pending) return exit_code::kReviewPending;
   return 0;
 }

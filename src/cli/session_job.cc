@@ -46,6 +46,7 @@ Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>
     if (auto r = rules.loadFile(root.get()); !r) return r;
   }
   for (const auto& e : excludes) rules.addPattern(e);
+  for (const auto& w : rules.warnings()) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
   ws::SnapshotOptions snapOptions;
   auto snap = ws::takeSnapshot(s.workspace(), s.dir() + "/snapshot", rules, snapOptions);
   if (!snap) return std::unexpected(snap.error());

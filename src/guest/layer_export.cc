@@ -40,6 +40,7 @@ struct Header {
   unsigned long long size = 0;
   long long mtime = 0;
   std::string link;
+  unsigned devMajor = 0, devMinor = 0;  ///< device nodes
 };
 
 class TarWriter {
@@ -54,8 +55,9 @@ class TarWriter {
     if (!pax.empty()) {
       if (!raw(block("././@PaxHeader", 'x', 0644, pax.size(), 0, "")) || !raw(pax) || !pad(pax.size())) return false;
     }
-    return raw(block(h.path.substr(0, 99), h.type, h.mode, h.size > 077777777777ull ? 0 : h.size, h.mtime,
-                     h.link.substr(0, 99)));
+    std::string b = block(h.path.substr(0, 99), h.type, h.mode, h.size > 077777777777ull ? 0 : h.size, h.mtime,
+                          h.link.substr(0, 99), h.devMajor, h.devMinor);
+    return raw(b);
   }
   bool raw(std::string_view data) { return sink_(data); }
   bool pad(unsigned long long size) {
@@ -73,7 +75,7 @@ class TarWriter {
     return std::to_string(len) + body;
   }
   static std::string block(const std::string& name, char type, unsigned mode, unsigned long long size, long long mtime,
-                           const std::string& link) {
+                           const std::string& link, unsigned devMajor = 0, unsigned devMinor = 0) {
     std::string b(kBlock, '\0');
     std::memcpy(&b[0], name.data(), name.size());
     octal(&b[100], 8, mode & 07777);
@@ -84,6 +86,10 @@ class TarWriter {
     b[156] = type;
     std::memcpy(&b[157], link.data(), link.size());
     std::memcpy(&b[257], "ustar\0" "00", 8);
+    if (type == '3' || type == '4') {
+      octal(&b[329], 8, devMajor);
+      octal(&b[337], 8, devMinor);
+    }
     std::memset(&b[148], ' ', 8);
     unsigned sum = 0;
     for (unsigned char c : b) sum += c;
@@ -186,8 +192,22 @@ class Exporter {
       close(fd);
       return ok && tar_.pad(h.size);
     }
-    skipped_ += path + " (not a regular file, directory or symlink)\n";
-    return true;
+    // FIFOs, sockets and device nodes go into the stream so the host's review
+    // lists them as skipped (it never flushes them); tar has no socket type,
+    // so a socket is sent as a FIFO.
+    h.mode &= 0777;
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+      h.type = '6';
+    } else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+      h.type = S_ISCHR(st.st_mode) ? '3' : '4';
+      h.devMajor = major(st.st_rdev);
+      h.devMinor = minor(st.st_rdev);
+    } else {
+      skipped_ += path + " (unknown file type)\n";
+      return true;
+    }
+    if (S_ISSOCK(st.st_mode)) skipped_ += path + " (socket, sent as a FIFO)\n";
+    return tar_.header(h);
   }
 
   bool copy(int fd, unsigned long long size, const std::string& path) {

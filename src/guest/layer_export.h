@@ -17,8 +17,10 @@ namespace airlock::guest {
 using TarSink = std::function<bool(std::string_view)>;
 
 /// Walks `upperDir` (without following symlinks) and writes the layer to
-/// `sink`. Other file types (FIFOs, sockets, other devices) are skipped with
-/// a note in `skipped`. Returns false with `error` set on failure.
+/// `sink`. FIFOs and device nodes are written as tar FIFO/device entries,
+/// sockets (which tar cannot represent) as FIFOs, so the host can list them
+/// as skipped; sockets and unknown types get a note in `skipped`. Returns
+/// false with `error` set on failure.
 bool exportUpperLayer(const std::string& upperDir, const TarSink& sink, std::string& error, std::string& skipped);
 
 }  // namespace airlock::guest

@@ -28,7 +28,7 @@ using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
 class ChangeSetReader {
  public:
   ChangeSetReader(archive* a, int stagingFd, const TarLimits& limits)
-      : reader_(a, limits, "the change set"), stagingFd_(stagingFd) {}
+      : reader_(a, limits, "the change set", SpecialFiles::Report), limits_(limits), stagingFd_(stagingFd) {}
 
   Result<ChangeSet::Map> run() {
     for (;;) {
@@ -40,10 +40,14 @@ class ChangeSetReader {
     return std::move(map_);
   }
 
+  std::vector<SkippedEntry> takeSkipped() { return std::move(skipped_); }
+
  private:
   Result<> handle(const TarEntry& e) {
     const std::string& path = e.path;
     if (path.empty()) return {};  // the layer's root directory entry
+    if (e.skipped)
+      return skip(path, fmt::format("{}; only files, directories and symlinks are reviewed", specialName(e.kind)));
     if (e.whiteout) return whiteout(path, baseName(path), e.kind);
     Change c;
     c.mode = static_cast<uint32_t>(archive_entry_perm(e.header)) & 07777;
@@ -57,16 +61,39 @@ class ChangeSetReader {
         c.target = t;
         break;
       }
-      case TarEntryKind::HardLink: c = map_.at(e.linkTarget); break;
+      case TarEntryKind::HardLink: {
+        auto target = map_.find(e.linkTarget);
+        if (target == map_.end())  // its target was skipped
+          return skip(path, fmt::format("hard link to '{}', which was skipped", displayPath(e.linkTarget)));
+        c = target->second;
+        break;
+      }
       default: {
         c.kind = Change::Kind::File;
         if (archive_entry_size_is_set(e.header) && archive_entry_size(e.header) < 0)
           return fail("entry '{}' has a negative size", displayPath(path));
+        // Checked from the header, before any content is read: the entry is
+        // left out, the rest of the change set is kept.
+        if (auto claimed = static_cast<uint64_t>(archive_entry_size(e.header)); claimed > limits_.maxEntryBytes) {
+          return skip(path,
+                      fmt::format("file of {}, over the limit of {} for one file", sizeText(claimed),
+                                  sizeText(limits_.maxEntryBytes)),
+                      claimed);
+        }
         if (auto r = stage(path, c); !r) return std::unexpected(r.error());
         break;
       }
     }
     return add(path, std::move(c));
+  }
+
+  /// Leaves `path` out, reported; nothing may lie below it. A whiteout of the
+  /// same path is dropped too: the baseline entry stays as it is.
+  Result<> skip(const std::string& path, std::string reason, uint64_t size = 0) {
+    if (auto it = map_.find(path); it != map_.end() && it->second.kind == Change::Kind::Whiteout) map_.erase(it);
+    skipped_.push_back({path, std::move(reason), size});
+    reader_.note(path, EntryType::File);
+    return {};
   }
 
   Result<> add(const std::string& path, Change c) {
@@ -152,9 +179,24 @@ class ChangeSetReader {
     return {};
   }
 
+  static std::string sizeText(uint64_t bytes) {
+    if (bytes < (uint64_t{1} << 20)) return fmt::format("{} bytes", bytes);
+    return fmt::format("{:.1f} GiB ({} bytes)", static_cast<double>(bytes) / double(uint64_t{1} << 30), bytes);
+  }
+
+  static const char* specialName(TarEntryKind k) {
+    switch (k) {
+      case TarEntryKind::Fifo: return "FIFO";
+      case TarEntryKind::Socket: return "socket";
+      default: return "device node";
+    }
+  }
+
   TarReader reader_;
+  TarLimits limits_;
   int stagingFd_;
   ChangeSet::Map map_;
+  std::vector<SkippedEntry> skipped_;
 };
 
 Result<Fd> makeStagingDir(const std::string& dir) {
@@ -175,10 +217,12 @@ Result<ChangeSet> ChangeSet::fromArchive(const std::function<int(archive*)>& ope
   archive_read_support_format_tar(a.get());
   if (open(a.get()) != ARCHIVE_OK)
     return fail("cannot read the change set: {}", archive_error_string(a.get()) ? archive_error_string(a.get()) : "?");
-  auto map = ChangeSetReader(a.get(), staging->get(), limits).run();
+  ChangeSetReader reader(a.get(), staging->get(), limits);
+  auto map = reader.run();
   if (!map) return std::unexpected(map.error());
   ChangeSet cs;
   cs.changes_ = std::move(*map);
+  cs.skipped_ = reader.takeSkipped();
   cs.stagingDir_ = stagingDir;
   return cs;
 }

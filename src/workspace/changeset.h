@@ -35,6 +35,15 @@ struct Change {
   bool implied = false;  ///< directory known only from an opaque marker (mode unknown)
 };
 
+/// An entry of the upper layer that is not reviewed and never flushed: a FIFO,
+/// socket or device node, or a file over TarLimits::maxEntryBytes (its content
+/// is not read). Reported in the review.
+struct SkippedEntry {
+  std::string path;
+  std::string reason;  ///< e.g. "FIFO; only files, directories and symlinks are reviewed"
+  uint64_t size = 0;   ///< the size the header claims (files), bytes
+};
+
 /// Paths of the upper layer, ordered by path, plus the staging directory.
 class ChangeSet {
  public:
@@ -42,7 +51,9 @@ class ChangeSet {
 
   /// Reads an OCI layer tar from `fd` (uncompressed), staging file content
   /// into `stagingDir` (created; its parent must exist). Fails, naming the
-  /// entry, on anything TarGuard refuses or on a malformed archive.
+  /// entry, on anything TarGuard refuses or on a malformed archive. Special
+  /// files and files whose header claims more than limits.maxEntryBytes are
+  /// left out and listed in skipped().
   static Result<ChangeSet> fromTar(int fd, const std::string& stagingDir, const TarLimits& limits = {});
 
   /// Same for a tar held in memory (tests, fuzzing).
@@ -56,6 +67,8 @@ class ChangeSet {
                                            const std::string& stagingDir, const IgnoreRules& rules);
 
   const Map& changes() const { return changes_; }
+  /// Entries left out, in stream order.
+  const std::vector<SkippedEntry>& skipped() const { return skipped_; }
   const std::string& stagingDir() const { return stagingDir_; }
 
   /// Absolute path of a file change's staged content.
@@ -63,12 +76,15 @@ class ChangeSet {
 
   /// Adds a change (used by the parsers and by tests building change sets by hand).
   void put(std::string path, Change c) { changes_[std::move(path)] = std::move(c); }
+  /// Adds a skipped entry (parsers, tests).
+  void skip(SkippedEntry e) { skipped_.push_back(std::move(e)); }
 
  private:
   /// The parser behind fromTar and fromTarBuffer; `open` opens the stream.
   static Result<ChangeSet> fromArchive(const std::function<int(archive*)>& open, const std::string& stagingDir,
                                        const TarLimits& limits);
   Map changes_;
+  std::vector<SkippedEntry> skipped_;
   std::string stagingDir_;
 };
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <mutex>
 
+#include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/sha256.h"
 #include "workspace/relpath.h"
@@ -66,6 +67,44 @@ bool looksBinary(std::string_view s) { return s.substr(0, 8000).find('\0') != st
 
 std::string modeText(uint32_t m) { return fmt::format("{:04o}", m); }
 
+/// git's mode for a regular file: 100755 when any execute bit is set.
+const char* gitMode(uint32_t m) { return (m & 0111) ? "100755" : "100644"; }
+
+/// Puts the modes that land into libgit2's header lines (git_patch_from_buffers
+/// knows no modes and writes 100644): "new file mode", "deleted file mode",
+/// "index a..b MODE", and "old mode"/"new mode" when the execute bit changes.
+std::string withGitModes(const std::string& text, const Side& b, const Side& a, bool baseFile, bool agentFile) {
+  std::string out;
+  size_t pos = 0;
+  bool inHeader = true;
+  bool modeChange = baseFile && agentFile && std::string_view(gitMode(b.mode)) != gitMode(landingMode(a));
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (inHeader) {
+      if (line.starts_with("---") || line.starts_with("@@") || line.starts_with("Binary")) inHeader = false;
+      else if (line.starts_with("new file mode ") && agentFile)
+        line = std::string("new file mode ") + gitMode(landingMode(a));
+      else if (line.starts_with("deleted file mode ") && baseFile)
+        line = std::string("deleted file mode ") + gitMode(b.mode);
+      else if (line.starts_with("index ") && baseFile && agentFile) {
+        line = line.substr(0, line.find(' ', 6));
+        if (modeChange)
+          line = fmt::format("old mode {}\nnew mode {}\n{}", gitMode(b.mode), gitMode(landingMode(a)), line);
+        else
+          line += std::string(" ") + gitMode(b.mode);
+      }
+    }
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string shortHash(const std::string& sha) { return sha.empty() ? "-" : sha.substr(0, 12); }
+
 std::string colorize(const std::string& patch) {
   std::string out;
   size_t pos = 0;
@@ -89,6 +128,11 @@ std::string colorize(const std::string& patch) {
 
 }  // namespace
 
+uint32_t landingMode(const Side& s) {
+  if (!s.exists || s.type == EntryType::Symlink) return 0;
+  return s.type == EntryType::Dir ? (s.mode & 0777) | 0700 : s.mode & 0777;
+}
+
 const char* changeKindName(ChangeKind k) {
   switch (k) {
     case ChangeKind::Added: return "added";
@@ -101,6 +145,7 @@ const char* changeKindName(ChangeKind k) {
     case ChangeKind::TypeChanged: return "type changed";
     case ChangeKind::DirAdded: return "dir added";
     case ChangeKind::DirRemoved: return "dir removed";
+    case ChangeKind::Skipped: return "skipped";
   }
   return "changed";
 }
@@ -155,14 +200,16 @@ Result<DiffResult> ThreeWayDiff::run() const {
       auto ch = changes.find(anc);
       if (ch != changes.end()) {
         if (ch->second.kind != Change::Kind::Dir)
-          return fail("entry '{}' lies below '{}', which the change set does not make a directory; it was refused",
-                      displayPath(path), displayPath(anc));
+          return failWith(exit_code::kUnsafeChangeSet,
+                          "entry '{}' lies below '{}', which the change set does not make a directory; it was refused",
+                          displayPath(path), displayPath(anc));
         break;
       }
       const ManifestEntry* b = baseline_.find(anc);
       if (b && b->type != EntryType::Dir)
-        return fail("entry '{}' lies below '{}', a {} in the baseline; paths through symlinks are refused",
-                    displayPath(path), displayPath(anc), entryTypeName(b->type));
+        return failWith(exit_code::kUnsafeChangeSet,
+                        "entry '{}' lies below '{}', a {} in the baseline; paths through symlinks are refused",
+                        displayPath(path), displayPath(anc), entryTypeName(b->type));
       if (b) break;
       anc = parentPath(anc);
     }
@@ -229,6 +276,17 @@ Result<DiffResult> ThreeWayDiff::run() const {
     if (auto r = fill(item); !r) return std::unexpected(r.error());
     result.items.push_back(std::move(item));
   }
+  for (const SkippedEntry& sk : changes_.skipped()) {
+    DiffItem item;
+    item.path = sk.path;
+    item.kind = ChangeKind::Skipped;
+    item.skipReason = sk.reason;
+    item.base = fromManifest(baseline_.find(sk.path));
+    item.agent.size = sk.size;
+    result.items.push_back(std::move(item));
+  }
+  std::stable_sort(result.items.begin(), result.items.end(),
+                   [](const DiffItem& x, const DiffItem& y) { return x.path < y.path; });
   return result;
 }
 
@@ -295,11 +353,22 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   if (item.conflict) head += fmt::format("CONFLICT: {}\n", item.conflictReason);
   if (item.excluded != IgnoreVerdict::Included)
     head += "EXCLUDED: this path is a secret, an airlock config file or ignored; it is never flushed\n";
-  if (item.specialBitsDropped) head += "note: setuid/setgid/sticky bits are stripped on flush\n";
   const Side& b = item.base;
   const Side& a = item.agent;
-  if (b.exists && a.exists && b.type == a.type && (b.mode & 0777) != (a.mode & 0777))
-    head += fmt::format("mode {} -> {}\n", modeText(b.mode & 0777), modeText(a.mode & 0777));
+  if (item.kind == ChangeKind::Skipped)
+    return head + fmt::format("SKIPPED: {}; it is not flushed\n", item.skipReason);
+  // The mode that lands, and the setuid/setgid/sticky bits the agent asked for.
+  bool sameType = b.exists && a.exists && b.type == a.type;
+  if (a.exists && a.type != EntryType::Symlink) {
+    std::string asked = item.specialBitsDropped
+                            ? fmt::format(" (the agent set {}; setuid/setgid/sticky bits are stripped on flush)",
+                                          modeText(a.mode & 07777))
+                            : "";
+    if (sameType && (b.mode & 0777) != landingMode(a))
+      head += fmt::format("mode {} -> {}{}\n", modeText(b.mode & 0777), modeText(landingMode(a)), asked);
+    else if (!sameType || !asked.empty())
+      head += fmt::format("mode {}{}\n", modeText(landingMode(a)), asked);
+  }
   if (a.exists && a.type == EntryType::Symlink)
     head += fmt::format("symlink -> '{}'{}\n", displayPath(a.target),
                         item.linkEscapes ? "  (points outside the workspace)" : "");
@@ -312,6 +381,8 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   if (item.tooLarge || item.binary) {
     head += fmt::format("{} file: {} bytes -> {} bytes; content not shown\n", item.binary ? "binary" : "large",
                         baseFile ? b.size : 0, agentFile ? a.size : 0);
+    head += fmt::format("sha256 {} -> {}\n", baseFile ? shortHash(b.sha256) : "-",
+                        agentFile ? shortHash(a.sha256) : "-");
     return head;
   }
   std::string oldText, newText;
@@ -334,8 +405,11 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   int rc = git_patch_to_buf(&buf, p);
   git_patch_free(p);
   if (rc != 0) return fail("cannot render the diff of '{}'", name);
-  std::string text(buf.ptr, buf.size);
+  std::string text = withGitModes(std::string(buf.ptr, buf.size), b, a, baseFile, agentFile);
   git_buf_dispose(&buf);
+  if (text.empty() && baseFile && agentFile && std::string_view(gitMode(b.mode)) != gitMode(landingMode(a)))
+    text = fmt::format("diff --git a/{0} b/{0}\nold mode {1}\nnew mode {2}\n", name, gitMode(b.mode),
+                       gitMode(landingMode(a)));
   return head + (color ? colorize(text) : text);
 }
 

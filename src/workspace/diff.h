@@ -23,6 +23,7 @@ enum class ChangeKind {
   Added, Modified, ModeChanged, Deleted,
   SymlinkAdded, SymlinkChanged, SymlinkRemoved,
   TypeChanged, DirAdded, DirRemoved,
+  Skipped,  ///< not reviewable (FIFO, socket, device node, oversized file): reported, never flushed
 };
 
 /// Short name for tables and JSON ("added", "mode changed", ...).
@@ -54,7 +55,11 @@ struct DiffItem {
   bool linkEscapes = false;        ///< symlink target is absolute or climbs out of the workspace
   bool heldBack = false;           ///< set by classifyItems(): runs code later, needs explicit review
   bool buildEntry = false;         ///< set by classifyItems(): build entry point, flagged
+  std::string skipReason;          ///< kind Skipped: why ("FIFO; only files, directories and symlinks are reviewed")
 };
+
+/// The mode a file or directory lands with on flush (setuid/setgid/sticky stripped).
+uint32_t landingMode(const Side& s);
 
 /// The diff of a whole change set.
 struct DiffResult {
@@ -72,12 +77,15 @@ class ThreeWayDiff {
       : baseline_(baseline), changes_(changes), rules_(rules), workspaceFd_(workspaceFd),
         baselineFd_(baselineContentFd), maxDiffBytes_(maxDiffBytes) {}
 
-  /// Builds the item list. Fails when the change set contradicts the baseline
-  /// (an entry below a baseline symlink or file that the change set keeps).
+  /// Builds the item list, with the change set's skipped entries as items of
+  /// kind Skipped. Fails with exit_code::kUnsafeChangeSet when the change set
+  /// contradicts the baseline (an entry below a baseline symlink or file that
+  /// the change set keeps).
   Result<DiffResult> run() const;
 
-  /// The unified diff (libgit2) or a one-paragraph summary for non-text
-  /// changes; `color` adds ANSI colors for a pager.
+  /// The unified diff (libgit2, with git's mode lines) or a one-paragraph
+  /// summary for non-text changes (sizes and SHA-256 for binary files),
+  /// after a header naming the mode that lands; `color` adds ANSI colors.
   Result<std::string> patch(const DiffItem& item, bool color) const;
 
  private:

@@ -262,8 +262,7 @@ struct Runner {
 
 Side sanitized(const Side& s) {
   Side out = s;
-  if (out.exists) out.mode = out.type == EntryType::Dir ? (s.mode & 0777) | 0700 : s.mode & 0777;
-  if (out.exists && out.type == EntryType::Symlink) out.mode = 0;
+  if (out.exists) out.mode = landingMode(s);  // what the review showed
   return out;
 }
 
@@ -435,9 +434,11 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   FlushReport report;
   std::vector<const DiffItem*> items;
   for (const DiffItem* it : accepted) {
-    if (it->conflict || it->excluded != IgnoreVerdict::Included) {
+    if (it->conflict || it->excluded != IgnoreVerdict::Included || it->kind == ChangeKind::Skipped) {
       report.items.push_back({it->path, FlushItemResult::Status::Conflict,
-                              it->conflict ? it->conflictReason : "excluded paths are never flushed"});
+                              it->conflict                      ? it->conflictReason
+                              : it->kind == ChangeKind::Skipped ? "skipped: " + it->skipReason
+                                                                : "excluded paths are never flushed"});
       ++report.conflicts;
       continue;
     }

@@ -59,8 +59,8 @@ struct FlushReport {
   size_t conflicts = 0;
 };
 
-/// Applies `accepted` (items with conflict or excluded set are refused as
-/// conflicts). Fails, with the workspace rolled back to how it was, on an I/O
+/// Applies `accepted` (items with conflict or excluded set, and skipped
+/// items, are refused as conflicts). Fails, with the workspace rolled back to how it was, on an I/O
 /// error; fails without touching anything when another flush on the same
 /// workspace is running or was interrupted (run recoverFlush() first).
 Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const FlushContext& ctx);

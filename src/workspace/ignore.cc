@@ -138,6 +138,21 @@ const std::vector<IgnorePattern>& builtin() {
   return all;
 }
 
+/// The built-in rule (as listed in secretPatterns()/configPatterns()) that
+/// excludes `rel` or one of its ancestors; "" when none does.
+std::string secretRuleFor(std::string_view rel) {
+  std::vector<std::string> lines = IgnoreRules::secretPatterns();
+  for (const auto& c : IgnoreRules::configPatterns()) lines.push_back(c);
+  const auto& pats = builtin();
+  for (size_t end = 0; end <= rel.size(); ++end) {
+    if (end < rel.size() && rel[end] != '/') continue;
+    std::string_view prefix = rel.substr(0, end);
+    for (size_t i = 0; i < pats.size() && i < lines.size(); ++i)
+      if (patternMatches(pats[i], prefix, end < rel.size())) return lines[i];
+  }
+  return "";
+}
+
 }  // namespace
 
 bool globMatch(std::string_view glob, std::string_view text) { return Matcher(glob, text).run(); }
@@ -198,6 +213,12 @@ void IgnoreRules::addLines(std::string_view text) {
 void IgnoreRules::addPattern(std::string_view line) {
   IgnorePattern p;
   if (!parseIgnoreLine(line, p)) return;
+  if (p.negate) {
+    if (std::string rule = secretRuleFor(p.glob); !rule.empty())
+      warnings_.push_back(fmt::format("'{}' does nothing: the built-in secret rule '{}' always excludes it and cannot "
+                                      "be negated",
+                                      line, rule));
+  }
   user_.push_back(std::move(p));
   userText_.append(line);
   userText_.push_back('\n');

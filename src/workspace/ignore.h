@@ -50,7 +50,8 @@ class IgnoreRules {
   /// Adds every line of `text` (gitignore syntax) as user patterns.
   void addLines(std::string_view text);
 
-  /// Adds one user pattern (e.g. from --exclude).
+  /// Adds one user pattern (e.g. from --exclude). A negation of a path the
+  /// built-in secret/config rules exclude adds a warning (it does nothing).
   void addPattern(std::string_view line);
 
   /// Reads `.airlockignore` at the root of the directory `rootFd`, if present
@@ -67,7 +68,12 @@ class IgnoreRules {
   /// The user pattern lines, one per line, to keep in the session directory.
   const std::string& userText() const { return userText_; }
 
+  /// One sentence per user pattern that has no effect (for the cli to print
+  /// as "airlock: warning: ...").
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
  private:
+  std::vector<std::string> warnings_;
   std::vector<IgnorePattern> user_;
   std::string userText_;
 };

@@ -58,8 +58,9 @@ Result<std::string> keepPending(const std::vector<DiffItem>& items, const std::v
                                 const std::string& sessionDir) {
   std::string dir = sessionDir + "/pending";
   (void)removeTree(dir);
+  // Skipped items have no content to keep (the review reported them).
   bool any = false;
-  for (bool k : keep) any = any || k;
+  for (size_t i = 0; i < items.size(); ++i) any = any || (keep[i] && items[i].kind != ChangeKind::Skipped);
   if (!any) return std::string();
   if (auto r = makeDirs(dir, 0700); !r) return std::unexpected(r.error());
   std::unique_ptr<archive, WriterCloser> a(archive_write_new());
@@ -70,7 +71,7 @@ Result<std::string> keepPending(const std::vector<DiffItem>& items, const std::v
     return fail("cannot create {}: {}", tarPath, archive_error_string(a.get()));
   std::string patch, list;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (!keep[i]) continue;
+    if (!keep[i] || items[i].kind == ChangeKind::Skipped) continue;
     const DiffItem& it = items[i];
     list += fmt::format("{} {}\n", decisionName(decisions[i]), percentEncode(it.path));
     auto p = diff.patch(it, false);

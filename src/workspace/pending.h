@@ -16,7 +16,8 @@ namespace airlock::workspace {
 
 /// Writes the items whose `keep` flag is set to <sessionDir>/pending
 /// (replacing an earlier one). Returns the directory written, or "" when
-/// nothing was kept. `decisions` is parallel to `items`.
+/// nothing was kept. `decisions` is parallel to `items`. Skipped items are
+/// never kept (they have no content).
 Result<std::string> keepPending(const std::vector<DiffItem>& items, const std::vector<Decision>& decisions,
                                 const std::vector<bool>& keep, const ThreeWayDiff& diff,
                                 const std::string& sessionDir);

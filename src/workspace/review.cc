@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <signal.h>
 #include <stdio.h>
-
-#include <cstdlib>
+#include <sys/wait.h>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -37,6 +36,7 @@ const IgnoreRules& buildEntryRules() {
 }
 
 std::string linesText(const DiffItem& it) {
+  if (it.kind == ChangeKind::Skipped) return "";
   if (it.conflict) return "conflict";
   if (it.binary) return "binary";
   if (it.tooLarge) return "large";
@@ -51,6 +51,7 @@ std::string flagsText(const DiffItem& it) {
     if (!f.empty()) f += ", ";
     f += s;
   };
+  if (it.kind == ChangeKind::Skipped) add("skipped: " + it.skipReason);
   if (it.excluded == IgnoreVerdict::Secret) add("secret/config: never flushed");
   if (it.excluded == IgnoreVerdict::Ignored) add("ignored: never flushed");
   if (it.heldBack) add("held back");
@@ -61,9 +62,36 @@ std::string flagsText(const DiffItem& it) {
 }
 
 Decision automatic(const DiffItem& it) {
+  if (it.kind == ChangeKind::Skipped) return Decision::Skipped;
   if (it.excluded != IgnoreVerdict::Included) return Decision::Excluded;
   if (it.conflict) return Decision::Conflict;
   return Decision::Accepted;
+}
+
+/// The nearest ancestor of items[i] that the flush would create as a new
+/// directory (an item whose agent side is a directory the baseline lacks).
+const DiffItem* newParentDir(const std::vector<DiffItem>& items, size_t i, size_t* index) {
+  for (std::string_view anc = parentPath(items[i].path); !anc.empty(); anc = parentPath(anc)) {
+    auto it = std::lower_bound(items.begin(), items.end(), anc,
+                               [](const DiffItem& d, std::string_view p) { return d.path < p; });
+    if (it == items.end() || it->path != anc) continue;
+    bool creates = it->agent.exists && it->agent.type == EntryType::Dir &&
+                   !(it->base.exists && it->base.type == EntryType::Dir);
+    if (!creates) continue;
+    *index = static_cast<size_t>(it - items.begin());
+    return &*it;
+  }
+  return nullptr;
+}
+
+/// Marks accepted items whose new parent directory is not accepted as Blocked
+/// (parents first: items are ordered by path, so a parent is settled before its children).
+void blockOrphans(const std::vector<DiffItem>& items, std::vector<Decision>& out) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (out[i] != Decision::Accepted) continue;
+    size_t p = 0;
+    if (newParentDir(items, i, &p) && out[p] != Decision::Accepted) out[i] = Decision::Blocked;
+  }
 }
 
 constexpr std::string_view kHelp =
@@ -87,6 +115,8 @@ const char* decisionName(Decision d) {
     case Decision::HeldBack: return "held back";
     case Decision::Conflict: return "conflict";
     case Decision::Excluded: return "excluded";
+    case Decision::Skipped: return "skipped";
+    case Decision::Blocked: return "blocked";
   }
   return "?";
 }
@@ -133,6 +163,12 @@ std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<D
     const auto& it = items[i];
     std::string dec = decisions ? fmt::format("{:<12}", decisionName((*decisions)[i])) : "";
     std::string flags = flagsText(it);
+    size_t parent = 0;
+    const DiffItem* dir = decisions && (*decisions)[i] == Decision::Blocked ? newParentDir(items, i, &parent) : nullptr;
+    if (dir) {
+      std::string why = fmt::format("new directory '{}' not accepted: stays pending", displayPath(dir->path));
+      flags = flags.empty() ? "[" + why + "]" : flags.substr(0, flags.size() - 1) + ", " + why + "]";
+    }
     out += fmt::format("{:>4}  {:<16} {:<10} {}{}{}{}\n", i + 1, changeKindName(it.kind), linesText(it), dec,
                        displayPath(it.path), flags.empty() ? "" : "  ", flags);
   }
@@ -153,20 +189,25 @@ std::optional<std::string> StdioTerminal::readLine() {
 }
 
 void StdioTerminal::page(const std::string& text) {
-  const char* env = std::getenv("PAGER");
-  std::string pager = env && *env ? env : "less -R";
+  if (pagerFailed_ || pager_.empty()) return print(text);
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &old);  // the user may quit the pager early
   std::fflush(stdout);
-  FILE* p = ::popen(pager.c_str(), "w");
-  if (!p) {
-    print(text);
-  } else {
+  FILE* p = ::popen(pager_.c_str(), "w");
+  int status = -1;
+  if (p) {
     std::fwrite(text.data(), 1, text.size(), p);
-    ::pclose(p);
+    status = ::pclose(p);
   }
   ::sigaction(SIGPIPE, &old, nullptr);
+  if (status == 0) return;
+  pagerFailed_ = true;
+  std::string why = status == -1 ? "could not be started"
+                    : WIFEXITED(status) ? fmt::format("exited with status {}", WEXITSTATUS(status))
+                                        : "was killed";
+  print(fmt::format("airlock: pager '{}' {}; showing diffs here instead (set PAGER to change it)\n", pager_, why));
+  print(text);
 }
 
 Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewMode mode, const ThreeWayDiff& diff,
@@ -189,15 +230,19 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
       case ReviewMode::Interactive: out[i] = Decision::Rejected; break;
     }
   }
-  if (mode != ReviewMode::Interactive) return out;
+  if (mode != ReviewMode::Interactive) {
+    blockOrphans(items, out);
+    return out;
+  }
 
   term->print(summaryTable(items));
   enum class Rest { Ask, AcceptAll, RejectAll } rest = Rest::Ask;
   for (size_t i = 0; i < items.size(); ++i) {
     const DiffItem& it = items[i];
     if (automatic(it) != Decision::Accepted) {
-      term->print(fmt::format("[{}/{}] {} {}: {}\n", i + 1, items.size(), changeKindName(it.kind),
-                              displayPath(it.path), decisionName(automatic(it))));
+      term->print(fmt::format("[{}/{}] {} {}: {}{}\n", i + 1, items.size(), changeKindName(it.kind),
+                              displayPath(it.path), decisionName(automatic(it)),
+                              it.skipReason.empty() ? "" : " (" + it.skipReason + ")"));
       continue;
     }
     if (rest == Rest::AcceptAll) {
@@ -224,7 +269,7 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
       if (ans == "a" || ans == "y") {
         out[i] = Decision::Accepted;
       } else if (ans == "r" || ans == "n") {
-        out[i] = it.heldBack ? Decision::HeldBack : Decision::Rejected;
+        out[i] = Decision::Rejected;
       } else if (ans == "d") {
         auto p = diff.patch(it, true);
         term->page(p ? *p : p.error().message + "\n");
@@ -234,13 +279,20 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
         out[i] = it.heldBack ? Decision::HeldBack : Decision::Accepted;
       } else if (ans == "R" || ans == "q") {
         rest = Rest::RejectAll;
-        out[i] = it.heldBack ? Decision::HeldBack : Decision::Rejected;
+        out[i] = Decision::Rejected;
       } else {
         term->print(kHelp);
         continue;
       }
       break;
     }
+  }
+  blockOrphans(items, out);
+  for (size_t i = 0; i < items.size(); ++i) {
+    size_t p = 0;
+    if (out[i] == Decision::Blocked && newParentDir(items, i, &p))
+      term->print(fmt::format("{} stays pending: its new directory '{}' was not accepted\n", displayPath(items[i].path),
+                              displayPath(items[p].path)));
   }
   return out;
 }

@@ -32,6 +32,8 @@ enum class Decision {
   HeldBack,  ///< held-back path not explicitly accepted: kept, reported
   Conflict,  ///< changed on the host: kept, never flushed silently
   Excluded,  ///< secret / ignored path: never flushed
+  Skipped,   ///< not reviewable (FIFO, socket, device node, oversized file): reported, never flushed
+  Blocked,   ///< accepted, but its new parent directory was not: kept, reported
 };
 
 /// Short name ("accepted", "held back", ...).
@@ -50,7 +52,8 @@ bool isBuildEntryPath(std::string_view rel);
 /// package.json is flagged only when the agent's version has a "scripts" section.
 void classifyItems(std::vector<DiffItem>& items);
 
-/// A summary table: one row per item with kind, +/- lines and flags.
+/// A summary table: one row per item with kind, +/- lines and flags
+/// (skipped items name why; blocked items name the parent directory).
 std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<Decision>* decisions = nullptr);
 
 /// The user's side of interactive review.
@@ -65,16 +68,27 @@ class ReviewTerminal {
   virtual void page(const std::string& text) = 0;
 };
 
-/// stdin/stdout, with $PAGER (default "less -R") for diffs.
+/// stdin/stdout, with a pager command (the cli passes $PAGER, default
+/// "less -R") for diffs. When the pager cannot run or exits non-zero, the
+/// text is printed on stdout instead, with a one-time note, and the pager is
+/// not tried again.
 class StdioTerminal : public ReviewTerminal {
  public:
+  explicit StdioTerminal(std::string pager = "less -R") : pager_(std::move(pager)) {}
   void print(std::string_view text) override;
   std::optional<std::string> readLine() override;
   void page(const std::string& text) override;
+
+ private:
+  std::string pager_;
+  bool pagerFailed_ = false;
 };
 
-/// Decides every item. Conflicts and excluded paths are decided without
-/// asking. Interactive mode without `haveTty` fails with an error that names
+/// Decides every item. Conflicts, excluded and skipped paths are decided
+/// without asking. `r` rejects (Rejected); held back is only what the
+/// held-back rules keep. An accepted item below a new directory (or a
+/// directory replacing a file) that was not accepted becomes Blocked: a new
+/// directory reaches the host only when it was accepted itself. Interactive mode without `haveTty` fails with an error that names
 /// --review=auto and --review=none. `term` is needed for Interactive only.
 Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewMode mode, const ThreeWayDiff& diff,
                                      ReviewTerminal* term, bool haveTty);

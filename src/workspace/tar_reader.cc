@@ -23,15 +23,21 @@ Result<std::optional<TarEntry>> TarReader::next() {
   const char* rawName = archive_entry_pathname(header);
   if (!rawName) return fail("entry {} of {} has a name that cannot be decoded", count_, stream_);
   e.kind = tarEntryKind(header);
-  if (special_ == SpecialFiles::Skip &&
-      (e.kind == TarEntryKind::Fifo || e.kind == TarEntryKind::Socket || e.kind == TarEntryKind::CharDevice ||
-       e.kind == TarEntryKind::BlockDevice)) {
+  bool special = e.kind == TarEntryKind::Fifo || e.kind == TarEntryKind::Socket ||
+                 e.kind == TarEntryKind::CharDevice || e.kind == TarEntryKind::BlockDevice;
+  if (special && special_ == SpecialFiles::Skip) {
     e.skipped = true;
     return std::optional<TarEntry>(std::move(e));
   }
-  auto admitted = guard_.admit(rawName, e.kind);
+  bool report = special && special_ == SpecialFiles::Report;
+  auto admitted = guard_.admit(rawName, report ? TarEntryKind::File : e.kind);
   if (!admitted) return std::unexpected(admitted.error());
   e.path = std::move(*admitted);
+  if (report) {
+    e.skipped = true;
+    if (!e.path.empty()) guard_.note(e.path, EntryType::File);  // nothing may lie below it
+    return std::optional<TarEntry>(std::move(e));
+  }
   if (e.path.empty()) return std::optional<TarEntry>(std::move(e));
   e.whiteout = baseName(e.path).starts_with(kWhiteout);
   if (!e.whiteout && e.kind == TarEntryKind::HardLink) {

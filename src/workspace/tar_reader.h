@@ -25,12 +25,14 @@ struct TarEntry {
   TarEntryKind kind = TarEntryKind::Unknown;
   std::string path;        ///< normalized relative path; "" for the root entry "./"
   bool whiteout = false;   ///< the base name starts with ".wh." (kWhiteout)
-  bool skipped = false;    ///< a special file left out (SpecialFiles::Skip); path is empty
+  bool skipped = false;    ///< a special file left out: path is empty (Skip) or its checked name (Report)
   std::string linkTarget;  ///< hard links (not whiteouts): the earlier regular file it names
 };
 
-/// What to do with device nodes, FIFOs and sockets.
-enum class SpecialFiles { Refuse, Skip };
+/// What to do with device nodes, FIFOs and sockets: refuse the stream, skip
+/// them unnamed, or check their name like any entry and hand them out marked
+/// `skipped` so the caller can report them.
+enum class SpecialFiles { Refuse, Skip, Report };
 
 /// Reads one libarchive stream (opened by the caller) entry by entry.
 class TarReader {

@@ -2,12 +2,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
+#include <map>
 
 #include "common/paths.h"
 #include "workspace/changeset.h"
@@ -96,11 +100,37 @@ TEST_F(LayerExport, LongNamesAndHardLinks) {
   EXPECT_EQ(staged(cs, "hard"), "long");
 }
 
-TEST_F(LayerExport, OtherFileTypesAreSkippedAndNamed) {
+// FIFOs and sockets the agent creates reach the host, which lists them as
+// skipped in the review (before, the export dropped them silently).
+TEST_F(LayerExport, FifosAndSocketsReachTheHostAsSkippedEntries) {
   ASSERT_EQ(mkfifo((upper_ + "/pipe").c_str(), 0644), 0);
-  std::string tar, error, skipped;
-  ASSERT_TRUE(exportUpperLayer(upper_, [&](std::string_view d) { tar.append(d); return true; }, error, skipped));
-  EXPECT_NE(skipped.find("pipe"), std::string::npos);
+  int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string sockPath = upper_ + "/agent.sock";
+  ASSERT_LT(sockPath.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sockPath.c_str(), sockPath.size() + 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(sock);
+  write("kept.txt", "kept");
+  auto cs = exportAndParse();
+  EXPECT_EQ(cs.changes().count("kept.txt"), 1u);
+  EXPECT_EQ(cs.changes().count("pipe"), 0u);
+  std::map<std::string, std::string> skipped;
+  for (const auto& e : cs.skipped()) skipped[e.path] = e.reason;
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped["pipe"], "FIFO; only files, directories and symlinks are reviewed");
+  EXPECT_NE(skipped["agent.sock"].find("only files, directories and symlinks are reviewed"), std::string::npos);
+}
+
+TEST_F(LayerExport, DeviceNodesReachTheHostAsSkippedEntries) {
+  if (geteuid() != 0) GTEST_SKIP() << "mknod of a character device needs root";
+  ASSERT_EQ(mknod((upper_ + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  auto cs = exportAndParse();
+  ASSERT_EQ(cs.skipped().size(), 1u);
+  EXPECT_EQ(cs.skipped()[0].path, "null");
+  EXPECT_EQ(cs.skipped()[0].reason, "device node; only files, directories and symlinks are reviewed");
 }
 
 TEST_F(LayerExport, SinkFailureStopsTheExport) {

@@ -1,5 +1,9 @@
 #include "workspace/changeset.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <chrono>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -56,9 +60,8 @@ TEST(ChangeSetTar, RejectsHostileStreams) {
       {"absolute", {{"/etc/passwd", 'f', "x"}}, "absolute"},
       {"through symlink", {{"x", 'l', "", "/etc"}, {"x/passwd", 'f', "root::0:0"}}, "symlink"},
       {"below file", {{"f", 'f', "x"}, {"f/g", 'f', "y"}}, "file"},
-      {"char device", {{"null", 'c'}}, "device"},
-      {"block device", {{"sda", 'b'}}, "device"},
-      {"fifo", {{"pipe", 'p'}}, "FIFO"},
+      {"below a fifo", {{"pipe", 'p'}, {"pipe/x", 'f', "x"}}, "file"},
+      {"fifo named dotdot", {{"../pipe", 'p'}}, "'..'"},
       {"hard link outside", {{"h", 'h', "", "/etc/shadow"}}, "hard link"},
       {"hard link dotdot", {{"h", 'h', "", "../../etc/shadow"}}, "hard link"},
       {"hard link forward", {{"h", 'h', "", "later"}, {"later", 'f', "x"}}, "earlier"},
@@ -74,13 +77,46 @@ TEST(ChangeSetTar, RejectsHostileStreams) {
   }
 }
 
+// FIFOs, sockets and device nodes are not refused wholesale any more: they
+// are left out and listed (with why), and the rest of the change set is kept.
+TEST(ChangeSetTar, SpecialFilesAreSkippedAndListed) {
+  auto d = scratch();
+  auto cs = parse(makeTar({{"pipe", 'p'}, {"null", 'c'}, {"sda", 'b'}, {"ok.txt", 'f', "ok"}}), d.path());
+  ASSERT_TRUE(cs) << cs.error().message;
+  EXPECT_EQ(cs->changes().size(), 1u);
+  EXPECT_EQ(cs->changes().count("ok.txt"), 1u);
+  ASSERT_EQ(cs->skipped().size(), 3u);
+  EXPECT_EQ(cs->skipped()[0].path, "pipe");
+  EXPECT_EQ(cs->skipped()[0].reason, "FIFO; only files, directories and symlinks are reviewed");
+  EXPECT_EQ(cs->skipped()[1].reason, "device node; only files, directories and symlinks are reviewed");
+  EXPECT_EQ(cs->skipped()[2].path, "sda");
+  // A whiteout of the same path is no deletion then: the baseline entry stays.
+  auto d2 = scratch();
+  cs = parse(makeTar({{".wh.x", 'f'}, {"x", 'p'}}), d2.path());
+  ASSERT_TRUE(cs) << cs.error().message;
+  EXPECT_EQ(cs->changes().count("x"), 0u);
+  ASSERT_EQ(cs->skipped().size(), 1u);
+}
+
 TEST(ChangeSetTar, SizeLimits) {
+  // One oversized entry is left out (reported with its size and the limit);
+  // the rest is kept.
   auto d = scratch();
   TarLimits lim;
   lim.maxEntryBytes = 10;
-  auto cs = parse(makeTar({{"big", 'f', std::string(11, 'x')}}), d.path(), lim);
-  ASSERT_FALSE(cs);
-  EXPECT_NE(cs.error().message.find("'big'"), std::string::npos);
+  auto cs = parse(makeTar({{"big", 'f', std::string(11, 'x')}, {"small", 'f', "y"}, {"hl", 'h', "", "big"}}), d.path(),
+                  lim);
+  ASSERT_TRUE(cs) << cs.error().message;
+  EXPECT_EQ(cs->changes().count("big"), 0u);
+  EXPECT_EQ(cs->changes().count("small"), 1u);
+  ASSERT_EQ(cs->skipped().size(), 2u);
+  EXPECT_EQ(cs->skipped()[0].path, "big");
+  EXPECT_EQ(cs->skipped()[0].size, 11u);
+  EXPECT_EQ(cs->skipped()[0].reason, "file of 11 bytes, over the limit of 10 bytes for one file");
+  EXPECT_EQ(cs->skipped()[1].path, "hl");
+  EXPECT_NE(cs->skipped()[1].reason.find("'big', which was skipped"), std::string::npos);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d.path() + "/staged"), {}), 1)
+      << "the oversized entry's content is never staged";
   auto d2 = scratch();
   lim.maxEntryBytes = 100;
   lim.maxTotalBytes = 15;
@@ -92,6 +128,48 @@ TEST(ChangeSetTar, SizeLimits) {
   lim.maxEntries = 2;
   cs = parse(makeTar({{"a", 'f'}, {"b", 'f'}, {"c", 'f'}}), d3.path(), lim);
   ASSERT_FALSE(cs);
+}
+
+// A 5 GiB file (a sparse pax entry: a few bytes of data in the tar) under the
+// default 4 GiB limit: refused from its header, before its content is read,
+// while the other entries are kept.
+TEST(ChangeSetTar, FileOverFourGiBIsSkippedFromItsHeader) {
+  auto d = scratch();
+  std::string tar;
+  std::vector<char> buf(1 << 20);
+  size_t used = 0;
+  archive* a = archive_write_new();
+  ASSERT_EQ(archive_write_set_format_pax(a), ARCHIVE_OK);
+  ASSERT_EQ(archive_write_open_memory(a, buf.data(), buf.size(), &used), ARCHIVE_OK);
+  auto add = [&](const char* name, int64_t size, const std::string& data, bool sparse) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_copy_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, size);
+    if (sparse) archive_entry_sparse_add_entry(e, 0, static_cast<la_int64_t>(data.size()));
+    ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
+    ASSERT_EQ(archive_write_data(a, data.data(), data.size()), static_cast<la_ssize_t>(data.size()));
+    archive_entry_free(e);
+  };
+  const int64_t fiveGiB = int64_t{5} << 30;
+  add("huge.img", fiveGiB, "head", true);
+  add("after.txt", 5, "after", false);
+  ASSERT_EQ(archive_write_close(a), ARCHIVE_OK);
+  archive_write_free(a);
+  tar.assign(buf.data(), used);
+  ASSERT_LT(tar.size(), 100000u) << "the test tar must stay small";
+  auto start = std::chrono::steady_clock::now();
+  auto cs = parse(tar, d.path());
+  ASSERT_TRUE(cs) << cs.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "5 GiB must not be read";
+  EXPECT_EQ(cs->changes().count("after.txt"), 1u);
+  EXPECT_EQ(cs->changes().count("huge.img"), 0u);
+  ASSERT_EQ(cs->skipped().size(), 1u);
+  EXPECT_EQ(cs->skipped()[0].path, "huge.img");
+  EXPECT_EQ(cs->skipped()[0].size, static_cast<uint64_t>(fiveGiB));
+  EXPECT_EQ(cs->skipped()[0].reason,
+            "file of 5.0 GiB (5368709120 bytes), over the limit of 4.0 GiB (4294967296 bytes) for one file");
 }
 
 TEST(ChangeSetTar, GarbageIsAnError) {

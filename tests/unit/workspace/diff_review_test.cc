@@ -1,12 +1,19 @@
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <deque>
+#include <functional>
 #include <filesystem>
 #include <map>
 
 #include <gtest/gtest.h>
 
+#include "common/exit_codes.h"
+#include "common/sha256.h"
 #include "test_util.h"
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
@@ -139,14 +146,84 @@ TEST(Diff, BinaryAndSizeCap) {
   EXPECT_LT(p->size(), 1000u);
 }
 
-TEST(Diff, ChangeBelowBaselineSymlinkIsRefused) {
+// An entry below a baseline symlink is an unsafe change set (exit 74), not an
+// internal error (72): whether the link points outside or inside.
+TEST(Diff, ChangeBelowBaselineSymlinkIsRefusedAsUnsafe) {
+  for (const char* target : {"/usr/lib", "sub"}) {
+    Scenario s;
+    std::filesystem::create_directories(s.ws + "/sub");
+    ::symlink(target, (s.ws + "/lib").c_str());
+    s.snapshot();
+    ASSERT_EQ(s.loadTar(makeTar({{"lib/x", 'f', "payload"}})), "");
+    auto r = s.engine()->run();
+    ASSERT_FALSE(r) << target;
+    EXPECT_EQ(r.error().code, exit_code::kUnsafeChangeSet) << target;
+    EXPECT_NE(r.error().message.find("'lib/x' lies below 'lib'"), std::string::npos) << r.error().message;
+    EXPECT_FALSE(std::filesystem::exists(s.ws + "/sub/x"));
+  }
+}
+
+// The diff shows the mode that lands (not libgit2's 100644), says when
+// setuid/setgid/sticky are stripped, and shows old and new mode for
+// mode-only changes.
+TEST(Diff, PatchShowsTheModeThatLands) {
   Scenario s;
-  ::symlink("/etc", (s.ws + "/x").c_str());
+  writeFile(s.ws + "/tool.sh", "echo hi\n", 0644);
+  writeFile(s.ws + "/both.sh", "old\n", 0644);
   s.snapshot();
-  ASSERT_EQ(s.loadTar(makeTar({{"x/passwd", 'f', "root::0:0"}})), "");
-  auto r = s.engine()->run();
-  ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("symlink"), std::string::npos);
+  ASSERT_EQ(s.loadTar(makeTar({{"run.sh", 'f', "#!/bin/sh\n", "", 0755},
+                               {"suid", 'f', "#!/bin/sh\n", "", 04755},
+                               {"tool.sh", 'f', "echo hi\n", "", 0755},
+                               {"both.sh", 'f', "new\n", "", 0755}})),
+            "");
+  auto r = s.diff();
+  auto m = byPath(r);
+  auto eng = s.engine();
+  auto added = eng->patch(*m["run.sh"], false);
+  ASSERT_TRUE(added);
+  EXPECT_NE(added->find("mode 0755\n"), std::string::npos) << *added;
+  EXPECT_NE(added->find("new file mode 100755"), std::string::npos) << *added;
+  EXPECT_EQ(added->find("100644"), std::string::npos) << *added;
+  auto suid = eng->patch(*m["suid"], false);
+  ASSERT_TRUE(suid);
+  EXPECT_NE(suid->find("mode 0755 (the agent set 4755; setuid/setgid/sticky bits are stripped on flush)"),
+            std::string::npos)
+      << *suid;
+  EXPECT_NE(summaryTable(r.items).find("setuid/setgid/sticky stripped"), std::string::npos);
+  auto modeOnly = eng->patch(*m["tool.sh"], false);
+  ASSERT_TRUE(modeOnly);
+  EXPECT_EQ(m["tool.sh"]->kind, ChangeKind::ModeChanged);
+  EXPECT_NE(modeOnly->find("mode 0644 -> 0755"), std::string::npos) << *modeOnly;
+  EXPECT_NE(modeOnly->find("old mode 100644\nnew mode 100755"), std::string::npos) << *modeOnly;
+  auto both = eng->patch(*m["both.sh"], false);
+  ASSERT_TRUE(both);
+  EXPECT_NE(both->find("old mode 100644\nnew mode 100755\nindex "), std::string::npos) << *both;
+  EXPECT_NE(both->find("+new"), std::string::npos) << *both;
+  // What the diff said is what lands.
+  auto rep = s.flushAll(r, {});
+  ASSERT_TRUE(rep);
+  ASSERT_EQ(rep->flushed, 4u);
+  struct stat st {};
+  ASSERT_EQ(::stat((s.ws + "/run.sh").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_EQ(::stat((s.ws + "/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
+TEST(Diff, BinaryDiffShowsSha256OfBothSides) {
+  Scenario s;
+  std::string oldBin("\0\1\2", 3), newBin("\0\1\3", 3);
+  writeFile(s.ws + "/bin", oldBin);
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"bin", 'f', newBin}})), "");
+  auto r = s.diff();
+  ASSERT_EQ(r.items.size(), 1u);
+  auto p = s.engine()->patch(r.items[0], false);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find(fmt::format("sha256 {} -> {}", sha256Hex(oldBin).substr(0, 12), sha256Hex(newBin).substr(0, 12))),
+            std::string::npos)
+      << *p;
+  EXPECT_EQ(r.items[0].agent.sha256, sha256Hex(newBin)) << "the full digest (for --json)";
 }
 
 TEST(Diff, SecretWrittenByAgentIsExcluded) {
@@ -312,6 +389,120 @@ TEST(Review, InteractiveFlow) {
   FakeTerminal eof({});
   d = decide(r.items, ReviewMode::Interactive, *eng, &eof, true);
   EXPECT_EQ((*d)[0], Decision::Rejected) << "end of input rejects";
+}
+
+// Rejecting a new directory keeps it off the host even when a file in it is
+// accepted: that file stays pending too ("blocked"), and the review says so.
+// `r` is "rejected"; "held back" is only what the held-back rules keep.
+TEST(Review, RejectedNewDirectoryKeepsItsAcceptedChildPending) {
+  Scenario s;
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".github/", 'd', "", "", 0755},
+                               {".github/workflows/", 'd', "", "", 0755},
+                               {".github/workflows/ci.yml", 'f', "on: push\n"},
+                               {"docs/", 'd', "", "", 0755},
+                               {"docs/a.md", 'f', "a\n"}})),
+            "");
+  auto r = s.diff();
+  ASSERT_EQ(r.items.size(), 5u);
+  auto eng = s.engine();
+  // .github: accept; .github/workflows (held back by rule): reject; ci.yml: accept; docs: accept; docs/a.md: accept.
+  FakeTerminal t({"a", "r", "a", "a", "a"});
+  auto d = decide(r.items, ReviewMode::Interactive, *eng, &t, true);
+  ASSERT_TRUE(d) << d.error().message;
+  std::vector<Decision> want = {Decision::Accepted, Decision::Rejected, Decision::Blocked, Decision::Accepted,
+                                Decision::Accepted};
+  EXPECT_EQ(*d, want);
+  EXPECT_NE(t.out.find(".github/workflows/ci.yml stays pending: its new directory '.github/workflows' was not accepted"),
+            std::string::npos)
+      << t.out;
+  std::string table = summaryTable(r.items, &*d);
+  EXPECT_NE(table.find("rejected    .github/workflows"), std::string::npos) << table;
+  EXPECT_NE(table.find("blocked     .github/workflows/ci.yml"), std::string::npos) << table;
+  EXPECT_NE(table.find("new directory '.github/workflows' not accepted: stays pending"), std::string::npos) << table;
+  std::vector<const DiffItem*> accepted;
+  for (size_t i = 0; i < r.items.size(); ++i)
+    if ((*d)[i] == Decision::Accepted) accepted.push_back(&r.items[i]);
+  auto rep = flush(accepted, FlushContext{s.ws, s.session, s.state, {}});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_TRUE(std::filesystem::is_directory(s.ws + "/.github"));
+  EXPECT_FALSE(std::filesystem::exists(s.ws + "/.github/workflows")) << "a rejected new directory is not created";
+  EXPECT_EQ(test::readAll(s.ws + "/docs/a.md"), "a\n");
+  // Keeping it held back (auto) blocks the child the same way when the child itself is not held back.
+  auto autoD = decide(r.items, ReviewMode::Auto, *eng, nullptr, false);
+  ASSERT_TRUE(autoD);
+  EXPECT_EQ((*autoD)[1], Decision::HeldBack);
+  EXPECT_EQ((*autoD)[2], Decision::HeldBack);
+}
+
+// FIFOs, sockets, device nodes and oversized files are listed as skipped with
+// why, decided without asking, never flushed and never kept in pending/.
+TEST(Review, SkippedEntriesAreListedAndNeverFlushed) {
+  Scenario s;
+  s.snapshot();
+  TarLimits lim;
+  lim.maxEntryBytes = 100;
+  auto cs = ChangeSet::fromTarBuffer(
+      makeTar({{"pipe", 'p'}, {"big.bin", 'f', std::string(200, 'x')}, {"ok.txt", 'f', "ok\n"}}),
+      s.session + "/staged", lim);
+  ASSERT_TRUE(cs) << cs.error().message;
+  s.changes = std::move(*cs);
+  auto r = s.diff();
+  ASSERT_EQ(r.items.size(), 3u);
+  auto m = byPath(r);
+  ASSERT_TRUE(m.count("pipe"));
+  EXPECT_EQ(m["pipe"]->kind, ChangeKind::Skipped);
+  EXPECT_EQ(m["big.bin"]->kind, ChangeKind::Skipped);
+  auto eng = s.engine();
+  auto all = decide(r.items, ReviewMode::All, *eng, nullptr, false);
+  ASSERT_TRUE(all);
+  std::string table = summaryTable(r.items, &*all);
+  EXPECT_NE(table.find("skipped     pipe  [skipped: FIFO; only files, directories and symlinks are reviewed]"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("[skipped: file of 200 bytes, over the limit of 100 bytes for one file]"), std::string::npos)
+      << table;
+  FakeTerminal t({"a"});
+  auto inter = decide(r.items, ReviewMode::Interactive, *eng, &t, true);
+  ASSERT_TRUE(inter);
+  EXPECT_EQ(*inter, (std::vector<Decision>{Decision::Skipped, Decision::Accepted, Decision::Skipped}));
+  EXPECT_NE(t.out.find("pipe: skipped (FIFO;"), std::string::npos) << t.out;
+  auto p = eng->patch(*m["pipe"], false);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find("SKIPPED: FIFO"), std::string::npos);
+  auto rep = s.flushAll(r, {});  // even when handed to flush, they are refused
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->flushed, 1u);
+  EXPECT_FALSE(std::filesystem::exists(s.ws + "/pipe"));
+  EXPECT_FALSE(std::filesystem::exists(s.ws + "/big.bin"));
+  std::vector<bool> keep = {true, false, true};
+  auto kept = keepPending(r.items, *all, keep, *eng, s.session);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(*kept, "") << "skipped entries have nothing to keep";
+}
+
+std::string captured(const std::function<void()>& f) {
+  testing::internal::CaptureStdout();
+  f();
+  return testing::internal::GetCapturedStdout();
+}
+
+// A $PAGER that cannot run or fails at once must not swallow the diff.
+TEST(StdioTerminal, BadPagerFallsBackToStdoutAndSaysSoOnce) {
+  for (const char* pager : {"/nonexistent/pager", "false"}) {
+    StdioTerminal term(pager);
+    std::string out = captured([&] {
+      term.page("first diff\n");
+      term.page("second diff\n");
+    });
+    EXPECT_NE(out.find("first diff\n"), std::string::npos) << pager << ": " << out;
+    EXPECT_NE(out.find("second diff\n"), std::string::npos) << pager << ": " << out;
+    size_t note = out.find(fmt::format("airlock: pager '{}'", pager));
+    EXPECT_NE(note, std::string::npos) << out;
+    EXPECT_EQ(out.find("airlock: pager", note + 1), std::string::npos) << "said once: " << out;
+  }
+  StdioTerminal good("cat >/dev/null");
+  EXPECT_EQ(captured([&] { good.page("paged\n"); }), "") << "a working pager gets the text";
 }
 
 TEST(Pending, KeptChangesRoundTrip) {

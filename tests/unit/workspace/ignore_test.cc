@@ -101,6 +101,22 @@ TEST(IgnoreRules, SecretsAlwaysExcludedAndNotNegatable) {
   EXPECT_EQ(r.match("src/key.c", false), IgnoreVerdict::Included);
 }
 
+// `--exclude '!.env'` cannot re-include a secret; it must say so, naming the rule that wins.
+TEST(IgnoreRules, NegatingASecretWarnsNamingTheRule) {
+  IgnoreRules r;
+  r.addPattern("!.env");
+  r.addPattern("!*.pem");
+  r.addPattern("!.ssh/config");
+  r.addPattern("!src/");
+  r.addPattern("!*");
+  ASSERT_EQ(r.warnings().size(), 3u);
+  EXPECT_EQ(r.warnings()[0],
+            "'!.env' does nothing: the built-in secret rule '.env' always excludes it and cannot be negated");
+  EXPECT_NE(r.warnings()[1].find("rule '*.pem'"), std::string::npos) << r.warnings()[1];
+  EXPECT_NE(r.warnings()[2].find("rule '.ssh/'"), std::string::npos) << r.warnings()[2];
+  EXPECT_EQ(r.match(".env", false), IgnoreVerdict::Secret);
+}
+
 TEST(IgnoreRules, AirlockConfigExcluded) {
   IgnoreRules r;
   r.addLines("!.airlock.yaml\n");
