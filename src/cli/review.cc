@@ -8,8 +8,18 @@
 //
 // Both verbs are registered by addReviewCommand (main.cc calls it once).
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -21,6 +31,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
+#include "session/session.h"
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
 #include "workspace/flush.h"
@@ -70,7 +81,26 @@ int runSnapshot(const SnapshotArgs& a) {
   if (a.session.empty()) return report(Error{"--session DIR is required (a new directory)", exit_code::kUsage});
   auto rules = loadRules(a.workspace, "", a.excludes);
   if (!rules) return report(rules.error());
-  if (auto r = makeDirs(a.session, 0700); !r) return report(r.error());
+  struct stat st {};
+  bool existed = ::stat(a.session.c_str(), &st) == 0;
+  if (existed && (!S_ISDIR(st.st_mode) || ::access((a.session + "/manifest").c_str(), F_OK) == 0 ||
+                  ::access((a.session + "/snapshot").c_str(), F_OK) == 0))
+    return report(Error{fmt::format("--session {} already holds a snapshot (or is not a directory); pass a new "
+                                    "directory, or remove it first",
+                                    a.session),
+                        exit_code::kUsage});
+  if (auto r = makeDirs(a.session, 0700); !r)
+    return report(Error{fmt::format("cannot create the session directory {}: {}; pass a directory you can create",
+                                    a.session, r.error().message),
+                        exit_code::kUsage});
+  // A failed snapshot leaves nothing behind: no half-made copy, no empty session.
+  struct Partial {
+    std::string path;
+    bool keep = false;
+    ~Partial() {
+      if (!keep) (void)removeTree(path);
+    }
+  } partial{existed ? a.session + "/snapshot" : a.session};
   ws::SnapshotOptions opt;
   opt.threads = a.threads;
   opt.reflink = !a.noReflink;
@@ -85,6 +115,8 @@ int runSnapshot(const SnapshotArgs& a) {
   if (!res) return report(res.error());
   if (auto r = res->manifest.save(a.session + "/manifest"); !r) return report(r.error());
   if (auto r = writeFileAtomic(a.session + "/ignore", rules->userText(), 0600); !r) return report(r.error());
+  if (auto r = session::recordWorkspace(a.session, a.workspace); !r) return report(r.error());
+  partial.keep = true;
   for (const auto& w : res->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
   if (a.json) {
     json j = {{"session", a.session},   {"entries", res->manifest.size()}, {"bytes", res->bytes},
@@ -100,37 +132,93 @@ int runSnapshot(const SnapshotArgs& a) {
   return 0;
 }
 
-/// The review itself, once the change set to read is known.
-int reviewChanges(const ReviewArgs& a) {
+/// Interactive review on the controlling terminal (as `git add -p` does), so
+/// it works whatever stdin and stdout are (`airlock run ... </dev/null | tee log`).
+class TtyTerminal : public ws::ReviewTerminal {
+ public:
+  TtyTerminal(Fd tty, std::string pager) : tty_(std::move(tty)), pager_(std::move(pager)) {}
+  void print(std::string_view text) override { writeAll(tty_.get(), text); }
+  std::optional<std::string> readLine() override {
+    std::string line;
+    char c;
+    for (;;) {
+      ssize_t n = ::read(tty_.get(), &c, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return line.empty() ? std::nullopt : std::optional<std::string>(line);
+      if (c == '\n') return line;
+      line.push_back(c);
+    }
+  }
+  /// Runs the pager with the terminal as its stdin's peer and stdout.
+  void page(const std::string& text) override {
+    int in[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) return print(text);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(tty_.get(), 1);
+      ::execl("/bin/sh", "sh", "-c", pager_.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    struct sigaction ignore {}, old {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old);  // the user may quit the pager early
+    if (pid > 0) (void)writeAll(in[1], text);
+    ::close(in[1]);
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
+    else print(text);
+    ::sigaction(SIGPIPE, &old, nullptr);
+  }
+
+ private:
+  Fd tty_;
+  std::string pager_;
+};
+
+Fd openControllingTerminal() { return Fd(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)); }
+
+constexpr const char* kNoTerminal =
+    "interactive review needs a terminal (none is attached to this process); pass --review=auto (accept all but "
+    "held-back paths) or --review=none (keep every change in the session, flush nothing)";
+
+/// Removes review-XXXXXX staging directories a killed review left in `session`.
+void removeStaleStaging(const std::string& session) {
+  DIR* d = ::opendir(session.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name).starts_with("review-")) stale.push_back(session + "/" + e->d_name);
+  ::closedir(d);
+  for (const auto& path : stale) (void)removeTree(path);
+}
+
+/// The review itself, once the session, workspace and change set are known.
+int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   auto mode = ws::parseReviewMode(a.mode);
   if (!mode) return report(mode.error());
   if (a.changeSet.empty() == a.after.empty())
     return report(Error{"give exactly one of --change-set LAYER.tar or --after DIR (a session with pending "
                         "changes needs neither)",
                         exit_code::kUsage});
-  if (a.onInterrupted != "complete" && a.onInterrupted != "rollback")
-    return report(Error{"--on-interrupted must be complete or rollback", exit_code::kUsage});
+  std::unique_ptr<TtyTerminal> term;
+  if (*mode == ws::ReviewMode::Interactive) {
+    Fd tty = openControllingTerminal();
+    if (!tty) return report(Error{kNoTerminal, exit_code::kUsage});
+    const char* pager = std::getenv("PAGER");
+    term = std::make_unique<TtyTerminal>(std::move(tty), pager && *pager ? pager : "less -R");
+  }
   std::string state = stateDir();
 
-  // 1. An interrupted flush into this workspace is settled first.
-  auto rec = ws::recoverFlush(a.workspace, state, a.onInterrupted == "rollback" ? ws::RecoveryMode::RollBack
-                                                                              : ws::RecoveryMode::Complete);
-  if (!rec) return report(rec.error());
-  if (rec->found) {
-    std::fprintf(stderr, "airlock: an interrupted flush from %s was %s (%zu steps)\n", rec->sessionDir.c_str(),
-                 a.onInterrupted == "rollback" ? "rolled back" : "completed",
-                 a.onInterrupted == "rollback" ? rec->undone : rec->applied);
-    for (const auto& n : rec->notes) std::fprintf(stderr, "airlock:   left alone: %s\n", n.c_str());
-  }
-
-  // 2. Session, rules, baseline.
+  // 1. Session, rules, baseline.
   std::string session = a.session;
   if (session.empty()) {
-    if (auto r = makeDirs(state + "/sessions", 0700); !r) return report(r.error());
-    std::string tmpl = state + "/sessions/review-XXXXXX";
+    if (auto r = makeDirs(session::sessionsDir(), 0700); !r) return report(r.error());
+    std::string tmpl = session::sessionsDir() + "/review-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return report(Error{"cannot create a session directory under " + state, exit_code::kInternal});
     session = tmpl;
   }
+  outcome.session = session;
   auto rules = loadRules(a.workspace, a.session, a.excludes);
   if (!rules) return report(rules.error());
   std::string manifestFile = !a.baseline.empty() ? a.baseline : a.session.empty() ? "" : a.session + "/manifest";
@@ -147,9 +235,14 @@ int reviewChanges(const ReviewArgs& a) {
     baseline = std::move(scan->manifest);
   }
 
-  // 3. The change set.
+  // 2. The change set, staged in a directory removed however the review ends
+  // short of a crash (and by the next review of the session after one).
   std::string work = session + "/review-XXXXXX";
   if (!::mkdtemp(work.data())) return report(Error{"cannot create a directory in " + session, exit_code::kInternal});
+  struct Staging {
+    std::string path;
+    ~Staging() { (void)removeTree(path); }
+  } staging{work};
   Result<ws::ChangeSet> cs = std::unexpected(Error{});
   if (!a.changeSet.empty()) {
     Fd in(a.changeSet == "-" ? ::dup(0) : ::open(a.changeSet.c_str(), O_RDONLY | O_CLOEXEC));
@@ -162,7 +255,7 @@ int reviewChanges(const ReviewArgs& a) {
   }
   if (!cs) return report({cs.error().message, cs.error().code == 1 ? exit_code::kUnsafeChangeSet : cs.error().code});
 
-  // 4. Three-way diff.
+  // 3. Three-way diff.
   Fd wsFd(::open(a.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   Fd snapFd(a.session.empty() ? -1 : ::open((a.session + "/snapshot").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes);
@@ -171,13 +264,11 @@ int reviewChanges(const ReviewArgs& a) {
   ws::classifyItems(result->items);
   auto& items = result->items;
 
-  // 5. Review.
-  ws::StdioTerminal term;
-  bool tty = ::isatty(0) && ::isatty(1);
-  auto decisions = ws::decide(items, *mode, diff, &term, tty);
+  // 4. Review.
+  auto decisions = ws::decide(items, *mode, diff, term.get(), term != nullptr);
   if (!decisions) return report(decisions.error());
 
-  // 6. Flush the accepted ones.
+  // 5. Flush the accepted ones.
   std::vector<const ws::DiffItem*> accepted;
   for (size_t i = 0; i < items.size(); ++i)
     if ((*decisions)[i] == ws::Decision::Accepted) accepted.push_back(&items[i]);
@@ -190,7 +281,7 @@ int reviewChanges(const ReviewArgs& a) {
   std::map<std::string, const ws::FlushItemResult*> byPath;
   for (const auto& r : flushed.items) byPath[r.path] = &r;
 
-  // 7. Keep everything that was not flushed.
+  // 6. Keep everything that was not flushed.
   std::vector<bool> keep(items.size());
   size_t pending = 0, conflicts = 0;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -207,8 +298,14 @@ int reviewChanges(const ReviewArgs& a) {
   }
   auto kept = ws::keepPending(items, *decisions, keep, diff, session);
   if (!kept) return report(kept.error());
-  // Staged content is now either flushed or kept in pending/changes.tar.
-  (void)removeTree(work);
+  outcome.flushed = flushed.flushed;
+  outcome.pending = pending;
+  outcome.conflicts = conflicts;
+  int code = conflicts ? exit_code::kConflict : pending ? exit_code::kReviewPending : 0;
+  std::string summary = fmt::format("review ({}): {} flushed, {} pending, {} in conflict, {} already present; exit {}",
+                                    a.mode, flushed.flushed, pending, conflicts, result->alreadyApplied, code);
+  session::appendSessionLog(session, summary);
+  (void)writeFileAtomic(session + "/reviewed", summary + "\n", 0600);
 
   if (a.json) {
     json j = {{"session", session}, {"flushed", flushed.flushed}, {"conflicts", conflicts}, {"pending", pending},
@@ -236,20 +333,88 @@ int reviewChanges(const ReviewArgs& a) {
     if (!kept->empty())
       std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts, kept->c_str());
   }
-  if (conflicts) return exit_code::kConflict;
-  if (pending) return exit_code::kReviewPending;
-  return 0;
+  return code;
+}
+
+/// The workspace to flush into: the one the session records; a -w that names
+/// another directory is refused.
+Result<std::string> chooseWorkspace(const std::string& given, const std::string& session) {
+  std::string recorded = session.empty() ? "" : session::recordedWorkspace(session);
+  if (recorded.empty()) {
+    if (!given.empty()) return given;
+    if (!session.empty() && ::access((session + "/manifest").c_str(), F_OK) == 0)
+      return failWith(exit_code::kUsage, "session {} does not record its workspace; pass -w DIR (the directory it "
+                      "was taken from)", session);
+    return std::string(".");
+  }
+  if (given.empty()) return recorded;
+  char* real = ::realpath(given.c_str(), nullptr);
+  std::string givenReal = real ? real : given;
+  free(real);
+  if (givenReal != recorded)
+    return failWith(exit_code::kUsage, "-w {} is not the workspace of session {} ({}); drop -w, or pass -w {}", given,
+                    session, recorded, recorded);
+  return recorded;
 }
 
 }  // namespace
 
-int runReview(const ReviewArgs& a) {
+bool haveControllingTerminal() { return static_cast<bool>(openControllingTerminal()); }
+
+void printResumeHint(const ReviewOutcome& outcome) {
+  size_t left = outcome.pending + outcome.conflicts;
+  if (left == 0 || outcome.session.empty()) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "airlock: %zu change%s pending; review them with: %s\n", left, left == 1 ? "" : "s",
+               session::resumeCommand(outcome.session).c_str());
+}
+
+int runReview(const ReviewArgs& a, ReviewOutcome* out) {
+  ReviewOutcome local;
+  ReviewOutcome& outcome = out ? *out : local;
   ReviewArgs args = a;
-  // `airlock review -s SESSION` alone reviews what an earlier review kept.
-  if (args.changeSet.empty() && args.after.empty() && !args.session.empty() &&
-      ::access((args.session + "/pending/changes.tar").c_str(), R_OK) == 0)
-    args.changeSet = args.session + "/pending/changes.tar";
-  return reviewChanges(args);
+  if (args.onInterrupted != "complete" && args.onInterrupted != "rollback")
+    return report(Error{"--on-interrupted must be complete or rollback", exit_code::kUsage});
+  if (!args.session.empty()) {
+    auto dir = session::resolveSessionDir(args.session);
+    if (!dir) return report(dir.error());
+    args.session = *dir;
+  }
+  auto workspace = chooseWorkspace(args.workspace, args.session);
+  if (!workspace) return report(workspace.error());
+  args.workspace = *workspace;
+
+  // An interrupted flush into this workspace is settled first.
+  bool rollback = args.onInterrupted == "rollback";
+  auto rec = ws::recoverFlush(args.workspace, stateDir(), rollback ? ws::RecoveryMode::RollBack
+                                                                   : ws::RecoveryMode::Complete);
+  if (!rec) return report(rec.error());
+  if (rec->found) {
+    std::fprintf(stderr, "airlock: an interrupted flush from %s was %s (%zu steps)\n", rec->sessionDir.c_str(),
+                 rollback ? "rolled back" : "completed", rollback ? rec->undone : rec->applied);
+    for (const auto& n : rec->notes) std::fprintf(stderr, "airlock:   left alone: %s\n", n.c_str());
+    session::appendSessionLog(rec->sessionDir, fmt::format("interrupted flush {} ({} steps)",
+                                                           rollback ? "rolled back" : "completed",
+                                                           rollback ? rec->undone : rec->applied));
+    removeStaleStaging(rec->sessionDir);
+  }
+  if (!args.session.empty()) removeStaleStaging(args.session);
+
+  // `airlock review -s SESSION` alone reviews what the session still holds:
+  // what an earlier review kept, else the change set of a run whose review
+  // never finished (killed at the prompt, terminal closed).
+  if (args.changeSet.empty() && args.after.empty() && !args.session.empty()) {
+    bool reviewed = ::access((args.session + "/reviewed").c_str(), F_OK) == 0;
+    if (::access((args.session + "/pending/changes.tar").c_str(), R_OK) == 0)
+      args.changeSet = args.session + "/pending/changes.tar";
+    else if (!reviewed && ::access((args.session + "/changes.tar").c_str(), R_OK) == 0)
+      args.changeSet = args.session + "/changes.tar";
+    else if (reviewed || rec->found) {
+      std::printf("nothing pending in session %s\n", args.session.c_str());
+      return 0;
+    }
+  }
+  return reviewChanges(args, outcome);
 }
 
 void addReviewCommand(CLI::App& app, int& exitCode) {
@@ -265,18 +430,25 @@ void addReviewCommand(CLI::App& app, int& exitCode) {
 
   auto rev = std::make_shared<ReviewArgs>();
   CLI::App* r = app.add_subcommand("review", "Review an agent's change set against the workspace and flush what you accept");
-  r->add_option("--workspace,-w", rev->workspace, "the live project directory (default: .)");
-  r->add_option("--session,-s", rev->session, "session from `airlock snapshot` (baseline manifest + snapshot copy)");
+  r->add_option("--workspace,-w", rev->workspace,
+                "the live project directory (default: the session's own workspace, else .)");
+  r->add_option("--session,-s", rev->session,
+                "session id (from `airlock run`) or directory (from `airlock snapshot`); alone, it resumes the "
+                "session's pending review");
   r->add_option("--baseline", rev->baseline, "baseline manifest file (default: SESSION/manifest)");
   r->add_option("--change-set,-c", rev->changeSet, "the agent's changes as an OCI layer tar ('-' = stdin)");
   r->add_option("--after", rev->after, "or: a directory holding the agent's result, compared with the snapshot");
-  r->add_option("--review", rev->mode, "interactive (default; needs a terminal), auto (all but held-back paths), all, none")
+  r->add_option("--review", rev->mode, "interactive (default; answered on the controlling terminal), auto (all but held-back paths), all, none")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
   r->add_option("--exclude", rev->excludes, "extra ignore pattern (gitignore syntax); repeatable");
   r->add_option("--max-diff-bytes", rev->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
   r->add_option("--on-interrupted", rev->onInterrupted, "an interrupted earlier flush: complete (default) or rollback");
   r->add_flag("--json", rev->json, "machine-readable output (implies no pager)");
-  r->callback([rev, &exitCode] { exitCode = runReview(*rev); });
+  r->callback([rev, &exitCode] {
+    ReviewOutcome outcome;
+    exitCode = runReview(*rev, &outcome);
+    printResumeHint(outcome);
+  });
 }
 
 }  // namespace airlock::cli

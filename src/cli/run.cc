@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/egress_flags.h"
 #include "cli/registry_flags.h"
+#include "cli/review.h"
 #include "cli/session_job.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -60,6 +61,7 @@ struct RunArgs {
   bool timings = false;
   bool wait = false;
   bool quiet = false;
+  bool acceptFailed = false;
   std::vector<std::string> agentArgs;
   std::string image;       ///< --image: an OCI image reference booted instead of the agent's image
   RegistryFlags registry;  ///< how to pull --image
@@ -202,17 +204,18 @@ int runAgent(RunArgs args) {
   vm::AccelRequest accel;
   if (!vm::parseAccel(args.accel, accel))
     return report({fmt::format("--accel must be auto, kvm or tcg (got '{}')", args.accel), exit_code::kUsage});
-  bool terminal = interactiveTerminal();
+  // The review talks to the controlling terminal, whatever stdin/stdout are.
+  bool reviewTerminal = haveControllingTerminal();
   if (!direct) {
-    if (args.review.empty()) args.review = terminal ? "interactive" : "";
+    if (args.review.empty()) args.review = reviewTerminal ? "interactive" : "";
     if (args.review.empty())
       return report({"no terminal for the interactive review: pass --review=auto (accept all but held-back paths) "
                      "or --review=none (keep every change in the session for later)",
                      exit_code::kUsage});
-    if (args.review == "interactive" && !terminal)
+    if (args.review == "interactive" && !reviewTerminal)
       return report({"--review=interactive needs a terminal; pass --review=auto or --review=none", exit_code::kUsage});
   }
-  bool usePty = args.tty == "always" || (args.tty == "auto" && terminal);
+  bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
   auto env = agentEnvironment(spec, args.env, usePty);
   if (!env) return report(env.error());
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
@@ -313,14 +316,18 @@ int runAgent(RunArgs args) {
   }
 
   // 6-9. Export the changes, stop the VM, review and flush.
-  auto reviewed = exportAndReview(s, **machine, args.review, excludes);
+  ReviewOutcome outcome;
+  auto reviewed = exportAndReview(s, **machine, ReviewPolicy{args.review, *agentCode, args.acceptFailed}, excludes,
+                                  outcome);
   if (!reviewed) return report(reviewed.error());
   int reviewCode = *reviewed;
   s.endPhase();
 
-  // 10. The session keeps its log, manifest, change set and pending changes.
+  // 10. The session keeps its log, manifest, change set and pending changes;
+  // the last line says how to resume a review that left some.
   std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
+  printResumeHint(outcome);
   if (reviewCode != 0 && reviewCode != exit_code::kReviewPending && reviewCode != exit_code::kConflict)
     return reviewCode;
   if (*agentCode != 0) return *agentCode;
@@ -341,7 +348,12 @@ reaches your files. Secret files (.env, keys, cloud credentials...) never enter
 the VM. Arguments after -- go to the agent untouched.
 
 Exit code: the agent's own, unless it succeeded and the review left changes
-pending (70) or in conflict (71); airlock's own failures use 64-73.
+pending (70) or in conflict (71); airlock's own failures use 64-74.
+
+When the agent exits non-zero, --review=auto and --review=all flush nothing:
+its changes stay pending in the session (add --accept-failed to flush them
+anyway). Pending changes are resumed with `airlock review -s SESSION-ID`
+(the exact command is the run's last line), from any directory.
 
 Examples:
   airlock run claude-code
@@ -351,8 +363,9 @@ Examples:
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--review", args->review,
-                  "interactive (default with a terminal), auto (accept all but held-back paths), all, or none "
-                  "(keep every change in the session)")
+                  "interactive (default with a terminal; answered on the terminal even when stdin/stdout are "
+                  "redirected), auto (accept all but held-back paths), all, or none (keep every change in the "
+                  "session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
   cmd->add_option("-e,--env", args->env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")
       ->expected(1)
@@ -365,6 +378,8 @@ Examples:
                   "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "
                   "no review; needs --yes)")
       ->check(CLI::IsMember({"snapshot", "direct"}));
+  cmd->add_flag("--accept-failed", args->acceptFailed,
+                "With --review=auto/all: flush the changes even when the agent exited non-zero");
   cmd->add_flag("--yes", args->yes, "Confirm --workspace-mode=direct");
   cmd->add_option("--cpus", args->cpus, "vCPUs (default: the agent's)")->check(CLI::Range(1, 64));
   cmd->add_option("--memory", args->memory, "Guest memory in MiB (default: the agent's)")

@@ -78,8 +78,8 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
   return session;
 }
 
-Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std::string& reviewMode,
-                            const std::vector<std::string>& excludes) {
+Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const ReviewPolicy& policy,
+                            const std::vector<std::string>& excludes, ReviewOutcome& outcome) {
   s.phase("export", "collecting the guest's changes");
   auto exported = machine.vm().control().exportWorkspace(s.dir() + "/changes.tar", kMaxChangeSetBytes);
   machine.stop();
@@ -90,9 +90,18 @@ Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std
   review.workspace = s.workspace();
   review.session = s.dir();
   review.changeSet = s.dir() + "/changes.tar";
-  review.mode = reviewMode;
+  review.mode = policy.mode;
   review.excludes = excludes;
-  return runReview(review);
+  bool failed = policy.agentCode != 0 && (policy.mode == "auto" || policy.mode == "all");
+  if (failed && !policy.acceptFailed) {
+    review.mode = "none";
+    std::string line = fmt::format("the agent exited with {}, so --review={} flushes nothing: its changes are kept "
+                                   "pending (--accept-failed flushes them anyway)",
+                                   policy.agentCode, policy.mode);
+    s.log(line);
+    std::fprintf(stderr, "airlock: %s\n", line.c_str());
+  }
+  return runReview(review, &outcome);
 }
 
 }  // namespace airlock::cli

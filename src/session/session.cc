@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +26,61 @@ std::string newId() {
   return fmt::format("{}-{:04x}", stamp, rd() & 0xffff);
 }
 
+std::string stampedLine(const std::string& line) {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&now));
+  return std::string(stamp) + " " + line + "\n";
+}
+
+std::string absolutePath(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string out = real;
+  free(real);
+  return out;
+}
+
 }  // namespace
+
+std::string sessionsDir() { return stateDir() + "/sessions"; }
+
+Result<std::string> resolveSessionDir(const std::string& arg) {
+  struct stat st {};
+  if (!arg.empty() && arg.find('/') == std::string::npos && arg != "." && arg != "..") {
+    std::string byId = sessionsDir() + "/" + arg;
+    if (::stat(byId.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return byId;
+  }
+  if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return failWith(exit_code::kUsage, "no session {}: neither a session id in {} nor a directory", arg,
+                    sessionsDir());
+  return absolutePath(arg);
+}
+
+std::string recordedWorkspace(const std::string& sessionDir) {
+  auto text = readFile(sessionDir + "/" + kWorkspaceFile, 1 << 16);
+  if (!text) return "";
+  std::string ws = *text;
+  while (!ws.empty() && ws.back() == '\n') ws.pop_back();
+  return ws;
+}
+
+Result<> recordWorkspace(const std::string& sessionDir, const std::string& workspace) {
+  return writeFileAtomic(sessionDir + "/" + kWorkspaceFile, absolutePath(workspace) + "\n", 0600);
+}
+
+void appendSessionLog(const std::string& sessionDir, const std::string& line) {
+  Fd log(::open((sessionDir + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (log) writeAll(log.get(), stampedLine(line));
+}
+
+std::string resumeCommand(const std::string& sessionDir) {
+  std::string dir = absolutePath(sessionDir);
+  std::string sessions = absolutePath(sessionsDir());
+  if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos)
+    return "airlock review -s " + dir.substr(sessions.size() + 1);
+  return "airlock review -s " + dir;
+}
 
 Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, bool wait) {
   char* real = realpath(workspace.c_str(), nullptr);
@@ -49,8 +104,9 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
   }
   s->id_ = newId();
   if (ftruncate(s->lock_.get(), 0) == 0) (void)!pwrite(s->lock_.get(), s->id_.data(), s->id_.size(), 0);
-  s->dir_ = stateDir() + "/sessions/" + s->id_;
+  s->dir_ = sessionsDir() + "/" + s->id_;
   if (auto r = makeDirs(s->dir_, 0700); !r) return std::unexpected(r.error());
+  if (auto r = recordWorkspace(s->dir_, s->workspace_); !r) return std::unexpected(r.error());
   s->log_.reset(::open((s->dir_ + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   s->log("session " + s->id_ + " on " + s->workspace_);
   return s;
@@ -79,11 +135,7 @@ void Session::endPhase() {
 }
 
 void Session::log(const std::string& line) {
-  if (!log_) return;
-  char stamp[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&now));
-  writeAll(log_.get(), std::string(stamp) + " " + line + "\n");
+  if (log_) writeAll(log_.get(), stampedLine(line));
 }
 
 std::string Session::timings() const {
