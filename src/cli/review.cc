@@ -72,7 +72,8 @@ Result<ws::IgnoreRules> loadRules(const std::string& workspace, const std::strin
   }
   Fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) return failWith(exit_code::kUsage, "cannot open workspace {}: {}", workspace, errnoText(errno));
-  if (auto r = rules.loadFile(root.get()); !r) return std::unexpected(r.error());
+  if (auto r = rules.loadFile(root.get()); !r)  // a FIFO, a huge or unreadable .airlockignore: the user's to fix
+    return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
   for (const auto& e : excludes) rules.addPattern(e);
   return rules;
 }
@@ -369,6 +370,21 @@ void printResumeHint(const ReviewOutcome& outcome) {
                session::resumeCommand(outcome.session).c_str());
 }
 
+Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback) {
+  auto rec = ws::recoverFlush(workspace, stateDir(), rollback ? ws::RecoveryMode::RollBack
+                                                              : ws::RecoveryMode::Complete);
+  if (!rec) return std::unexpected(rec.error());
+  if (!rec->found) return false;
+  std::fprintf(stderr, "airlock: an interrupted flush from %s was %s (%zu steps)\n", rec->sessionDir.c_str(),
+               rollback ? "rolled back" : "completed", rollback ? rec->undone : rec->applied);
+  for (const auto& n : rec->notes) std::fprintf(stderr, "airlock:   left alone: %s\n", n.c_str());
+  session::appendSessionLog(rec->sessionDir, fmt::format("interrupted flush {} ({} steps)",
+                                                         rollback ? "rolled back" : "completed",
+                                                         rollback ? rec->undone : rec->applied));
+  removeStaleStaging(rec->sessionDir);
+  return true;
+}
+
 int runReview(const ReviewArgs& a, ReviewOutcome* out) {
   ReviewOutcome local;
   ReviewOutcome& outcome = out ? *out : local;
@@ -385,19 +401,8 @@ int runReview(const ReviewArgs& a, ReviewOutcome* out) {
   args.workspace = *workspace;
 
   // An interrupted flush into this workspace is settled first.
-  bool rollback = args.onInterrupted == "rollback";
-  auto rec = ws::recoverFlush(args.workspace, stateDir(), rollback ? ws::RecoveryMode::RollBack
-                                                                   : ws::RecoveryMode::Complete);
-  if (!rec) return report(rec.error());
-  if (rec->found) {
-    std::fprintf(stderr, "airlock: an interrupted flush from %s was %s (%zu steps)\n", rec->sessionDir.c_str(),
-                 rollback ? "rolled back" : "completed", rollback ? rec->undone : rec->applied);
-    for (const auto& n : rec->notes) std::fprintf(stderr, "airlock:   left alone: %s\n", n.c_str());
-    session::appendSessionLog(rec->sessionDir, fmt::format("interrupted flush {} ({} steps)",
-                                                           rollback ? "rolled back" : "completed",
-                                                           rollback ? rec->undone : rec->applied));
-    removeStaleStaging(rec->sessionDir);
-  }
+  auto settled = settleInterruptedFlush(args.workspace, args.onInterrupted == "rollback");
+  if (!settled) return report(settled.error());
   if (!args.session.empty()) removeStaleStaging(args.session);
 
   // `airlock review -s SESSION` alone reviews what the session still holds:
@@ -409,7 +414,7 @@ int runReview(const ReviewArgs& a, ReviewOutcome* out) {
       args.changeSet = args.session + "/pending/changes.tar";
     else if (!reviewed && ::access((args.session + "/changes.tar").c_str(), R_OK) == 0)
       args.changeSet = args.session + "/changes.tar";
-    else if (reviewed || rec->found) {
+    else if (reviewed || *settled) {
       std::printf("nothing pending in session %s\n", args.session.c_str());
       return 0;
     }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+
 namespace airlock::cli {
 
 struct ReviewArgs {
@@ -39,6 +41,12 @@ int runReview(const ReviewArgs& args, ReviewOutcome* outcome = nullptr);
 /// Prints "airlock: N changes pending; review them with: airlock review -s ID"
 /// to stderr when the review left changes.
 void printResumeHint(const ReviewOutcome& outcome);
+
+/// Completes (or, if `rollback`, rolls back) an interrupted flush into
+/// `workspace`, says so on stderr and in its session's log, and removes the
+/// staging directories that session's killed review left. Returns whether
+/// there was one.
+Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback);
 
 /// True when this process has a controlling terminal (/dev/tty opens), which
 /// is all interactive review needs: stdin and stdout may be redirected.

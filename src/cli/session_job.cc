@@ -43,7 +43,8 @@ Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>
   ws::IgnoreRules rules;
   {
     Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (auto r = rules.loadFile(root.get()); !r) return r;
+    if (auto r = rules.loadFile(root.get()); !r)  // a FIFO, a huge or unreadable .airlockignore: the user's to fix
+      return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
   }
   for (const auto& e : excludes) rules.addPattern(e);
   ws::SnapshotOptions snapOptions;
@@ -65,10 +66,7 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
   if (!session) return std::unexpected(session.error());
   auto& s = **session;
   s.setQuiet(quiet);
-  auto recovered = ws::recoverFlush(s.workspace(), stateDir(), ws::RecoveryMode::Complete);
-  if (!recovered) return std::unexpected(recovered.error());
-  if (recovered->found)
-    std::fprintf(stderr, "airlock: completed an interrupted flush from %s\n", recovered->sessionDir.c_str());
+  if (auto settled = settleInterruptedFlush(s.workspace(), false); !settled) return std::unexpected(settled.error());
   if (direct) {
     s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
     return session;

@@ -312,5 +312,27 @@ TEST_F(SessionReview, InterruptedFlushIsCompletedByReviewSessionAlone) {
   EXPECT_EQ(later.exitCode, 0) << later.err;
 }
 
+// Item 9: user errors of `airlock snapshot` get a user's exit code and a
+// message naming the path and the fix; a FIFO .airlockignore does not hang.
+TEST_F(SessionReview, SnapshotUserErrorsNameThePathAndTheFix) {
+  auto first = airlock({"snapshot", "-w", workspace, "-s", session}, elsewhere);
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  auto again = airlock({"snapshot", "-w", workspace, "-s", session}, elsewhere);
+  EXPECT_EQ(again.exitCode, 64) << again.err;
+  EXPECT_NE(again.err.find(session), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("new directory"), std::string::npos) << again.err;
+
+  writeFile(root + "/plainfile", "x");
+  auto impossible = airlock({"snapshot", "-w", workspace, "-s", root + "/plainfile/sub"}, elsewhere);
+  EXPECT_EQ(impossible.exitCode, 64) << impossible.err;
+  EXPECT_NE(impossible.err.find(root + "/plainfile/sub"), std::string::npos) << impossible.err;
+
+  ASSERT_EQ(::mkfifo((workspace + "/.airlockignore").c_str(), 0644), 0);
+  auto fifo = airlock({"snapshot", "-w", workspace, "-s", root + "/s2"}, elsewhere);
+  EXPECT_EQ(fifo.exitCode, 65) << fifo.err;  // -1 would mean it hung until the deadline
+  EXPECT_NE(fifo.err.find(".airlockignore"), std::string::npos) << fifo.err;
+  EXPECT_FALSE(fs::exists(root + "/s2")) << "a failed snapshot left its session directory";
+}
+
 }  // namespace
 }  // namespace airlock::test
