@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   airlock::cli::addRunCommand(app, exitCode, afterDoubleDash);
   airlock::cli::addReviewCommand(app, exitCode);
   airlock::cli::addJanitorCommand(app, exitCode);
+  airlock::cli::addSystemCommand(app, exitCode);
   airlock::cli::addAgentsCommand(app, exitCode);
   airlock::cli::addImageCommand(app, exitCode);
   airlock::cli::addInfoCommand(app, exitCode);

@@ -41,7 +41,28 @@ std::string absolutePath(const std::string& path) {
   return out;
 }
 
+std::string lockPathFor(const std::string& realWorkspace) {
+  return stateDir() + "/locks/" + sha256Hex(realWorkspace).substr(0, 16) + ".lock";
+}
+
 }  // namespace
+
+bool sessionRunning(const std::string& sessionDir) {
+  std::string ws = recordedWorkspace(sessionDir);
+  if (ws.empty()) return false;
+  std::string lockPath = lockPathFor(ws);
+  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  if (flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
+  auto holder = readFile(lockPath, 4096);
+  std::string id = sessionDir.substr(sessionDir.rfind('/') + 1);
+  return holder && *holder == id;
+}
+
+bool sessionHasPending(const std::string& sessionDir) {
+  auto has = [&](const char* name) { return ::access((sessionDir + "/" + name).c_str(), F_OK) == 0; };
+  return has("pending/changes.tar") || has("flush/journal") || (has("changes.tar") && !has("reviewed"));
+}
 
 std::string sessionsDir() { return stateDir() + "/sessions"; }
 
@@ -88,9 +109,8 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
   std::unique_ptr<Session> s(new Session());
   s->workspace_ = real;
   free(real);
-  std::string locks = stateDir() + "/locks";
-  if (auto r = makeDirs(locks, 0700); !r) return std::unexpected(r.error());
-  std::string lockPath = locks + "/" + sha256Hex(s->workspace_).substr(0, 16) + ".lock";
+  std::string lockPath = lockPathFor(s->workspace_);
+  if (auto r = makeDirs(stateDir() + "/locks", 0700); !r) return std::unexpected(r.error());
   s->lock_.reset(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!s->lock_) return fail("cannot open the workspace lock {}: {}", lockPath, errnoText(errno));
   if (flock(s->lock_.get(), LOCK_EX | LOCK_NB) != 0) {

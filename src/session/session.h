@@ -38,6 +38,15 @@ void appendSessionLog(const std::string& sessionDir, const std::string& line);
 /// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`.
 std::string resumeCommand(const std::string& sessionDir);
 
+/// True while the airlock run that owns `sessionDir` is alive: it still holds
+/// its workspace's lock (which names the session id).
+bool sessionRunning(const std::string& sessionDir);
+
+/// True when `sessionDir` holds changes nobody has accepted or rejected yet:
+/// a pending change set, a run's change set whose review never finished, or
+/// an interrupted flush journal.
+bool sessionHasPending(const std::string& sessionDir);
+
 class Session {
  public:
   /// Creates the session directory and takes the lock of `workspace` (its real

@@ -7,6 +7,7 @@
 #include <pty.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,6 +19,10 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/fd.h"
+#include "common/sha256.h"
 
 #include "airlock_process.h"
 #include "test_util.h"
@@ -332,6 +337,68 @@ TEST_F(SessionReview, SnapshotUserErrorsNameThePathAndTheFix) {
   EXPECT_EQ(fifo.exitCode, 65) << fifo.err;  // -1 would mean it hung until the deadline
   EXPECT_NE(fifo.err.find(".airlockignore"), std::string::npos) << fifo.err;
   EXPECT_FALSE(fs::exists(root + "/s2")) << "a failed snapshot left its session directory";
+}
+
+// Item 18: `system df` sizes sessions (finished and pending) and caches;
+// `system prune` removes finished sessions, dead sessions' snapshots and the
+// rootfs erofs cache, never a running session or pending changes (unless
+// --all); --dry-run removes nothing.
+TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
+  std::string sessions = xdg + "/airlock/sessions", cache = root + "/cache";
+  env["AIRLOCK_CACHE_DIR"] = cache;
+  auto makeSession = [&](const std::string& id, bool pending, bool snapshot) {
+    std::string d = sessions + "/" + id;
+    writeFile(d + "/workspace", workspace + "\n");
+    writeFile(d + "/session.log", "log\n");
+    writeFile(d + "/changes.tar", std::string(1000, 'x'));
+    if (pending) writeFile(d + "/pending/changes.tar", std::string(2000, 'p'));
+    else writeFile(d + "/reviewed", "review (auto): 1 flushed\n");
+    if (snapshot) writeFile(d + "/snapshot/file.txt", std::string(4000, 's'));
+    return d;
+  };
+  std::string finished = makeSession("20260101-000001-0001", false, false);
+  std::string running = makeSession("20260101-000002-0002", false, true);
+  std::string pending = makeSession("20260101-000003-0003", true, true);
+  writeFile(cache + "/rootfs/0123.erofs", std::string(3000, 'e'));
+  // The running session holds its workspace's lock, as Session::open does.
+  std::string lockDir = xdg + "/airlock/locks";
+  fs::create_directories(lockDir);
+  Fd lock(::open((lockDir + "/" + sha256Hex(workspace).substr(0, 16) + ".lock").c_str(), O_RDWR | O_CREAT, 0600));
+  ASSERT_TRUE(lock);
+  ASSERT_EQ(::flock(lock.get(), LOCK_EX), 0);
+  ASSERT_TRUE(writeAll(lock.get(), "20260101-000002-0002"));
+
+  auto df = airlock({"system", "df", "--json"}, elsewhere);
+  ASSERT_EQ(df.exitCode, 0) << df.err;
+  auto j = nlohmann::json::parse(df.out);
+  std::map<std::string, nlohmann::json> byType;
+  for (const auto& row : j) byType[row["type"]] = row;
+  EXPECT_EQ(byType["sessions"]["count"], 2);
+  EXPECT_EQ(byType["pending sessions"]["count"], 1);
+  EXPECT_EQ(byType["pending sessions"]["bytes"], 1000 + 2000 + 4000 + 4 + workspace.size() + 1);
+  EXPECT_EQ(byType["rootfs erofs cache"]["bytes"], 3000);
+  EXPECT_EQ(byType["rootfs erofs cache"]["reclaimable_bytes"], 3000);
+
+  auto dry = airlock({"system", "prune", "--dry-run"}, elsewhere);
+  ASSERT_EQ(dry.exitCode, 0) << dry.err;
+  EXPECT_NE(dry.out.find(finished), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find(pending + "/snapshot"), std::string::npos) << dry.out;
+  EXPECT_EQ(dry.out.find(running), std::string::npos) << dry.out;
+  EXPECT_TRUE(fs::exists(finished));
+  EXPECT_TRUE(fs::exists(cache + "/rootfs/0123.erofs"));
+
+  auto prune = airlock({"system", "prune"}, elsewhere);  // not a terminal: no confirmation
+  ASSERT_EQ(prune.exitCode, 0) << prune.err;
+  EXPECT_FALSE(fs::exists(finished));
+  EXPECT_FALSE(fs::exists(pending + "/snapshot"));
+  EXPECT_TRUE(fs::exists(pending + "/pending/changes.tar")) << "pending changes pruned without --all";
+  EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned";
+  EXPECT_FALSE(fs::exists(cache + "/rootfs/0123.erofs"));
+
+  auto all = airlock({"system", "prune", "--all", "-f"}, elsewhere);
+  ASSERT_EQ(all.exitCode, 0) << all.err;
+  EXPECT_FALSE(fs::exists(pending));
+  EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned by --all";
 }
 
 }  // namespace
