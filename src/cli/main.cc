@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kExitCodes = R"(Exit codes:
   0-63, 128+N   the command's own exit code (128+N: killed by signal N)
   64  usage: bad flags or arguments
-  65  host not ready: QEMU, virtiofsd, kernel assets or disk space missing
+  65  host not ready: QEMU, virtiofsd, kernel assets or disk space missing, or an unreadable workspace file
   66  the VM failed: guest kernel panic, QEMU crash, lost control channel
   67  image: the rootfs could not be built or read
   68  image signature verification refused
