@@ -235,6 +235,7 @@ int runAgent(RunArgs args) {
   // 3. Image: --image (a registry reference), else the configured one, else
   // the agent's (pulled when its spec names a reference, else built).
   vm::LaunchOptions launch;
+  bool builtAgentImage = false;  // the agent's own image: its home already belongs to the agent
   if (!args.image.empty()) {
     s.phase("image", "image " + args.image);
     auto image = pulledImagePath(args.image, args.registry, settings, args.quiet);
@@ -256,6 +257,7 @@ int runAgent(RunArgs args) {
     });
     if (!image) return report(image.error());
     launch.rootImage = *image;
+    builtAgentImage = true;
   }
 
   // 4. Boot. In direct mode the agent runs as the workspace's owner, so what
@@ -283,6 +285,19 @@ int runAgent(RunArgs args) {
   auto machine = vm::Machine::launch(launch);
   if (!machine) return report(machine.error());
   auto& control = (*machine)->vm().control();
+  // An image airlock did not build for the agent (a rootfs DIR, built with
+  // --all-root, or an OCI image) has its own owners: the agent's home is made
+  // the agent user's, else the agent could not write its settings.
+  if (!builtAgentImage) {
+    auto r = runInGuest(control, {"sh", "-c", "mkdir -p /home/agent && chown -R \"$1:$1\" /home/agent", "sh",
+                                  std::to_string(agentUid)},
+                        "", 0);
+    if (!r)
+      return report({"cannot make /home/agent writable for the agent user (uid " + std::to_string(agentUid) +
+                         ") in the image: " + r.error().message + "; the image needs a writable root with sh, "
+                         "mkdir and chown",
+                     exit_code::kImage});
+  }
   for (const auto& [path, content] : agents::expandHomeFiles(spec, *env)) {
     std::string full = "/home/agent/" + path;
     auto r = runInGuest(control, {"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, content,
