@@ -218,18 +218,23 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     std::string tmpl = session::sessionsDir() + "/review-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return report(Error{"cannot create a session directory under " + state, exit_code::kInternal});
     session = tmpl;
+    // Its pending changes must resume into this workspace, from anywhere.
+    if (auto r = session::recordWorkspace(session, a.workspace); !r) return report(r.error());
   }
   outcome.session = session;
   auto rules = loadRules(a.workspace, a.session, a.excludes);
   if (!rules) return report(rules.error());
-  std::string manifestFile = !a.baseline.empty() ? a.baseline : a.session.empty() ? "" : a.session + "/manifest";
+  // A session of a review without one (review-XXXXXX) has no manifest: its baseline is the workspace.
+  bool sessionManifest = !a.session.empty() && ::access((a.session + "/manifest").c_str(), F_OK) == 0;
+  std::string manifestFile = !a.baseline.empty() ? a.baseline : sessionManifest ? a.session + "/manifest" : "";
   ws::Manifest baseline;
   if (!manifestFile.empty()) {
     auto m = ws::Manifest::load(manifestFile);
     if (!m) return report(m.error());
     baseline = std::move(*m);
   } else {
-    std::fprintf(stderr, "airlock: warning: no --session or --baseline: the workspace as it is now is the baseline, "
+    std::fprintf(stderr, "airlock: warning: no baseline manifest (no --baseline, no session snapshot): the workspace as "
+                         "it is now is the baseline, "
                          "so host edits made during the agent's run cannot be detected\n");
     auto scan = ws::scanTree(a.workspace, *rules);
     if (!scan) return report(scan.error());
