@@ -44,6 +44,9 @@ void addImageStoreCommands(CLI::App& image, int& exitCode);
 /// subcommand (src/cli/image_archive_cmd.cc).
 void addImageArchiveCommands(CLI::App& image, int& exitCode);
 
+/// `airlock system df|prune`: disk usage and pruning (src/cli/system.cc).
+void addSystemCommand(CLI::App& app, int& exitCode);
+
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);
 

@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kExitCodes = R"(Exit codes:
   0-63, 128+N   the command's own exit code (128+N: killed by signal N)
   64  usage: bad flags or arguments
-  65  host not ready: QEMU, virtiofsd, kernel assets or disk space missing
+  65  host not ready: QEMU, virtiofsd, kernel assets or disk space missing, or an unreadable workspace file
   66  the VM failed: guest kernel panic, QEMU crash, lost control channel
   67  image: the rootfs could not be built or read
   68  image signature verification refused
@@ -33,7 +33,7 @@ constexpr const char* kExitCodes = R"(Exit codes:
   72  internal error
   73  another airlock session is running on this workspace (see --wait)
   74  the agent's change set was refused as unsafe (path traversal...; nothing flushed),
-      or entries of it were skipped (FIFOs, sockets, devices, files over 4 GiB; never flushed))";
+      or a file of it was skipped for its size (over 4 GiB; never flushed))";
 
 /// The built-in agents plus the user config's custom agents; just the
 /// built-in ones when the user config does not load (the verb reports why).
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   airlock::cli::addRunCommand(app, exitCode, afterDoubleDash);
   airlock::cli::addReviewCommand(app, exitCode);
   airlock::cli::addJanitorCommand(app, exitCode);
+  airlock::cli::addSystemCommand(app, exitCode);
   airlock::cli::addAgentsCommand(app, exitCode);
   airlock::cli::addImageCommand(app, exitCode);
   airlock::cli::addInfoCommand(app, exitCode);

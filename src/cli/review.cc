@@ -8,8 +8,18 @@
 //
 // Both verbs are registered by addReviewCommand (main.cc calls it once).
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +33,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
+#include "session/session.h"
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
 #include "workspace/flush.h"
@@ -63,7 +74,8 @@ Result<ws::IgnoreRules> loadRules(const std::string& workspace, const std::strin
   }
   Fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) return failWith(exit_code::kUsage, "cannot open workspace {}: {}", workspace, errnoText(errno));
-  if (auto r = rules.loadFile(root.get()); !r) return std::unexpected(r.error());
+  if (auto r = rules.loadFile(root.get()); !r)  // a FIFO, a huge or unreadable .airlockignore: the user's to fix
+    return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
   for (const auto& e : excludes) rules.addPattern(e);
   std::set<std::string> said;  // the session's saved patterns and .airlockignore may repeat a line
   for (const auto& w : rules.warnings())
@@ -75,7 +87,26 @@ int runSnapshot(const SnapshotArgs& a) {
   if (a.session.empty()) return report(Error{"--session DIR is required (a new directory)", exit_code::kUsage});
   auto rules = loadRules(a.workspace, "", a.excludes);
   if (!rules) return report(rules.error());
-  if (auto r = makeDirs(a.session, 0700); !r) return report(r.error());
+  struct stat st {};
+  bool existed = ::stat(a.session.c_str(), &st) == 0;
+  if (existed && (!S_ISDIR(st.st_mode) || ::access((a.session + "/manifest").c_str(), F_OK) == 0 ||
+                  ::access((a.session + "/snapshot").c_str(), F_OK) == 0))
+    return report(Error{fmt::format("--session {} already holds a snapshot (or is not a directory); pass a new "
+                                    "directory, or remove it first",
+                                    a.session),
+                        exit_code::kUsage});
+  if (auto r = makeDirs(a.session, 0700); !r)
+    return report(Error{fmt::format("cannot create the session directory {}: {}; pass a directory you can create",
+                                    a.session, r.error().message),
+                        exit_code::kUsage});
+  // A failed snapshot leaves nothing behind: no half-made copy, no empty session.
+  struct Partial {
+    std::string path;
+    bool keep = false;
+    ~Partial() {
+      if (!keep) (void)removeTree(path);
+    }
+  } partial{existed ? a.session + "/snapshot" : a.session};
   ws::SnapshotOptions opt;
   opt.threads = a.threads;
   opt.reflink = !a.noReflink;
@@ -90,6 +121,8 @@ int runSnapshot(const SnapshotArgs& a) {
   if (!res) return report(res.error());
   if (auto r = res->manifest.save(a.session + "/manifest"); !r) return report(r.error());
   if (auto r = writeFileAtomic(a.session + "/ignore", rules->userText(), 0600); !r) return report(r.error());
+  if (auto r = session::recordWorkspace(a.session, a.workspace); !r) return report(r.error());
+  partial.keep = true;
   for (const auto& w : res->warnings) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
   if (a.json) {
     json j = {{"session", a.session},   {"entries", res->manifest.size()}, {"bytes", res->bytes},
@@ -105,56 +138,86 @@ int runSnapshot(const SnapshotArgs& a) {
   return 0;
 }
 
-/// The review itself, once the change set to read is known.
-int reviewChanges(const ReviewArgs& a) {
+/// The review terminal: the controlling terminal (as `git add -p` does), so
+/// it works whatever stdin and stdout are (`airlock run ... </dev/null | tee log`).
+struct TtyTerminal {
+  Fd tty;
+  ws::FdTerminal term;
+  TtyTerminal(Fd fd, std::string pager) : tty(std::move(fd)), term(tty.get(), std::move(pager)) {}
+};
+
+Fd openControllingTerminal() { return Fd(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)); }
+
+constexpr const char* kNoTerminal =
+    "interactive review needs a terminal (none is attached to this process); pass --review=auto (accept all but "
+    "held-back paths) or --review=none (keep every change in the session, flush nothing)";
+
+/// Removes review-XXXXXX staging directories a killed review left in `session`.
+void removeStaleStaging(const std::string& session) {
+  DIR* d = ::opendir(session.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name).starts_with("review-")) stale.push_back(session + "/" + e->d_name);
+  ::closedir(d);
+  for (const auto& path : stale) (void)removeTree(path);
+}
+
+/// The review itself, once the session, workspace and change set are known.
+int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   auto mode = ws::parseReviewMode(a.mode);
   if (!mode) return report(mode.error());
   if (a.changeSet.empty() == a.after.empty())
     return report(Error{"give exactly one of --change-set LAYER.tar or --after DIR (a session with pending "
                         "changes needs neither)",
                         exit_code::kUsage});
-  if (a.onInterrupted != "complete" && a.onInterrupted != "rollback")
-    return report(Error{"--on-interrupted must be complete or rollback", exit_code::kUsage});
+  std::unique_ptr<TtyTerminal> term;
+  if (*mode == ws::ReviewMode::Interactive) {
+    Fd tty = openControllingTerminal();
+    if (!tty) return report(Error{kNoTerminal, exit_code::kUsage});
+    const char* pager = std::getenv("PAGER");
+    term = std::make_unique<TtyTerminal>(std::move(tty), pager && *pager ? pager : "less -R");
+  }
   std::string state = stateDir();
 
-  // 1. An interrupted flush into this workspace is settled first.
-  auto rec = ws::recoverFlush(a.workspace, state, a.onInterrupted == "rollback" ? ws::RecoveryMode::RollBack
-                                                                              : ws::RecoveryMode::Complete);
-  if (!rec) return report(rec.error());
-  if (rec->found) {
-    std::fprintf(stderr, "airlock: an interrupted flush from %s was %s (%zu steps)\n", rec->sessionDir.c_str(),
-                 a.onInterrupted == "rollback" ? "rolled back" : "completed",
-                 a.onInterrupted == "rollback" ? rec->undone : rec->applied);
-    for (const auto& n : rec->notes) std::fprintf(stderr, "airlock:   left alone: %s\n", n.c_str());
-  }
-
-  // 2. Session, rules, baseline.
+  // 1. Session, rules, baseline.
   std::string session = a.session;
   if (session.empty()) {
-    if (auto r = makeDirs(state + "/sessions", 0700); !r) return report(r.error());
-    std::string tmpl = state + "/sessions/review-XXXXXX";
+    if (auto r = makeDirs(session::sessionsDir(), 0700); !r) return report(r.error());
+    std::string tmpl = session::sessionsDir() + "/review-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return report(Error{"cannot create a session directory under " + state, exit_code::kInternal});
     session = tmpl;
+    // Its pending changes must resume into this workspace, from anywhere.
+    if (auto r = session::recordWorkspace(session, a.workspace); !r) return report(r.error());
   }
+  outcome.session = session;
   auto rules = loadRules(a.workspace, a.session, a.excludes);
   if (!rules) return report(rules.error());
-  std::string manifestFile = !a.baseline.empty() ? a.baseline : a.session.empty() ? "" : a.session + "/manifest";
+  // A session of a review without one (review-XXXXXX) has no manifest: its baseline is the workspace.
+  bool sessionManifest = !a.session.empty() && ::access((a.session + "/manifest").c_str(), F_OK) == 0;
+  std::string manifestFile = !a.baseline.empty() ? a.baseline : sessionManifest ? a.session + "/manifest" : "";
   ws::Manifest baseline;
   if (!manifestFile.empty()) {
     auto m = ws::Manifest::load(manifestFile);
     if (!m) return report(m.error());
     baseline = std::move(*m);
   } else {
-    std::fprintf(stderr, "airlock: warning: no --session or --baseline: the workspace as it is now is the baseline, "
+    std::fprintf(stderr, "airlock: warning: no baseline manifest (no --baseline, no session snapshot): the workspace as "
+                         "it is now is the baseline, "
                          "so host edits made during the agent's run cannot be detected\n");
     auto scan = ws::scanTree(a.workspace, *rules);
     if (!scan) return report(scan.error());
     baseline = std::move(scan->manifest);
   }
 
-  // 3. The change set.
+  // 2. The change set, staged in a directory removed however the review ends
+  // short of a crash (and by the next review of the session after one).
   std::string work = session + "/review-XXXXXX";
   if (!::mkdtemp(work.data())) return report(Error{"cannot create a directory in " + session, exit_code::kInternal});
+  struct Staging {
+    std::string path;
+    ~Staging() { (void)removeTree(path); }
+  } staging{work};
   Result<ws::ChangeSet> cs = std::unexpected(Error{});
   if (!a.changeSet.empty()) {
     Fd in(a.changeSet == "-" ? ::dup(0) : ::open(a.changeSet.c_str(), O_RDONLY | O_CLOEXEC));
@@ -167,7 +230,7 @@ int reviewChanges(const ReviewArgs& a) {
   }
   if (!cs) return report({cs.error().message, cs.error().code == 1 ? exit_code::kUnsafeChangeSet : cs.error().code});
 
-  // 4. Three-way diff.
+  // 3. Three-way diff.
   Fd wsFd(::open(a.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   Fd snapFd(a.session.empty() ? -1 : ::open((a.session + "/snapshot").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes);
@@ -176,14 +239,11 @@ int reviewChanges(const ReviewArgs& a) {
   ws::classifyItems(result->items);
   auto& items = result->items;
 
-  // 5. Review.
-  const char* pagerEnv = std::getenv("PAGER");
-  ws::StdioTerminal term(pagerEnv && *pagerEnv ? pagerEnv : "less -R");
-  bool tty = ::isatty(0) && ::isatty(1);
-  auto decisions = ws::decide(items, *mode, diff, &term, tty);
+  // 4. Review.
+  auto decisions = ws::decide(items, *mode, diff, term ? &term->term : nullptr, term != nullptr);
   if (!decisions) return report(decisions.error());
 
-  // 6. Flush the accepted ones.
+  // 5. Flush the accepted ones.
   std::vector<const ws::DiffItem*> accepted;
   for (size_t i = 0; i < items.size(); ++i)
     if ((*decisions)[i] == ws::Decision::Accepted) accepted.push_back(&items[i]);
@@ -196,9 +256,12 @@ int reviewChanges(const ReviewArgs& a) {
   std::map<std::string, const ws::FlushItemResult*> byPath;
   for (const auto& r : flushed.items) byPath[r.path] = &r;
 
-  // 7. Keep everything that was not flushed.
+  // 6. Keep everything that was not flushed.
   std::vector<bool> keep(items.size());
-  size_t pending = 0, conflicts = 0, skipped = 0;
+  // Skipped entries never land; one that had content (a file over the size
+  // limit) is work the user loses, so it makes the exit code 74. A FIFO,
+  // socket or device node carries nothing and only gets listed.
+  size_t pending = 0, conflicts = 0, skipped = 0, lostContent = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     auto it = byPath.find(items[i].path);
     bool done = it != byPath.end() && it->second->status == ws::FlushItemResult::Status::Flushed;
@@ -209,14 +272,24 @@ int reviewChanges(const ReviewArgs& a) {
       (*decisions)[i] = ws::Decision::Conflict;
     } else if ((*decisions)[i] == ws::Decision::Skipped) {
       ++skipped;
+      if (items[i].agent.size > 0) ++lostContent;
     } else if (!done && (*decisions)[i] != ws::Decision::Excluded) {
       ++pending;
     }
   }
   auto kept = ws::keepPending(items, *decisions, keep, diff, session);
   if (!kept) return report(kept.error());
-  // Staged content is now either flushed or kept in pending/changes.tar.
-  (void)removeTree(work);
+  outcome.flushed = flushed.flushed;
+  outcome.pending = pending;
+  outcome.conflicts = conflicts;
+  int code = conflicts     ? exit_code::kConflict
+             : lostContent ? exit_code::kUnsafeChangeSet
+             : pending     ? exit_code::kReviewPending
+                           : 0;
+  std::string summary = fmt::format("review ({}): {} flushed, {} pending, {} in conflict, {} already present; exit {}",
+                                    a.mode, flushed.flushed, pending, conflicts, result->alreadyApplied, code);
+  session::appendSessionLog(session, summary);
+  (void)writeFileAtomic(session + "/reviewed", summary + "\n", 0600);
 
   if (a.json) {
     json j = {{"session", session}, {"flushed", flushed.flushed}, {"conflicts", conflicts}, {"pending", pending},
@@ -261,21 +334,92 @@ int reviewChanges(const ReviewArgs& a) {
     if (!kept->empty())
       std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts, kept->c_str());
   }
-  if (conflicts) return exit_code::kConflict;
-  if (skipped) return exit_code::kUnsafeChangeSet;
-  if (pending) return exit_code::kReviewPending;
-  return 0;
+  return code;
+}
+
+/// The workspace to flush into: the one the session records; a -w that names
+/// another directory is refused.
+Result<std::string> chooseWorkspace(const std::string& given, const std::string& session) {
+  std::string recorded = session.empty() ? "" : session::recordedWorkspace(session);
+  if (recorded.empty()) {
+    if (!given.empty()) return given;
+    if (!session.empty() && ::access((session + "/manifest").c_str(), F_OK) == 0)
+      return failWith(exit_code::kUsage, "session {} does not record its workspace; pass -w DIR (the directory it "
+                      "was taken from)", session);
+    return std::string(".");
+  }
+  if (given.empty()) return recorded;
+  char* real = ::realpath(given.c_str(), nullptr);
+  std::string givenReal = real ? real : given;
+  free(real);
+  if (givenReal != recorded)
+    return failWith(exit_code::kUsage, "-w {} is not the workspace of session {} ({}); drop -w, or pass -w {}", given,
+                    session, recorded, recorded);
+  return recorded;
 }
 
 }  // namespace
 
-int runReview(const ReviewArgs& a) {
+bool haveControllingTerminal() { return static_cast<bool>(openControllingTerminal()); }
+
+void printResumeHint(const ReviewOutcome& outcome) {
+  size_t left = outcome.pending + outcome.conflicts;
+  if (left == 0 || outcome.session.empty()) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "airlock: %zu change%s pending; review them with: %s\n", left, left == 1 ? "" : "s",
+               session::resumeCommand(outcome.session).c_str());
+}
+
+Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback) {
+  auto rec = ws::recoverFlush(workspace, stateDir(), rollback ? ws::RecoveryMode::RollBack
+                                                              : ws::RecoveryMode::Complete);
+  if (!rec) return std::unexpected(rec.error());
+  if (!rec->found) return false;
+  std::fprintf(stderr, "airlock: an interrupted flush from %s was %s (%zu steps)\n", rec->sessionDir.c_str(),
+               rollback ? "rolled back" : "completed", rollback ? rec->undone : rec->applied);
+  for (const auto& n : rec->notes) std::fprintf(stderr, "airlock:   left alone: %s\n", n.c_str());
+  session::appendSessionLog(rec->sessionDir, fmt::format("interrupted flush {} ({} steps)",
+                                                         rollback ? "rolled back" : "completed",
+                                                         rollback ? rec->undone : rec->applied));
+  removeStaleStaging(rec->sessionDir);
+  return true;
+}
+
+int runReview(const ReviewArgs& a, ReviewOutcome* out) {
+  ReviewOutcome local;
+  ReviewOutcome& outcome = out ? *out : local;
   ReviewArgs args = a;
-  // `airlock review -s SESSION` alone reviews what an earlier review kept.
-  if (args.changeSet.empty() && args.after.empty() && !args.session.empty() &&
-      ::access((args.session + "/pending/changes.tar").c_str(), R_OK) == 0)
-    args.changeSet = args.session + "/pending/changes.tar";
-  return reviewChanges(args);
+  if (args.onInterrupted != "complete" && args.onInterrupted != "rollback")
+    return report(Error{"--on-interrupted must be complete or rollback", exit_code::kUsage});
+  if (!args.session.empty()) {
+    auto dir = session::resolveSessionDir(args.session);
+    if (!dir) return report(dir.error());
+    args.session = *dir;
+  }
+  auto workspace = chooseWorkspace(args.workspace, args.session);
+  if (!workspace) return report(workspace.error());
+  args.workspace = *workspace;
+
+  // An interrupted flush into this workspace is settled first.
+  auto settled = settleInterruptedFlush(args.workspace, args.onInterrupted == "rollback");
+  if (!settled) return report(settled.error());
+  if (!args.session.empty()) removeStaleStaging(args.session);
+
+  // `airlock review -s SESSION` alone reviews what the session still holds:
+  // what an earlier review kept, else the change set of a run whose review
+  // never finished (killed at the prompt, terminal closed).
+  if (args.changeSet.empty() && args.after.empty() && !args.session.empty()) {
+    bool reviewed = ::access((args.session + "/reviewed").c_str(), F_OK) == 0;
+    if (::access((args.session + "/pending/changes.tar").c_str(), R_OK) == 0)
+      args.changeSet = args.session + "/pending/changes.tar";
+    else if (!reviewed && ::access((args.session + "/changes.tar").c_str(), R_OK) == 0)
+      args.changeSet = args.session + "/changes.tar";
+    else if (reviewed || *settled) {
+      std::printf("nothing pending in session %s\n", args.session.c_str());
+      return 0;
+    }
+  }
+  return reviewChanges(args, outcome);
 }
 
 void addReviewCommand(CLI::App& app, int& exitCode) {
@@ -291,18 +435,25 @@ void addReviewCommand(CLI::App& app, int& exitCode) {
 
   auto rev = std::make_shared<ReviewArgs>();
   CLI::App* r = app.add_subcommand("review", "Review an agent's change set against the workspace and flush what you accept");
-  r->add_option("--workspace,-w", rev->workspace, "the live project directory (default: .)");
-  r->add_option("--session,-s", rev->session, "session from `airlock snapshot` (baseline manifest + snapshot copy)");
+  r->add_option("--workspace,-w", rev->workspace,
+                "the live project directory (default: the session's own workspace, else .)");
+  r->add_option("--session,-s", rev->session,
+                "session id (from `airlock run`) or directory (from `airlock snapshot`); alone, it resumes the "
+                "session's pending review");
   r->add_option("--baseline", rev->baseline, "baseline manifest file (default: SESSION/manifest)");
   r->add_option("--change-set,-c", rev->changeSet, "the agent's changes as an OCI layer tar ('-' = stdin)");
   r->add_option("--after", rev->after, "or: a directory holding the agent's result, compared with the snapshot");
-  r->add_option("--review", rev->mode, "interactive (default; needs a terminal), auto (all but held-back paths), all, none")
+  r->add_option("--review", rev->mode, "interactive (default; answered on the controlling terminal), auto (all but held-back paths), all, none")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
   r->add_option("--exclude", rev->excludes, "extra ignore pattern (gitignore syntax); repeatable");
   r->add_option("--max-diff-bytes", rev->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
   r->add_option("--on-interrupted", rev->onInterrupted, "an interrupted earlier flush: complete (default) or rollback");
   r->add_flag("--json", rev->json, "machine-readable output (implies no pager)");
-  r->callback([rev, &exitCode] { exitCode = runReview(*rev); });
+  r->callback([rev, &exitCode] {
+    ReviewOutcome outcome;
+    exitCode = runReview(*rev, &outcome);
+    printResumeHint(outcome);
+  });
 }
 
 }  // namespace airlock::cli

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+
 namespace airlock::cli {
 
 struct ReviewArgs {
-  std::string workspace = ".";  ///< the live project
+  std::string workspace;        ///< the live project; "" = the session's recorded one, else "."
   std::string session;          ///< session directory (manifest, snapshot/, ignore); may be empty
   std::string baseline;         ///< baseline manifest; default SESSION/manifest
   std::string changeSet;        ///< OCI layer tar ("-" = stdin), or:
@@ -23,9 +25,31 @@ struct ReviewArgs {
   bool json = false;                       ///< print the result as JSON
 };
 
-/// Runs the review and flush, printing the summary. Returns 0, or
-/// exit_code::kConflict / kReviewPending when changes were left, or another
-/// airlock exit code on failure (after printing the error).
-int runReview(const ReviewArgs& args);
+/// What a review left, for the caller's last line.
+struct ReviewOutcome {
+  std::string session;  ///< the session directory ("" before one was chosen)
+  size_t flushed = 0, pending = 0, conflicts = 0;
+};
+
+/// Runs the review and flush, printing the summary. `args.session` may be a
+/// session id or directory; alone (no change set) it resumes what the session
+/// holds. Returns 0, or exit_code::kConflict / kReviewPending when changes
+/// were left, or another airlock exit code on failure (after printing the
+/// error). Fills `outcome` when given.
+int runReview(const ReviewArgs& args, ReviewOutcome* outcome = nullptr);
+
+/// Prints "airlock: N changes pending; review them with: airlock review -s ID"
+/// to stderr when the review left changes.
+void printResumeHint(const ReviewOutcome& outcome);
+
+/// Completes (or, if `rollback`, rolls back) an interrupted flush into
+/// `workspace`, says so on stderr and in its session's log, and removes the
+/// staging directories that session's killed review left. Returns whether
+/// there was one.
+Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback);
+
+/// True when this process has a controlling terminal (/dev/tty opens), which
+/// is all interactive review needs: stdin and stdout may be redirected.
+bool haveControllingTerminal();
 
 }  // namespace airlock::cli

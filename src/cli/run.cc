@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/egress_flags.h"
 #include "cli/registry_flags.h"
+#include "cli/review.h"
 #include "cli/run_flags.h"
 #include "cli/session_job.h"
 #include "common/exit_codes.h"
@@ -55,6 +56,7 @@ struct RunArgs : PolicyFlags {
   bool timings = false;
   bool wait = false;
   bool quiet = false;
+  bool acceptFailed = false;
   std::vector<std::string> agentArgs;
   RegistryFlags registry;  ///< how to pull --image
 };
@@ -182,17 +184,18 @@ int runAgent(RunArgs args) {
   vm::AccelRequest accel;
   if (!vm::parseAccel(args.accel, accel))
     return report({fmt::format("--accel must be auto, kvm or tcg (got '{}')", args.accel), exit_code::kUsage});
-  bool terminal = interactiveTerminal();
+  // The review talks to the controlling terminal, whatever stdin/stdout are.
+  bool reviewTerminal = haveControllingTerminal();
   if (!direct) {
-    if (args.review.empty()) args.review = terminal ? "interactive" : "";
+    if (args.review.empty()) args.review = reviewTerminal ? "interactive" : "";
     if (args.review.empty())
       return report({"no terminal for the interactive review: pass --review=auto (accept all but held-back paths) "
                      "or --review=none (keep every change in the session for later)",
                      exit_code::kUsage});
-    if (args.review == "interactive" && !terminal)
+    if (args.review == "interactive" && !reviewTerminal)
       return report({"--review=interactive needs a terminal; pass --review=auto or --review=none", exit_code::kUsage});
   }
-  bool usePty = args.tty == "always" || (args.tty == "auto" && terminal);
+  bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
   auto env = agentEnvironment(spec, args.env, usePty);
   if (!env) return report(env.error());
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
@@ -211,6 +214,7 @@ int runAgent(RunArgs args) {
   // 3. Image: --image (a registry reference), else the configured one, else
   // the agent's (pulled when its spec names a reference, else built).
   vm::LaunchOptions launch;
+  bool builtAgentImage = false;  // the agent's own image: its home already belongs to the agent
   if (!args.image.empty()) {
     s.phase("image", "image " + args.image);
     auto image = pulledImagePath(args.image, args.registry, settings, args.quiet);
@@ -232,6 +236,7 @@ int runAgent(RunArgs args) {
     });
     if (!image) return report(image.error());
     launch.rootImage = *image;
+    builtAgentImage = true;
   }
 
   // 4. Boot. In direct mode the agent runs as the workspace's owner, so what
@@ -259,6 +264,19 @@ int runAgent(RunArgs args) {
   auto machine = vm::Machine::launch(launch);
   if (!machine) return report(machine.error());
   auto& control = (*machine)->vm().control();
+  // An image airlock did not build for the agent (a rootfs DIR, built with
+  // --all-root, or an OCI image) has its own owners: the agent's home is made
+  // the agent user's, else the agent could not write its settings.
+  if (!builtAgentImage) {
+    auto r = runInGuest(control, {"sh", "-c", "mkdir -p /home/agent && chown -R \"$1:$1\" /home/agent", "sh",
+                                  std::to_string(agentUid)},
+                        "", 0);
+    if (!r)
+      return report({"cannot make /home/agent writable for the agent user (uid " + std::to_string(agentUid) +
+                         ") in the image: " + r.error().message + "; the image needs a writable root with sh, "
+                         "mkdir and chown",
+                     exit_code::kImage});
+  }
   for (const auto& [path, content] : agents::expandHomeFiles(spec, *env)) {
     std::string full = "/home/agent/" + path;
     auto r = runInGuest(control, {"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, content,
@@ -292,14 +310,18 @@ int runAgent(RunArgs args) {
   }
 
   // 6-9. Export the changes, stop the VM, review and flush.
-  auto reviewed = exportAndReview(s, **machine, args.review, excludes);
+  ReviewOutcome outcome;
+  auto reviewed = exportAndReview(s, **machine, ReviewPolicy{args.review, *agentCode, args.acceptFailed}, excludes,
+                                  outcome);
   if (!reviewed) return report(reviewed.error());
   int reviewCode = *reviewed;
   s.endPhase();
 
-  // 10. The session keeps its log, manifest, change set and pending changes.
+  // 10. The session keeps its log, manifest, change set and pending changes;
+  // the last line says how to resume a review that left some.
   std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
+  printResumeHint(outcome);
   if (reviewCode != 0 && reviewCode != exit_code::kReviewPending && reviewCode != exit_code::kConflict)
     return reviewCode;
   if (*agentCode != 0) return *agentCode;
@@ -320,7 +342,12 @@ reaches your files. Secret files (.env, keys, cloud credentials...) never enter
 the VM. Arguments after -- go to the agent untouched.
 
 Exit code: the agent's own, unless it succeeded and the review left changes
-pending (70) or in conflict (71); airlock's own failures use 64-73.
+pending (70) or in conflict (71); airlock's own failures use 64-74.
+
+When the agent exits non-zero, --review=auto and --review=all flush nothing:
+its changes stay pending in the session (add --accept-failed to flush them
+anyway). Pending changes are resumed with `airlock review -s SESSION-ID`
+(the exact command is the run's last line), from any directory.
 
 Examples:
   airlock run claude-code
@@ -330,6 +357,8 @@ Examples:
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);
   addPolicyFlags(*cmd, *args);
+  cmd->add_flag("--accept-failed", args->acceptFailed,
+                "With --review=auto/all: flush the changes even when the agent exited non-zero");
   cmd->add_flag("--yes", args->yes, "Confirm --workspace-mode=direct");
   cmd->add_option("--accel", args->accel, "auto, kvm or tcg")->capture_default_str();
   cmd->add_option("--tty", args->tty, "auto, always or never")->check(CLI::IsMember({"auto", "always", "never"}));

@@ -4,7 +4,8 @@ namespace airlock::cli {
 
 void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
   cmd.add_option("--review", flags.review,
-                 "interactive (default with a terminal), auto (accept all but held-back paths), all, or none "
+                 "interactive (default with a terminal; answered on the terminal even when stdin/stdout are "
+                 "redirected), auto (accept all but held-back paths), all, or none "
                  "(keep every change in the session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
   cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")

@@ -31,6 +31,7 @@ struct RunImageArgs {
   unsigned memory = 512;
   std::vector<std::string> env;
   std::string workspace;
+  bool acceptFailed = false;  ///< --accept-failed: auto/all review flushes even when the command failed
   std::string review;  ///< with -w: snapshot the workspace and review the changes (interactive, auto, all, none)
   std::string accel = "auto";
   std::string tty = "auto";
@@ -117,7 +118,7 @@ int runImage(const RunImageArgs& args) {
     std::fprintf(stderr, "airlock: --review needs a workspace: add -w DIR\n");
     return exit_code::kUsage;
   }
-  if (args.review == "interactive" && !interactiveTerminal()) {
+  if (args.review == "interactive" && !haveControllingTerminal()) {
     std::fprintf(stderr, "airlock: --review=interactive needs a terminal; pass --review=auto or --review=none\n");
     return exit_code::kUsage;
   }
@@ -219,12 +220,14 @@ int runImage(const RunImageArgs& args) {
     (*machine)->stop();
     return *code;
   }
-  auto reviewed = exportAndReview(*session, **machine, args.review, {});
+  ReviewOutcome outcome;
+  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed}, {}, outcome);
   if (!reviewed) {
     std::fprintf(stderr, "airlock: %s\n", reviewed.error().message.c_str());
     return reviewed.error().code;
   }
   session->endPhase();
+  printResumeHint(outcome);
   bool reviewFailed = *reviewed != 0 && *reviewed != exit_code::kReviewPending && *reviewed != exit_code::kConflict;
   return reviewFailed || *code == 0 ? *reviewed : *code;
 }
@@ -284,6 +287,8 @@ Examples:
   cmd->add_option("--tty", args->tty, "Allocate a pty: auto (when stdin and stdout are terminals), always, never")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_flag("--accept-failed", args->acceptFailed,
+                "With --review=auto/all: flush the changes even when the command exited non-zero");
   cmd->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
   addEgressFlags(*cmd, args->egress, "no network; locked when --allow-host, --host-port or --publish is given");
   // Everything from the first positional argument on (or after --) is the

@@ -43,7 +43,8 @@ Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>
   ws::IgnoreRules rules;
   {
     Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (auto r = rules.loadFile(root.get()); !r) return r;
+    if (auto r = rules.loadFile(root.get()); !r)  // a FIFO, a huge or unreadable .airlockignore: the user's to fix
+      return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
   }
   for (const auto& e : excludes) rules.addPattern(e);
   for (const auto& w : rules.warnings()) std::fprintf(stderr, "airlock: warning: %s\n", w.c_str());
@@ -66,10 +67,7 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
   if (!session) return std::unexpected(session.error());
   auto& s = **session;
   s.setQuiet(quiet);
-  auto recovered = ws::recoverFlush(s.workspace(), stateDir(), ws::RecoveryMode::Complete);
-  if (!recovered) return std::unexpected(recovered.error());
-  if (recovered->found)
-    std::fprintf(stderr, "airlock: completed an interrupted flush from %s\n", recovered->sessionDir.c_str());
+  if (auto settled = settleInterruptedFlush(s.workspace(), false); !settled) return std::unexpected(settled.error());
   if (direct) {
     s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
     return session;
@@ -79,8 +77,8 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
   return session;
 }
 
-Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std::string& reviewMode,
-                            const std::vector<std::string>& excludes) {
+Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const ReviewPolicy& policy,
+                            const std::vector<std::string>& excludes, ReviewOutcome& outcome) {
   s.phase("export", "collecting the guest's changes");
   auto exported = machine.vm().control().exportWorkspace(s.dir() + "/changes.tar", kMaxChangeSetBytes);
   machine.stop();
@@ -91,9 +89,18 @@ Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std
   review.workspace = s.workspace();
   review.session = s.dir();
   review.changeSet = s.dir() + "/changes.tar";
-  review.mode = reviewMode;
+  review.mode = policy.mode;
   review.excludes = excludes;
-  return runReview(review);
+  bool failed = policy.agentCode != 0 && (policy.mode == "auto" || policy.mode == "all");
+  if (failed && !policy.acceptFailed) {
+    review.mode = "none";
+    std::string line = fmt::format("the agent exited with {}, so --review={} flushes nothing: its changes are kept "
+                                   "pending (--accept-failed flushes them anyway)",
+                                   policy.agentCode, policy.mode);
+    s.log(line);
+    std::fprintf(stderr, "airlock: %s\n", line.c_str());
+  }
+  return runReview(review, &outcome);
 }
 
 }  // namespace airlock::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/review.h"
 #include "common/error.h"
 #include "session/session.h"
 #include "vm/launcher.h"
@@ -25,12 +26,20 @@ inline constexpr uint32_t kAgentUid = 1000;
 Result<std::unique_ptr<session::Session>> openSession(const std::string& workspace, bool wait, bool quiet,
                                                       bool direct, const std::vector<std::string>& excludes);
 
+/// What the review after a run should know about the agent.
+struct ReviewPolicy {
+  std::string mode;           ///< interactive, auto, all, none
+  int agentCode = 0;          ///< the agent's exit code (128+N when killed by signal N)
+  bool acceptFailed = false;  ///< --accept-failed: auto/all flush even when the agent failed
+};
+
 /// Exports the guest's /workspace changes into the session, stops `machine`
-/// (QEMU confirmed gone), then reviews and flushes them with `reviewMode`
-/// (interactive, auto, all, none). Returns the
-/// review's exit code (0, 70 pending, 71 conflict, 74 unsafe...); errors
-/// carry kVmFailed when the export failed.
-Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const std::string& reviewMode,
-                            const std::vector<std::string>& excludes);
+/// (QEMU confirmed gone), then reviews and flushes them. When the agent
+/// failed (non-zero exit) and the mode is auto or all, nothing is flushed
+/// unless `acceptFailed`: the changes are kept pending and one line says so.
+/// Returns the review's exit code (0, 70 pending, 71 conflict, 74 unsafe...)
+/// and fills `outcome`; errors carry kVmFailed when the export failed.
+Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const ReviewPolicy& policy,
+                            const std::vector<std::string>& excludes, ReviewOutcome& outcome);
 
 }  // namespace airlock::cli

@@ -15,7 +15,7 @@ inline constexpr int kReviewPending = 70;  ///< review left changes pending (rej
 inline constexpr int kConflict = 71;       ///< flush conflict: a file changed on the host
 inline constexpr int kInternal = 72;       ///< any other airlock failure
 inline constexpr int kBusy = 73;           ///< another session holds the workspace (see --wait)
-/// the change set was refused (unsafe entry; nothing flushed), or entries of it were skipped (never flushed)
+/// the change set was refused (unsafe entry; nothing flushed), or a file of it was over the size limit (never flushed)
 inline constexpr int kUnsafeChangeSet = 74;
 
 }  // namespace airlock::exit_code

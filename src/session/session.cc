@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +26,82 @@ std::string newId() {
   return fmt::format("{}-{:04x}", stamp, rd() & 0xffff);
 }
 
+std::string stampedLine(const std::string& line) {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&now));
+  return std::string(stamp) + " " + line + "\n";
+}
+
+std::string absolutePath(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string out = real;
+  free(real);
+  return out;
+}
+
+std::string lockPathFor(const std::string& realWorkspace) {
+  return stateDir() + "/locks/" + sha256Hex(realWorkspace).substr(0, 16) + ".lock";
+}
+
 }  // namespace
+
+bool sessionRunning(const std::string& sessionDir) {
+  std::string ws = recordedWorkspace(sessionDir);
+  if (ws.empty()) return false;
+  std::string lockPath = lockPathFor(ws);
+  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  if (flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
+  auto holder = readFile(lockPath, 4096);
+  std::string id = sessionDir.substr(sessionDir.rfind('/') + 1);
+  return holder && *holder == id;
+}
+
+bool sessionHasPending(const std::string& sessionDir) {
+  auto has = [&](const char* name) { return ::access((sessionDir + "/" + name).c_str(), F_OK) == 0; };
+  return has("pending/changes.tar") || has("flush/journal") || (has("changes.tar") && !has("reviewed"));
+}
+
+std::string sessionsDir() { return stateDir() + "/sessions"; }
+
+Result<std::string> resolveSessionDir(const std::string& arg) {
+  struct stat st {};
+  if (!arg.empty() && arg.find('/') == std::string::npos && arg != "." && arg != "..") {
+    std::string byId = sessionsDir() + "/" + arg;
+    if (::stat(byId.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return byId;
+  }
+  if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return failWith(exit_code::kUsage, "no session {}: neither a session id in {} nor a directory", arg,
+                    sessionsDir());
+  return absolutePath(arg);
+}
+
+std::string recordedWorkspace(const std::string& sessionDir) {
+  auto text = readFile(sessionDir + "/" + kWorkspaceFile, 1 << 16);
+  if (!text) return "";
+  std::string ws = *text;
+  while (!ws.empty() && ws.back() == '\n') ws.pop_back();
+  return ws;
+}
+
+Result<> recordWorkspace(const std::string& sessionDir, const std::string& workspace) {
+  return writeFileAtomic(sessionDir + "/" + kWorkspaceFile, absolutePath(workspace) + "\n", 0600);
+}
+
+void appendSessionLog(const std::string& sessionDir, const std::string& line) {
+  Fd log(::open((sessionDir + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (log) writeAll(log.get(), stampedLine(line));
+}
+
+std::string resumeCommand(const std::string& sessionDir) {
+  std::string dir = absolutePath(sessionDir);
+  std::string sessions = absolutePath(sessionsDir());
+  if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos)
+    return "airlock review -s " + dir.substr(sessions.size() + 1);
+  return "airlock review -s " + dir;
+}
 
 Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, bool wait) {
   char* real = realpath(workspace.c_str(), nullptr);
@@ -33,9 +109,8 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
   std::unique_ptr<Session> s(new Session());
   s->workspace_ = real;
   free(real);
-  std::string locks = stateDir() + "/locks";
-  if (auto r = makeDirs(locks, 0700); !r) return std::unexpected(r.error());
-  std::string lockPath = locks + "/" + sha256Hex(s->workspace_).substr(0, 16) + ".lock";
+  std::string lockPath = lockPathFor(s->workspace_);
+  if (auto r = makeDirs(stateDir() + "/locks", 0700); !r) return std::unexpected(r.error());
   s->lock_.reset(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!s->lock_) return fail("cannot open the workspace lock {}: {}", lockPath, errnoText(errno));
   if (flock(s->lock_.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -49,8 +124,9 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
   }
   s->id_ = newId();
   if (ftruncate(s->lock_.get(), 0) == 0) (void)!pwrite(s->lock_.get(), s->id_.data(), s->id_.size(), 0);
-  s->dir_ = stateDir() + "/sessions/" + s->id_;
+  s->dir_ = sessionsDir() + "/" + s->id_;
   if (auto r = makeDirs(s->dir_, 0700); !r) return std::unexpected(r.error());
+  if (auto r = recordWorkspace(s->dir_, s->workspace_); !r) return std::unexpected(r.error());
   s->log_.reset(::open((s->dir_ + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   s->log("session " + s->id_ + " on " + s->workspace_);
   return s;
@@ -79,11 +155,7 @@ void Session::endPhase() {
 }
 
 void Session::log(const std::string& line) {
-  if (!log_) return;
-  char stamp[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&now));
-  writeAll(log_.get(), std::string(stamp) + " " + line + "\n");
+  if (log_) writeAll(log_.get(), stampedLine(line));
 }
 
 std::string Session::timings() const {

@@ -13,6 +13,40 @@
 
 namespace airlock::session {
 
+/// The file in a session directory that records the real path of its
+/// workspace (one line), so `airlock review -s SESSION` flushes there.
+inline constexpr const char* kWorkspaceFile = "workspace";
+
+/// The directory holding every run's session: <stateDir>/sessions.
+std::string sessionsDir();
+
+/// A session named on the command line: a bare id (no '/') whose directory
+/// exists under sessionsDir(), else a path. Returns the absolute path; fails
+/// with exit_code::kUsage naming `arg` when no such directory exists.
+Result<std::string> resolveSessionDir(const std::string& arg);
+
+/// The workspace recorded in `sessionDir` ("" when none is recorded).
+std::string recordedWorkspace(const std::string& sessionDir);
+
+/// Writes the workspace record (the real path of `workspace`) into `sessionDir`.
+Result<> recordWorkspace(const std::string& sessionDir, const std::string& workspace);
+
+/// Appends a time-stamped line to <sessionDir>/session.log (best effort).
+void appendSessionLog(const std::string& sessionDir, const std::string& line);
+
+/// The command that resumes the session's pending review: `airlock review -s ID`
+/// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`.
+std::string resumeCommand(const std::string& sessionDir);
+
+/// True while the airlock run that owns `sessionDir` is alive: it still holds
+/// its workspace's lock (which names the session id).
+bool sessionRunning(const std::string& sessionDir);
+
+/// True when `sessionDir` holds changes nobody has accepted or rejected yet:
+/// a pending change set, a run's change set whose review never finished, or
+/// an interrupted flush journal.
+bool sessionHasPending(const std::string& sessionDir);
+
 class Session {
  public:
   /// Creates the session directory and takes the lock of `workspace` (its real

@@ -510,7 +510,7 @@ namespace {
 Result<BootAssets> findOrBuildBootAssets(const std::string& initBinary, const ProgressFn& progress) {
   auto initSha = sha256File(initBinary);
   if (!initSha) return fail("cannot read airlock-init ({}); build airlock with scripts/build", initSha.error().message);
-  const std::string assetsDir = cacheDir() + "/assets";
+  const std::string assetsDir = bootAssetsDir();
   if (auto r = makeDirs(assetsDir); !r) return std::unexpected(r.error());
 
   std::optional<CacheLock> lock;
@@ -558,6 +558,8 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& initBinary, const Pr
 }
 
 }  // namespace
+
+std::string bootAssetsDir() { return cacheDir() + "/assets"; }
 
 Result<BootAssets> ensureBootAssets(const std::string& initBinary, const ProgressFn& progress) {
   auto assets = findOrBuildBootAssets(initBinary, progress);

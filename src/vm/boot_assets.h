@@ -39,6 +39,10 @@ struct BootAssets {
 /// (~27 MB) and needs `apt-get update` to have run once; later calls cost ~2 ms
 /// (stat of the apt lists, SHA-256 of airlock-init). Errors carry
 /// exit_code::kHostNotReady and say which step failed and how to fix it.
+/// Where the boot assets are cached: cacheDir()/assets (the kernel package
+/// download goes to cacheDir()/downloads).
+std::string bootAssetsDir();
+
 Result<BootAssets> ensureBootAssets(const std::string& initBinary, const ProgressFn& progress);
 
 /// Names of the modules the guest loads, before dependency resolution. Built-in

@@ -201,7 +201,7 @@ Result<std::string> findOrBuildRootfsImage(const std::string& dir, const Progres
   if (auto r = checkRootfsDir(dir); !r) return std::unexpected(r.error());
   auto digest = rootfsDigest(dir);
   if (!digest) return std::unexpected(digest.error());
-  const std::string cache = cacheDir() + "/rootfs";
+  const std::string cache = rootfsCacheDir();
   const std::string image = cache + "/" + *digest + ".erofs";
   if (pathExists(image)) return image;
 
@@ -224,6 +224,8 @@ Result<std::string> findOrBuildRootfsImage(const std::string& dir, const Progres
 }
 
 }  // namespace
+
+std::string rootfsCacheDir() { return cacheDir() + "/rootfs"; }
 
 Result<std::string> ensureRootfsImage(const std::string& dir, const ProgressFn& progress) {
   auto image = findOrBuildRootfsImage(dir, progress);

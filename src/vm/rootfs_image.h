@@ -23,6 +23,9 @@
 
 namespace airlock::vm {
 
+/// Where the rootfs erofs images are cached: cacheDir()/rootfs.
+std::string rootfsCacheDir();
+
 /// Returns the path of a read-only erofs image of the root filesystem directory
 /// `dir`, building it with `mkfs.erofs` unless the cache already holds one with
 /// the same digest. Safe when several airlock processes call it at once.

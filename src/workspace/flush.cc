@@ -61,6 +61,15 @@ std::string sideText(const Side& s) {
   return fmt::format("{} {:o} {} {}", t, s.mode, enc(s.sha256), enc(s.target));
 }
 
+/// `path` made absolute against the current directory, so the journal and the
+/// in-progress pointer still work from any directory.
+std::string absolute(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  char buf[PATH_MAX];
+  if (!::getcwd(buf, sizeof buf)) return path;
+  return std::string(buf) + "/" + path;
+}
+
 std::string workspaceKey(const std::string& workspace) {
   char buf[PATH_MAX];
   std::string real = ::realpath(workspace.c_str(), buf) ? std::string(buf) : workspace;
@@ -444,7 +453,8 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
     }
     items.push_back(it);
   }
-  Paths p = pathsFor(ctx.sessionDir, ctx.stateDir, ctx.workspace);
+  const std::string sessionDir = absolute(ctx.sessionDir);
+  Paths p = pathsFor(sessionDir, absolute(ctx.stateDir), ctx.workspace);
   auto lock = lockWorkspace(p, ctx.workspace);
   if (!lock) return std::unexpected(lock.error());
   if (::access(p.pointer.c_str(), F_OK) == 0)
@@ -456,15 +466,16 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   if (auto r = makeDirs(p.backupDir, 0700); !r) return std::unexpected(r.error());
 
   std::vector<Step> steps = plan(items);
+  for (Step& s : steps) s.staged = absolute(s.staged);
   std::random_device rd;
   std::string id = fmt::format("{:08x}{:08x}", rd(), rd());
   Journal journal;
-  std::string header = fmt::format("{}\nid {}\nworkspace {}", kJournalHeader, id, enc(ctx.workspace));
+  std::string header = fmt::format("{}\nid {}\nworkspace {}", kJournalHeader, id, enc(absolute(ctx.workspace)));
   for (const Step& s : steps)
     header += fmt::format("\nstep {} {} {} {} {}", s.id, enc(s.path), sideText(s.pre), sideText(s.post), enc(s.staged));
   header += "\nplanned";
   if (auto r = journal.create(p.journal, header); !r) return std::unexpected(r.error());
-  if (auto r = writeFileAtomic(p.pointer, ctx.sessionDir + "\n", 0600); !r) return std::unexpected(r.error());
+  if (auto r = writeFileAtomic(p.pointer, sessionDir + "\n", 0600); !r) return std::unexpected(r.error());
 
   Runner run{root.get(), ".airlock-flush-" + id + "-", p.backupDir, &journal, &ctx.hooks, {}};
   std::vector<std::string> itemConflict(items.size());
@@ -517,6 +528,15 @@ Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::str
   report.found = true;
   report.sessionDir = sessionDir;
   Paths p = pathsFor(sessionDir, stateDir, workspace);
+  if (::access(p.journal.c_str(), F_OK) != 0 && errno == ENOENT) {
+    // The session (and its journal) was deleted: nothing can be replayed, and
+    // a pointer to nowhere must not block every later flush.
+    ::unlink(probe.pointer.c_str());
+    report.notes.push_back(fmt::format("the journal {} is gone, so the interrupted flush cannot be completed or "
+                                       "rolled back; check the workspace by hand",
+                                       p.journal));
+    return report;
+  }
   auto st = readJournal(p.journal);
   if (!st) return std::unexpected(st.error());
   if (st->finished) {

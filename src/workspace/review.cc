@@ -4,6 +4,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -175,35 +179,47 @@ std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<D
   return out;
 }
 
-void StdioTerminal::print(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
+void FdTerminal::print(std::string_view text) { (void)writeAll(fd_, text); }
 
-std::optional<std::string> StdioTerminal::readLine() {
+std::optional<std::string> FdTerminal::readLine() {
   std::string line;
-  int c;
-  while ((c = std::fgetc(stdin)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
-  if (c == EOF && line.empty()) return std::nullopt;
-  return line;
+  char c;
+  for (;;) {
+    ssize_t n = ::read(fd_, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return line.empty() ? std::nullopt : std::optional<std::string>(line);
+    if (c == '\n') return line;
+    line.push_back(c);
+  }
 }
 
-void StdioTerminal::page(const std::string& text) {
+void FdTerminal::page(const std::string& text) {
   if (pagerFailed_ || pager_.empty()) return print(text);
-  struct sigaction ignore {}, old {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, &old);  // the user may quit the pager early
-  std::fflush(stdout);
-  FILE* p = ::popen(pager_.c_str(), "w");
   int status = -1;
-  if (p) {
-    std::fwrite(text.data(), 1, text.size(), p);
-    status = ::pclose(p);
+  int in[2];
+  if (::pipe2(in, O_CLOEXEC) == 0) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(fd_, 1);
+      ::execl("/bin/sh", "sh", "-c", pager_.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    struct sigaction ignore {}, old {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old);  // the user may quit the pager early
+    if (pid > 0) (void)writeAll(in[1], text);
+    ::close(in[1]);
+    if (pid > 0)
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    ::sigaction(SIGPIPE, &old, nullptr);
   }
-  ::sigaction(SIGPIPE, &old, nullptr);
   if (status == 0) return;
   pagerFailed_ = true;
-  std::string why = status == -1 ? "could not be started"
+  std::string why = status == -1                                       ? "could not be started"
+                    : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "could not be started (command not found)"
                     : WIFEXITED(status) ? fmt::format("exited with status {}", WEXITSTATUS(status))
                                         : "was killed";
   print(fmt::format("airlock: pager '{}' {}; showing diffs here instead (set PAGER to change it)\n", pager_, why));

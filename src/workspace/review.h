@@ -68,18 +68,21 @@ class ReviewTerminal {
   virtual void page(const std::string& text) = 0;
 };
 
-/// stdin/stdout, with a pager command (the cli passes $PAGER, default
-/// "less -R") for diffs. When the pager cannot run or exits non-zero, the
-/// text is printed on stdout instead, with a one-time note, and the pager is
-/// not tried again.
-class StdioTerminal : public ReviewTerminal {
+/// The user's terminal as one read/write descriptor (the cli opens
+/// /dev/tty, as `git add -p` does, so the review works whatever stdin and
+/// stdout are). Diffs go through a pager command (the cli passes $PAGER,
+/// default "less -R") whose stdout is that terminal. When the pager cannot
+/// run or exits non-zero, the text is printed on the terminal instead, with a
+/// one-time note, and the pager is not tried again. `fd` is not owned.
+class FdTerminal : public ReviewTerminal {
  public:
-  explicit StdioTerminal(std::string pager = "less -R") : pager_(std::move(pager)) {}
+  FdTerminal(int fd, std::string pager) : fd_(fd), pager_(std::move(pager)) {}
   void print(std::string_view text) override;
   std::optional<std::string> readLine() override;
   void page(const std::string& text) override;
 
  private:
+  int fd_;
   std::string pager_;
   bool pagerFailed_ = false;
 };

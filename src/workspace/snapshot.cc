@@ -12,7 +12,9 @@
 #include <optional>
 #include <thread>
 
+#include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/paths.h"
 #include "workspace/relpath.h"
 #include "workspace/safe_fs.h"
 
@@ -47,7 +49,8 @@ Result<std::vector<WalkEntry>> walk(int rootFd, const IgnoreRules& rules, Snapsh
     pending.pop_back();
     Fd dfd;
     if (int e = openBeneath(rootFd, dirPath, O_RDONLY | O_DIRECTORY, 0, dfd))
-      return fail("cannot open directory '{}': {}", displayPath(dirPath), errnoText(e));
+      return failWith(exit_code::kHostNotReady, "cannot read directory '{}': {}; fix its permissions, or leave it out "
+                      "with --exclude {}/", displayPath(dirPath), errnoText(e), displayPath(dirPath));
     int dupFd = ::dup(dfd.get());
     DIR* dir = dupFd >= 0 ? ::fdopendir(dupFd) : nullptr;
     if (!dir) {
@@ -130,7 +133,9 @@ Result<> processFiles(int rootFd, int destFd, std::vector<WalkEntry>& entries, s
           vanished[idx] = 1;
           continue;
         }
-        return record(Error{fmt::format("cannot read '{}': {}", displayPath(rel), errnoText(e))});
+        return record(Error{fmt::format("cannot read '{}': {}; fix its permissions, or leave it out with --exclude {}",
+                                        displayPath(rel), errnoText(e), displayPath(rel)),
+                            exit_code::kHostNotReady});
       }
       struct stat st {};
       if (::fstat(src.get(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -192,7 +197,8 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
   Fd destFd;
   if (destDir) {
     if (::mkdir(destDir->c_str(), 0700) != 0)
-      return fail("cannot create snapshot directory {}: {}; choose a new directory", *destDir, errnoText(errno));
+      return failWith(errno == EEXIST ? exit_code::kUsage : exit_code::kHostNotReady,
+                      "cannot create snapshot directory {}: {}; choose a new directory", *destDir, errnoText(errno));
     destFd.reset(::open(destDir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!destFd) return fail("cannot open snapshot directory {}: {}", *destDir, errnoText(errno));
     for (size_t i = 0; i < entries->size(); ++i) {
@@ -250,7 +256,10 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
 
 Result<SnapshotResult> takeSnapshot(const std::string& workspace, const std::string& destDir, const IgnoreRules& rules,
                                     const SnapshotOptions& options) {
-  return run(workspace, &destDir, rules, options);
+  bool existed = ::access(destDir.c_str(), F_OK) == 0;
+  auto res = run(workspace, &destDir, rules, options);
+  if (!res && !existed) (void)removeTree(destDir);  // no half-made copy left behind
+  return res;
 }
 
 Result<SnapshotResult> scanTree(const std::string& root, const IgnoreRules& rules, const SnapshotOptions& options) {

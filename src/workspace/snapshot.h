@@ -45,7 +45,9 @@ struct SnapshotResult {
 
 /// Copies `workspace` into `destDir` (created; must not exist yet, its parent
 /// must) and returns the baseline manifest. Fails naming the first path that
-/// cannot be read or written.
+/// cannot be read or written (unreadable: exit_code::kHostNotReady, naming
+/// --exclude PATH as the fix; `destDir` exists: kUsage), and then removes the
+/// partial copy.
 Result<SnapshotResult> takeSnapshot(const std::string& workspace, const std::string& destDir, const IgnoreRules& rules,
                                     const SnapshotOptions& options = {});
 

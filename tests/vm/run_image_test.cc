@@ -198,6 +198,33 @@ TEST_F(RunImage, ReviewModeChangesLandOnlyThroughTheReviewGate) {
   EXPECT_EQ(slurp(ws + "/.env"), "TOKEN=never-in-the-vm\n");
 }
 
+// Item 21: --review=auto does not flush the work of a command that failed: it
+// stays pending, the last line names the command that resumes it, and
+// --accept-failed flushes it anyway.
+TEST_F(RunImage, AutoReviewKeepsTheWorkOfAFailedCommandPending) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/file.txt") << "original\n"; }
+  const std::vector<std::string> edit = {"sh", "-c", "echo half-done > /workspace/file.txt; exit 3"};
+  auto failed = run(edit, {"-w", ws, "--review=auto"});
+  EXPECT_EQ(failed.exitCode, 3) << failed.err;
+  EXPECT_EQ(slurp(ws + "/file.txt"), "original\n") << "the failed command's work was flushed";
+  EXPECT_NE(failed.err.find("exited with 3"), std::string::npos) << failed.err;
+  EXPECT_NE(failed.err.find("--accept-failed"), std::string::npos) << failed.err;
+  auto hint = failed.err.rfind("review them with: airlock review -s ");
+  ASSERT_NE(hint, std::string::npos) << failed.err;
+  std::string id = failed.err.substr(hint + 36);
+  id = id.substr(0, id.find('\n'));
+  auto resumed = runAirlock({"review", "-s", id, "--review=all"}, "", {{"XDG_STATE_HOME", state_}});
+  EXPECT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_EQ(slurp(ws + "/file.txt"), "half-done\n");
+
+  auto accepted = run({"sh", "-c", "echo accepted > /workspace/file.txt; exit 3"},
+                      {"-w", ws, "--review=auto", "--accept-failed"});
+  EXPECT_EQ(accepted.exitCode, 3) << accepted.err;
+  EXPECT_EQ(slurp(ws + "/file.txt"), "accepted\n");
+}
+
 TEST_F(RunImage, ReviewWithoutWorkspaceIsAUsageError) {
   auto r = run({"true"}, {"--review=auto"});
   EXPECT_EQ(r.exitCode, 64);

@@ -481,17 +481,24 @@ TEST(Review, SkippedEntriesAreListedAndNeverFlushed) {
   EXPECT_EQ(*kept, "") << "skipped entries have nothing to keep";
 }
 
-std::string captured(const std::function<void()>& f) {
-  testing::internal::CaptureStdout();
-  f();
-  return testing::internal::GetCapturedStdout();
+// What an FdTerminal writes to its descriptor, read from the other end of a socketpair.
+std::string written(const std::function<void(int fd)>& f) {
+  int sv[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  f(sv[0]);
+  ::close(sv[0]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(sv[1], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(sv[1]);
+  return out;
 }
 
 // A $PAGER that cannot run or fails at once must not swallow the diff.
-TEST(StdioTerminal, BadPagerFallsBackToStdoutAndSaysSoOnce) {
+TEST(FdTerminal, BadPagerFallsBackToTheTerminalAndSaysSoOnce) {
   for (const char* pager : {"/nonexistent/pager", "false"}) {
-    StdioTerminal term(pager);
-    std::string out = captured([&] {
+    std::string out = written([&](int fd) {
+      FdTerminal term(fd, pager);
       term.page("first diff\n");
       term.page("second diff\n");
     });
@@ -501,8 +508,24 @@ TEST(StdioTerminal, BadPagerFallsBackToStdoutAndSaysSoOnce) {
     EXPECT_NE(note, std::string::npos) << out;
     EXPECT_EQ(out.find("airlock: pager", note + 1), std::string::npos) << "said once: " << out;
   }
-  StdioTerminal good("cat >/dev/null");
-  EXPECT_EQ(captured([&] { good.page("paged\n"); }), "") << "a working pager gets the text";
+  EXPECT_EQ(written([](int fd) { FdTerminal(fd, "cat >/dev/null").page("paged\n"); }), "")
+      << "a working pager gets the text";
+  EXPECT_EQ(written([](int fd) { FdTerminal(fd, "cat").page("paged\n"); }), "paged\n")
+      << "the pager writes to the terminal";
+}
+
+TEST(FdTerminal, ReadsAnswerLinesFromTheTerminal) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_TRUE(writeAll(sv[1], "a\nd\nlast"));
+  ::shutdown(sv[1], SHUT_WR);
+  FdTerminal term(sv[0], "");
+  EXPECT_EQ(term.readLine(), "a");
+  EXPECT_EQ(term.readLine(), "d");
+  EXPECT_EQ(term.readLine(), "last");
+  EXPECT_EQ(term.readLine(), std::nullopt);
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 TEST(Pending, KeptChangesRoundTrip) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <map>
 
@@ -196,6 +197,58 @@ TEST(Flush, KilledMidFlushIsCompletedByRecovery) {
     ASSERT_TRUE(none);
     EXPECT_FALSE(none->found);
   }
+}
+
+// The journal pointer must not depend on the directory the flush ran in: a
+// flush started with a relative session path, killed mid-way, is completed
+// from another directory.
+TEST(Flush, KilledFlushWithRelativeSessionIsRecoveredFromAnotherDirectory) {
+  Scenario s;
+  setUpRich(s);
+  auto d = s.diff();
+  char cwd[PATH_MAX];
+  ASSERT_TRUE(::getcwd(cwd, sizeof cwd));
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::chdir(s.dir.path().c_str()) != 0) ::_exit(3);
+    std::vector<const DiffItem*> all;
+    for (const auto& it : d.items) all.push_back(&it);
+    FlushHooks hooks;
+    hooks.afterStep = [](size_t n) {
+      if (n == 3) ::raise(SIGKILL);
+    };
+    (void)flush(all, FlushContext{"ws", "session", "state", hooks});
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child must have been killed mid-flush";
+  ASSERT_EQ(::chdir("/"), 0);
+  auto rec = recoverFlush(s.ws, s.state, RecoveryMode::Complete);
+  ASSERT_EQ(::chdir(cwd), 0);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->found);
+  EXPECT_EQ(rec->sessionDir, s.session);
+  EXPECT_EQ(withoutEnv(treeListing(s.ws)), kRichAfter);
+}
+
+// A pointer whose session was deleted cannot be replayed, but must not block
+// every later flush into the workspace.
+TEST(Flush, PointerToDeletedSessionNoLongerBlocks) {
+  Scenario s;
+  setUpRich(s);
+  auto d = s.diff();
+  flushAndDie(s, d, 2);
+  ASSERT_TRUE(removeTree(s.session + "/flush"));
+  auto rec = recoverFlush(s.ws, s.state, RecoveryMode::Complete);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->found);
+  ASSERT_EQ(rec->notes.size(), 1u);
+  EXPECT_NE(rec->notes[0].find("by hand"), std::string::npos) << rec->notes[0];
+  auto none = recoverFlush(s.ws, s.state, RecoveryMode::Complete);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_FALSE(none->found);
 }
 
 TEST(Flush, KilledMidFlushIsRolledBackOnRequest) {

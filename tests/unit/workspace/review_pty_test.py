@@ -2,7 +2,8 @@
 """`airlock review` driven in a real pty: a failing $PAGER falls back to the
 terminal (said once), the diff shows the mode that lands, a FIFO is listed as
 skipped, a file accepted inside a rejected new directory stays pending
-(blocked), and the exit code is 74 (an entry was skipped).
+(blocked), and the exit code is 70 (changes pending; a FIFO carries no
+content, so listing it does not make it 74).
 
 Usage: review_pty_test.py /path/to/airlock"""
 import atexit
@@ -87,5 +88,5 @@ check("newdir/inner.txt stays pending: its new directory 'newdir' was not accept
 check(not os.path.exists(f"{ws}/newdir"), "a rejected new directory is not created")
 check(not os.path.exists(f"{ws}/pipe"), "a FIFO is never flushed")
 check(oct(os.stat(f"{ws}/run.sh").st_mode & 0o7777) == "0o755", "run.sh lands as 0755")
-check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 74, f"exit code 74, got {status}")
+check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 70, f"exit code 70, got {status}")
 print("ok")

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -179,6 +180,33 @@ TEST(Snapshot, RefusesExistingDestination) {
   auto r = takeSnapshot(d.path() + "/ws", d.path() + "/snap", IgnoreRules{});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("snap"), std::string::npos);
+}
+
+// Item 10: an unreadable file fails the snapshot naming the file and the fix
+// (exit 65, --exclude PATH), and no half-made snapshot is left behind.
+TEST(Snapshot, UnreadableFileNamesTheFixAndLeavesNoPartialCopy) {
+  auto dir = scratch();
+  std::string ws = dir.path() + "/ws", dest = dir.path() + "/out/snapshot";
+  writeFile(ws + "/a/readable.txt", "fine\n");
+  writeFile(ws + "/a/secret.bin", "no\n", 0000);
+  std::filesystem::create_directories(dir.path() + "/out");
+  for (const auto& d : {dir.path(), ws, ws + "/a", dir.path() + "/out"}) ::chmod(d.c_str(), 0777);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // root reads everything: fail as an ordinary user would.
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(10);
+    auto r = takeSnapshot(ws, dest, IgnoreRules{});
+    if (r) ::_exit(11);
+    if (r.error().code != 65) ::_exit(12);
+    if (r.error().message.find("--exclude a/secret.bin") == std::string::npos) ::_exit(13);
+    if (::access(dest.c_str(), F_OK) == 0) ::_exit(14);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: succeeded, 12: wrong code, 13: no --exclude hint, 14: partial copy left";
 }
 
 TEST(SafeFs, ComponentWalkRefusesSymlinks) {

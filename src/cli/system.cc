@@ -1,0 +1,243 @@
+// `airlock system df` and `airlock system prune`: what airlock keeps on disk,
+// and removing what is no longer needed, in the manner of `docker system`.
+//
+//   sessions            finished runs (log, manifest, change set)
+//   pending sessions    runs whose changes still wait for `airlock review -s ID`
+//   OCI image store     pulled images (cacheDir()/oci; `airlock image rm`)
+//   agent images        built agent images (cacheDir()/images; rebuilt on demand)
+//   rootfs erofs cache  images of --rootfs / `image: DIR` trees (rebuilt on demand)
+//   boot assets         the guest kernel and initramfs
+//
+// prune removes finished sessions without pending changes, snapshots left by
+// dead sessions and the rootfs erofs cache; --all adds pending sessions and
+// agent images. A running session is never touched.
+
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "common/paths.h"
+#include "image/oci/image_store.h"
+#include "image/recipe.h"
+#include "session/session.h"
+#include "vm/boot_assets.h"
+#include "vm/rootfs_image.h"
+
+namespace airlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// Bytes of the regular files below `path` (or of `path` itself); symlinks not followed.
+uint64_t bytesOf(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(fs::symlink_status(path, ec))) return fs::file_size(path, ec);
+  uint64_t total = 0;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
+    total += it->file_size(ec);
+  }
+  return total;
+}
+
+std::string human(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(bytes) / double(1ull << 20));
+  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", double(bytes) / double(1ull << 10));
+  return fmt::format("{} B", bytes);
+}
+
+/// True when another process holds the flock lock `path` (a build in progress).
+bool lockBusy(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  return fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;
+}
+
+/// One thing prune may remove.
+struct Removal {
+  std::string what;  ///< "session", "snapshot", "rootfs image", "agent image"
+  std::string path;
+  uint64_t bytes = 0;
+};
+
+/// One line of `system df`.
+struct Usage {
+  std::string type;
+  size_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t reclaimable = 0;  ///< what `system prune` (without --all) frees
+  std::string path;
+};
+
+/// Everything in the sessions directory and the caches, sorted into df lines
+/// and prune candidates (`all`: pending sessions and agent images too).
+struct Inventory {
+  std::vector<Usage> usage;
+  std::vector<Removal> removals;
+};
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Inventory takeInventory(bool all) {
+  Inventory inv;
+  Usage finished{"sessions", 0, 0, 0, session::sessionsDir()};
+  Usage pending{"pending sessions", 0, 0, 0, session::sessionsDir()};
+  for (const auto& dir : entries(session::sessionsDir())) {
+    std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(dir, ec))) continue;
+    uint64_t bytes = bytesOf(dir);
+    bool running = session::sessionRunning(dir);
+    bool hasPending = session::sessionHasPending(dir);
+    Usage& u = hasPending ? pending : finished;
+    ++u.count;
+    u.bytes += bytes;
+    if (running) continue;
+    if (!hasPending || all) {
+      inv.removals.push_back({hasPending ? "pending session" : "session", dir, bytes});
+      if (!hasPending) u.reclaimable += bytes;
+    } else if (fs::exists(dir + "/snapshot", ec)) {
+      uint64_t snap = bytesOf(dir + "/snapshot");
+      inv.removals.push_back({"snapshot of a dead session", dir + "/snapshot", snap});
+      u.reclaimable += snap;
+    }
+  }
+  inv.usage.push_back(finished);
+  inv.usage.push_back(pending);
+
+  auto store = image::oci::ImageStore::openDefault();
+  inv.usage.push_back({"OCI image store", entries(store.imagesDir()).size(), bytesOf(store.root()), 0, store.root()});
+
+  Usage agent{"agent images", 0, 0, 0, image::imagesDir()};
+  for (const auto& f : entries(image::imagesDir())) {
+    if (!f.ends_with(".erofs")) continue;
+    ++agent.count;
+    uint64_t b = bytesOf(f);
+    if (all) inv.removals.push_back({"agent image", f, b});
+  }
+  agent.bytes = bytesOf(image::imagesDir());
+  inv.usage.push_back(agent);
+
+  Usage rootfs{"rootfs erofs cache", 0, 0, 0, vm::rootfsCacheDir()};
+  bool building = lockBusy(vm::rootfsCacheDir() + "/.lock");
+  for (const auto& f : entries(vm::rootfsCacheDir())) {
+    if (f.ends_with("/.lock")) continue;
+    uint64_t b = bytesOf(f);
+    ++rootfs.count;
+    rootfs.bytes += b;
+    if (building) continue;  // a build in progress: its tmp- directory is in use
+    inv.removals.push_back({"rootfs image", f, b});
+    rootfs.reclaimable += b;
+  }
+  inv.usage.push_back(rootfs);
+
+  inv.usage.push_back({"boot assets", entries(vm::bootAssetsDir()).size(), bytesOf(vm::bootAssetsDir()), 0,
+                       vm::bootAssetsDir()});
+  return inv;
+}
+
+int runDf(bool asJson) {
+  auto inv = takeInventory(false);
+  if (asJson) {
+    json j = json::array();
+    for (const auto& u : inv.usage)
+      j.push_back({{"type", u.type}, {"count", u.count}, {"bytes", u.bytes}, {"reclaimable_bytes", u.reclaimable},
+                   {"path", u.path}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-20s %6s %12s %12s  %s\n", "TYPE", "COUNT", "SIZE", "RECLAIMABLE", "PATH");
+  for (const auto& u : inv.usage)
+    std::printf("%-20s %6zu %12s %12s  %s\n", u.type.c_str(), u.count, human(u.bytes).c_str(),
+                human(u.reclaimable).c_str(), u.path.c_str());
+  return 0;
+}
+
+struct PruneArgs {
+  bool all = false;
+  bool dryRun = false;
+  bool force = false;
+};
+
+int runPrune(const PruneArgs& a) {
+  auto inv = takeInventory(a.all);
+  uint64_t total = 0;
+  for (const auto& r : inv.removals) total += r.bytes;
+  if (inv.removals.empty()) {
+    std::printf("nothing to prune\n");
+    return 0;
+  }
+  if (a.dryRun) {
+    for (const auto& r : inv.removals)
+      std::printf("would remove %s %s (%s)\n", r.what.c_str(), r.path.c_str(), human(r.bytes).c_str());
+    std::printf("would reclaim %s\n", human(total).c_str());
+    return 0;
+  }
+  if (!a.force && ::isatty(0)) {
+    std::fprintf(stderr, "This removes %zu item(s), %s:\n", inv.removals.size(), human(total).c_str());
+    for (const auto& r : inv.removals) std::fprintf(stderr, "  %s %s\n", r.what.c_str(), r.path.c_str());
+    std::fprintf(stderr, "Are you sure you want to continue? [y/N] ");
+    char answer[16] = {};
+    if (!std::fgets(answer, sizeof answer, stdin) || (answer[0] != 'y' && answer[0] != 'Y')) {
+      std::fprintf(stderr, "airlock: nothing removed\n");
+      return 0;
+    }
+  }
+  uint64_t freed = 0;
+  int code = 0;
+  for (const auto& r : inv.removals) {
+    // Checked again right before: a session may have started meanwhile.
+    if ((r.what == "session" || r.what == "pending session") && session::sessionRunning(r.path)) continue;
+    if (auto rm = removeTree(r.path); !rm) {
+      std::fprintf(stderr, "airlock: cannot remove %s: %s\n", r.path.c_str(), rm.error().message.c_str());
+      code = exit_code::kInternal;
+      continue;
+    }
+    freed += r.bytes;
+    std::printf("removed %s %s\n", r.what.c_str(), r.path.c_str());
+  }
+  std::printf("reclaimed %s\n", human(freed).c_str());
+  return code;
+}
+
+}  // namespace
+
+void addSystemCommand(CLI::App& app, int& exitCode) {
+  auto* sys = app.add_subcommand("system", "Disk usage of sessions and caches, and pruning what is no longer needed");
+  sys->require_subcommand(1);
+  auto json = std::make_shared<bool>(false);
+  auto* df = sys->add_subcommand("df", "Show the space used by sessions, images and caches");
+  df->add_flag("--json", *json, "machine-readable output");
+  df->callback([json, &exitCode] { exitCode = runDf(*json); });
+
+  auto args = std::make_shared<PruneArgs>();
+  auto* prune = sys->add_subcommand("prune", "Remove finished sessions, stale snapshots and the rootfs erofs cache");
+  prune->footer(R"(Removes: finished sessions without pending changes, snapshots left by dead
+sessions, the rootfs erofs cache (rebuilt on demand). Never a running session;
+never pending changes unless --all (which also removes built agent images).
+Pulled OCI images stay: remove them with `airlock image rm`.
+Asks for confirmation on a terminal unless -f.)");
+  prune->add_flag("-a,--all", args->all, "Also remove sessions with pending changes and agent images");
+  prune->add_flag("--dry-run", args->dryRun, "List what would be removed and the space freed; remove nothing");
+  prune->add_flag("-f,--force", args->force, "Do not ask for confirmation");
+  prune->callback([args, &exitCode] { exitCode = runPrune(*args); });
+}
+
+}  // namespace airlock::cli

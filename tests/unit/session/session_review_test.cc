@@ -1,0 +1,405 @@
+// `airlock snapshot` + `airlock review -s SESSION` as a user runs them: the
+// real binary, a private XDG_STATE_HOME, no VM. A run's session is mimicked
+// by what `airlock run` leaves: snapshot, manifest, workspace record and the
+// guest's changes.tar.
+
+#include <fcntl.h>
+#include <pty.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <filesystem>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/fd.h"
+#include "common/sha256.h"
+
+#include "airlock_process.h"
+#include "test_util.h"
+#include "workspace/changeset.h"
+#include "workspace/diff.h"
+#include "workspace/flush.h"
+#include "workspace/manifest.h"
+#include "workspace/review.h"
+
+namespace airlock::test {
+namespace {
+
+namespace fs = std::filesystem;
+namespace ws = airlock::workspace;
+using ws::test::makeTar;
+using ws::test::readAll;
+using ws::test::TarEntry;
+using ws::test::writeFile;
+
+constexpr const char* kId = "20260101-120000-abcd";
+
+/// What a run under a pty left behind: its exit code and what each stream got.
+struct PtyResult {
+  int exitCode = -1;
+  std::string terminal, out, err;
+  size_t prompts = 0;
+};
+
+class SessionReview : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::canonical(dir.path()).string();
+    workspace = root + "/ws";
+    elsewhere = root + "/elsewhere";
+    xdg = root + "/xdg";
+    session = xdg + "/airlock/sessions/" + kId;
+    fs::create_directories(workspace);
+    fs::create_directories(elsewhere);
+    fs::create_directories(xdg + "/airlock/sessions");
+    env = {{"XDG_STATE_HOME", xdg}, {"HOME", root}, {"PAGER", "cat"}};
+    writeFile(workspace + "/file.txt", "original\n");
+  }
+
+  /// `airlock args...` run from `cwd`.
+  ProcessResult airlock(const std::vector<std::string>& args, const std::string& cwd) {
+    char old[PATH_MAX];
+    EXPECT_TRUE(::getcwd(old, sizeof old));
+    EXPECT_EQ(::chdir(cwd.c_str()), 0);
+    auto r = runAirlock(args, "", env, 60);
+    EXPECT_EQ(::chdir(old), 0);
+    return r;
+  }
+
+  /// Snapshots the workspace into the run-style session and leaves `changes`
+  /// as its changes.tar, as `airlock run` does before the review.
+  void runLeftChanges(const std::vector<TarEntry>& changes) {
+    auto r = airlock({"snapshot", "-w", workspace, "-s", session}, elsewhere);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    writeFile(session + "/changes.tar", makeTar(changes), 0600);
+  }
+
+  /// Runs `airlock args...` from `elsewhere` with stdin /dev/null, stdout and
+  /// stderr pipes and a pty as its controlling terminal (or none at all when
+  /// `withTerminal` is false). Each "accept?" prompt on the terminal is
+  /// answered with the next of `answers`; when they run out, `killWith` is
+  /// sent instead (0: nothing).
+  PtyResult inPty(const std::vector<std::string>& args, const std::vector<std::string>& answers, int killWith = 0,
+                  bool withTerminal = true) {
+    PtyResult res;
+    int master = -1, slave = -1;
+    if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return res;
+    int out[2], err[2];
+    if (::pipe(out) != 0 || ::pipe(err) != 0) return res;
+    std::vector<std::string> storage = {airlockBinary()};
+    storage.insert(storage.end(), args.begin(), args.end());
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setsid();
+      if (withTerminal) ::ioctl(slave, TIOCSCTTY, 0);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      for (int fd : {master, slave, out[0], out[1], err[0], err[1], devnull}) ::close(fd);
+      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      if (::chdir(elsewhere.c_str()) != 0) ::_exit(126);
+      std::vector<char*> argv;
+      for (auto& s : storage) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);  // the slave stays open here until the end: no hangup before airlock opens /dev/tty
+    ::close(err[1]);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int fds[3] = {master, out[0], err[0]};
+    std::string* sinks[3] = {&res.terminal, &res.out, &res.err};
+    size_t seen = 0;
+    int open = 2;  // the pipes; the master reads EIO only when no one holds the slave
+    while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+      pollfd p[3];
+      for (int i = 0; i < 3; ++i) p[i] = {fds[i], POLLIN, 0};
+      if (::poll(p, 3, 1000) <= 0) continue;
+      for (int i = 0; i < 3; ++i) {
+        if (fds[i] < 0 || !p[i].revents) continue;
+        char buf[4096];
+        ssize_t n = ::read(fds[i], buf, sizeof buf);
+        if (n <= 0) {
+          if (i > 0) --open;
+          ::close(fds[i]);
+          fds[i] = -1;
+          continue;
+        }
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      }
+      size_t at;
+      while ((at = res.terminal.find("accept?", seen)) != std::string::npos) {
+        seen = at + 7;
+        if (res.prompts < answers.size()) {
+          std::string line = answers[res.prompts] + "\n";
+          (void)!::write(master, line.data(), line.size());
+        } else if (killWith) {
+          ::kill(pid, killWith);
+        }
+        ++res.prompts;
+      }
+    }
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+    int status = 0;
+    if (std::chrono::steady_clock::now() >= deadline) ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    ::close(slave);
+    res.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return res;
+  }
+
+  /// The review-XXXXXX staging directories left in the session.
+  std::vector<std::string> stagingDirs() {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(session))
+      if (e.path().filename().string().starts_with("review-")) out.push_back(e.path().string());
+    return out;
+  }
+
+  TempDir dir = ws::test::scratch();
+  std::string root, workspace, elsewhere, xdg, session;
+  std::map<std::string, std::string> env;
+};
+
+/// The last line of `text` ("" when empty).
+std::string lastLine(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+/// Splits a command line on spaces (the resume command has no quoting).
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Item 5: the session's pending changes go to the session's workspace, never
+// to the current directory, and the printed resume command works anywhere.
+TEST_F(SessionReview, ResumeCommandFlushesIntoTheSessionWorkspaceFromAnyDirectory) {
+  runLeftChanges({{"new.txt", 'f', "agent\n"}, {"passwd", 'l', "", "/etc/passwd"}});
+  auto first = airlock({"review", "-s", kId, "-c", session + "/changes.tar", "--review=none"}, elsewhere);
+  ASSERT_EQ(first.exitCode, 70) << first.err;
+  std::string hint = lastLine(first.err);
+  EXPECT_EQ(hint, std::string("airlock: 2 changes pending; review them with: airlock review -s ") + kId);
+  auto cmd = words(hint.substr(hint.find("airlock review")));
+  ASSERT_EQ(cmd.size(), 4u);
+  std::vector<std::string> args(cmd.begin() + 1, cmd.end());
+  args.push_back("--review=all");
+  fs::create_directories(root + "/unrelated");
+  auto second = airlock(args, root + "/unrelated");
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  EXPECT_EQ(readAll(workspace + "/new.txt"), "agent\n");
+  EXPECT_EQ(fs::read_symlink(workspace + "/passwd").string(), "/etc/passwd");
+  EXPECT_TRUE(fs::is_empty(root + "/unrelated")) << "flushed into the current directory";
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+}
+
+// Item 5: a -w naming another directory than the session's is refused.
+TEST_F(SessionReview, MismatchingWorkspaceIsRefused) {
+  runLeftChanges({{"new.txt", 'f', "agent\n"}});
+  auto r = airlock({"review", "-s", kId, "-w", elsewhere, "--review=all"}, root);
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find(elsewhere), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(workspace), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(workspace + "/new.txt"));
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+}
+
+// Item 8 + nit: a run killed before its review finished left only changes.tar;
+// `review -s ID` alone reviews it, records the outcome in session.log, and a
+// second one finds nothing pending.
+TEST_F(SessionReview, ChangeSetOfAnUnfinishedReviewIsResumedWithoutChangeSetFlag) {
+  runLeftChanges({{"new.txt", 'f', "agent\n"}});
+  auto r = airlock({"review", "-s", kId, "--review=all"}, elsewhere);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readAll(workspace + "/new.txt"), "agent\n");
+  EXPECT_NE(readAll(session + "/session.log").find("review (all): 1 flushed, 0 pending, 0 in conflict"),
+            std::string::npos)
+      << readAll(session + "/session.log");
+  auto again = airlock({"review", "-s", kId}, elsewhere);
+  EXPECT_EQ(again.exitCode, 0) << again.err;
+  EXPECT_NE(again.out.find("nothing pending"), std::string::npos) << again.out;
+}
+
+// Item 19: interactive review with stdin /dev/null and stdout a pipe reads the
+// answers from the controlling terminal and prompts there.
+TEST_F(SessionReview, InteractiveReviewUsesTheControllingTerminalWhenStdioIsRedirected) {
+  runLeftChanges({{"new.txt", 'f', "agent\n"}, {"other.txt", 'f', "rejected\n"}});
+  auto r = inPty({"review", "-s", kId}, {"a", "r"});
+  ASSERT_EQ(r.exitCode, 70) << r.err << r.terminal;
+  EXPECT_EQ(r.prompts, 2u) << r.terminal;
+  EXPECT_EQ(r.out.find("accept?"), std::string::npos) << "prompts belong on the terminal, not in the pipe";
+  EXPECT_NE(r.out.find("flushed 1 change(s)"), std::string::npos) << r.out;
+  EXPECT_EQ(readAll(workspace + "/new.txt"), "agent\n");
+  EXPECT_FALSE(fs::exists(workspace + "/other.txt"));
+  EXPECT_EQ(lastLine(r.err), std::string("airlock: 1 change pending; review them with: airlock review -s ") + kId);
+}
+
+// Item 19: no controlling terminal at all: refused up front, naming the fix.
+TEST_F(SessionReview, InteractiveReviewWithoutAnyTerminalIsRefused) {
+  runLeftChanges({{"new.txt", 'f', "agent\n"}});
+  auto r = inPty({"review", "-s", kId}, {}, 0, false);
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find("--review=auto"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(workspace + "/new.txt"));
+}
+
+// Item 8 (a real process): the terminal closes at the review prompt (SIGHUP);
+// `review -s ID` alone resumes, and the killed review's staging is cleaned up.
+TEST_F(SessionReview, ReviewKilledAtThePromptIsResumedAndLeavesNoStaging) {
+  runLeftChanges({{"new.txt", 'f', "agent\n"}});
+  auto killed = inPty({"review", "-s", kId}, {}, SIGHUP);
+  ASSERT_EQ(killed.prompts, 1u) << killed.terminal << killed.err;
+  EXPECT_EQ(killed.exitCode, 128 + SIGHUP);
+  EXPECT_FALSE(fs::exists(workspace + "/new.txt"));
+  auto r = airlock({"review", "-s", kId, "--review=all"}, elsewhere);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readAll(workspace + "/new.txt"), "agent\n");
+  EXPECT_TRUE(stagingDirs().empty()) << stagingDirs()[0];
+}
+
+// Item 7: a flush killed mid-way (started with a relative session path, as
+// `review -s ./dir` would) is completed by `review -s ID` alone, from another
+// directory, without -c/--after, and its staging directory is removed.
+TEST_F(SessionReview, InterruptedFlushIsCompletedByReviewSessionAlone) {
+  runLeftChanges({{"a.txt", 'f', "a\n"}, {"b.txt", 'f', "b\n"}, {"c.txt", 'f', "c\n"}});
+  std::string staging = std::string("review-crash01");
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::chdir(session.c_str()) != 0 || ::mkdir(staging.c_str(), 0700) != 0) ::_exit(3);
+    auto baseline = ws::Manifest::load("manifest");
+    if (!baseline) ::_exit(4);
+    ws::IgnoreRules rules;
+    Fd tar(::open("changes.tar", O_RDONLY | O_CLOEXEC));
+    auto cs = ws::ChangeSet::fromTar(tar.get(), staging + "/staged");
+    if (!cs) ::_exit(5);
+    Fd wsFd(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ws::ThreeWayDiff diff(*baseline, *cs, rules, wsFd.get(), -1, 1 << 20);
+    auto d = diff.run();
+    if (!d || d->items.size() != 3) ::_exit(6);
+    std::vector<const ws::DiffItem*> all;
+    for (const auto& it : d->items) all.push_back(&it);
+    ws::FlushHooks hooks;
+    hooks.afterStep = [](size_t n) {
+      if (n == 1) ::raise(SIGKILL);
+    };
+    (void)ws::flush(all, ws::FlushContext{workspace, staging, xdg + "/airlock", hooks});
+    ::_exit(7);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the flush must have been killed mid-way (exit " << WEXITSTATUS(status) << ")";
+  ASSERT_FALSE(stagingDirs().empty());
+  auto r = airlock({"review", "-s", kId, "--review=all"}, elsewhere);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("interrupted flush"), std::string::npos) << r.err;
+  EXPECT_EQ(readAll(workspace + "/a.txt"), "a\n");
+  EXPECT_EQ(readAll(workspace + "/b.txt"), "b\n");
+  EXPECT_EQ(readAll(workspace + "/c.txt"), "c\n");
+  EXPECT_TRUE(stagingDirs().empty()) << stagingDirs()[0];
+  auto later = airlock({"review", "-s", kId}, elsewhere);
+  EXPECT_EQ(later.exitCode, 0) << later.err;
+}
+
+// Item 9: user errors of `airlock snapshot` get a user's exit code and a
+// message naming the path and the fix; a FIFO .airlockignore does not hang.
+TEST_F(SessionReview, SnapshotUserErrorsNameThePathAndTheFix) {
+  auto first = airlock({"snapshot", "-w", workspace, "-s", session}, elsewhere);
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  auto again = airlock({"snapshot", "-w", workspace, "-s", session}, elsewhere);
+  EXPECT_EQ(again.exitCode, 64) << again.err;
+  EXPECT_NE(again.err.find(session), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("new directory"), std::string::npos) << again.err;
+
+  writeFile(root + "/plainfile", "x");
+  auto impossible = airlock({"snapshot", "-w", workspace, "-s", root + "/plainfile/sub"}, elsewhere);
+  EXPECT_EQ(impossible.exitCode, 64) << impossible.err;
+  EXPECT_NE(impossible.err.find(root + "/plainfile/sub"), std::string::npos) << impossible.err;
+
+  ASSERT_EQ(::mkfifo((workspace + "/.airlockignore").c_str(), 0644), 0);
+  auto fifo = airlock({"snapshot", "-w", workspace, "-s", root + "/s2"}, elsewhere);
+  EXPECT_EQ(fifo.exitCode, 65) << fifo.err;  // -1 would mean it hung until the deadline
+  EXPECT_NE(fifo.err.find(".airlockignore"), std::string::npos) << fifo.err;
+  EXPECT_FALSE(fs::exists(root + "/s2")) << "a failed snapshot left its session directory";
+}
+
+// Item 18: `system df` sizes sessions (finished and pending) and caches;
+// `system prune` removes finished sessions, dead sessions' snapshots and the
+// rootfs erofs cache, never a running session or pending changes (unless
+// --all); --dry-run removes nothing.
+TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
+  std::string sessions = xdg + "/airlock/sessions", cache = root + "/cache";
+  env["AIRLOCK_CACHE_DIR"] = cache;
+  auto makeSession = [&](const std::string& id, bool pending, bool snapshot) {
+    std::string d = sessions + "/" + id;
+    writeFile(d + "/workspace", workspace + "\n");
+    writeFile(d + "/session.log", "log\n");
+    writeFile(d + "/changes.tar", std::string(1000, 'x'));
+    if (pending) writeFile(d + "/pending/changes.tar", std::string(2000, 'p'));
+    else writeFile(d + "/reviewed", "review (auto): 1 flushed\n");
+    if (snapshot) writeFile(d + "/snapshot/file.txt", std::string(4000, 's'));
+    return d;
+  };
+  std::string finished = makeSession("20260101-000001-0001", false, false);
+  std::string running = makeSession("20260101-000002-0002", false, true);
+  std::string pending = makeSession("20260101-000003-0003", true, true);
+  writeFile(cache + "/rootfs/0123.erofs", std::string(3000, 'e'));
+  // The running session holds its workspace's lock, as Session::open does.
+  std::string lockDir = xdg + "/airlock/locks";
+  fs::create_directories(lockDir);
+  Fd lock(::open((lockDir + "/" + sha256Hex(workspace).substr(0, 16) + ".lock").c_str(), O_RDWR | O_CREAT, 0600));
+  ASSERT_TRUE(lock);
+  ASSERT_EQ(::flock(lock.get(), LOCK_EX), 0);
+  ASSERT_TRUE(writeAll(lock.get(), "20260101-000002-0002"));
+
+  auto df = airlock({"system", "df", "--json"}, elsewhere);
+  ASSERT_EQ(df.exitCode, 0) << df.err;
+  auto j = nlohmann::json::parse(df.out);
+  std::map<std::string, nlohmann::json> byType;
+  for (const auto& row : j) byType[row["type"]] = row;
+  EXPECT_EQ(byType["sessions"]["count"], 2);
+  EXPECT_EQ(byType["pending sessions"]["count"], 1);
+  EXPECT_EQ(byType["pending sessions"]["bytes"], 1000 + 2000 + 4000 + 4 + workspace.size() + 1);
+  EXPECT_EQ(byType["rootfs erofs cache"]["bytes"], 3000);
+  EXPECT_EQ(byType["rootfs erofs cache"]["reclaimable_bytes"], 3000);
+
+  auto dry = airlock({"system", "prune", "--dry-run"}, elsewhere);
+  ASSERT_EQ(dry.exitCode, 0) << dry.err;
+  EXPECT_NE(dry.out.find(finished), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find(pending + "/snapshot"), std::string::npos) << dry.out;
+  EXPECT_EQ(dry.out.find(running), std::string::npos) << dry.out;
+  EXPECT_TRUE(fs::exists(finished));
+  EXPECT_TRUE(fs::exists(cache + "/rootfs/0123.erofs"));
+
+  auto prune = airlock({"system", "prune"}, elsewhere);  // not a terminal: no confirmation
+  ASSERT_EQ(prune.exitCode, 0) << prune.err;
+  EXPECT_FALSE(fs::exists(finished));
+  EXPECT_FALSE(fs::exists(pending + "/snapshot"));
+  EXPECT_TRUE(fs::exists(pending + "/pending/changes.tar")) << "pending changes pruned without --all";
+  EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned";
+  EXPECT_FALSE(fs::exists(cache + "/rootfs/0123.erofs"));
+
+  auto all = airlock({"system", "prune", "--all", "-f"}, elsewhere);
+  ASSERT_EQ(all.exitCode, 0) << all.err;
+  EXPECT_FALSE(fs::exists(pending));
+  EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned by --all";
+}
+
+}  // namespace
+}  // namespace airlock::test
