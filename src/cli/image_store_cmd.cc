@@ -182,8 +182,8 @@ Examples:
   airlock image pull 127.0.0.1:5000/team/agent:dev --pull=always
   airlock image pull --verify=require --verify-key cosign.pub ghcr.io/org/agent:1.2)");
   pullCmd->add_option("IMAGE", pullArgs->ref, "Image reference")->required();
+  pullArgs->registry.pull = "always";  // before addRegistryFlags, so --help shows it
   addRegistryFlags(*pullCmd, pullArgs->registry);
-  pullArgs->registry.pull = "always";
   pullCmd->add_flag("-q,--quiet", pullArgs->quiet, "Do not print progress lines");
   pullCmd->callback([pullArgs, &exitCode] { exitCode = pull(*pullArgs); });
 

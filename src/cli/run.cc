@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/egress_flags.h"
 #include "cli/registry_flags.h"
+#include "cli/repeatable.h"
 #include "cli/session_job.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -354,12 +355,9 @@ Examples:
                   "interactive (default with a terminal), auto (accept all but held-back paths), all, or none "
                   "(keep every change in the session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  cmd->add_option("-e,--env", args->env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--exclude", args->excludes, "Keep matching files out of the snapshot (gitignore syntax)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  repeatable(cmd->add_option("-e,--env", args->env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable"));
+  repeatable(cmd->add_option("--exclude", args->excludes,
+                             "Keep matching files out of the snapshot (gitignore syntax); repeatable"));
   addEgressFlags(*cmd, args->egress, "standard, or egress_profile from your config");
   cmd->add_option("--workspace-mode", args->workspaceMode,
                   "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "

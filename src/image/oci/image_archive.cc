@@ -52,7 +52,13 @@ class TempFile {
   static Result<TempFile> create(const std::string& path) {
     std::string tmpl = path + ".tmp-XXXXXX";
     int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-    if (fd < 0) return failWith(exit_code::kImage, "cannot create a file next to {}: {}", path, errnoText(errno));
+    if (fd < 0) {
+      // A directory that does not exist or is not writable is the user's to fix.
+      int err = errno;
+      bool user = err == ENOENT || err == ENOTDIR || err == EACCES || err == EROFS;
+      return failWith(user ? exit_code::kUsage : exit_code::kImage, "cannot write {}: {}{}", path, errnoText(err),
+                      user ? " (give -o a file in an existing, writable directory)" : "");
+    }
     return TempFile(Fd(fd), std::move(tmpl));
   }
   TempFile(TempFile&& o) noexcept : fd_(std::move(o.fd_)), name_(std::move(o.name_)) { o.name_.clear(); }
@@ -333,6 +339,8 @@ Result<StoredRef> loadOne(const ImageStore& store, const std::set<std::string>& 
 }  // namespace
 
 Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const std::string& path) {
+  auto tmp = TempFile::create(path);
+  if (!tmp) return std::unexpected(tmp.error());
   auto found = store.findRef(ref);
   if (!found) return failWith(exit_code::kImage, "{} is not in the image store (airlock image ls)", ref.str());
   const std::string& digest = found->manifestDigest;
@@ -350,8 +358,6 @@ Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const
                    {"digest", digest},
                    {"size", body->size()},
                    {"annotations", {{std::string(kRefName), found->name}}}}}}};
-  auto tmp = TempFile::create(path);
-  if (!tmp) return std::unexpected(tmp.error());
   SaveReport report;
   report.manifestDigest = digest;
   {
@@ -401,9 +407,11 @@ Result<std::vector<StoredRef>> loadImageArchive(const ImageStore& store, const s
       if (!ref) return std::unexpected(ref.error());
       name = ref->name();
     }
-    if (name.empty())
-      return refuse(fmt::format("image {} has no name in index.json (annotation {}); give one with --name",
-                                e.descriptor.digest, kRefName));
+    if (name.empty()) {
+      dropLoaded();
+      return failWith(exit_code::kUsage, "{}: image {} has no name in index.json (annotation {}); give one with --name",
+                      path, e.descriptor.digest, kRefName);
+    }
     vm::report(options.build.progress, fmt::format("loading {} ({})", name, e.descriptor.digest));
     auto ref = loadOne(store, reader.blobs(), e, name, options);
     if (!ref) return refuse(ref.error().message);
