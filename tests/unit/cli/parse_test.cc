@@ -149,7 +149,7 @@ TEST(RunParse, RepeatableOptionBeforeAgentTakesOneValue) {
     for (bool joined : {false, true}) {
       Verbs v;
       std::vector<std::string> words{"run"};
-      if (joined) words.push_back(flag + "=v1");
+      if (joined) words.push_back(flag == "-e" ? "-ev1" : flag + "=v1");
       else words.insert(words.end(), {flag, "v1"});
       words.insert(words.end(), {"claude-code", "--review=auto"});
       SCOPED_TRACE(flag + (joined ? "=v1" : " v1"));
