@@ -1,9 +1,12 @@
 // `airlock image pull|ls|rm|prune|inspect`: the OCI image store.
 
+#include "cli/image_store_cmd.h"
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -73,7 +76,6 @@ int list(bool asJson) {
     return 0;
   }
   std::printf("%-50s %-20s %-19s %10s  %s\n", "REPOSITORY", "TAG", "DIGEST", "SIZE", "LAST USED");
-  uint64_t total = 0;
   for (const auto& i : *images) {
     auto colon = i.ref.name.rfind(':');
     auto at = i.ref.name.find('@');
@@ -83,9 +85,8 @@ int list(bool asJson) {
     std::string tag = at != std::string::npos ? "<none>" : i.ref.name.substr(repo.size() + 1);
     std::printf("%-50s %-20s %-19s %10s  %s\n", repo.c_str(), tag.c_str(), i.ref.manifestDigest.substr(0, 19).c_str(),
                 mib(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
-    total += i.erofsBytes;
   }
-  std::fprintf(stderr, "airlock: %zu images, %s of root images in %s\n", images->size(), mib(total).c_str(),
+  std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(),
                ImageStore::openDefault().root().c_str());
   return 0;
 }
@@ -165,6 +166,16 @@ int inspect(const std::string& text, const RegistryFlags& flags) {
 }
 
 }  // namespace
+
+std::string imageListSummary(const std::vector<image::oci::ImageSummary>& images) {
+  std::set<std::string> digests;
+  uint64_t total = 0;
+  for (const auto& i : images)
+    if (digests.insert(i.ref.manifestDigest).second) total += i.erofsBytes;
+  auto count = [](size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); };
+  return fmt::format("{}, {}, {} of root images", count(digests.size(), "image"), count(images.size(), "reference"),
+                     mib(total));
+}
 
 void addImageStoreCommands(CLI::App& image, int& exitCode) {
   auto pullArgs = std::make_shared<PullArgs>();
