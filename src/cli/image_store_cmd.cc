@@ -92,9 +92,17 @@ int list(bool asJson) {
 }
 
 int remove(const std::string& text) {
-  auto ref = image::oci::parseImageRef(text);
-  if (!ref) return reportError(ref.error());
-  auto report = ImageStore::openDefault().remove(*ref);
+  ImageStore store = ImageStore::openDefault();
+  auto byDigest = store.refsByDigest(text);  // the digest `image ls` shows: every ref of that image
+  if (!byDigest) return reportError(byDigest.error());
+  Result<image::oci::RemoveReport> report = std::unexpected(Error{});
+  if (*byDigest) {
+    report = store.removeRefs(**byDigest);
+  } else {
+    auto ref = image::oci::parseImageRef(text);
+    if (!ref) return reportError(ref.error());
+    report = store.remove(*ref);
+  }
   if (!report) return reportError(report.error());
   for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
   for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
@@ -138,10 +146,12 @@ nlohmann::json signatureStatus(const ImageStore& store, const image::oci::ImageR
 }
 
 int inspect(const std::string& text, const RegistryFlags& flags) {
-  auto ref = image::oci::parseImageRef(text);
-  if (!ref) return reportError(ref.error());
   ImageStore store = ImageStore::openDefault();
-  auto found = store.findRef(*ref);
+  auto byDigest = store.refsByDigest(text);  // the digest `image ls` shows
+  if (!byDigest) return reportError(byDigest.error());
+  auto ref = image::oci::parseImageRef(*byDigest ? (*byDigest)->front().name : text);
+  if (!ref) return reportError(ref.error());
+  auto found = *byDigest ? std::optional((*byDigest)->front()) : store.findRef(*ref);
   if (!found) return reportError({ref->str() + " is not in the image store; pull it with `airlock image pull`",
                                   exit_code::kImage});
   auto rec = store.readRecord(found->manifestDigest);
@@ -205,7 +215,8 @@ Examples:
 
   auto rmRef = std::make_shared<std::string>();
   auto* rm = image.add_subcommand("rm", "Remove an image reference, and its image and blobs when nothing else uses them");
-  rm->add_option("IMAGE", *rmRef, "Image reference")->required();
+  rm->add_option("IMAGE", *rmRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX; every reference "
+                                  "of that image is removed)")->required();
   rm->callback([rmRef, &exitCode] { exitCode = remove(*rmRef); });
 
   auto days = std::make_shared<int>(-1);
@@ -218,7 +229,7 @@ Examples:
   auto inspectFlags = std::make_shared<RegistryFlags>();
   auto* in = image.add_subcommand("inspect", "Show a stored image's digest, config (user, env, entrypoint, cmd), blobs "
                                              "and who signed it");
-  in->add_option("IMAGE", *inspectRef, "Image reference")->required();
+  in->add_option("IMAGE", *inspectRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX)")->required();
   in->add_option("--verify-key", inspectFlags->verifyKey, "Check the signature with this cosign public key (PEM)")
       ->check(CLI::ExistingFile);
   in->callback([inspectRef, inspectFlags, &exitCode] { exitCode = inspect(*inspectRef, *inspectFlags); });
