@@ -339,8 +339,14 @@ Result<StoredRef> loadOne(const ImageStore& store, const std::set<std::string>& 
 }  // namespace
 
 Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const std::string& path) {
-  auto tmp = TempFile::create(path);
-  if (!tmp) return std::unexpected(tmp.error());
+  // "-" streams to stdout (like docker save); a file goes through a temporary name.
+  std::optional<TempFile> tmp;
+  if (path != "-") {
+    auto created = TempFile::create(path);
+    if (!created) return std::unexpected(created.error());
+    tmp.emplace(std::move(*created));
+  }
+  const int fd = tmp ? tmp->fd() : STDOUT_FILENO;
   auto found = store.findRef(ref);
   if (!found) return failWith(exit_code::kImage, "{} is not in the image store (airlock image ls)", ref.str());
   const std::string& digest = found->manifestDigest;
@@ -361,7 +367,7 @@ Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const
   SaveReport report;
   report.manifestDigest = digest;
   {
-    TarWriter w(tmp->fd());
+    TarWriter w(fd);
     for (auto r : {w.file("oci-layout", R"({"imageLayoutVersion":"1.0.0"})"), w.file("index.json", index.dump()),
                    w.dir("blobs/"), w.dir("blobs/sha256/")})
       if (!r) return std::unexpected(r.error());
@@ -369,9 +375,11 @@ Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const
       auto n = w.blob(b, store.blobPath(b));
       if (!n) return std::unexpected(n.error());
       ++report.blobs;
+      report.bytes += *n;
     }
     if (auto r = w.close(); !r) return std::unexpected(r.error());
   }
+  if (!tmp) return report;
   struct stat st {};
   if (::fstat(tmp->fd(), &st) == 0) report.bytes = static_cast<uint64_t>(st.st_size);
   if (auto r = tmp->commit(path, false); !r) return std::unexpected(r.error());

@@ -32,7 +32,8 @@ struct SaveReport {
 
 /// Writes the image `ref` of `store` (its platform manifest, config and
 /// layers, each re-verified by digest) as an OCI layout tar to `path`
-/// (through a temporary file, renamed into place). index.json names the
+/// (through a temporary file, renamed into place), or to stdout when `path`
+/// is "-" (then `bytes` counts the blobs only). index.json names the
 /// image with org.opencontainers.image.ref.name = ref.name(). kUsage when `path`
 /// cannot be created (no such directory, not writable), else kImage errors.
 Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const std::string& path);
