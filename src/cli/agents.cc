@@ -3,6 +3,8 @@
 //   airlock agents [--json]             table: name, description, version, vCPUs, memory
 //   airlock agents show NAME [--json]   one spec, as YAML (the schema of src/agents/builtin/*.yaml)
 
+#include "cli/agents.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -58,16 +60,7 @@ int listAgents(const AgentsArgs& args) {
   if (!registry) return reportError(registry.error());
   const auto& specs = registry->all();
   if (args.json) {
-    json list = json::array();
-    for (const auto& s : specs) {
-      list.push_back({{"name", s.name},
-                      {"description", s.description},
-                      {"npm_package", s.image.npmPackage},
-                      {"version", s.image.version},
-                      {"cpus", s.cpus},
-                      {"memory_mib", s.memoryMib}});
-    }
-    std::printf("%s\n", dump(list).c_str());
+    std::printf("%s\n", dump(agentsListJson(specs)).c_str());
     return 0;
   }
   size_t nameWidth = 4, descWidth = 11, versionWidth = 7;
@@ -99,6 +92,18 @@ int showAgent(const AgentsArgs& args) {
 }
 
 }  // namespace
+
+nlohmann::json agentsListJson(const std::vector<agents::AgentSpec>& specs) {
+  json list = json::array();
+  for (const auto& s : specs)
+    list.push_back({{"name", s.name},
+                    {"description", s.description},
+                    {"npm_package", s.image.npmPackage},
+                    {"version", s.image.version},
+                    {"vcpus", s.cpus},
+                    {"memory_mib", s.memoryMib}});
+  return list;
+}
 
 void addAgentsCommand(CLI::App& app, int& exitCode) {
   auto args = std::make_shared<AgentsArgs>();

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/repeatable.h"
+
 namespace airlock::cli {
 
 void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaultProfile) {
@@ -12,21 +14,15 @@ void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaul
                  "package registries, Debian/Ubuntu archives) or permissive (any public TCP host; no UDP but DNS; "
                  "never your host or private addresses). Default: " + defaultProfile)
       ->check(CLI::IsMember({"permissive", "standard", "locked"}));
-  cmd.add_option("--allow-host", flags.allowHosts,
+  repeatable(cmd.add_option("--allow-host", flags.allowHosts,
                  "Also allow HOST[:PORT] (a DNS name; '*.example.com' for names below it; no IP literals; default "
-                 "port 443); repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd.add_option("--host-port", flags.hostPorts,
+                 "port 443); repeatable"));
+  repeatable(cmd.add_option("--host-port", flags.hostPorts,
                  "PORT[:GUESTPORT]: the TCP port PORT on your 127.0.0.1 (a local model server, a dev database) is "
-                 "reachable in the guest at 10.0.2.2:GUESTPORT; nothing else on your host is; repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd.add_option("--publish", flags.publish,
+                 "reachable in the guest at 10.0.2.2:GUESTPORT; nothing else on your host is; repeatable"));
+  repeatable(cmd.add_option("--publish", flags.publish,
                  "HOSTPORT[:GUESTPORT]: a server in the guest listening on GUESTPORT is reachable on your "
-                 "127.0.0.1:HOSTPORT (only there); repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+                 "127.0.0.1:HOSTPORT (only there); repeatable"));
   cmd.add_flag("--egress-log", flags.log, "Print every allowed and blocked connection and DNS query as it happens");
 }
 

@@ -1,6 +1,8 @@
 // `airlock image save IMAGE -o FILE` and `airlock image load -i FILE`: an
 // image of the store as an OCI image layout tar (src/image/oci/image_archive.h).
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -33,12 +35,15 @@ struct LoadArgs {
 int save(const SaveArgs& args) {
   auto ref = image::oci::parseImageRef(args.ref);
   if (!ref) return reportError(ref.error());
+  if (args.output == "-" && ::isatty(STDOUT_FILENO))
+    return reportError({"refusing to write a tar to the terminal: redirect stdout (-o - > image.tar) or give -o FILE",
+                        exit_code::kUsage});
   auto r = image::oci::saveImage(image::oci::ImageStore::openDefault(), *ref, args.output);
   if (!r) return reportError(r.error());
   if (!args.quiet)
     std::fprintf(stderr, "airlock: saved %s (%s, %llu blobs, %.1f MiB) to %s\n", ref->name().c_str(),
                  r->manifestDigest.c_str(), static_cast<unsigned long long>(r->blobs), double(r->bytes) / (1 << 20),
-                 args.output.c_str());
+                 args.output == "-" ? "stdout" : args.output.c_str());
   return 0;
 }
 
@@ -65,7 +70,7 @@ form skopeo reads as oci-archive:FILE, e.g. to push it to a registry:
   airlock image save 127.0.0.1:5000/team/agent:dev -o agent.tar
   skopeo copy oci-archive:agent.tar docker://registry.example.com/team/agent:dev)");
   saveCmd->add_option("IMAGE", saveArgs->ref, "Image reference (as in `airlock image ls`)")->required();
-  saveCmd->add_option("-o,--output", saveArgs->output, "The tar file to write")->required();
+  saveCmd->add_option("-o,--output", saveArgs->output, "The tar file to write; - for stdout (not a terminal)")->required();
   saveCmd->add_flag("-q,--quiet", saveArgs->quiet, "Do not print the summary line");
   saveCmd->callback([saveArgs, &exitCode] { exitCode = save(*saveArgs); });
 

@@ -1,9 +1,12 @@
 // `airlock image pull|ls|rm|prune|inspect`: the OCI image store.
 
+#include "cli/image_store_cmd.h"
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -73,7 +76,6 @@ int list(bool asJson) {
     return 0;
   }
   std::printf("%-50s %-20s %-19s %10s  %s\n", "REPOSITORY", "TAG", "DIGEST", "SIZE", "LAST USED");
-  uint64_t total = 0;
   for (const auto& i : *images) {
     auto colon = i.ref.name.rfind(':');
     auto at = i.ref.name.find('@');
@@ -83,17 +85,24 @@ int list(bool asJson) {
     std::string tag = at != std::string::npos ? "<none>" : i.ref.name.substr(repo.size() + 1);
     std::printf("%-50s %-20s %-19s %10s  %s\n", repo.c_str(), tag.c_str(), i.ref.manifestDigest.substr(0, 19).c_str(),
                 mib(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
-    total += i.erofsBytes;
   }
-  std::fprintf(stderr, "airlock: %zu images, %s of root images in %s\n", images->size(), mib(total).c_str(),
+  std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(),
                ImageStore::openDefault().root().c_str());
   return 0;
 }
 
 int remove(const std::string& text) {
-  auto ref = image::oci::parseImageRef(text);
-  if (!ref) return reportError(ref.error());
-  auto report = ImageStore::openDefault().remove(*ref);
+  ImageStore store = ImageStore::openDefault();
+  auto byDigest = store.refsByDigest(text);  // the digest `image ls` shows: every ref of that image
+  if (!byDigest) return reportError(byDigest.error());
+  Result<image::oci::RemoveReport> report = std::unexpected(Error{});
+  if (*byDigest) {
+    report = store.removeRefs(**byDigest);
+  } else {
+    auto ref = image::oci::parseImageRef(text);
+    if (!ref) return reportError(ref.error());
+    report = store.remove(*ref);
+  }
   if (!report) return reportError(report.error());
   for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
   for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
@@ -137,10 +146,12 @@ nlohmann::json signatureStatus(const ImageStore& store, const image::oci::ImageR
 }
 
 int inspect(const std::string& text, const RegistryFlags& flags) {
-  auto ref = image::oci::parseImageRef(text);
-  if (!ref) return reportError(ref.error());
   ImageStore store = ImageStore::openDefault();
-  auto found = store.findRef(*ref);
+  auto byDigest = store.refsByDigest(text);  // the digest `image ls` shows
+  if (!byDigest) return reportError(byDigest.error());
+  auto ref = image::oci::parseImageRef(*byDigest ? (*byDigest)->front().name : text);
+  if (!ref) return reportError(ref.error());
+  auto found = *byDigest ? std::optional((*byDigest)->front()) : store.findRef(*ref);
   if (!found) return reportError({ref->str() + " is not in the image store; pull it with `airlock image pull`",
                                   exit_code::kImage});
   auto rec = store.readRecord(found->manifestDigest);
@@ -166,6 +177,16 @@ int inspect(const std::string& text, const RegistryFlags& flags) {
 
 }  // namespace
 
+std::string imageListSummary(const std::vector<image::oci::ImageSummary>& images) {
+  std::set<std::string> digests;
+  uint64_t total = 0;
+  for (const auto& i : images)
+    if (digests.insert(i.ref.manifestDigest).second) total += i.erofsBytes;
+  auto count = [](size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); };
+  return fmt::format("{}, {}, {} of root images", count(digests.size(), "image"), count(images.size(), "reference"),
+                     mib(total));
+}
+
 void addImageStoreCommands(CLI::App& image, int& exitCode) {
   auto pullArgs = std::make_shared<PullArgs>();
   auto* pullCmd = image.add_subcommand("pull", "Pull an OCI or Docker image from a registry into the image store");
@@ -182,8 +203,8 @@ Examples:
   airlock image pull 127.0.0.1:5000/team/agent:dev --pull=always
   airlock image pull --verify=require --verify-key cosign.pub ghcr.io/org/agent:1.2)");
   pullCmd->add_option("IMAGE", pullArgs->ref, "Image reference")->required();
+  pullArgs->registry.pull = "always";  // before addRegistryFlags, so --help shows it
   addRegistryFlags(*pullCmd, pullArgs->registry);
-  pullArgs->registry.pull = "always";
   pullCmd->add_flag("-q,--quiet", pullArgs->quiet, "Do not print progress lines");
   pullCmd->callback([pullArgs, &exitCode] { exitCode = pull(*pullArgs); });
 
@@ -194,7 +215,8 @@ Examples:
 
   auto rmRef = std::make_shared<std::string>();
   auto* rm = image.add_subcommand("rm", "Remove an image reference, and its image and blobs when nothing else uses them");
-  rm->add_option("IMAGE", *rmRef, "Image reference")->required();
+  rm->add_option("IMAGE", *rmRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX; every reference "
+                                  "of that image is removed)")->required();
   rm->callback([rmRef, &exitCode] { exitCode = remove(*rmRef); });
 
   auto days = std::make_shared<int>(-1);
@@ -207,7 +229,7 @@ Examples:
   auto inspectFlags = std::make_shared<RegistryFlags>();
   auto* in = image.add_subcommand("inspect", "Show a stored image's digest, config (user, env, entrypoint, cmd), blobs "
                                              "and who signed it");
-  in->add_option("IMAGE", *inspectRef, "Image reference")->required();
+  in->add_option("IMAGE", *inspectRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX)")->required();
   in->add_option("--verify-key", inspectFlags->verifyKey, "Check the signature with this cosign public key (PEM)")
       ->check(CLI::ExistingFile);
   in->callback([inspectRef, inspectFlags, &exitCode] { exitCode = inspect(*inspectRef, *inspectFlags); });

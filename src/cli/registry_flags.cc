@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "cli/repeatable.h"
+
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "config/loader.h"
@@ -19,10 +21,8 @@ void addRegistryFlags(CLI::App& cmd, RegistryFlags& flags) {
       ->check(CLI::IsMember({"missing", "always", "never"}));
   cmd.add_option("--ca-cert", flags.caCert, "Extra CA certificates (PEM) trusted for registry TLS")
       ->check(CLI::ExistingFile);
-  cmd.add_option("--insecure-registry", flags.insecureRegistries,
-                 "Registry host[:port] that may be reached over plain HTTP (loopback registries always may)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  repeatable(cmd.add_option("--insecure-registry", flags.insecureRegistries,
+                 "Registry host[:port] that may be reached over plain HTTP (loopback registries always may)"));
   cmd.add_option("--verify", flags.verify,
                  "Image signatures (cosign): off, warn (default: a warning when unverifiable) or require (refuse, "
                  "exit 68)")

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/repeatable.h"
 #include "cli/review.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -427,7 +428,7 @@ void addReviewCommand(CLI::App& app, int& exitCode) {
   CLI::App* s = app.add_subcommand("snapshot", "Copy a workspace into a session directory and record its baseline manifest");
   s->add_option("--workspace,-w", snap->workspace, "the project directory (default: .)");
   s->add_option("--session,-s", snap->session, "session directory to create/fill (snapshot/, manifest)")->required();
-  s->add_option("--exclude", snap->excludes, "extra ignore pattern (gitignore syntax); repeatable");
+  repeatable(s->add_option("--exclude", snap->excludes, "extra ignore pattern (gitignore syntax); repeatable"));
   s->add_option("--threads", snap->threads, "copy threads (default: one per CPU)");
   s->add_flag("--no-reflink", snap->noReflink, "always copy bytes, never FICLONE");
   s->add_flag("--json", snap->json, "machine-readable output");
@@ -445,7 +446,7 @@ void addReviewCommand(CLI::App& app, int& exitCode) {
   r->add_option("--after", rev->after, "or: a directory holding the agent's result, compared with the snapshot");
   r->add_option("--review", rev->mode, "interactive (default; answered on the controlling terminal), auto (all but held-back paths), all, none")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  r->add_option("--exclude", rev->excludes, "extra ignore pattern (gitignore syntax); repeatable");
+  repeatable(r->add_option("--exclude", rev->excludes, "extra ignore pattern (gitignore syntax); repeatable"));
   r->add_option("--max-diff-bytes", rev->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
   r->add_option("--on-interrupted", rev->onInterrupted, "an interrupted earlier flush: complete (default) or rollback");
   r->add_flag("--json", rev->json, "machine-readable output (implies no pager)");

@@ -1,5 +1,7 @@
 #include "cli/run_flags.h"
 
+#include "cli/repeatable.h"
+
 namespace airlock::cli {
 
 void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
@@ -8,12 +10,9 @@ void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
                  "redirected), auto (accept all but held-back paths), all, or none "
                  "(keep every change in the session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd.add_option("--exclude", flags.excludes, "Keep matching files out of the snapshot (gitignore syntax)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  repeatable(cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable"));
+  repeatable(cmd.add_option("--exclude", flags.excludes,
+                            "Keep matching files out of the snapshot (gitignore syntax); repeatable"));
   addEgressFlags(cmd, flags.egress, "standard, or egress_profile from your config");
   cmd.add_option("--workspace-mode", flags.workspaceMode,
                  "snapshot (default: the agent edits a copy, you review) or direct (your live files read-write, "

@@ -1,6 +1,8 @@
-// `airlock run-image IMAGE [options] [-- CMD ARGS...]` (an OCI image by
+// `airlock run-image [OPTIONS] IMAGE [-- CMD ARGS...]` (an OCI image by
 // reference, pulled into the image store when missing) and
-// `airlock run-image --rootfs DIR [options] -- CMD ARGS...`.
+// `airlock run-image --rootfs DIR [OPTIONS] -- CMD ARGS...`.
+
+#include "cli/run_image.h"
 
 #include <unistd.h>
 
@@ -10,9 +12,8 @@
 
 #include "cli/attach.h"
 #include "cli/commands.h"
-#include "cli/egress_flags.h"
+#include "cli/repeatable.h"
 #include "cli/session_job.h"
-#include "cli/registry_flags.h"
 #include "common/exit_codes.h"
 #include "config/egress_plan.h"
 #include "image/oci/image_pull.h"
@@ -21,26 +22,6 @@
 
 namespace airlock::cli {
 namespace {
-
-struct RunImageArgs {
-  std::string rootfs;
-  std::string image;  ///< an image reference, when --rootfs is not given
-  RegistryFlags registry;
-  bool userGiven = false;
-  unsigned cpus = 1;
-  unsigned memory = 512;
-  std::vector<std::string> env;
-  std::string workspace;
-  bool acceptFailed = false;  ///< --accept-failed: auto/all review flushes even when the command failed
-  std::string review;  ///< with -w: snapshot the workspace and review the changes (interactive, auto, all, none)
-  std::string accel = "auto";
-  std::string tty = "auto";
-  std::string workdir;
-  unsigned user = 0;
-  bool quiet = false;
-  EgressFlags egress;
-  std::vector<std::string> command;
-};
 
 // The image's config applied to the exec request: entrypoint + (CMD from the
 // command line, else the image's cmd), its env, workdir and user.
@@ -107,6 +88,11 @@ int runImage(const RunImageArgs& args) {
   if (!vm::parseAccel(args.accel, accel)) {
     std::fprintf(stderr, "airlock: --accel must be auto, kvm or tcg (got '%s')\n", args.accel.c_str());
     return exit_code::kUsage;
+  }
+  // Before a pull or a boot: a KVM that cannot work would only time out.
+  if (auto r = vm::checkAccelRequest(accel, vm::probeHost()); !r) {
+    std::fprintf(stderr, "airlock: %s\n", r.error().message.c_str());
+    return r.error().code;
   }
   bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
   auto policy = imagePolicy(args.egress);
@@ -234,11 +220,75 @@ int runImage(const RunImageArgs& args) {
 
 }  // namespace
 
+void addRunImageOptions(CLI::App& cmd, RunImageArgs& args) {
+  cmd.add_option("--rootfs", args.rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)");
+  addRegistryFlags(cmd, args.registry);
+  cmd.add_option("--cpus", args.cpus, "vCPUs")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd.add_option("--memory", args.memory, "Guest memory in MiB")->capture_default_str()->check(
+      CLI::Range(128, 65536));
+  repeatable(cmd.add_option("-e,--env", args.env,
+                  "Environment variable for the command: NAME=VALUE, or NAME to pass the host's value. Values "
+                  "travel over the control channel, never on a command line"));
+  cmd.add_option("-w,--workspace", args.workspace,
+                  "Host directory at /workspace: shared read-only, or with --review a snapshot the command may change")
+      ->check(CLI::ExistingDirectory);
+  cmd.add_option("--review", args.review,
+                  "With -w: the command edits a snapshot of the workspace and its changes go through the review "
+                  "gate: interactive, auto (accept all but held-back paths), all, or none (keep them pending)")
+      ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
+  cmd.add_option("--workdir", args.workdir, "Working directory in the guest (default /workspace with -w, else /)");
+  cmd.add_option("--user", args.user, "uid (and gid) to run the command as (default: the image's user, else 0)");
+  cmd.add_option("--accel", args.accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")
+      ->capture_default_str();
+  cmd.add_option("--tty", args.tty, "Allocate a pty: auto (when stdin and stdout are terminals), always, never")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd.add_flag("--accept-failed", args.acceptFailed,
+               "With --review=auto/all: flush the changes even when the command exited non-zero");
+  cmd.add_flag("-q,--quiet", args.quiet, "Do not print progress lines");
+  addEgressFlags(cmd, args.egress, "no network; locked when --allow-host, --host-port or --publish is given");
+  // Everything from the first positional argument on (or after --) is IMAGE
+  // and the command, passed to the guest untouched.
+  cmd.prefix_command();
+}
+
+Result<> finishRunImageArgs(RunImageArgs& args, const CLI::App& cmd, const std::vector<std::string>& afterDoubleDash) {
+  args.userGiven = cmd.get_option("--user")->count() > 0;
+  args.command = cmd.remaining();
+  // prefix_command() passes an unknown option on as if it began the guest
+  // command: a typo like --cpu must be a usage error, not a guest command.
+  if (!args.command.empty() && args.command.front().starts_with("-"))
+    return failWith(exit_code::kUsage, "run-image: unknown option '{}' (see airlock run-image --help)",
+                    args.command.front());
+  if (args.rootfs.empty()) {
+    if (args.command.empty())
+      return failWith(exit_code::kUsage,
+                      "run-image needs an IMAGE or --rootfs DIR: airlock run-image [OPTIONS] IMAGE [-- CMD...]");
+    args.image = args.command.front();
+    args.command.erase(args.command.begin());
+    // `run-image IMAGE --cpus 2` would run "--cpus" in the guest after a boot.
+    if (!args.command.empty() && args.command.front().starts_with("-"))
+      return failWith(exit_code::kUsage,
+                      "run-image: '{}' comes after IMAGE: options go before IMAGE, the command after -- "
+                      "(airlock run-image [OPTIONS] {} -- CMD...)",
+                      args.command.front(), args.image);
+  }
+  args.command.insert(args.command.end(), afterDoubleDash.begin(), afterDoubleDash.end());
+  if (args.command.empty() && args.image.empty())
+    return failWith(exit_code::kUsage, "run-image needs a command: airlock run-image --rootfs DIR -- CMD [ARGS...]");
+  return {};
+}
+
 void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");
-  cmd->footer(R"(Usage: airlock run-image IMAGE [OPTIONS] [-- CMD [ARGS...]]
+  cmd->footer(R"(Usage: airlock run-image [OPTIONS] IMAGE [-- CMD [ARGS...]]
        airlock run-image --rootfs DIR [OPTIONS] -- CMD [ARGS...]
+
+Options go before IMAGE: the first word that is not an option is IMAGE, and
+the command goes after `--` (an option after IMAGE is refused, exit 64).
+Repeatable options (-e, --allow-host, --host-port, --publish,
+--insecure-registry) take one value each time: -e A=1 -e B=2.
 
 IMAGE is an OCI/Docker image reference (ubuntu:24.04, ghcr.io/org/app@sha256:...), pulled
 into the image store when missing (--pull). Its entrypoint, cmd, env, working directory
@@ -257,67 +307,17 @@ egress firewall with --egress-profile (default locked: only the --allow-host hos
 
 Examples:
   airlock run-image docker.io/library/busybox -- echo hi
-  airlock run-image --pull=always 127.0.0.1:5000/team/tools:dev   (options go before IMAGE)
+  airlock run-image --pull=always 127.0.0.1:5000/team/tools:dev
   airlock run-image --allow-host deb.debian.org:80 debian:12 -- apt-get update
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
   airlock run-image -w . --review=auto node:22 -- npx prettier --write .
   airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)");
-  cmd->add_option("--rootfs", args->rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)");
-  addRegistryFlags(*cmd, args->registry);
-  cmd->add_option("--cpus", args->cpus, "vCPUs")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--memory", args->memory, "Guest memory in MiB")->capture_default_str()->check(
-      CLI::Range(128, 65536));
-  cmd->add_option("-e,--env", args->env,
-                  "Environment variable for the command: NAME=VALUE, or NAME to pass the host's value. Values "
-                  "travel over the control channel, never on a command line")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("-w,--workspace", args->workspace,
-                  "Host directory at /workspace: shared read-only, or with --review a snapshot the command may change")
-      ->check(CLI::ExistingDirectory);
-  cmd->add_option("--review", args->review,
-                  "With -w: the command edits a snapshot of the workspace and its changes go through the review "
-                  "gate: interactive, auto (accept all but held-back paths), all, or none (keep them pending)")
-      ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  cmd->add_option("--workdir", args->workdir, "Working directory in the guest (default /workspace with -w, else /)");
-  auto* user = cmd->add_option("--user", args->user, "uid (and gid) to run the command as (default: the image's user, else 0)");
-  cmd->add_option("--accel", args->accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")
-      ->capture_default_str();
-  cmd->add_option("--tty", args->tty, "Allocate a pty: auto (when stdin and stdout are terminals), always, never")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  cmd->add_flag("--accept-failed", args->acceptFailed,
-                "With --review=auto/all: flush the changes even when the command exited non-zero");
-  cmd->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
-  addEgressFlags(*cmd, args->egress, "no network; locked when --allow-host, --host-port or --publish is given");
-  // Everything from the first positional argument on (or after --) is the
-  // command, passed to the guest untouched.
-  cmd->prefix_command();
-  cmd->callback([args, cmd, user, &exitCode, &afterDoubleDash] {
-    args->userGiven = user->count() > 0;
-    args->command = cmd->remaining();
-    // prefix_command() passes an unknown option on as if it began the guest
-    // command: a typo like --cpu must be a usage error, not a guest command.
-    if (!args->command.empty() && args->command.front().starts_with("-")) {
-      std::fprintf(stderr, "airlock: run-image: unknown option '%s' (see airlock run-image --help)\n",
-                   args->command.front().c_str());
-      exitCode = exit_code::kUsage;
-      return;
-    }
-    if (args->rootfs.empty()) {
-      if (args->command.empty()) {
-        std::fprintf(stderr, "airlock: run-image needs an IMAGE or --rootfs DIR: airlock run-image IMAGE [-- CMD...]\n");
-        exitCode = exit_code::kUsage;
-        return;
-      }
-      args->image = args->command.front();
-      args->command.erase(args->command.begin());
-    }
-    args->command.insert(args->command.end(), afterDoubleDash.begin(), afterDoubleDash.end());
-    if (args->command.empty() && args->image.empty()) {
-      std::fprintf(stderr, "airlock: run-image needs a command: airlock run-image --rootfs DIR -- CMD [ARGS...]\n");
-      exitCode = exit_code::kUsage;
+  addRunImageOptions(*cmd, *args);
+  cmd->callback([args, cmd, &exitCode, &afterDoubleDash] {
+    if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {
+      std::fprintf(stderr, "airlock: %s\n", r.error().message.c_str());
+      exitCode = r.error().code;
       return;
     }
     exitCode = runImage(*args);

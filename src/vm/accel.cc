@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/exit_codes.h"
+
 namespace airlock::vm {
 
 HostFacts probeHost() {
@@ -27,17 +29,27 @@ HostFacts probeHost() {
   return facts;
 }
 
+std::string kvmUnusableReason(const HostFacts& facts) {
+  if (!facts.kvmDeviceUsable) return "/dev/kvm is missing or not accessible";
+  if (facts.kvmPvmLoaded && !facts.cpuHasVirt)
+    return "/dev/kvm is kvm_pvm (software nested virtualization, no VT-x/AMD-V), which cannot boot stock kernels";
+  if (!facts.cpuHasVirt) return "the CPU reports no VT-x/AMD-V (vmx/svm)";
+  return "";
+}
+
+Result<> checkAccelRequest(AccelRequest request, const HostFacts& facts) {
+  if (request != AccelRequest::kKvm) return {};
+  if (auto why = kvmUnusableReason(facts); !why.empty())
+    return failWith(exit_code::kHostNotReady, "--accel kvm: KVM cannot work on this host: {}; use --accel auto "
+                    "(or tcg) for QEMU's emulation, see airlock doctor", why);
+  return {};
+}
+
 AccelChoice chooseAccel(AccelRequest request, const HostFacts& facts, const std::function<bool()>& bootProbe) {
   if (request == AccelRequest::kKvm) return {Accel::kKvm, ""};
   if (request == AccelRequest::kTcg) return {Accel::kTcg, ""};
   const char* cost = "using QEMU's TCG emulation: boot and CPU-bound work are several times slower";
-  if (!facts.kvmDeviceUsable)
-    return {Accel::kTcg, std::string("/dev/kvm is missing or not accessible; ") + cost};
-  if (facts.kvmPvmLoaded && !facts.cpuHasVirt)
-    return {Accel::kTcg, std::string("/dev/kvm is kvm_pvm (software nested virtualization, no VT-x/AMD-V), "
-                                     "which cannot boot stock kernels; ") + cost};
-  if (!facts.cpuHasVirt)
-    return {Accel::kTcg, std::string("the CPU reports no VT-x/AMD-V (vmx/svm); ") + cost};
+  if (auto why = kvmUnusableReason(facts); !why.empty()) return {Accel::kTcg, why + "; " + cost};
   if (!bootProbe()) return {Accel::kTcg, std::string("a KVM test boot did not reach init; ") + cost};
   return {Accel::kKvm, ""};
 }

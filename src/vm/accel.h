@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "common/error.h"
 #include "vm/vm_config.h"
 
 namespace airlock::vm {
@@ -33,6 +34,14 @@ HostFacts probeHost();
 /// under kAuto; it returns whether a KVM guest really reached init (the
 /// caller caches it). kKvm and kTcg force the choice.
 AccelChoice chooseAccel(AccelRequest request, const HostFacts& facts, const std::function<bool()>& bootProbe);
+
+/// Why the facts rule KVM out ("/dev/kvm is kvm_pvm ..."), or "" when they
+/// allow it (a test boot may still fail).
+std::string kvmUnusableReason(const HostFacts& facts);
+
+/// Refuses `--accel kvm` at once (kHostNotReady, with the reason and the fix)
+/// when the facts rule KVM out, instead of a boot that can only time out.
+Result<> checkAccelRequest(AccelRequest request, const HostFacts& facts);
 
 /// The host's TSC frequency in kHz, from /proc/cpuinfo ("cpu MHz"); 0 if unknown.
 unsigned hostTscKhz();

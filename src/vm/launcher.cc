@@ -79,6 +79,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   if (options.cpus < 1 || options.cpus > 64) return failWith(exit_code::kUsage, "--cpus must be between 1 and 64");
   if (options.memoryMiB < 128 || options.memoryMiB > 65536)
     return failWith(exit_code::kUsage, "--memory must be between 128 and 65536 MiB");
+  if (auto r = checkAccelRequest(options.accel, probeHost()); !r) return std::unexpected(r.error());
   auto init = findInitBinary();
   if (!init) return std::unexpected(init.error());
   auto assets = ensureBootAssets(*init, options.progress);
@@ -111,7 +112,8 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   AccelChoice accel = chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(*assets, dir); });
   config.accel = accel.accel;
   if (config.accel == Accel::kTcg) config.tscKhz = hostTscKhz();
-  if (!accel.warning.empty()) report(options.warn, accel.warning);
+  // The TCG fallback only costs speed: a progress line (silenced by -q), not a warning.
+  if (!accel.warning.empty()) report(options.progress, "warning: " + accel.warning);
   if (auto disk = makeScratchDisk(dir + "/scratch.ext4", options.scratchMiB); !disk)
     return std::unexpected(disk.error());
   config.disks.push_back({*image, "root", true, "raw"});

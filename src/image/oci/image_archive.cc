@@ -52,7 +52,13 @@ class TempFile {
   static Result<TempFile> create(const std::string& path) {
     std::string tmpl = path + ".tmp-XXXXXX";
     int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-    if (fd < 0) return failWith(exit_code::kImage, "cannot create a file next to {}: {}", path, errnoText(errno));
+    if (fd < 0) {
+      // A directory that does not exist or is not writable is the user's to fix.
+      int err = errno;
+      bool user = err == ENOENT || err == ENOTDIR || err == EACCES || err == EROFS;
+      return failWith(user ? exit_code::kUsage : exit_code::kImage, "cannot write {}: {}{}", path, errnoText(err),
+                      user ? " (give -o a file in an existing, writable directory)" : "");
+    }
     return TempFile(Fd(fd), std::move(tmpl));
   }
   TempFile(TempFile&& o) noexcept : fd_(std::move(o.fd_)), name_(std::move(o.name_)) { o.name_.clear(); }
@@ -333,6 +339,14 @@ Result<StoredRef> loadOne(const ImageStore& store, const std::set<std::string>& 
 }  // namespace
 
 Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const std::string& path) {
+  // "-" streams to stdout (like docker save); a file goes through a temporary name.
+  std::optional<TempFile> tmp;
+  if (path != "-") {
+    auto created = TempFile::create(path);
+    if (!created) return std::unexpected(created.error());
+    tmp.emplace(std::move(*created));
+  }
+  const int fd = tmp ? tmp->fd() : STDOUT_FILENO;
   auto found = store.findRef(ref);
   if (!found) return failWith(exit_code::kImage, "{} is not in the image store (airlock image ls)", ref.str());
   const std::string& digest = found->manifestDigest;
@@ -350,12 +364,10 @@ Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const
                    {"digest", digest},
                    {"size", body->size()},
                    {"annotations", {{std::string(kRefName), found->name}}}}}}};
-  auto tmp = TempFile::create(path);
-  if (!tmp) return std::unexpected(tmp.error());
   SaveReport report;
   report.manifestDigest = digest;
   {
-    TarWriter w(tmp->fd());
+    TarWriter w(fd);
     for (auto r : {w.file("oci-layout", R"({"imageLayoutVersion":"1.0.0"})"), w.file("index.json", index.dump()),
                    w.dir("blobs/"), w.dir("blobs/sha256/")})
       if (!r) return std::unexpected(r.error());
@@ -363,9 +375,11 @@ Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const
       auto n = w.blob(b, store.blobPath(b));
       if (!n) return std::unexpected(n.error());
       ++report.blobs;
+      report.bytes += *n;
     }
     if (auto r = w.close(); !r) return std::unexpected(r.error());
   }
+  if (!tmp) return report;
   struct stat st {};
   if (::fstat(tmp->fd(), &st) == 0) report.bytes = static_cast<uint64_t>(st.st_size);
   if (auto r = tmp->commit(path, false); !r) return std::unexpected(r.error());
@@ -401,9 +415,11 @@ Result<std::vector<StoredRef>> loadImageArchive(const ImageStore& store, const s
       if (!ref) return std::unexpected(ref.error());
       name = ref->name();
     }
-    if (name.empty())
-      return refuse(fmt::format("image {} has no name in index.json (annotation {}); give one with --name",
-                                e.descriptor.digest, kRefName));
+    if (name.empty()) {
+      dropLoaded();
+      return failWith(exit_code::kUsage, "{}: image {} has no name in index.json (annotation {}); give one with --name",
+                      path, e.descriptor.digest, kRefName);
+    }
     vm::report(options.build.progress, fmt::format("loading {} ({})", name, e.descriptor.digest));
     auto ref = loadOne(store, reader.blobs(), e, name, options);
     if (!ref) return refuse(ref.error().message);

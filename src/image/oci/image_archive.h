@@ -32,8 +32,10 @@ struct SaveReport {
 
 /// Writes the image `ref` of `store` (its platform manifest, config and
 /// layers, each re-verified by digest) as an OCI layout tar to `path`
-/// (through a temporary file, renamed into place). index.json names the
-/// image with org.opencontainers.image.ref.name = ref.name(). kImage errors.
+/// (through a temporary file, renamed into place), or to stdout when `path`
+/// is "-" (then `bytes` counts the blobs only). index.json names the
+/// image with org.opencontainers.image.ref.name = ref.name(). kUsage when `path`
+/// cannot be created (no such directory, not writable), else kImage errors.
 Result<SaveReport> saveImage(const ImageStore& store, const ImageRef& ref, const std::string& path);
 
 /// How to load.
@@ -44,7 +46,8 @@ struct LoadOptions {
 };
 
 /// Loads every image that the OCI layout tar at `path` names in its
-/// index.json into `store`; returns the refs written. kImage errors name the
+/// index.json into `store`; returns the refs written. kUsage when an image has no name and
+/// `options.name` is empty (the fix is --name); kImage errors name the
 /// archive entry, blob or image at fault.
 Result<std::vector<StoredRef>> loadImageArchive(const ImageStore& store, const std::string& path,
                                                 const LoadOptions& options);

@@ -172,6 +172,29 @@ std::optional<StoredRef> ImageStore::findRef(const ImageRef& ref) const {
   return std::nullopt;
 }
 
+Result<std::optional<std::vector<StoredRef>>> ImageStore::refsByDigest(const std::string& text) const {
+  std::string hex = text.starts_with("sha256:") ? text.substr(7) : text;
+  bool isHex = !hex.empty() && hex.size() <= 64 &&
+               std::all_of(hex.begin(), hex.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (!isHex || (!text.starts_with("sha256:") && hex.size() < 12)) return std::nullopt;
+  const std::string prefix = "sha256:" + hex;
+  std::set<std::string> digests;
+  std::vector<StoredRef> refs;
+  for (auto& r : readRefs())
+    if (r.manifestDigest.starts_with(prefix)) {
+      digests.insert(r.manifestDigest);
+      refs.push_back(r);
+    }
+  if (digests.empty()) return failWith(exit_code::kImage, "no image in the store has digest {} (see `airlock image ls`)", text);
+  if (digests.size() > 1) {
+    std::string names;
+    for (const auto& d : digests) names += (names.empty() ? "" : ", ") + d;
+    return failWith(exit_code::kUsage, "digest prefix {} matches {} images: {}; give more digits", text,
+                    digests.size(), names);
+  }
+  return std::optional(std::move(refs));
+}
+
 Result<> ImageStore::writeRef(const StoredRef& ref) const {
   if (auto r = ensureLayout(); !r) return r;
   json j = {{"name", ref.name}, {"manifest", ref.manifestDigest}, {"pulled", ref.pulledAt}};
@@ -204,6 +227,16 @@ Result<RemoveReport> ImageStore::remove(const ImageRef& ref) const {
   if (!found) return failWith(exit_code::kImage, "{} is not in the image store (see `airlock image ls`)", ref.str());
   RemoveReport report;
   if (::unlink(refPath(found->name).c_str()) == 0) report.refs.push_back(found->name);
+  if (auto r = collectGarbage(report); !r) return std::unexpected(r.error());
+  return report;
+}
+
+Result<RemoveReport> ImageStore::removeRefs(const std::vector<StoredRef>& refs) const {
+  auto lk = lock({});
+  if (!lk) return std::unexpected(lk.error());
+  RemoveReport report;
+  for (const auto& r : refs)
+    if (::unlink(refPath(r.name).c_str()) == 0) report.refs.push_back(r.name);
   if (auto r = collectGarbage(report); !r) return std::unexpected(r.error());
   return report;
 }

@@ -87,6 +87,12 @@ class ImageStore {
   /// The stored ref for `ref`: by name; a digest-pinned ref also matches a
   /// built image of that digest. nullopt when the store does not have it.
   std::optional<StoredRef> findRef(const ImageRef& ref) const;
+  /// The refs naming the image whose manifest digest `text` gives, as
+  /// `image ls` shows it ("sha256:" + a prefix, or 12 to 64 bare hex digits);
+  /// nullopt when `text` is not digest-like (then it is a reference). kImage
+  /// when no stored image has it; kUsage, naming the candidates, when a
+  /// prefix matches several.
+  Result<std::optional<std::vector<StoredRef>>> refsByDigest(const std::string& text) const;
   /// Adds or replaces a ref (atomic).
   Result<> writeRef(const StoredRef& ref) const;
 
@@ -98,6 +104,9 @@ class ImageStore {
   /// Removes the ref `ref` and, when no other ref uses it, its image and the
   /// blobs no remaining image needs. Fails (kImage) when `ref` is not stored.
   Result<RemoveReport> remove(const ImageRef& ref) const;
+  /// Removes every ref in `refs` (from refsByDigest), then the images and
+  /// blobs nothing else uses.
+  Result<RemoveReport> removeRefs(const std::vector<StoredRef>& refs) const;
   /// Removes the blobs `digests` that no built image needs (a refused pull
   /// leaves nothing behind). Call with the store's lock held.
   void dropUnusedBlobs(const std::vector<std::string>& digests) const;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/exit_codes.h"
+
 namespace airlock::vm {
 namespace {
 
@@ -40,6 +42,22 @@ TEST(Accel, ParsesFlagValues) {
   EXPECT_EQ(r, AccelRequest::kKvm);
   EXPECT_TRUE(parseAccel("auto", r));
   EXPECT_FALSE(parseAccel("hvf", r));
+}
+
+// --accel kvm on a host whose facts rule KVM out is refused before boot
+// (exit 65, with the reason), not a 30 s wait for a guest that never starts.
+TEST(Accel, ForcedKvmOnAnUnusableHostIsRefusedWithTheReason) {
+  auto pvm = checkAccelRequest(AccelRequest::kKvm, {true, false, true});
+  ASSERT_FALSE(pvm);
+  EXPECT_EQ(pvm.error().code, exit_code::kHostNotReady);
+  EXPECT_NE(pvm.error().message.find("kvm_pvm"), std::string::npos) << pvm.error().message;
+  EXPECT_NE(pvm.error().message.find("--accel auto"), std::string::npos);
+  auto missing = checkAccelRequest(AccelRequest::kKvm, {false, true, false});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("/dev/kvm"), std::string::npos);
+  EXPECT_TRUE(checkAccelRequest(AccelRequest::kKvm, {true, true, false}));
+  EXPECT_TRUE(checkAccelRequest(AccelRequest::kAuto, {false, false, false}));
+  EXPECT_TRUE(checkAccelRequest(AccelRequest::kTcg, {false, false, false}));
 }
 
 }  // namespace
