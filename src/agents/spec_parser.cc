@@ -6,6 +6,7 @@
 #include <span>
 
 #include "agents/agent_env.h"
+#include "agents/yaml_number.h"
 #include "common/exit_codes.h"
 
 namespace airlock::agents {
@@ -140,10 +141,10 @@ class SpecReader {
   Result<> integer(const YAML::Node& map, const char* key, int min, int max, int& out) {
     YAML::Node n = child(map, key);
     if (!n.IsDefined()) return {};
-    int value = 0;
-    if (!n.IsScalar() || !YAML::convert<int>::decode(n, value) || value < min || value > max)
-      return error(n, fmt::format("'{}' must be an integer from {} to {}", key, min, max));
-    out = value;
+    auto value = plainDecimal(n);  // one rule for numbers: `cpus: "2"` and `0x10` are errors
+    if (!value || *value < static_cast<unsigned long>(min) || *value > static_cast<unsigned long>(max))
+      return error(n, fmt::format("'{}' must be a plain decimal integer from {} to {}", key, min, max));
+    out = static_cast<int>(*value);
     return {};
   }
 

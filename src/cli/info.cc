@@ -18,6 +18,7 @@ struct InfoArgs : PolicyFlags {
   std::string workspace = ".";
   bool json = false;
   bool yes = false;
+  std::string accel = "auto";
 };
 
 int report(const Error& e) {
@@ -36,7 +37,12 @@ int runInfo(const InfoArgs& args) {
   auto published = parseHostPorts(args.egress.publish, "--publish");
   if (!published) return report(published.error());
   ports.published = std::move(*published);
-  auto backend = config::describeBackend(vm::probeHost());
+  vm::AccelRequest accel;
+  if (!vm::parseAccel(args.accel, accel))
+    return report(Error{"--accel must be auto, kvm or tcg (got '" + args.accel + "')", exit_code::kUsage});
+  auto facts = vm::probeHost();
+  if (auto r = vm::checkAccelRequest(accel, facts); !r) return report(r.error());  // as run refuses it
+  auto backend = config::describeBackend(facts, accel);
   auto image = config::describeImage(*effective, args.image);
   auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
                                         std::move(ports), args.yes);
@@ -55,7 +61,7 @@ void addInfoCommand(CLI::App& app, int& exitCode) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand("info", "Show the isolation envelope of `airlock run AGENT` without booting");
   cmd->footer(R"(Takes `airlock run`'s flags that change the envelope (--cpus, --memory,
---image, --exclude, --review, --workspace-mode, --yes, --egress-profile,
+--image, --exclude, --review, --workspace-mode, --yes, --accel, --egress-profile,
 --allow-host, --host-port, --publish, -e/--env) and shows the envelope of
 exactly that run. For every value: which layer set it (built-in, user, repo,
 flag). Repo keys that .airlock.yaml may not set (it can only tighten) are
@@ -71,6 +77,7 @@ Examples:
       ->check(CLI::ExistingDirectory);
   addPolicyFlags(*cmd, *args);
   cmd->add_flag("--yes", args->yes, "As `airlock run --yes` (acknowledges direct mode)");
+  cmd->add_option("--accel", args->accel, "As `airlock run --accel`: auto, kvm or tcg")->capture_default_str();
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &exitCode] { exitCode = runInfo(*args); });
 }

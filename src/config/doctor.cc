@@ -54,7 +54,8 @@ CheckResult tool(HostProbe& probe, const std::string& name, CheckStatus missing,
   std::string path = probe.findOnPath(name);
   if (!path.empty()) return {name, CheckStatus::kOk, path, ""};
   return {name, missing, fmt::format("{} not found on PATH ({})", name, why),
-          fmt::format("apt-get install {}{}", package, inSetup ? " (scripts/setup installs it)" : "")};
+          fmt::format("{}apt-get install {}{}", probe.effectiveUid() == 0 ? "" : "sudo ", package,
+                      inSetup ? " (scripts/setup installs it)" : "")};
 }
 
 CheckResult kvm(HostProbe& probe) {
@@ -104,7 +105,7 @@ CheckResult kernelAssets(HostProbe& probe, const std::string& cacheDir) {
 /// network (egress/netns.cc) and mmdebstrap --mode=unshare fail without them.
 CheckResult userNamespaces(HostProbe& probe) {
   if (probe.effectiveUid() == 0) return {"user namespaces", CheckStatus::kOk, "not needed (running as root)", ""};
-  std::string fix = "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1";
+  std::string fix = "sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1";
   auto max = probe.readText("/proc/sys/user/max_user_namespaces");
   if (!max || std::atol(max->c_str()) <= 0)
     return {"user namespaces", CheckStatus::kFail, "disabled (user.max_user_namespaces is 0 or unreadable); the "
@@ -199,7 +200,8 @@ CheckResult staleSessions(const std::string& stateDir) {
   if (stale.empty()) return {"stale sessions", CheckStatus::kOk, "none", ""};
   return {"stale sessions", CheckStatus::kWarn,
           fmt::format("{} ended session(s) still hold a snapshot ({}), e.g. {}", stale.size(), gib(bytes), stale[0]),
-          "airlock system prune (removes the snapshots of sessions that are not running)"};
+          "airlock system prune --dry-run to see what would go (snapshots of sessions that are not running, finished "
+          "sessions without pending changes, the rootfs cache), then airlock system prune"};
 }
 
 CheckResult staleJournals(const std::string& stateDir) {

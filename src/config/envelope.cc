@@ -81,9 +81,9 @@ std::string imageSourceName(ImageSource source) {
 
 }  // namespace
 
-BackendView describeBackend(const vm::HostFacts& facts) {
+BackendView describeBackend(const vm::HostFacts& facts, vm::AccelRequest request) {
   BackendView view;
-  auto choice = vm::chooseAccel(vm::AccelRequest::kAuto, facts, [] { return true; });
+  auto choice = vm::chooseAccel(request, facts, [] { return true; });
   view.accel = choice.accel == vm::Accel::kKvm ? "kvm" : "tcg";
   view.note = choice.warning;
   std::string release = cachedKernelRelease();

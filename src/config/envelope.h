@@ -51,9 +51,9 @@ struct Envelope {
   std::string directModeProblem;  ///< why `airlock run` would refuse direct mode; empty when it would not
 };
 
-/// The backend for `facts` (KVM is assumed to pass its boot probe) and the
-/// kernel found in cacheDir()/assets.
-BackendView describeBackend(const vm::HostFacts& facts);
+/// The backend `request` gets on a host with `facts` (under kAuto, KVM is
+/// assumed to pass its boot probe) and the kernel found in cacheDir()/assets.
+BackendView describeBackend(const vm::HostFacts& facts, vm::AccelRequest request = vm::AccelRequest::kAuto);
 
 /// The image `airlock run` would boot, in its order: `imageFlag` (--image, a
 /// registry reference), else the configured `image` (a path when it starts

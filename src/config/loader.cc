@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "agents/spec_parser.h"
+#include "agents/yaml_number.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 
@@ -56,18 +57,12 @@ class ConfigReader {
     return failWith(exit_code::kUsage, "{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message);
   }
 
-  /// A plain (unquoted, untagged) decimal integer: digits only, no sign, no
-  /// leading zero, no hex/octal/float forms, no quotes.
+  /// A plain decimal integer in [min, max] (agents::plainDecimal).
   Result<unsigned> number(const std::string& key, const YAML::Node& n, unsigned min, unsigned max) {
     auto bad = [&] { return error(n, fmt::format("'{}' must be a plain decimal integer from {} to {}", key, min, max)); };
-    if (!n.IsScalar() || n.Tag() != "?") return bad();
-    const std::string& text = n.Scalar();
-    if (text.empty() || text.size() > 9 || (text.size() > 1 && text[0] == '0')) return bad();
-    for (char c : text)
-      if (c < '0' || c > '9') return bad();
-    unsigned long value = std::stoul(text);
-    if (value < min || value > max) return bad();
-    return static_cast<unsigned>(value);
+    auto value = agents::plainDecimal(n);
+    if (!value || *value < min || *value > max) return bad();
+    return static_cast<unsigned>(*value);
   }
 
   Result<std::string> word(const std::string& key, const YAML::Node& n) {

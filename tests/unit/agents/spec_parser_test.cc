@@ -85,9 +85,22 @@ TEST(SpecParser, DuplicateKey) {
 }
 
 TEST(SpecParser, WrongTypes) {
-  EXPECT_NE(errorOf(kMinimal + "cpus: two\n").find("'cpus' must be an integer from 1 to 64"), std::string::npos);
-  EXPECT_NE(errorOf(kMinimal + "cpus: 2.5\n").find("'cpus' must be an integer"), std::string::npos);
-  EXPECT_NE(errorOf(kMinimal + "cpus: 0\n").find("'cpus' must be an integer"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "cpus: two\n").find("'cpus' must be a plain decimal integer from 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "cpus: 2.5\n").find("'cpus' must be a plain decimal integer"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "cpus: 0\n").find("'cpus' must be a plain decimal integer"), std::string::npos);
+}
+
+// The same number rule as the config's keys: custom agents in the user config
+// are parsed here, so `cpus: "2"` or `0x10` must not slip through as numbers.
+TEST(SpecParser, NumbersArePlainDecimalIntegers) {
+  for (const char* bad : {"cpus: \"2\"\n", "cpus: 0x10\n", "cpus: 010\n", "cpus: +2\n", "cpus: !!int 2\n",
+                          "memory_mib: 1e3\n", "memory_mib: '2048'\n"})
+    EXPECT_NE(errorOf(kMinimal + bad).find("must be a plain decimal integer"), std::string::npos) << bad;
+  auto good = parseAgentSpec(kMinimal + "cpus: 4\nmemory_mib: 2048\n", "demo.yaml");
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_EQ(good->cpus, 4);
+  EXPECT_EQ(good->memoryMib, 2048);
   EXPECT_NE(errorOf(kMinimal + "default_args: --yes\n").find("'default_args' must be a list of strings"),
             std::string::npos);
   EXPECT_NE(errorOf(kMinimal + "default_args: [[a]]\n").find("'default_args' must be a list of strings"),

@@ -90,6 +90,14 @@ TEST_F(EnvelopeTest, EnvelopeNamesTheBackendAndNoValues) {
   unsetenv("ANTHROPIC_API_KEY");
 }
 
+// `airlock info --accel tcg` previews a forced TCG run even where KVM works.
+TEST(DescribeBackend, FollowsTheAccelRequest) {
+  vm::HostFacts kvmHost{true, true, false};
+  EXPECT_EQ(describeBackend(kvmHost).accel, "kvm");
+  EXPECT_EQ(describeBackend(kvmHost, vm::AccelRequest::kTcg).accel, "tcg");
+  EXPECT_EQ(describeBackend(vm::HostFacts{}, vm::AccelRequest::kAuto).accel, "tcg");
+}
+
 TEST_F(EnvelopeTest, RepoWideningEgressIsIgnoredAndShown) {
   writeFile("workspace/.airlock.yaml",
             "egress_profile: permissive\nallow_hosts: [evil.example.com]\nhost_ports: [22]\nvcpus: 1\n");
