@@ -68,13 +68,18 @@ std::string sessionsDir() { return stateDir() + "/sessions"; }
 
 Result<std::string> resolveSessionDir(const std::string& arg) {
   struct stat st {};
-  if (!arg.empty() && arg.find('/') == std::string::npos && arg != "." && arg != "..") {
+  // A bare id names a session of the sessions dir, never a directory of the
+  // current one: a change set may have flushed a look-alike session (with a
+  // `workspace` file naming another directory) into the project.
+  if (!arg.empty() && arg.find('/') == std::string::npos) {
     std::string byId = sessionsDir() + "/" + arg;
-    if (::stat(byId.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return byId;
+    if (arg == "." || arg == ".." || ::stat(byId.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return failWith(exit_code::kUsage, "no session '{}' in {} (a session directory elsewhere: give its path, "
+                      "e.g. ./{})", arg, sessionsDir(), arg);
+    return byId;
   }
   if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return failWith(exit_code::kUsage, "no session {}: neither a session id in {} nor a directory", arg,
-                    sessionsDir());
+    return failWith(exit_code::kUsage, "no session directory {}", arg);
   return absolutePath(arg);
 }
 

