@@ -367,7 +367,8 @@ void printResumeHint(const ReviewOutcome& outcome) {
   size_t left = outcome.pending + outcome.conflicts;
   if (left == 0 || outcome.session.empty()) return;
   std::fflush(stdout);
-  std::fprintf(stderr, "airlock: %zu change%s pending; review them with: %s\n", left, left == 1 ? "" : "s",
+  std::fprintf(stderr, "airlock: %zu change%s pending; review %s with: %s\n", left, left == 1 ? "" : "s",
+               left == 1 ? "it" : "them",
                session::resumeCommand(outcome.session).c_str());
 }
 

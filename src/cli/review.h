@@ -39,6 +39,7 @@ struct ReviewOutcome {
 int runReview(const ReviewArgs& args, ReviewOutcome* outcome = nullptr);
 
 /// Prints "airlock: N changes pending; review them with: airlock review -s ID"
+/// ("1 change pending; review it with: ...")
 /// to stderr when the review left changes.
 void printResumeHint(const ReviewOutcome& outcome);
 

@@ -195,6 +195,8 @@ int runAgent(RunArgs args) {
     if (args.review == "interactive" && !reviewTerminal)
       return report({"--review=interactive needs a terminal; pass --review=auto or --review=none", exit_code::kUsage});
   }
+  if (args.acceptFailed && args.review != "auto" && args.review != "all")
+    return report({"--accept-failed applies to --review=auto or --review=all only", exit_code::kUsage});
   bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
   auto env = agentEnvironment(spec, args.env, usePty);
   if (!env) return report(env.error());
@@ -261,6 +263,8 @@ int runAgent(RunArgs args) {
   launch.egressNetwork.logPath = s.dir() + "/egress.log";
   launch.publish = *published;
   launch.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
+  if (!args.quiet)
+    launch.notice = [](const std::string& line) { std::fprintf(stderr, "airlock: note: %s\n", line.c_str()); };
   auto machine = vm::Machine::launch(launch);
   if (!machine) return report(machine.error());
   auto& control = (*machine)->vm().control();

@@ -100,6 +100,10 @@ int runImage(const RunImageArgs& args) {
     std::fprintf(stderr, "airlock: %s\n", policy.error().message.c_str());
     return policy.error().code;
   }
+  if (args.acceptFailed && args.review != "auto" && args.review != "all") {
+    std::fprintf(stderr, "airlock: --accept-failed applies to -w DIR --review=auto or --review=all only\n");
+    return exit_code::kUsage;
+  }
   if (!args.review.empty() && args.workspace.empty()) {
     std::fprintf(stderr, "airlock: --review needs a workspace: add -w DIR\n");
     return exit_code::kUsage;
@@ -185,6 +189,8 @@ int runImage(const RunImageArgs& args) {
   };
   options.progress = say;
   options.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
+  if (!args.quiet)
+    options.notice = [](const std::string& line) { std::fprintf(stderr, "airlock: note: %s\n", line.c_str()); };
   auto machine = vm::Machine::launch(options);
   if (!machine) {
     std::fprintf(stderr, "airlock: %s\n", machine.error().message.c_str());
@@ -207,7 +213,7 @@ int runImage(const RunImageArgs& args) {
     return *code;
   }
   ReviewOutcome outcome;
-  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed}, {}, outcome);
+  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed, "the command"}, {}, outcome);
   if (!reviewed) {
     std::fprintf(stderr, "airlock: %s\n", reviewed.error().message.c_str());
     return reviewed.error().code;

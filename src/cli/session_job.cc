@@ -94,9 +94,9 @@ Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const Rev
   bool failed = policy.agentCode != 0 && (policy.mode == "auto" || policy.mode == "all");
   if (failed && !policy.acceptFailed) {
     review.mode = "none";
-    std::string line = fmt::format("the agent exited with {}, so --review={} flushes nothing: its changes are kept "
+    std::string line = fmt::format("{} exited with {}, so --review={} flushes nothing: its changes are kept "
                                    "pending (--accept-failed flushes them anyway)",
-                                   policy.agentCode, policy.mode);
+                                   policy.who, policy.agentCode, policy.mode);
     s.log(line);
     std::fprintf(stderr, "airlock: %s\n", line.c_str());
   }

@@ -31,6 +31,7 @@ struct ReviewPolicy {
   std::string mode;           ///< interactive, auto, all, none
   int agentCode = 0;          ///< the agent's exit code (128+N when killed by signal N)
   bool acceptFailed = false;  ///< --accept-failed: auto/all flush even when the agent failed
+  std::string who = "the agent";  ///< what ran, for messages ("the command" for run-image)
 };
 
 /// Exports the guest's /workspace changes into the session, stops `machine`

@@ -100,12 +100,27 @@ void appendSessionLog(const std::string& sessionDir, const std::string& line) {
   if (log) writeAll(log.get(), stampedLine(line));
 }
 
+namespace {
+
+/// `word` as one shell word: as it is when it holds only safe characters,
+/// else in single quotes (a ' inside becomes '\'').
+std::string shellWord(const std::string& word) {
+  bool safe = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                      "0123456789_-+./:@%,=") == std::string::npos;
+  if (safe) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
 std::string resumeCommand(const std::string& sessionDir) {
   std::string dir = absolutePath(sessionDir);
   std::string sessions = absolutePath(sessionsDir());
   if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos)
-    return "airlock review -s " + dir.substr(sessions.size() + 1);
-  return "airlock review -s " + dir;
+    return "airlock review -s " + shellWord(dir.substr(sessions.size() + 1));
+  return "airlock review -s " + shellWord(dir);
 }
 
 Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, bool wait) {

@@ -36,7 +36,8 @@ Result<> recordWorkspace(const std::string& sessionDir, const std::string& works
 void appendSessionLog(const std::string& sessionDir, const std::string& line);
 
 /// The command that resumes the session's pending review: `airlock review -s ID`
-/// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`.
+/// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`; the
+/// argument shell-quoted when it needs it, so the line can be pasted.
 std::string resumeCommand(const std::string& sessionDir);
 
 /// True while the airlock run that owns `sessionDir` is alive: it still holds

@@ -112,8 +112,8 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   AccelChoice accel = chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(*assets, dir); });
   config.accel = accel.accel;
   if (config.accel == Accel::kTcg) config.tscKhz = hostTscKhz();
-  // The TCG fallback only costs speed: a progress line (silenced by -q), not a warning.
-  if (!accel.warning.empty()) report(options.progress, "warning: " + accel.warning);
+  // The TCG fallback only costs speed: a notice (silenced by -q), not a warning.
+  if (!accel.warning.empty()) report(options.notice, accel.warning);
   if (auto disk = makeScratchDisk(dir + "/scratch.ext4", options.scratchMiB); !disk)
     return std::unexpected(disk.error());
   config.disks.push_back({*image, "root", true, "raw"});

@@ -43,7 +43,8 @@ struct LaunchOptions {
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
   ProgressFn progress;               ///< phase lines ("building root image ...")
-  ProgressFn warn;                   ///< one-line warnings (e.g. a --publish port); the TCG fallback goes to progress
+  ProgressFn warn;                   ///< one-line warnings (e.g. a --publish port)
+  ProgressFn notice;                 ///< lines worth a look that only cost speed (the TCG fallback); -q drops them
 };
 
 /// A booted VM plus everything it needs on the host.

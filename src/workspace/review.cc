@@ -275,7 +275,8 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
                               changeKindName(it.kind), displayPath(it.path), linesText(it), flags.empty() ? "" : " ",
                               flags));
       auto line = term->readLine();
-      if (!line) {
+      if (!line) {  // end of input (Ctrl-D): the rest stays pending, on a line of its own
+        term->print("\n");
         rest = Rest::RejectAll;
         out[i] = Decision::Rejected;
         break;

@@ -209,11 +209,12 @@ TEST_F(RunImage, AutoReviewKeepsTheWorkOfAFailedCommandPending) {
   auto failed = run(edit, {"-w", ws, "--review=auto"});
   EXPECT_EQ(failed.exitCode, 3) << failed.err;
   EXPECT_EQ(slurp(ws + "/file.txt"), "original\n") << "the failed command's work was flushed";
-  EXPECT_NE(failed.err.find("exited with 3"), std::string::npos) << failed.err;
+  EXPECT_NE(failed.err.find("the command exited with 3"), std::string::npos) << failed.err;
   EXPECT_NE(failed.err.find("--accept-failed"), std::string::npos) << failed.err;
-  auto hint = failed.err.rfind("review them with: airlock review -s ");
+  const std::string resume = "1 change pending; review it with: airlock review -s ";
+  auto hint = failed.err.rfind(resume);
   ASSERT_NE(hint, std::string::npos) << failed.err;
-  std::string id = failed.err.substr(hint + 36);
+  std::string id = failed.err.substr(hint + resume.size());
   id = id.substr(0, id.find('\n'));
   auto resumed = runAirlock({"review", "-s", id, "--review=all"}, "", {{"XDG_STATE_HOME", state_}});
   EXPECT_EQ(resumed.exitCode, 0) << resumed.err;

@@ -25,6 +25,7 @@
 #include "common/sha256.h"
 
 #include "airlock_process.h"
+#include "session/session.h"
 #include "test_util.h"
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
@@ -226,6 +227,15 @@ TEST_F(SessionReview, BareIdNeverNamesADirectoryOfTheCurrentOne) {
   EXPECT_TRUE(fs::is_empty(victim)) << "flushed into the directory a look-alike session named";
 }
 
+// The printed resume command pastes into a shell as one word, whatever the
+// session directory is called.
+TEST(ResumeCommand, QuotesTheSessionForTheShell) {
+  EXPECT_EQ(session::resumeCommand("/tmp/plain-dir_1"), "airlock review -s /tmp/plain-dir_1");
+  EXPECT_EQ(session::resumeCommand("/tmp/sp ace"), "airlock review -s '/tmp/sp ace'");
+  EXPECT_EQ(session::resumeCommand("/tmp/it's"), "airlock review -s '/tmp/it'\\''s'");
+  EXPECT_EQ(session::resumeCommand("/tmp/$(x)"), "airlock review -s '/tmp/$(x)'");
+}
+
 // Item 5: a -w naming another directory than the session's is refused.
 TEST_F(SessionReview, MismatchingWorkspaceIsRefused) {
   runLeftChanges({{"new.txt", 'f', "agent\n"}});
@@ -264,7 +274,7 @@ TEST_F(SessionReview, InteractiveReviewUsesTheControllingTerminalWhenStdioIsRedi
   EXPECT_NE(r.out.find("flushed 1 change(s)"), std::string::npos) << r.out;
   EXPECT_EQ(readAll(workspace + "/new.txt"), "agent\n");
   EXPECT_FALSE(fs::exists(workspace + "/other.txt"));
-  EXPECT_EQ(lastLine(r.err), std::string("airlock: 1 change pending; review them with: airlock review -s ") + kId);
+  EXPECT_EQ(lastLine(r.err), std::string("airlock: 1 change pending; review it with: airlock review -s ") + kId);
 }
 
 // Item 19: no controlling terminal at all: refused up front, naming the fix.
