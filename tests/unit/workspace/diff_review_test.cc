@@ -528,6 +528,31 @@ TEST(FdTerminal, ReadsAnswerLinesFromTheTerminal) {
   ::close(sv[1]);
 }
 
+// A deleted directory kept pending is one whiteout: whiteouts of its
+// children as well would make the kept change set unreadable ("entry 'd/a'
+// lies below 'd'"), so `review -s` could never resume it (found by an
+// adversarial review: `.wh.d` + new.txt reviewed with --review=none).
+TEST(Pending, KeptDirectoryDeletionCanBeResumed) {
+  Scenario s;
+  writeFile(s.ws + "/d/a", "a");
+  writeFile(s.ws + "/d/sub/b", "b");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".wh.d", 'f'}, {"new.txt", 'f', "new\n"}})), "");
+  auto r = s.diff();
+  ASSERT_GE(r.items.size(), 3u) << "the deletion of d and of its children are items";
+  auto eng = s.engine();
+  std::vector<Decision> dec(r.items.size(), Decision::Rejected);
+  std::vector<bool> keep(r.items.size(), true);
+  auto dir = keepPending(r.items, dec, keep, *eng, s.session);
+  ASSERT_TRUE(dir) << dir.error().message;
+  Fd fd(::open((*dir + "/changes.tar").c_str(), O_RDONLY));
+  auto back = ChangeSet::fromTar(fd.get(), s.dir.path() + "/restaged");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->changes().at("d").kind, Change::Kind::Whiteout);
+  EXPECT_EQ(back->changes().count("d/a"), 0u);
+  EXPECT_EQ(back->changes().count("new.txt"), 1u);
+}
+
 TEST(Pending, KeptChangesRoundTrip) {
   Scenario s;
   writeFile(s.ws + "/gone", "x");
