@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/registry_flags.h"
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "image/oci/image_pull.h"
 #include "image/oci/image_store.h"
@@ -27,7 +28,6 @@ int reportError(const Error& e) {
   return e.code == 1 ? exit_code::kInternal : e.code;
 }
 
-std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); }
 
 std::string when(int64_t t) {
   if (t == 0) return "never";
@@ -56,7 +56,7 @@ int pull(const PullArgs& args) {
   std::printf("%s\n", pulled->ref.manifestDigest.c_str());
   if (!args.quiet)
     std::fprintf(stderr, "airlock: %s: %s (%s downloaded in %.1f s)\n", ref->str().c_str(),
-                 pulled->fetched ? "pulled" : "already in the store", mib(pulled->bytesDownloaded).c_str(), took.count());
+                 pulled->fetched ? "pulled" : "already in the store", formatBytes(pulled->bytesDownloaded).c_str(), took.count());
   return 0;
 }
 
@@ -84,7 +84,7 @@ int list(bool asJson) {
                                                                                      : i.ref.name;
     std::string tag = at != std::string::npos ? "<none>" : i.ref.name.substr(repo.size() + 1);
     std::printf("%-50s %-20s %-19s %10s  %s\n", repo.c_str(), tag.c_str(), i.ref.manifestDigest.substr(0, 19).c_str(),
-                mib(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
+                formatBytes(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
   }
   std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(),
                ImageStore::openDefault().root().c_str());
@@ -106,7 +106,7 @@ int remove(const std::string& text) {
   if (!report) return reportError(report.error());
   for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
   for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
-  std::fprintf(stderr, "airlock: freed %s\n", mib(report->bytesFreed).c_str());
+  std::fprintf(stderr, "airlock: freed %s\n", formatBytes(report->bytesFreed).c_str());
   return 0;
 }
 
@@ -116,7 +116,7 @@ int prune(int olderThanDays) {
   if (!report) return reportError(report.error());
   for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
   for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
-  std::fprintf(stderr, "airlock: freed %s\n", mib(report->bytesFreed).c_str());
+  std::fprintf(stderr, "airlock: freed %s\n", formatBytes(report->bytesFreed).c_str());
   return 0;
 }
 
@@ -184,7 +184,7 @@ std::string imageListSummary(const std::vector<image::oci::ImageSummary>& images
     if (digests.insert(i.ref.manifestDigest).second) total += i.erofsBytes;
   auto count = [](size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); };
   return fmt::format("{}, {}, {} of root images", count(digests.size(), "image"), count(images.size(), "reference"),
-                     mib(total));
+                     formatBytes(total));
 }
 
 void addImageStoreCommands(CLI::App& image, int& exitCode) {

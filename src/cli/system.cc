@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
@@ -50,13 +51,6 @@ uint64_t bytesOf(const std::string& path) {
     total += it->file_size(ec);
   }
   return total;
-}
-
-std::string human(uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30));
-  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(bytes) / double(1ull << 20));
-  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", double(bytes) / double(1ull << 10));
-  return fmt::format("{} B", bytes);
 }
 
 /// True when another process holds the flock lock `path` (a build in progress).
@@ -165,8 +159,8 @@ int runDf(bool asJson) {
   }
   std::printf("%-20s %6s %12s %12s  %s\n", "TYPE", "COUNT", "SIZE", "RECLAIMABLE", "PATH");
   for (const auto& u : inv.usage)
-    std::printf("%-20s %6zu %12s %12s  %s\n", u.type.c_str(), u.count, human(u.bytes).c_str(),
-                human(u.reclaimable).c_str(), u.path.c_str());
+    std::printf("%-20s %6zu %12s %12s  %s\n", u.type.c_str(), u.count, formatBytes(u.bytes).c_str(),
+                formatBytes(u.reclaimable).c_str(), u.path.c_str());
   return 0;
 }
 
@@ -186,12 +180,12 @@ int runPrune(const PruneArgs& a) {
   }
   if (a.dryRun) {
     for (const auto& r : inv.removals)
-      std::printf("would remove %s %s (%s)\n", r.what.c_str(), r.path.c_str(), human(r.bytes).c_str());
-    std::printf("would reclaim %s\n", human(total).c_str());
+      std::printf("would remove %s %s (%s)\n", r.what.c_str(), r.path.c_str(), formatBytes(r.bytes).c_str());
+    std::printf("would reclaim %s\n", formatBytes(total).c_str());
     return 0;
   }
   if (!a.force && ::isatty(0)) {
-    std::fprintf(stderr, "This removes %zu item(s), %s:\n", inv.removals.size(), human(total).c_str());
+    std::fprintf(stderr, "This removes %zu item(s), %s:\n", inv.removals.size(), formatBytes(total).c_str());
     for (const auto& r : inv.removals) std::fprintf(stderr, "  %s %s\n", r.what.c_str(), r.path.c_str());
     std::fprintf(stderr, "Are you sure you want to continue? [y/N] ");
     char answer[16] = {};
@@ -213,7 +207,7 @@ int runPrune(const PruneArgs& a) {
     freed += r.bytes;
     std::printf("removed %s %s\n", r.what.c_str(), r.path.c_str());
   }
-  std::printf("reclaimed %s\n", human(freed).c_str());
+  std::printf("reclaimed %s\n", formatBytes(freed).c_str());
   return code;
 }
 

@@ -1,5 +1,7 @@
 #include "common/sha256.h"
 
+#include "common/encoding.h"
+
 #include <fcntl.h>
 #include <openssl/evp.h>
 
@@ -19,13 +21,7 @@ std::string Sha256::hex() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(digits[md[i] >> 4]);
-    out.push_back(digits[md[i] & 15]);
-  }
-  return out;
+  return hexEncode(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 std::string sha256Hex(std::string_view data) {

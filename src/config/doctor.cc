@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/encoding.h"
 #include "common/fd.h"
 #include "common/subprocess.h"
 
@@ -23,7 +24,6 @@ namespace fs = std::filesystem;
 constexpr const char* kQemu = "qemu-system-x86_64";
 constexpr const char* kVirtiofsd = "/usr/lib/qemu/virtiofsd";
 
-std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
 
 /// Bytes of the regular files below `dir` (symlinks not followed).
 uint64_t treeBytes(const std::string& dir) {
@@ -175,7 +175,7 @@ CheckResult disk(HostProbe& probe, const std::string& what, const std::string& d
   std::string name = "disk (" + what + ")";
   auto free = probe.freeBytes(dir);
   if (!free) return {name, CheckStatus::kWarn, "cannot tell free space of " + dir + ": " + free.error().message, ""};
-  std::string detail = fmt::format("{} free for {}", gib(*free), dir);
+  std::string detail = fmt::format("{} free for {}", formatBytes(*free), dir);
   std::string fix = fmt::format("free space on the filesystem of {}", dir);
   if (*free < limits.failFreeBytes) return {name, CheckStatus::kFail, detail + " (airlock needs at least 1 GiB)", fix};
   if (*free < limits.warnFreeBytes) return {name, CheckStatus::kWarn, detail + " (images and snapshots need more)", fix};
@@ -199,7 +199,7 @@ CheckResult staleSessions(const std::string& stateDir) {
   }
   if (stale.empty()) return {"stale sessions", CheckStatus::kOk, "none", ""};
   return {"stale sessions", CheckStatus::kWarn,
-          fmt::format("{} ended session(s) still hold a snapshot ({}), e.g. {}", stale.size(), gib(bytes), stale[0]),
+          fmt::format("{} ended session(s) still hold a snapshot ({}), e.g. {}", stale.size(), formatBytes(bytes), stale[0]),
           "airlock system prune --dry-run to see what would go (snapshots of sessions that are not running, finished "
           "sessions without pending changes, the rootfs cache), then airlock system prune"};
 }
@@ -221,7 +221,7 @@ CheckResult staleJournals(const std::string& stateDir) {
 
 CheckResult imageCache(const std::string& cacheDir, const DoctorLimits& limits) {
   uint64_t bytes = treeBytes(cacheDir + "/images") + treeBytes(cacheDir + "/rootfs");
-  std::string detail = fmt::format("{} in {}/images and {}/rootfs", gib(bytes), cacheDir, cacheDir);
+  std::string detail = fmt::format("{} in {}/images and {}/rootfs", formatBytes(bytes), cacheDir, cacheDir);
   if (bytes > limits.warnImageCacheBytes)
     return {"image cache", CheckStatus::kWarn, detail,
             fmt::format("remove images you no longer use from {}/images (they are rebuilt on demand)", cacheDir)};

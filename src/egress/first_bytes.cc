@@ -15,6 +15,16 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+/// Sets r to kFound with `raw` in the normal form (lower case, one trailing
+/// dot dropped), or to kNone when nothing or an empty label is left
+/// ("example.com.." names no host).
+RequestedName named(RequestedName r, std::string_view raw) {
+  r.name = lower(raw);
+  r.state = r.name.empty() || r.name.back() == '.' ? State::kNone : State::kFound;
+  if (r.state == State::kNone) r.name.clear();
+  return r;
+}
+
 /// Reads big-endian integers from a bounded span; any overrun sets `bad`.
 struct Reader {
   std::string_view s;
@@ -66,9 +76,7 @@ RequestedName tlsSni(std::string_view bytes) {
       uint32_t nameType = sni.get(1), nameLen = sni.get(2);
       if (sni.pos + nameLen > sni.s.size()) return r;
       if (nameType == 0) {
-        r.name = lower(sni.s.substr(sni.pos, nameLen));
-        r.state = r.name.empty() ? State::kNone : State::kFound;
-        return r;
+        return named(r, sni.s.substr(sni.pos, nameLen));
       }
       sni.skip(nameLen);
     }
@@ -95,9 +103,7 @@ RequestedName httpHost(std::string_view bytes) {
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
       while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
       if (!value.empty() && value.front() != '[') value = value.substr(0, value.find(':'));
-      r.name = lower(value);
-      r.state = r.name.empty() ? State::kNone : State::kFound;
-      return r;
+      return named(r, value);
     }
     pos = next;
   }

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
@@ -21,7 +22,6 @@ namespace {
 
 std::string shortDigest(const std::string& digest) { return digest.substr(7, 12); }
 
-std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); }
 
 Result<> saveBlob(const ImageStore& store, const FetchedManifest& m) {
   const std::string path = store.blobPath(m.digest);
@@ -50,14 +50,14 @@ Result<uint64_t> downloadBlobs(const ImageStore& store, RegistryClient& client, 
       }
       const Descriptor& d = blobs[todo[k]];
       const std::string label = fmt::format("blob {}", shortDigest(d.digest));
-      vm::report(options.progress, fmt::format("{}: downloading {}", label, mib(d.size)));
+      vm::report(options.progress, fmt::format("{}: downloading {}", label, formatBytes(d.size)));
       int lastQuarter = 0;
       auto start = std::chrono::steady_clock::now();
       auto r = client.fetchBlob(d, store.blobPath(d.digest), [&](uint64_t done, uint64_t total) {
         int quarter = total ? static_cast<int>(done * 4 / total) : 4;
         if (quarter > lastQuarter && quarter < 4) {
           lastQuarter = quarter;
-          vm::report(options.progress, fmt::format("{}: {} / {}", label, mib(done), mib(total)));
+          vm::report(options.progress, fmt::format("{}: {} / {}", label, formatBytes(done), formatBytes(total)));
         }
       });
       std::lock_guard lock(mu);
@@ -67,7 +67,7 @@ Result<uint64_t> downloadBlobs(const ImageStore& store, RegistryClient& client, 
       }
       bytes += *r;
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      vm::report(options.progress, fmt::format("{}: done ({} in {:.1f} s, verified)", label, mib(d.size), took.count()));
+      vm::report(options.progress, fmt::format("{}: done ({} in {:.1f} s, verified)", label, formatBytes(d.size), took.count()));
     }
   };
   std::vector<std::thread> threads;

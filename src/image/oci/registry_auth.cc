@@ -1,6 +1,5 @@
 #include "image/oci/registry_auth.h"
 
-#include <openssl/evp.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/subprocess.h"
 
 namespace airlock::image::oci {
@@ -33,12 +33,9 @@ std::vector<std::string> configKeys(const std::string& registry) {
 }
 
 Result<Credentials> decodeAuth(const std::string& b64, const std::string& key) {
-  std::string out(b64.size(), '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
-  if (n < 0) return fail("the docker config's 'auth' entry for '{}' is not valid base64", key);
-  out.resize(static_cast<size_t>(n));
-  while (!out.empty() && out.back() == '\0') out.pop_back();  // base64 padding
+  auto decoded = base64Decode(b64);
+  if (!decoded) return fail("the docker config's 'auth' entry for '{}' is not valid base64", key);
+  const std::string& out = *decoded;
   auto colon = out.find(':');
   if (colon == std::string::npos) return fail("the docker config's 'auth' entry for '{}' is not user:password", key);
   return Credentials{out.substr(0, colon), out.substr(colon + 1)};

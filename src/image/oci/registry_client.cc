@@ -2,7 +2,6 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/sha256.h"
@@ -59,14 +59,6 @@ std::string trim(std::string_view s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   return std::string(s);
-}
-
-std::string base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 std::string urlEncode(CURL* c, const std::string& s) {
@@ -241,7 +233,7 @@ Result<> RegistryClient::authenticate(const std::string& challengeHeader) {
       return failWith(exit_code::kImage, "registry {} wants a user name and password; log in with `docker login {}`",
                       ref_.registry, ref_.registry);
     std::lock_guard lock(mu_);
-    authHeader_ = "Authorization: Basic " + base64(creds->username + ":" + creds->password);
+    authHeader_ = "Authorization: Basic " + base64Encode(creds->username + ":" + creds->password);
     return {};
   }
   if (challenge->scheme != "bearer")
@@ -256,7 +248,7 @@ Result<> RegistryClient::authenticate(const std::string& challengeHeader) {
                     "scope=" + urlEncode(esc.get(), scope);
   if (challenge->params.count("service")) url += "&service=" + urlEncode(esc.get(), challenge->params["service"]);
   std::vector<std::string> headers;
-  if (!creds->empty()) headers.push_back("Authorization: Basic " + base64(creds->username + ":" + creds->password));
+  if (!creds->empty()) headers.push_back("Authorization: Basic " + base64Encode(creds->username + ":" + creds->password));
   std::string body;
   Sink sink = [&](long, const char* d, size_t n) {
     if (body.size() + n > (1 << 20)) return false;

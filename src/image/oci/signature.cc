@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/sha256.h"
 
@@ -90,15 +91,6 @@ std::string pemIdentityDer(std::string_view pem) {
   return key ? spkiDer(key.get()) : std::string();
 }
 
-std::string hexOf(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
 
 std::string isoTime(int64_t t) {
   std::time_t tt = static_cast<std::time_t>(t);
@@ -266,51 +258,6 @@ Result<std::string> simpleSigningDigest(std::string_view payload) {
   return digest;
 }
 
-Result<std::string> base64Decode(std::string_view text) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t pad = 0;
-  for (char c : text) {
-    int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=') { ++pad; continue; }
-    else if (c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
-    else return refuse("not valid base64");
-    if (pad) return refuse("not valid base64 (data after padding)");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  if (bits >= 6 || pad > 2) return refuse("not valid base64 (truncated)");
-  return out;
-}
-
-std::string base64Encode(std::string_view bytes) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    uint32_t v = uint8_t(bytes[i]) << 16;
-    out += {a[v >> 18], a[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], '='};
-  }
-  return out;
-}
-
 Result<std::string> publicKeyFingerprint(std::string_view pem) {
   auto bio = memBio(pem);
   PkeyPtr key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
@@ -376,7 +323,7 @@ Result<TrustedRoot> parseTrustedRoot(std::string_view text) {
       if (!key || key->empty() || !keyFromSpki(*key)) return refuse("trusted root: a tlogs entry has no usable publicKey.rawBytes");
       log.keyDer = *key;
       auto id = base64Decode(stringAt(entry, {"logId", "keyId"}));
-      log.logId = id && !id->empty() ? hexOf(*id) : sha256Hex(*key);
+      log.logId = id && !id->empty() ? hexEncode(*id) : sha256Hex(*key);
       auto valid = validFor(entry, {"publicKey", "validFor"}, "tlogs");
       if (!valid) return std::unexpected(valid.error());
       std::tie(log.validFrom, log.validUntil) = *valid;

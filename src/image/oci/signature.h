@@ -58,9 +58,6 @@ Result<std::vector<SignatureLayer>> parseSignatureManifest(std::string_view body
 /// whose critical.type is not "cosign container image signature".
 Result<std::string> simpleSigningDigest(std::string_view payload);
 
-/// Strict base64 (RFC 4648, padding optional, whitespace ignored).
-Result<std::string> base64Decode(std::string_view text);
-std::string base64Encode(std::string_view bytes);
 
 /// "sha256:<hex>" of a public key's DER SubjectPublicKeyInfo, from PEM text
 /// (as `cosign public-key` prints it). kVerification when it is not a key

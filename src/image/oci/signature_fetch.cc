@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"

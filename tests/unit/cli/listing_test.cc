@@ -38,7 +38,7 @@ TEST(ImageListSummary, CountsImagesAndReferencesApart) {
   EXPECT_EQ(imageListSummary({summary("a:1", "sha256:aa", 1 << 20), summary("b:1", "sha256:bb", 2 << 20)}),
             "2 images, 2 references, 3.0 MiB of root images");
   EXPECT_EQ(imageListSummary({summary("a:1", "sha256:aa", 1 << 20)}), "1 image, 1 reference, 1.0 MiB of root images");
-  EXPECT_EQ(imageListSummary({}), "0 images, 0 references, 0.0 MiB of root images");
+  EXPECT_EQ(imageListSummary({}), "0 images, 0 references, 0 B of root images");
 }
 
 }  // namespace

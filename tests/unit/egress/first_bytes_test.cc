@@ -48,5 +48,15 @@ TEST(FirstBytesTest, HttpHostHeaderWithoutPort) {
   EXPECT_EQ(requestedName("GET / HTTP/1.0\r\n\r\n").state, State::kNone);
 }
 
+// Found by fuzz/first_bytes_fuzz: "Host: ......" kept trailing dots after the
+// one that is dropped, a name in no normal form. An empty label names no host.
+TEST(FirstBytesTest, NameEndingInAnEmptyLabelIsNone) {
+  auto http = requestedName("GET / HTTP/1.1\r\nHost: example.com..\r\n\r\n");
+  EXPECT_EQ(http.state, State::kNone);
+  EXPECT_EQ(http.name, "");
+  EXPECT_EQ(requestedName(clientHello("api.example.com..")).state, State::kNone);
+  EXPECT_EQ(requestedName(clientHello("api.example.com.")).name, "api.example.com");
+}
+
 }  // namespace
 }  // namespace airlock::egress

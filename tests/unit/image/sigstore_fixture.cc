@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/sha256.h"
 #include "image/oci/signature.h"
 
@@ -161,7 +162,7 @@ std::string simpleSigningPayload(const std::string& digest, const std::string& r
 
 std::string rekorBundle(const EcKey& rekor, const std::string& payload, const std::string& signature,
                         const std::string& pem, int64_t integratedTime, int64_t logIndex) {
-  using image::oci::base64Encode;
+  using airlock::base64Encode;
   json entry = {{"apiVersion", "0.0.1"},
                 {"kind", "hashedrekord"},
                 {"spec",
@@ -180,7 +181,7 @@ std::string rekorBundle(const EcKey& rekor, const std::string& payload, const st
 }
 
 std::string trustedRootJson(const EcKey& rekor, const std::vector<std::vector<const TestCert*>>& cas) {
-  using image::oci::base64Encode;
+  using airlock::base64Encode;
   std::string id;
   {
     std::string hex = sha256Hex(rekor.spkiDer());

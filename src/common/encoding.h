@@ -1,0 +1,28 @@
+#pragma once
+// Byte encodings used across airlock: lowercase hex and base64 (RFC 4648),
+// both through OpenSSL's EVP coders, and a human byte-size format.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace airlock {
+
+/// Lowercase hex of `bytes` (two characters per byte).
+std::string hexEncode(std::string_view bytes);
+
+/// Base64 (RFC 4648 section 4, with '=' padding).
+std::string base64Encode(std::string_view bytes);
+
+/// Strict base64 (RFC 4648 section 4): ASCII whitespace is ignored, padding is
+/// optional, but any other character, data after padding, more than two '='
+/// or a dangling 6-bit group is refused (the error says which).
+Result<std::string> base64Decode(std::string_view text);
+
+/// A byte count for people: "512 B", "3.0 KiB", "1.5 MiB", "2.1 GiB" (binary
+/// units, one decimal, the largest unit that keeps the number at least 1).
+std::string formatBytes(uint64_t bytes);
+
+}  // namespace airlock

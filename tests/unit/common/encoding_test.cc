@@ -1,0 +1,50 @@
+#include "common/encoding.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace airlock {
+namespace {
+
+TEST(Hex, LowercaseTwoDigitsPerByte) {
+  EXPECT_EQ(hexEncode(""), "");
+  EXPECT_EQ(hexEncode(std::string("\x00\x0f\xa5\xff", 4)), "000fa5ff");
+}
+
+TEST(Base64, RoundTripsEveryLengthModThree) {
+  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3),
+                                                       std::string("\0\0", 2)}) {
+    auto back = base64Decode(base64Encode(s));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, s);  // trailing NUL bytes are data, not padding
+  }
+  EXPECT_EQ(base64Encode("hello"), "aGVsbG8=");
+}
+
+TEST(Base64, WhitespaceIgnoredPaddingOptional) {
+  EXPECT_EQ(*base64Decode("aGVs\nbG8="), "hello");
+  EXPECT_EQ(*base64Decode("aGVsbG8"), "hello");
+  EXPECT_EQ(*base64Decode(" aGVsbA== \r\n"), "hell");
+}
+
+TEST(Base64, RefusesWhatIsNotStrictBase64) {
+  EXPECT_FALSE(base64Decode("aGVs*G8="));   // outside the alphabet
+  EXPECT_FALSE(base64Decode("aG=Vs"));      // data after padding
+  EXPECT_FALSE(base64Decode("aGVsbA==="));  // three '='
+  EXPECT_FALSE(base64Decode("aGVsb"));      // a dangling 6-bit group
+  EXPECT_FALSE(base64Decode("aGVs-G8_"));   // the URL alphabet is not this one
+}
+
+TEST(FormatBytes, BinaryUnitsOneDecimal) {
+  EXPECT_EQ(formatBytes(0), "0 B");
+  EXPECT_EQ(formatBytes(1023), "1023 B");
+  EXPECT_EQ(formatBytes(1024), "1.0 KiB");
+  EXPECT_EQ(formatBytes(3u << 20), "3.0 MiB");
+  EXPECT_EQ(formatBytes((uint64_t{5} << 30) + (uint64_t{1} << 29)), "5.5 GiB");
+  EXPECT_EQ(formatBytes(uint64_t{2} << 40), "2.0 TiB");
+}
+
+}  // namespace
+}  // namespace airlock
