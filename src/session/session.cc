@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <random>
 
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -18,12 +18,17 @@
 namespace airlock::session {
 namespace {
 
-std::string newId() {
+/// "YYYYMMDD-HHMMSS-" + 64 random bits in hex: sortable by start time, and
+/// not guessable or colliding (another user's session cannot be pre-created
+/// under the id this one will take).
+Result<std::string> newId() {
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::random_device rd;
-  return fmt::format("{}-{:04x}", stamp, rd() & 0xffff);
+  uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits))
+    return fail("cannot read random bytes for a session id: {}", errnoText(errno));
+  return fmt::format("{}-{:016x}", stamp, bits);
 }
 
 std::string stampedLine(const std::string& line) {
@@ -142,10 +147,19 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
     std::fprintf(stderr, "airlock: waiting for the other session on %s%s\n", s->workspace_.c_str(), who.c_str());
     if (flock(s->lock_.get(), LOCK_EX) != 0) return fail("cannot lock {}: {}", lockPath, errnoText(errno));
   }
-  s->id_ = newId();
+  // The session directory is created exclusively: an existing directory of
+  // that name (a collision, or one planted there) is never reused.
+  if (auto r = makeDirs(sessionsDir(), 0700); !r) return std::unexpected(r.error());
+  for (int attempt = 0;; ++attempt) {
+    auto id = newId();
+    if (!id) return std::unexpected(id.error());
+    s->id_ = std::move(*id);
+    s->dir_ = sessionsDir() + "/" + s->id_;
+    if (::mkdir(s->dir_.c_str(), 0700) == 0) break;
+    if (errno != EEXIST || attempt == 2)
+      return fail("cannot create the session directory {}: {}", s->dir_, errnoText(errno));
+  }
   if (ftruncate(s->lock_.get(), 0) == 0) (void)!pwrite(s->lock_.get(), s->id_.data(), s->id_.size(), 0);
-  s->dir_ = sessionsDir() + "/" + s->id_;
-  if (auto r = makeDirs(s->dir_, 0700); !r) return std::unexpected(r.error());
   if (auto r = recordWorkspace(s->dir_, s->workspace_); !r) return std::unexpected(r.error());
   s->log_.reset(::open((s->dir_ + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   s->log("session " + s->id_ + " on " + s->workspace_);
