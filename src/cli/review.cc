@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +31,7 @@
 #include "cli/commands.h"
 #include "cli/repeatable.h"
 #include "cli/review.h"
+#include "cli/terminal_reset.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
@@ -151,23 +151,6 @@ struct TtyTerminal {
 
 Fd openControllingTerminal() { return Fd(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)); }
 
-/// What the agent's session may have left on the terminal, undone before the
-/// review talks on it: colors and attributes off (SGR 0), the alternate
-/// screen left, the cursor shown, the scroll region reset (cursor saved and
-/// restored around it), G0 back to ASCII, autowrap on, insert mode off,
-/// bracketed paste and mouse reporting off, normal cursor keys and keypad.
-/// No full reset (RIS): it would clear the user's screen and scrollback.
-constexpr std::string_view kTerminalReset =
-    "\033[0m\033[?1049l\033[?25h\0337\033[r\0338\033(B\033[?7h\033[4l\033[?2004l"
-    "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1l\033>";
-
-/// Resets the terminal (kTerminalReset) and discards its unread input, so
-/// keys typed during the agent's session cannot answer the first prompt.
-void prepareTerminal(int tty) {
-  (void)writeAll(tty, kTerminalReset);
-  ::tcflush(tty, TCIFLUSH);
-}
-
 /// The process's file creation mask (umask(2) can only be read by setting it;
 /// it is set back at once).
 uint32_t userUmask() {
@@ -268,7 +251,7 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   auto& items = result->items;
 
   // 4. Review.
-  if (term) prepareTerminal(term->tty.get());
+  if (term) prepareReviewTerminal(term->tty.get());
   auto decisions = ws::decide(items, *mode, diff, term ? &term->term : nullptr, term != nullptr);
   if (!decisions) return report(decisions.error());
 
