@@ -14,12 +14,14 @@
 #include <cstdio>
 #include <thread>
 
+#include "cli/terminal_reset.h"
 #include "common/fd.h"
 
 namespace airlock::cli {
 namespace {
 
-/// Puts the terminal on fd 0 in raw mode and restores it on destruction.
+/// Puts the terminal on fd 0 in raw mode; on destruction restores it and resets
+/// what the guest program left on the terminal (kTerminalReset on fd 1).
 class RawMode {
  public:
   RawMode() {
@@ -29,7 +31,9 @@ class RawMode {
     active_ = tcsetattr(0, TCSANOW, &raw) == 0;
   }
   ~RawMode() {
-    if (active_) tcsetattr(0, TCSANOW, &saved_);
+    if (!active_) return;
+    tcsetattr(0, TCSANOW, &saved_);
+    resetTerminal(1);  // what the guest program left on the terminal ends with it
   }
 
  private:

@@ -31,9 +31,11 @@
 #include "cli/commands.h"
 #include "cli/repeatable.h"
 #include "cli/review.h"
+#include "cli/terminal_reset.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
+#include "common/visible_text.h"
 #include "session/session.h"
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
@@ -149,6 +151,14 @@ struct TtyTerminal {
 
 Fd openControllingTerminal() { return Fd(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)); }
 
+/// The process's file creation mask (umask(2) can only be read by setting it;
+/// it is set back at once).
+uint32_t userUmask() {
+  mode_t mask = ::umask(077);
+  ::umask(mask);
+  return static_cast<uint32_t>(mask);
+}
+
 constexpr const char* kNoTerminal =
     "interactive review needs a terminal (none is attached to this process); pass --review=auto (accept all but "
     "held-back paths) or --review=none (keep every change in the session, flush nothing)";
@@ -234,13 +244,14 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   // 3. Three-way diff.
   Fd wsFd(::open(a.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   Fd snapFd(a.session.empty() ? -1 : ::open((a.session + "/snapshot").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes);
+  ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes, userUmask());
   auto result = diff.run();
   if (!result) return report(result.error());
   ws::classifyItems(result->items);
   auto& items = result->items;
 
   // 4. Review.
+  if (term) prepareReviewTerminal(term->tty.get());
   auto decisions = ws::decide(items, *mode, diff, term ? &term->term : nullptr, term != nullptr);
   if (!decisions) return report(decisions.error());
 
@@ -304,7 +315,8 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
                             {"flushed", fr != byPath.end() && fr->second->status == ws::FlushItemResult::Status::Flushed},
                             {"lines_added", it.linesAdded}, {"lines_removed", it.linesRemoved},
                             {"binary", it.binary}, {"held_back", it.heldBack}, {"build_entry", it.buildEntry},
-                            {"conflict", it.conflict},
+                            {"conflict", it.conflict}, {"control_characters", it.controlChars},
+                            {"non_ascii_name", hasNonAscii(it.path)},
                             {"message", fr != byPath.end() ? fr->second->message
                                         : !it.skipReason.empty() ? "skipped: " + it.skipReason
                                                                  : it.conflictReason}});

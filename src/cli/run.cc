@@ -34,6 +34,7 @@
 #include "cli/session_job.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
+#include "common/visible_text.h"
 #include "config/effective.h"
 #include "config/egress_plan.h"
 #include "image/agent_image.h"
@@ -164,7 +165,7 @@ Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>&
   if (!status) return std::unexpected(status.error());
   if (status->shellCode() != 0)
     return fail("'{}' failed in the guest ({}): {}", argv[0], status->shellCode(),
-                err.empty() ? (*cmd)->startError() : err);
+                err.empty() ? (*cmd)->startError() : visibleText(err));
   return {};
 }
 

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "common/visible_text.h"
+
 namespace airlock::egress {
 
 void BlockedLog::add(const std::string& what, const std::string& reason) {
   std::lock_guard lock(mutex_);
-  auto key = std::make_pair(what, reason);
+  auto key = std::make_pair(visibleText(what), visibleText(reason));  // guest-chosen names, printed later
   auto it = counts_.find(key);
   if (it != counts_.end()) {
     ++it->second;

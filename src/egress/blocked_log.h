@@ -28,6 +28,8 @@ class BlockedLog {
   /// counted in one overflow entry (kOverflowWhat).
   explicit BlockedLog(size_t maxEntries = 512) : maxEntries_(maxEntries) {}
 
+  /// Counts one refusal; `what` and `reason` are kept escaped with
+  /// visibleText() (a name the guest chose can hold terminal escapes).
   void add(const std::string& what, const std::string& reason);
   /// Entries by count (highest first), then what, then reason; the overflow
   /// entry (if any) last.

@@ -10,6 +10,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "common/visible_text.h"
 #include "egress/nft.h"
 #include "egress/ruleset.h"
 #include "egress/tap.h"
@@ -40,7 +41,8 @@ std::set<IpAddress> hostAddresses() {
 /// Appends timestamped lines to the session's egress log (and stderr with --egress-log).
 EgressLogFn makeLog(const std::string& path, bool toStderr) {
   auto file = std::make_shared<Fd>(path.empty() ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  return [file, toStderr](const std::string& line) {
+  return [file, toStderr](const std::string& raw) {
+    std::string line = visibleText(raw);  // names in it are the guest's (DNS, SNI, Host)
     std::string text = fmt::format("{:%Y-%m-%dT%H:%M:%SZ} {}\n", fmt::gmtime(std::time(nullptr)), line);
     if (*file) writeAll(file->get(), text);
     if (toStderr) std::fprintf(stderr, "airlock: egress: %s\n", line.c_str());

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/visible_text.h"
+
 namespace airlock::vm {
 
 using protocol::FrameType;
@@ -207,7 +209,7 @@ void ControlChannel::dispatch(const protocol::Frame& frame) {
         changed_.notify_all();
         return;
       case FrameType::kError:
-        cmd->startError_ = frame.payload.substr(0, 4096);
+        cmd->startError_ = visibleText(frame.payload.substr(0, 4096));  // guest text, printed after "airlock:"
         return;
       case FrameType::kExit:
         if (auto status = protocol::decodeExit(frame.payload)) {

@@ -44,7 +44,8 @@ class RemoteCommand {
   Result<> signal(int signo);
   /// Blocks until the command exits; fails if the channel is lost first.
   Result<protocol::ExitStatus> wait();
-  /// The guest's message if the command could not start (empty otherwise).
+  /// The guest's message if the command could not start (empty otherwise),
+  /// escaped with visibleText().
   std::string startError() const;
 
  private:

@@ -16,6 +16,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "common/visible_text.h"
 #include "vm/qmp.h"
 
 namespace airlock::vm {
@@ -127,7 +128,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   auto control = ControlChannel::connect(runDir + "/control.sock", std::chrono::seconds(30), alive);
   if (!control) {
     auto qemuLog = lastLines(runDir + "/qemu.log", 3);
-    std::string detail = qemuLog.empty() ? "" : " (QEMU said: " + qemuLog.back() + ")";
+    std::string detail = qemuLog.empty() ? "" : " (QEMU said: " + visibleText(qemuLog.back()) + ")";
     return failWith(exit_code::kVmFailed, "{}{}", control.error().message, detail);
   }
   vm->control_ = std::move(*control);
@@ -202,14 +203,16 @@ QemuVm::~QemuVm() { stop(); }
 
 std::string QemuVm::consoleTail(size_t lines) const {
   std::string out;
-  for (const auto& line : lastLines(config_.consoleLog, lines)) out += line + "\n";
+  for (const auto& line : lastLines(config_.consoleLog, lines)) out += visibleText(line) + "\n";
   return out;
 }
 
 std::string QemuVm::crashReason() const {
   for (const auto& line : lastLines(config_.consoleLog, 200)) {
-    if (line.find("Kernel panic") != std::string::npos) return "guest " + line.substr(line.find("Kernel panic"));
-    if (line.find("airlock-init: fatal:") != std::string::npos) return line.substr(line.find("airlock-init"));
+    // Guest text, quoted after "airlock:": escaped (see common/visible_text.h).
+    if (line.find("Kernel panic") != std::string::npos)
+      return "guest " + visibleText(line.substr(line.find("Kernel panic")));
+    if (line.find("airlock-init: fatal:") != std::string::npos) return visibleText(line.substr(line.find("airlock-init")));
   }
   return "";
 }

@@ -38,9 +38,11 @@ class QemuVm {
   /// Whether the QEMU process is still running.
   bool running();
   pid_t qemuPid() const { return qemu_; }
-  /// The last lines of the guest console, for error messages.
+  /// The last lines of the guest console, for error messages, each escaped
+  /// with visibleText().
   std::string consoleTail(size_t lines = 20) const;
-  /// A one-line explanation of why the guest died, from the console (may be empty).
+  /// A one-line explanation of why the guest died, from the console, escaped
+  /// with visibleText() (may be empty).
   std::string crashReason() const;
 
  private:

@@ -11,6 +11,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/sha256.h"
+#include "common/visible_text.h"
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
@@ -105,25 +106,53 @@ std::string withGitModes(const std::string& text, const Side& b, const Side& a, 
 
 std::string shortHash(const std::string& sha) { return sha.empty() ? "-" : sha.substr(0, 12); }
 
-std::string colorize(const std::string& patch) {
+/// Every line of `patch` through visibleText() (tabs kept, kEscapedMark after
+/// a line with escapes), colored by its first character when `color` (escapes
+/// then in inverse video, the mark in bold yellow).
+std::string render(const std::string& patch, bool color) {
+  VisibleOptions opt{.keepTabs = true};
+  if (color) opt.markOn = "\x1b[7m", opt.markOff = "\x1b[27m";
   std::string out;
   size_t pos = 0;
   while (pos < patch.size()) {
     size_t nl = patch.find('\n', pos);
     if (nl == std::string::npos) nl = patch.size();
     std::string_view line(patch.data() + pos, nl - pos);
-    const char* color = nullptr;
-    if (line.starts_with("+++") || line.starts_with("---") || line.starts_with("diff ")) color = "\x1b[1m";
-    else if (line.starts_with("+")) color = "\x1b[32m";
-    else if (line.starts_with("-")) color = "\x1b[31m";
-    else if (line.starts_with("@@")) color = "\x1b[36m";
-    if (color) out += color;
-    out += line;
-    if (color) out += "\x1b[0m";
+    const char* lineColor = nullptr;
+    if (line.starts_with("+++") || line.starts_with("---") || line.starts_with("diff ")) lineColor = "\x1b[1m";
+    else if (line.starts_with("+")) lineColor = "\x1b[32m";
+    else if (line.starts_with("-")) lineColor = "\x1b[31m";
+    else if (line.starts_with("@@")) lineColor = "\x1b[36m";
+    if (!color) lineColor = nullptr;
+    bool escaped = false;
+    std::string shown = visibleText(line, opt, &escaped);
+    if (lineColor) out += lineColor;
+    out += shown;
+    if (lineColor) out += "\x1b[0m";
+    if (escaped) out += color ? fmt::format("\x1b[1;33m{}\x1b[0m", kEscapedMark) : std::string(kEscapedMark);
     out += '\n';
     pos = nl + 1;
   }
   return out;
+}
+
+/// True when a line libgit2 marks as added holds a character visibleText() escapes.
+bool addedLineHasControls(git_patch* patch) {
+  for (size_t h = 0; h < git_patch_num_hunks(patch); ++h) {
+    int lines = git_patch_num_lines_in_hunk(patch, h);
+    for (int l = 0; l < lines; ++l) {
+      const git_diff_line* line = nullptr;
+      if (git_patch_get_line_in_hunk(&line, patch, h, static_cast<size_t>(l)) != 0 ||
+          line->origin != GIT_DIFF_LINE_ADDITION)
+        continue;
+      std::string_view text(line->content, line->content_len);
+      if (text.ends_with('\n')) text.remove_suffix(1);
+      bool escaped = false;
+      (void)visibleText(text, {.keepTabs = true}, &escaped);
+      if (escaped) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -193,6 +222,8 @@ Result<DiffResult> ThreeWayDiff::run() const {
           if (c.implied) s.mode = base && base->type == EntryType::Dir ? base->mode : 0755;
           break;
       }
+      // A file or directory the flush creates gets the user's umask.
+      if (s.type != EntryType::Symlink && !(base && base->type == s.type)) s.mode &= ~umask_;
     }
     // Every ancestor must be a directory in the result.
     std::string_view anc = parentPath(path);
@@ -341,6 +372,7 @@ Result<> ThreeWayDiff::fill(DiffItem& item) const {
     return fail("cannot compute the diff of '{}'", displayPath(item.path));
   size_t ctx = 0, adds = 0, dels = 0;
   git_patch_line_stats(&ctx, &adds, &dels, patch);
+  item.controlChars = addedLineHasControls(patch);
   git_patch_free(patch);
   item.linesAdded = adds;
   item.linesRemoved = dels;
@@ -364,10 +396,11 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
                             ? fmt::format(" (the agent set {}; setuid/setgid/sticky bits are stripped on flush)",
                                           modeText(a.mode & 07777))
                             : "";
+    std::string exec = a.type == EntryType::File && (landingMode(a) & 0111) ? ", executable" : "";
     if (sameType && (b.mode & 0777) != landingMode(a))
-      head += fmt::format("mode {} -> {}{}\n", modeText(b.mode & 0777), modeText(landingMode(a)), asked);
+      head += fmt::format("mode {} -> {}{}{}\n", modeText(b.mode & 0777), modeText(landingMode(a)), exec, asked);
     else if (!sameType || !asked.empty())
-      head += fmt::format("mode {}{}\n", modeText(landingMode(a)), asked);
+      head += fmt::format("mode {}{}{}\n", modeText(landingMode(a)), exec, asked);
   }
   if (a.exists && a.type == EntryType::Symlink)
     head += fmt::format("symlink -> '{}'{}\n", displayPath(a.target),
@@ -410,7 +443,7 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   if (text.empty() && baseFile && agentFile && std::string_view(gitMode(b.mode)) != gitMode(landingMode(a)))
     text = fmt::format("diff --git a/{0} b/{0}\nold mode {1}\nnew mode {2}\n", name, gitMode(b.mode),
                        gitMode(landingMode(a)));
-  return head + (color ? colorize(text) : text);
+  return head + render(text, color);
 }
 
 }  // namespace airlock::workspace

@@ -53,6 +53,7 @@ struct DiffItem {
   uint64_t linesAdded = 0, linesRemoved = 0;
   bool specialBitsDropped = false; ///< the agent set setuid/setgid/sticky; they are stripped
   bool linkEscapes = false;        ///< symlink target is absolute or climbs out of the workspace
+  bool controlChars = false;       ///< an added line holds control, bidi or invisible characters (shown escaped)
   bool heldBack = false;           ///< set by classifyItems(): runs code later, needs explicit review
   bool buildEntry = false;         ///< set by classifyItems(): build entry point, flagged
   std::string skipReason;          ///< kind Skipped: why ("FIFO; only files, directories and symlinks are reviewed")
@@ -72,10 +73,14 @@ class ThreeWayDiff {
  public:
   /// `workspaceFd`: the live workspace root; `baselineContentFd`: the snapshot
   /// copy (for showing old content), or -1. `maxDiffBytes`: size cap per side.
+  /// `umask`: the user's file creation mask (the cli reads it), cleared from
+  /// the agent's mode of every file or directory the flush creates (a path
+  /// with no entry of that type in the baseline), so the mode the diff shows
+  /// is the mode that lands; modes of existing paths land as the agent set them.
   ThreeWayDiff(const Manifest& baseline, const ChangeSet& changes, const IgnoreRules& rules, int workspaceFd,
-               int baselineContentFd = -1, uint64_t maxDiffBytes = 1 << 20)
+               int baselineContentFd = -1, uint64_t maxDiffBytes = 1 << 20, uint32_t umask = 0)
       : baseline_(baseline), changes_(changes), rules_(rules), workspaceFd_(workspaceFd),
-        baselineFd_(baselineContentFd), maxDiffBytes_(maxDiffBytes) {}
+        baselineFd_(baselineContentFd), maxDiffBytes_(maxDiffBytes), umask_(umask & 0777) {}
 
   /// Builds the item list, with the change set's skipped entries as items of
   /// kind Skipped. Fails with exit_code::kUnsafeChangeSet when the change set
@@ -85,7 +90,10 @@ class ThreeWayDiff {
 
   /// The unified diff (libgit2, with git's mode lines) or a one-paragraph
   /// summary for non-text changes (sizes and SHA-256 for binary files),
-  /// after a header naming the mode that lands; `color` adds ANSI colors.
+  /// after a header naming the mode that lands (and ", executable").
+  /// Content is shown through visibleText() (tabs kept): every line with an
+  /// escape ends in kEscapedMark, and the only escape sequences in the result
+  /// are airlock's own colors (`color`).
   Result<std::string> patch(const DiffItem& item, bool color) const;
 
  private:
@@ -98,7 +106,11 @@ class ThreeWayDiff {
   int workspaceFd_;
   int baselineFd_;
   uint64_t maxDiffBytes_;
+  uint32_t umask_;
 };
+
+/// Ends every diff line that had a character shown as an escape.
+inline constexpr std::string_view kEscapedMark = "  [escaped control characters]";
 
 /// The live state of `rel` as a diff Side (hashing regular files).
 Result<Side> liveSide(int workspaceFd, std::string_view rel);

@@ -2,7 +2,9 @@
 // Nothing is lost: changes that were not flushed (rejected, held back,
 // conflicting, failed) are kept in <session>/pending as
 //   changes.tar    an OCI layer tar that ChangeSet::fromTar() reads back,
-//   changes.patch  the unified diffs, for reading or `git apply`,
+//   changes.patch  the unified diffs, for reading: the review's text, control
+//                  characters escaped (changes.tar holds the exact bytes;
+//                  `airlock review -s` applies them),
 //   decisions      one line per item: "<decision> <percent-encoded path>".
 
 #include <string>

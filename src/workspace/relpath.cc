@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/visible_text.h"
+
 namespace airlock::workspace {
 
 Result<std::string> normalizeRelative(std::string_view raw) {
@@ -89,27 +91,6 @@ Result<std::string> percentDecode(std::string_view encoded) {
   return out;
 }
 
-std::string displayPath(std::string_view rel) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  size_t i = 0;
-  while (i < rel.size()) {
-    auto c = static_cast<unsigned char>(rel[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool valid = len > 0 && i + len <= rel.size();
-    for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(rel[i + k]) >> 6) == 2;
-    if (valid && len == 1 && (c < 0x20 || c == 0x7f || c == '\\')) valid = false;
-    if (!valid) {
-      out += "\\x";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-      ++i;
-      continue;
-    }
-    out.append(rel.substr(i, len));
-    i += len;
-  }
-  return out;
-}
+std::string displayPath(std::string_view rel) { return visibleText(rel, {.escapeBackslash = true}); }
 
 }  // namespace airlock::workspace

@@ -37,7 +37,8 @@ std::string percentEncode(std::string_view raw);
 /// Inverse of percentEncode(). Fails on a malformed escape.
 Result<std::string> percentDecode(std::string_view encoded);
 
-/// A name for messages: the path with control and non-UTF-8 bytes escaped as \xNN.
+/// A name for messages: the path with control, invisible, bidi and non-UTF-8
+/// characters and backslashes escaped (visibleText() notation: \xNN, \uNNNN).
 std::string displayPath(std::string_view rel);
 
 }  // namespace airlock::workspace

@@ -11,6 +11,7 @@
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/visible_text.h"
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
@@ -39,6 +40,14 @@ const IgnoreRules& buildEntryRules() {
   return rules;
 }
 
+/// True when the flush leaves an executable file where there was none (a new
+/// executable file, or execute bits added).
+bool becomesExecutable(const DiffItem& it) {
+  bool wasExec = it.base.exists && it.base.type == EntryType::File && (it.base.mode & 0111);
+  return it.kind != ChangeKind::Skipped && it.agent.exists && it.agent.type == EntryType::File &&
+         (landingMode(it.agent) & 0111) && !wasExec;
+}
+
 std::string linesText(const DiffItem& it) {
   if (it.kind == ChangeKind::Skipped) return "";
   if (it.conflict) return "conflict";
@@ -62,7 +71,21 @@ std::string flagsText(const DiffItem& it) {
   if (it.buildEntry) add("build entry point");
   if (it.specialBitsDropped) add("setuid/setgid/sticky stripped");
   if (it.linkEscapes) add("link points outside");
+  if (becomesExecutable(it)) add("executable");
+  if (it.controlChars) add("control characters in content");
+  if (hasNonAscii(it.path)) add("non-ASCII name");
   return f.empty() ? f : "[" + f + "]";
+}
+
+/// The mode column: the mode that lands for a created file or directory,
+/// "OLD->NEW" when an existing one's mode changes, else "".
+std::string modeCell(const DiffItem& it) {
+  const Side& a = it.agent;
+  if (!a.exists || a.type == EntryType::Symlink || it.kind == ChangeKind::Skipped) return "";
+  bool sameType = it.base.exists && it.base.type == a.type;
+  if (!sameType) return fmt::format("{:04o}", landingMode(a));
+  if ((it.base.mode & 0777) == landingMode(a)) return "";
+  return fmt::format("{:04o}->{:04o}", it.base.mode & 0777, landingMode(a));
 }
 
 Decision automatic(const DiffItem& it) {
@@ -162,7 +185,8 @@ void classifyItems(std::vector<DiffItem>& items) {
 }
 
 std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<Decision>* decisions) {
-  std::string out = fmt::format("{:>4}  {:<16} {:<10} {}{}\n", "#", "kind", "+/-", decisions ? "decision    " : "", "path");
+  std::string out = fmt::format("{:>4}  {:<16} {:<10} {:<10} {}{}\n", "#", "kind", "+/-", "mode",
+                                decisions ? "decision    " : "", "path");
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& it = items[i];
     std::string dec = decisions ? fmt::format("{:<12}", decisionName((*decisions)[i])) : "";
@@ -173,8 +197,8 @@ std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<D
       std::string why = fmt::format("new directory '{}' not accepted: stays pending", displayPath(dir->path));
       flags = flags.empty() ? "[" + why + "]" : flags.substr(0, flags.size() - 1) + ", " + why + "]";
     }
-    out += fmt::format("{:>4}  {:<16} {:<10} {}{}{}{}\n", i + 1, changeKindName(it.kind), linesText(it), dec,
-                       displayPath(it.path), flags.empty() ? "" : "  ", flags);
+    out += fmt::format("{:>4}  {:<16} {:<10} {:<10} {}{}{}{}\n", i + 1, changeKindName(it.kind), linesText(it),
+                       modeCell(it), dec, displayPath(it.path), flags.empty() ? "" : "  ", flags);
   }
   return out;
 }
@@ -271,9 +295,10 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
     }
     for (;;) {
       std::string flags = flagsText(it);
-      term->print(fmt::format("[{}/{}] {} {} {}{}{}\n  accept? [a,r,d,A,R,q,?] ", i + 1, items.size(),
-                              changeKindName(it.kind), displayPath(it.path), linesText(it), flags.empty() ? "" : " ",
-                              flags));
+      std::string mode = modeCell(it);
+      term->print(fmt::format("[{}/{}] {}{}{} {} {}{}{}\n  accept? [a,r,d,A,R,q,?] ", i + 1, items.size(),
+                              changeKindName(it.kind), mode.empty() ? "" : " ", mode, displayPath(it.path),
+                              linesText(it), flags.empty() ? "" : " ", flags));
       auto line = term->readLine();
       if (!line) {  // end of input (Ctrl-D): the rest stays pending, on a line of its own
         term->print("\n");

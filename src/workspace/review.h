@@ -52,8 +52,11 @@ bool isBuildEntryPath(std::string_view rel);
 /// package.json is flagged only when the agent's version has a "scripts" section.
 void classifyItems(std::vector<DiffItem>& items);
 
-/// A summary table: one row per item with kind, +/- lines and flags
-/// (skipped items name why; blocked items name the parent directory).
+/// A summary table: one row per item with kind, +/- lines, the mode that
+/// lands (created paths) or OLD->NEW (mode changes), and flags: skipped items
+/// name why, blocked items the parent directory; "executable" (the flush makes
+/// a file executable), "control characters in content" (an added line has
+/// escaped characters), "non-ASCII name" (possible homoglyph).
 std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<Decision>* decisions = nullptr);
 
 /// The user's side of interactive review.

@@ -10,6 +10,15 @@ namespace {
 
 TEST(BlockedLogTest, EmptyUntilSomethingIsBlocked) { EXPECT_TRUE(BlockedLog().entries().empty()); }
 
+// The guest chooses SNI and Host names: the end-of-session summary prints
+// them after "airlock:", so terminal escapes in them arrive escaped.
+TEST(BlockedLogTest, GuestChosenNameWithTerminalEscapesIsKeptEscaped) {
+  BlockedLog log;
+  log.add("192.0.2.10:443 SNI x\x1b]0;pwned\x07\x1b[2J\u202e.example", "not on the allowlist");
+  ASSERT_EQ(log.entries().size(), 1u);
+  EXPECT_EQ(log.entries()[0].what, "192.0.2.10:443 SNI x\\x1b]0;pwned\\x07\\x1b[2J\\u202e.example");
+}
+
 TEST(BlockedLogTest, AggregatesByWhatAndReasonMostFrequentFirst) {
   BlockedLog log;
   log.add("evil.example.net A", "not on the allowlist");

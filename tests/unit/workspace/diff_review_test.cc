@@ -181,19 +181,19 @@ TEST(Diff, PatchShowsTheModeThatLands) {
   auto eng = s.engine();
   auto added = eng->patch(*m["run.sh"], false);
   ASSERT_TRUE(added);
-  EXPECT_NE(added->find("mode 0755\n"), std::string::npos) << *added;
+  EXPECT_NE(added->find("mode 0755, executable\n"), std::string::npos) << *added;
   EXPECT_NE(added->find("new file mode 100755"), std::string::npos) << *added;
   EXPECT_EQ(added->find("100644"), std::string::npos) << *added;
   auto suid = eng->patch(*m["suid"], false);
   ASSERT_TRUE(suid);
-  EXPECT_NE(suid->find("mode 0755 (the agent set 4755; setuid/setgid/sticky bits are stripped on flush)"),
+  EXPECT_NE(suid->find("mode 0755, executable (the agent set 4755; setuid/setgid/sticky bits are stripped on flush)"),
             std::string::npos)
       << *suid;
   EXPECT_NE(summaryTable(r.items).find("setuid/setgid/sticky stripped"), std::string::npos);
   auto modeOnly = eng->patch(*m["tool.sh"], false);
   ASSERT_TRUE(modeOnly);
   EXPECT_EQ(m["tool.sh"]->kind, ChangeKind::ModeChanged);
-  EXPECT_NE(modeOnly->find("mode 0644 -> 0755"), std::string::npos) << *modeOnly;
+  EXPECT_NE(modeOnly->find("mode 0644 -> 0755, executable"), std::string::npos) << *modeOnly;
   EXPECT_NE(modeOnly->find("old mode 100644\nnew mode 100755"), std::string::npos) << *modeOnly;
   auto both = eng->patch(*m["both.sh"], false);
   ASSERT_TRUE(both);

@@ -18,6 +18,7 @@ import tempfile
 import time
 
 airlock = sys.argv[1]
+os.umask(0o022)  # the landing modes below assume the common umask
 tmp = tempfile.mkdtemp(prefix="airlock-review-pty-")
 atexit.register(shutil.rmtree, tmp, True)
 ws, session, tar = f"{tmp}/ws", f"{tmp}/session", f"{tmp}/changes.tar"
@@ -81,7 +82,8 @@ def check(cond, what):
 
 check(text.count("airlock: pager '/nonexistent/pager'") == 1, "the pager failure is said exactly once")
 check(text.count("run.sh: added") == 2, "both diffs are shown in the terminal")
-check("mode 0755 (the agent set 4755; setuid/setgid/sticky bits are stripped on flush)" in text, "landing mode")
+check("mode 0755, executable (the agent set 4755; setuid/setgid/sticky bits are stripped on flush)" in text,
+      "landing mode")
 check("new file mode 100755" in text, "git mode line matches what lands")
 check("pipe: skipped (FIFO; only files, directories and symlinks are reviewed)" in text, "FIFO listed as skipped")
 check("newdir/inner.txt stays pending: its new directory 'newdir' was not accepted" in text, "blocked child reported")

@@ -120,7 +120,7 @@ void Scenario::loadDirs(const std::string& after) {
 }
 
 std::unique_ptr<ThreeWayDiff> Scenario::engine() {
-  return std::make_unique<ThreeWayDiff>(baseline, *changes, rules, wsFd.get(), snapFd.get());
+  return std::make_unique<ThreeWayDiff>(baseline, *changes, rules, wsFd.get(), snapFd.get(), 1 << 20, umask);
 }
 
 DiffResult Scenario::diff() {

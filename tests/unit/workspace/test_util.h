@@ -49,6 +49,7 @@ struct Scenario {
   Manifest baseline;
   std::optional<ChangeSet> changes;
   Fd wsFd, snapFd;
+  uint32_t umask = 0;  ///< the user's umask the diff applies to created paths
 
   /// Snapshot of ws into session/snapshot; sets baseline.
   void snapshot();
