@@ -2,13 +2,19 @@
 // the run that would happen, without booting anything. The flags that change
 // the envelope are run's own (run_flags.h), mapped through the same function.
 
+#include <fcntl.h>
+
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
+#include "common/fd.h"
 #include "config/envelope.h"
+#include "workspace/relpath.h"
+#include "workspace/snapshot.h"
 
 namespace airlock::cli {
 namespace {
@@ -17,6 +23,7 @@ struct InfoArgs : PolicyFlags {
   std::string agent = "claude-code";
   std::string workspace = ".";
   bool json = false;
+  bool excluded = false;
   bool yes = false;
   std::string accel = "auto";
 };
@@ -24,6 +31,58 @@ struct InfoArgs : PolicyFlags {
 int report(const Error& e) {
   std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
   return e.code == 1 ? exit_code::kInternal : e.code;
+}
+
+namespace ws = airlock::workspace;
+
+/// What `airlock run` would keep out of the snapshot of `workspace`: from
+/// the walk alone (names, ignores, hard links: no file is read), or with
+/// `readFiles` (--excluded) from every file's content too.
+Result<ws::SnapshotResult> keptOut(const std::string& workspace, const config::Settings& settings, bool readFiles) {
+  ws::IgnoreRules rules;
+  Fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (auto r = rules.loadFile(root.get()); !r)
+    return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
+  for (const auto& e : settings.excludes) rules.addPattern(e.value);
+  return ws::findKeptOut(workspace, rules, readFiles);
+}
+
+/// The "kept out" lines of the text report.
+std::string keptOutText(const ws::SnapshotResult& res, bool listed) {
+  std::string summary = ws::keptOutSummary(res);
+  std::string out = fmt::format("  {:<14} {}\n", "kept out", summary.empty() ? "nothing" : summary);
+  if (!listed) {
+    out += fmt::format("  {:<14} {}\n", "",
+                       "(names, ignores and hard links only; --excluded also reads every file for private keys and "
+                       "git credentials, and lists the paths)");
+    return out;
+  }
+  for (const auto& k : res.excluded)
+    out += fmt::format("  {:<14} {}  ({})\n", "", ws::displayPath(k.path), ws::keptOutReasonText(k.reason));
+  for (const auto& p : res.gitCredentialsStripped)
+    out += fmt::format("  {:<14} {}  (copied without its credentials)\n", "", ws::displayPath(p));
+  return out;
+}
+
+/// The "kept_out" object of the JSON report: counts always, paths with --excluded.
+nlohmann::json keptOutJson(const ws::SnapshotResult& res, bool listed) {
+  nlohmann::json counts = nlohmann::json::object();
+  for (const auto& k : res.excluded) {
+    auto& n = counts[ws::keptOutReasonKey(k.reason)];
+    n = n.is_null() ? 1 : n.get<int>() + 1;
+  }
+  nlohmann::json j = {{"summary", ws::keptOutSummary(res)},
+                      {"files_read", listed},
+                      {"count", res.excluded.size()},
+                      {"by_reason", counts},
+                      {"git_configs_stripped", res.gitCredentialsStripped.size()}};
+  if (listed) {
+    nlohmann::json paths = nlohmann::json::array();
+    for (const auto& k : res.excluded) paths.push_back({{"path", k.path}, {"reason", ws::keptOutReasonKey(k.reason)}});
+    j["paths"] = std::move(paths);
+    j["git_configs"] = res.gitCredentialsStripped;
+  }
+  return j;
 }
 
 int runInfo(const InfoArgs& args) {
@@ -42,16 +101,26 @@ int runInfo(const InfoArgs& args) {
     return report(Error{"--accel must be auto, kvm or tcg (got '" + args.accel + "')", exit_code::kUsage});
   auto facts = vm::probeHost();
   if (auto r = vm::checkAccelRequest(accel, facts); !r) return report(r.error());  // as run refuses it
+  bool direct = effective->resolved.settings.workspaceMode.value == config::WorkspaceMode::kDirect;
+  std::optional<ws::SnapshotResult> kept;
+  if (!direct) {
+    auto k = keptOut(effective->workspace, effective->resolved.settings, args.excluded);
+    if (!k) return report(k.error());
+    kept = std::move(*k);
+  }
   auto backend = config::describeBackend(facts, accel);
   auto image = config::describeImage(*effective, args.image);
   auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
                                         std::move(ports), args.yes);
   if (!envelope) return report(envelope.error());
-  if (args.json)
-    std::printf("%s\n",
-                config::envelopeJson(*envelope).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  else
+  if (args.json) {
+    auto j = config::envelopeJson(*envelope);
+    j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
     std::fputs(config::envelopeText(*envelope).c_str(), stdout);
+    if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
+  }
   return 0;
 }
 
@@ -68,9 +137,16 @@ flag). Repo keys that .airlock.yaml may not set (it can only tighten) are
 listed as ignored, with the reason. Environment variables are shown by name,
 never by value.
 
+"kept out" counts what the snapshot would leave out of the guest, and why:
+secret names, airlock's config files, ignored paths and hard links to any of
+them come from a walk of the workspace (no file is read). --excluded also
+reads every file, as the snapshot does, for private keys and for credentials
+in git config files, and lists the paths.
+
 Examples:
   airlock info claude-code
   airlock info codex -w ~/src/app --json
+  airlock info claude-code --excluded
   airlock info claude-code --egress-profile locked --allow-host git.example.com:8443 --cpus 4)");
   cmd->add_option("agent", args->agent, "Agent name (default: claude-code)");
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
@@ -79,6 +155,8 @@ Examples:
   cmd->add_flag("--yes", args->yes, "As `airlock run --yes` (acknowledges direct mode)");
   cmd->add_option("--accel", args->accel, "As `airlock run --accel`: auto, kvm or tcg")->capture_default_str();
   cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_flag("--excluded", args->excluded,
+                "List the paths the snapshot keeps out and why (reads every file, as the snapshot does)");
   cmd->callback([args, &exitCode] { exitCode = runInfo(*args); });
 }
 
