@@ -10,11 +10,13 @@
 namespace airlock::workspace {
 namespace {
 
-// Split so that this file itself holds no marker.
-constexpr std::string_view kBegin = "-----" "BEGIN ";
-constexpr std::string_view kPrivateKey = "PRIVATE" " KEY";
-constexpr std::string_view kPutty = "PuTTY-User-" "Key-File-";
-constexpr std::string_view kAge = "AGE-SECRET-" "KEY-1";
+// Neither half is a marker alone. The two whole-string markers are joined at
+// run time: adjacent literals would be merged into one in the binary, which
+// would then be kept out of a snapshot of airlock's own build tree.
+constexpr std::string_view kBegin = "-----BEGIN ";
+constexpr std::string_view kPrivateKey = "PRIVATE KEY";
+const std::string kPutty = std::string("PuTTY-User-") + "Key-File-";
+const std::string kAge = std::string("AGE-SECRET-") + "KEY-1";
 /// Longest label between "BEGIN " and "PRIVATE KEY" ("SSH2 ENCRYPTED " is 15).
 constexpr size_t kMaxLabel = 40;
 /// Longer than any marker, so one split across two chunks is whole in carry + head.
