@@ -2,19 +2,15 @@
 // the run that would happen, without booting anything. The flags that change
 // the envelope are run's own (run_flags.h), mapped through the same function.
 
-#include <fcntl.h>
-
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/kept_out.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
-#include "common/fd.h"
 #include "config/envelope.h"
-#include "workspace/relpath.h"
-#include "workspace/snapshot.h"
 
 namespace airlock::cli {
 namespace {
@@ -31,58 +27,6 @@ struct InfoArgs : PolicyFlags {
 int report(const Error& e) {
   std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
   return e.code == 1 ? exit_code::kInternal : e.code;
-}
-
-namespace ws = airlock::workspace;
-
-/// What `airlock run` would keep out of the snapshot of `workspace`: from
-/// the walk alone (names, ignores, hard links: no file is read), or with
-/// `readFiles` (--excluded) from every file's content too.
-Result<ws::SnapshotResult> keptOut(const std::string& workspace, const config::Settings& settings, bool readFiles) {
-  ws::IgnoreRules rules;
-  Fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (auto r = rules.loadFile(root.get()); !r)
-    return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
-  for (const auto& e : settings.excludes) rules.addPattern(e.value);
-  return ws::findKeptOut(workspace, rules, readFiles);
-}
-
-/// The "kept out" lines of the text report.
-std::string keptOutText(const ws::SnapshotResult& res, bool listed) {
-  std::string summary = ws::keptOutSummary(res);
-  std::string out = fmt::format("  {:<14} {}\n", "kept out", summary.empty() ? "nothing" : summary);
-  if (!listed) {
-    out += fmt::format("  {:<14} {}\n", "",
-                       "(names, ignores and hard links only; --excluded also reads every file for private keys and "
-                       "git credentials, and lists the paths)");
-    return out;
-  }
-  for (const auto& k : res.excluded)
-    out += fmt::format("  {:<14} {}  ({})\n", "", ws::displayPath(k.path), ws::keptOutReasonText(k.reason));
-  for (const auto& p : res.gitCredentialsStripped)
-    out += fmt::format("  {:<14} {}  (copied without its credentials)\n", "", ws::displayPath(p));
-  return out;
-}
-
-/// The "kept_out" object of the JSON report: counts always, paths with --excluded.
-nlohmann::json keptOutJson(const ws::SnapshotResult& res, bool listed) {
-  nlohmann::json counts = nlohmann::json::object();
-  for (const auto& k : res.excluded) {
-    auto& n = counts[ws::keptOutReasonKey(k.reason)];
-    n = n.is_null() ? 1 : n.get<int>() + 1;
-  }
-  nlohmann::json j = {{"summary", ws::keptOutSummary(res)},
-                      {"files_read", listed},
-                      {"count", res.excluded.size()},
-                      {"by_reason", counts},
-                      {"git_configs_stripped", res.gitCredentialsStripped.size()}};
-  if (listed) {
-    nlohmann::json paths = nlohmann::json::array();
-    for (const auto& k : res.excluded) paths.push_back({{"path", k.path}, {"reason", ws::keptOutReasonKey(k.reason)}});
-    j["paths"] = std::move(paths);
-    j["git_configs"] = res.gitCredentialsStripped;
-  }
-  return j;
 }
 
 int runInfo(const InfoArgs& args) {
@@ -102,7 +46,7 @@ int runInfo(const InfoArgs& args) {
   auto facts = vm::probeHost();
   if (auto r = vm::checkAccelRequest(accel, facts); !r) return report(r.error());  // as run refuses it
   bool direct = effective->resolved.settings.workspaceMode.value == config::WorkspaceMode::kDirect;
-  std::optional<ws::SnapshotResult> kept;
+  std::optional<workspace::SnapshotResult> kept;
   if (!direct) {
     auto k = keptOut(effective->workspace, effective->resolved.settings, args.excluded);
     if (!k) return report(k.error());
