@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/kept_out.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
 #include "config/envelope.h"
@@ -17,6 +19,7 @@ struct InfoArgs : PolicyFlags {
   std::string agent = "claude-code";
   std::string workspace = ".";
   bool json = false;
+  bool excluded = false;
   bool yes = false;
   std::string accel = "auto";
 };
@@ -42,16 +45,26 @@ int runInfo(const InfoArgs& args) {
     return report(Error{"--accel must be auto, kvm or tcg (got '" + args.accel + "')", exit_code::kUsage});
   auto facts = vm::probeHost();
   if (auto r = vm::checkAccelRequest(accel, facts); !r) return report(r.error());  // as run refuses it
+  bool direct = effective->resolved.settings.workspaceMode.value == config::WorkspaceMode::kDirect;
+  std::optional<workspace::SnapshotResult> kept;
+  if (!direct) {
+    auto k = keptOut(effective->workspace, effective->resolved.settings, args.excluded);
+    if (!k) return report(k.error());
+    kept = std::move(*k);
+  }
   auto backend = config::describeBackend(facts, accel);
   auto image = config::describeImage(*effective, args.image);
   auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
                                         std::move(ports), args.yes);
   if (!envelope) return report(envelope.error());
-  if (args.json)
-    std::printf("%s\n",
-                config::envelopeJson(*envelope).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  else
+  if (args.json) {
+    auto j = config::envelopeJson(*envelope);
+    j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
     std::fputs(config::envelopeText(*envelope).c_str(), stdout);
+    if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
+  }
   return 0;
 }
 
@@ -68,9 +81,16 @@ flag). Repo keys that .airlock.yaml may not set (it can only tighten) are
 listed as ignored, with the reason. Environment variables are shown by name,
 never by value.
 
+"kept out" counts what the snapshot would leave out of the guest, and why:
+secret names, airlock's config files, ignored paths and hard links to any of
+them come from a walk of the workspace (no file is read). --excluded also
+reads every file, as the snapshot does, for private keys and for credentials
+in git config files, and lists the paths.
+
 Examples:
   airlock info claude-code
   airlock info codex -w ~/src/app --json
+  airlock info claude-code --excluded
   airlock info claude-code --egress-profile locked --allow-host git.example.com:8443 --cpus 4)");
   cmd->add_option("agent", args->agent, "Agent name (default: claude-code)");
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
@@ -79,6 +99,8 @@ Examples:
   cmd->add_flag("--yes", args->yes, "As `airlock run --yes` (acknowledges direct mode)");
   cmd->add_option("--accel", args->accel, "As `airlock run --accel`: auto, kvm or tcg")->capture_default_str();
   cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_flag("--excluded", args->excluded,
+                "List the paths the snapshot keeps out and why (reads every file, as the snapshot does)");
   cmd->callback([args, &exitCode] { exitCode = runInfo(*args); });
 }
 

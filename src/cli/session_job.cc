@@ -38,7 +38,7 @@ void chownTree(const std::string& root) {
 
 /// 2. The snapshot: baseline manifest and private copy in the session
 /// directory, with .airlockignore and the configured excludes applied.
-Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>& excludes) {
+Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>& excludes, bool quiet) {
   s.phase("snapshot", "snapshot of " + s.workspace());
   ws::IgnoreRules rules;
   {
@@ -56,6 +56,11 @@ Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>
   if (auto r = writeFileAtomic(s.dir() + "/ignore", rules.userText(), 0600); !r) return r;
   if (geteuid() == 0) chownTree(s.dir() + "/snapshot");
   s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
+  // What never reaches the guest, and why; the names only on request.
+  if (std::string kept = ws::keptOutSummary(*snap); !kept.empty()) {
+    s.log(kept);
+    if (!quiet) std::fprintf(stderr, "airlock: %s (`airlock info --excluded` lists them)\n", kept.c_str());
+  }
   return {};
 }
 
@@ -73,7 +78,7 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
     return session;
   }
   s.removeOnClose(s.dir() + "/snapshot");
-  if (auto r = takeSessionSnapshot(s, excludes); !r) return std::unexpected(r.error());
+  if (auto r = takeSessionSnapshot(s, excludes, quiet); !r) return std::unexpected(r.error());
   return session;
 }
 

@@ -192,6 +192,43 @@ struct Runner {
     return {};
   }
 
+  /// A mode change of the hard-linked file `s.path` (open as `src`, `st` its
+  /// fstat) without touching its inode: its content is copied to the temp
+  /// name in `dir` with the new mode and timestamps, checked against
+  /// `to.sha256`, and renamed over the name.
+  StepResult replaceWithMode(int dir, const Step& s, int src, const struct stat& st, const Side& to) const {
+    std::string tmp = tmpName(s.id);
+    ::unlinkat(dir, tmp.c_str(), 0);
+    Fd out(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!out)
+      return ioError(fmt::format("cannot create a temp file next to '{}': {}", displayPath(s.path), errnoText(errno)));
+    auto cleanup = [&] { ::unlinkat(dir, tmp.c_str(), 0); };
+    bool ref = false;
+    auto h = copyAndHash(src, out.get(), true, ref, s.path);
+    if (!h) {
+      cleanup();
+      return ioError(h.error().message);
+    }
+    if (*h != to.sha256) {
+      cleanup();
+      return conflict(fmt::format("'{}' changed on the host during the flush; it is not overwritten",
+                                  displayPath(s.path)));
+    }
+    timespec times[2] = {st.st_atim, st.st_mtim};
+    if (::fchmod(out.get(), to.mode & 0777) != 0 || ::futimens(out.get(), times) != 0 || ::fsync(out.get()) != 0) {
+      int e = errno;
+      cleanup();
+      return ioError(fmt::format("cannot write '{}': {}", displayPath(s.path), errnoText(e)));
+    }
+    std::string name(baseName(s.path));
+    if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) {
+      int e = errno;
+      cleanup();
+      return ioError(fmt::format("cannot move the new '{}' into place: {}", displayPath(s.path), errnoText(e)));
+    }
+    return {};
+  }
+
   /// Moves `path` from state `from` to state `to`. `content` holds the bytes
   /// of `to` when it is a file; when `from` is a file its bytes are backed up
   /// first if `keepBackup`.
@@ -239,8 +276,16 @@ struct Runner {
       if (int e = openBeneath(rootFd, s.path, flags, 0, f))
         return conflict(fmt::format("cannot open '{}': {}", displayPath(s.path), errnoText(e)));
       uint32_t mode = to.type == EntryType::Dir ? (to.mode & 0777) | 0700 : to.mode & 0777;
-      if (::fchmod(f.get(), mode) != 0)
+      struct stat st {};
+      if (::fstat(f.get(), &st) != 0)
+        return ioError(fmt::format("cannot inspect '{}': {}", displayPath(s.path), errnoText(errno)));
+      // Another name shares this inode (maybe outside the workspace): a chmod
+      // would change it too, so this name gets a new inode instead.
+      if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+        if (auto r = replaceWithMode(dir.get(), s, f.get(), st, to); r.outcome != Outcome::Ok) return r;
+      } else if (::fchmod(f.get(), mode) != 0) {
         return ioError(fmt::format("cannot change the mode of '{}': {}", displayPath(s.path), errnoText(errno)));
+      }
     } else {
       if (from.exists && from.type == EntryType::Dir) {
         if (::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0) {

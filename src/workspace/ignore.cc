@@ -112,9 +112,42 @@ class Matcher {
   std::vector<uint8_t> failed_;
 };
 
+/// Backup and swap-file suffixes: "NAME~", "NAME.bak"... of a secret NAME is a secret.
+constexpr std::string_view kBackupSuffixes[] = {"~", ".bak", ".backup", ".old", ".orig", ".save", ".swp", ".tmp"};
+
+/// `s` with ASCII letters lowered (the built-in patterns are lower case).
+std::string foldCase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+/// `rel` without one backup suffix (and the leading '.' vim gives a swap
+/// file: ".id_rsa.swp" -> "id_rsa"); "" when it has none.
+std::string withoutBackupSuffix(std::string_view rel) {
+  for (std::string_view suffix : kBackupSuffixes) {
+    if (rel.size() <= suffix.size() || !rel.ends_with(suffix)) continue;
+    std::string out(rel.substr(0, rel.size() - suffix.size()));
+    if (baseName(out).empty()) return "";
+    if (suffix == ".swp") {
+      size_t base = out.size() - baseName(out).size();
+      if (out[base] == '.' && out.size() - base > 1) out.erase(base, 1);
+    }
+    return out;
+  }
+  return "";
+}
+
+/// True when `c` starts a glob literally (no wildcard, class or escape).
+bool literalStart(char c) { return c != '*' && c != '?' && c != '[' && c != '\\'; }
+
 bool patternMatches(const IgnorePattern& pat, std::string_view rel, bool isDir) {
   if (pat.dirOnly && !isDir) return false;
-  return globMatch(pat.glob, pat.anchored ? rel : baseName(rel));
+  std::string_view text = pat.anchored ? rel : baseName(rel);
+  // Cheap rejections first: every path is checked against every built-in pattern.
+  if (!pat.glob.empty() && literalStart(pat.glob[0]) && (text.empty() || text[0] != pat.glob[0])) return false;
+  return globMatch(pat.glob, text);
 }
 
 std::vector<IgnorePattern> compile(const std::vector<std::string>& lines) {
@@ -144,9 +177,10 @@ std::string secretRuleFor(std::string_view rel) {
   std::vector<std::string> lines = IgnoreRules::secretPatterns();
   for (const auto& c : IgnoreRules::configPatterns()) lines.push_back(c);
   const auto& pats = builtin();
-  for (size_t end = 0; end <= rel.size(); ++end) {
-    if (end < rel.size() && rel[end] != '/') continue;
-    std::string_view prefix = rel.substr(0, end);
+  std::string lowered = foldCase(rel);
+  for (size_t end = 0; end <= lowered.size(); ++end) {
+    if (end < lowered.size() && lowered[end] != '/') continue;
+    std::string_view prefix = std::string_view(lowered).substr(0, end);
     for (size_t i = 0; i < pats.size() && i < lines.size(); ++i)
       if (patternMatches(pats[i], prefix, end < rel.size())) return lines[i];
   }
@@ -185,12 +219,31 @@ bool parseIgnoreLine(std::string_view line, IgnorePattern& out) {
 }
 
 const std::vector<std::string>& IgnoreRules::secretPatterns() {
+  // The one list of built-in secret names (README.md "Secrets" copies it).
+  // Lower case: matched against the ASCII-lowercased path. Each is also
+  // matched with a backup suffix removed (see kBackupSuffixes).
   static const std::vector<std::string> v = {
-      ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.truststore",
-      "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*", ".ssh/", ".aws/", ".gcp/", ".gcloud/", ".azure/",
-      "**/.config/gcloud/", "**/.config/gh/hosts.yml", "credentials.json", ".git-credentials", ".netrc",
-      "_netrc", ".npmrc", ".yarnrc.yml", ".pypirc", "**/.docker/config.json", "**/.kube/config", ".gnupg/",
-      ".pgpass", ".vault-token", "*.tfstate*", "*.tfvars", ".terraform/", "age-key.txt", "*.age",
+      // Environment files and their near names: .env.local, .env-local, .env_prod, .envs/, prod.env
+      // (.env~ by its backup suffix). Not .envrc: direnv's script, held back at review instead.
+      ".env", ".env.*", ".env-*", ".env_*", ".envs/", "*.env",
+      // Private keys, keystores, key rings and wallets.
+      "*.pem", "*.key", "*.key.*", "*.p12", "*.pfx", "*.p8", "*.jks", "*.jceks", "*.keystore", "*.truststore",
+      "*.ppk", "*.keytab", "*.kdbx", "*.keychain", "*.keychain-db", "id_rsa*", "id_ed25519*", "id_ecdsa*",
+      "id_dsa*", "secring.*", "private-keys-v1.d/", "age-key.txt", "*.age", "wallet.dat",
+      // Credential directories.
+      ".ssh/", ".aws/", ".gcp/", ".gcloud/", ".azure/", ".oci/", ".gnupg/", ".password-store/", ".kaggle/",
+      "**/.config/gcloud/",
+      // Credential and token files of tools.
+      "**/.config/gh/hosts.yml", "**/.config/hub", "credentials.json", "application_default_credentials.json",
+      "*service-account*.json", "*service_account*.json", "*firebase-adminsdk*.json", ".git-credentials", ".netrc",
+      "_netrc", ".authinfo*", ".npmrc", ".yarnrc.yml", ".pypirc", "**/.docker/config.json", ".dockercfg",
+      "**/.kube/config", "kubeconfig*", "*.kubeconfig", ".pgpass", ".my.cnf", ".s3cfg", ".boto", ".htpasswd",
+      ".vault-token", "**/.cargo/credentials*", "**/.gem/credentials", "auth.json", "**/.m2/settings*.xml",
+      "**/.gradle/gradle.properties", ".credentials", "rclone.conf", "**/huggingface/token",
+      // Terraform state, variables and CLI credentials.
+      "*.tfstate*", "*.tfvars", ".terraform/", ".terraformrc", "terraform.rc", "credentials.tfrc.json",
+      // Shell, REPL and editor histories (typed passwords and tokens).
+      ".*_history", "*_repl_history", ".zhistory", ".histfile", ".lesshst", "fish_history", ".viminfo",
   };
   return v;
 }
@@ -242,13 +295,27 @@ Result<> IgnoreRules::loadFile(int rootFd) {
 
 namespace {
 
-bool isSecret(std::string_view rel, bool isDir) {
+bool matchesBuiltin(std::string_view lowered, bool isDir) {
   for (const auto& p : builtin())
-    if (patternMatches(p, rel, isDir)) return true;
+    if (patternMatches(p, lowered, isDir)) return true;
   return false;
 }
 
+bool isSecret(std::string_view rel, bool isDir) {
+  std::string lowered = foldCase(rel);
+  if (matchesBuiltin(lowered, isDir)) return true;
+  std::string plain = withoutBackupSuffix(lowered);
+  return !plain.empty() && matchesBuiltin(plain, isDir);
+}
+
 }  // namespace
+
+bool IgnoreRules::isAirlockConfig(std::string_view rel) {
+  std::string lowered = foldCase(baseName(rel));
+  for (const auto& c : configPatterns())
+    if (lowered == c) return true;
+  return false;
+}
 
 IgnoreVerdict IgnoreRules::matchEntry(std::string_view rel, bool isDir) const {
   if (isSecret(rel, isDir)) return IgnoreVerdict::Secret;

@@ -1,7 +1,18 @@
 #pragma once
 // Which workspace paths airlock leaves alone: never copied into the snapshot,
 // never touched by a flush. Three sources, checked in this order:
-//  1. the built-in secret patterns (cannot be negated by anything),
+//  1. the built-in secret patterns (cannot be negated by anything): the one
+//     list is IgnoreRules::secretPatterns() in ignore.cc, grouped as
+//     environment files and near names (.env.*, .env-*, .envs/, *.env), private keys and key
+//     stores (*.pem, *.key, *.key.*, *.ppk, id_rsa*, secring.*...), credential
+//     directories (.ssh/, .aws/, .gnupg/...), tools' credential and token
+//     files (.netrc, .npmrc, .pgpass, .my.cnf, .s3cfg, .dockercfg, kubeconfig*,
+//     auth.json, service-account*.json, .cargo/credentials*...), Terraform
+//     state and credentials, and shell/REPL/editor histories. They match
+//     case-insensitively (.ENV, .Env.local) and also with one backup suffix
+//     removed (.netrc~, credentials.json.bak, .id_rsa.swp). Content-based
+//     exclusions (private keys in files of any name, hard links to excluded
+//     files) are the snapshot's (snapshot.h),
 //  2. airlock's own config files (.airlock.yaml, .airlockignore; same rule),
 //  3. user patterns: `.airlockignore` at the workspace root, then --exclude
 //     flags, in gitignore syntax (last match wins, '!' re-includes).
@@ -46,6 +57,8 @@ class IgnoreRules {
   static const std::vector<std::string>& secretPatterns();
   /// airlock's own config file names, excluded everywhere like secrets.
   static const std::vector<std::string>& configPatterns();
+  /// True when the last component of `rel` is one of configPatterns() (any case).
+  static bool isAirlockConfig(std::string_view rel);
 
   /// Adds every line of `text` (gitignore syntax) as user patterns.
   void addLines(std::string_view text);

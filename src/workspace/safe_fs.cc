@@ -101,7 +101,7 @@ int makeParents(int rootFd, std::string_view rel, std::vector<std::string>& crea
   return 0;
 }
 
-Result<std::string> hashFd(int fd, std::string_view what) {
+Result<std::string> hashFd(int fd, std::string_view what, const ChunkObserver& observe) {
   Sha256 h;
   static thread_local char buf[1 << 17];
   for (;;) {
@@ -112,6 +112,7 @@ Result<std::string> hashFd(int fd, std::string_view what) {
     }
     if (n == 0) break;
     h.update(std::string_view(buf, static_cast<size_t>(n)));
+    if (observe) observe(std::string_view(buf, static_cast<size_t>(n)));
   }
   return h.hex();
 }
@@ -156,11 +157,12 @@ Result<LiveState> inspectBeneath(int rootFd, std::string_view rel, bool hash) {
   return st;
 }
 
-Result<std::string> copyAndHash(int src, int dst, bool tryReflink, bool& reflinked, std::string_view what) {
+Result<std::string> copyAndHash(int src, int dst, bool tryReflink, bool& reflinked, std::string_view what,
+                                const ChunkObserver& observe) {
   reflinked = false;
   if (tryReflink && ::ioctl(dst, FICLONE, src) == 0) {
     reflinked = true;
-    return hashFd(src, what);
+    return hashFd(src, what, observe);
   }
   // Read/write loop; all-zero blocks become holes so sparse files stay sparse.
   Sha256 h;
@@ -176,6 +178,7 @@ Result<std::string> copyAndHash(int src, int dst, bool tryReflink, bool& reflink
     if (n == 0) break;
     std::string_view chunk(buf, static_cast<size_t>(n));
     h.update(chunk);
+    if (observe) observe(chunk);
     total += n;
     bool zero = chunk.find_first_not_of('\0') == std::string_view::npos;
     if (zero) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,12 +50,18 @@ struct LiveState {
 /// in a parent component fails with an error naming the path.
 Result<LiveState> inspectBeneath(int rootFd, std::string_view rel, bool hash);
 
-/// SHA-256 (hex) of everything readable from `fd`, from its current offset.
-Result<std::string> hashFd(int fd, std::string_view what);
+/// Sees each chunk of content a read loop reads, in order (e.g. a scanner).
+using ChunkObserver = std::function<void(std::string_view)>;
+
+/// SHA-256 (hex) of everything readable from `fd`, from its current offset;
+/// `observe` (if set) sees every chunk read.
+Result<std::string> hashFd(int fd, std::string_view what, const ChunkObserver& observe = {});
 
 /// Copies `src` to `dst` (both open regular files): FICLONE reflink when
 /// `tryReflink` and the filesystem allows, else a read/write loop. Returns the
-/// SHA-256 of the content. `reflinked` reports which way was taken.
-Result<std::string> copyAndHash(int src, int dst, bool tryReflink, bool& reflinked, std::string_view what);
+/// SHA-256 of the content. `reflinked` reports which way was taken. `observe`
+/// (if set) sees all of the content either way.
+Result<std::string> copyAndHash(int src, int dst, bool tryReflink, bool& reflinked, std::string_view what,
+                                const ChunkObserver& observe = {});
 
 }  // namespace airlock::workspace

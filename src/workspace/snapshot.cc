@@ -8,13 +8,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
+#include "workspace/git_credentials.h"
+#include "workspace/private_key_scan.h"
 #include "workspace/relpath.h"
 #include "workspace/safe_fs.h"
 
@@ -25,11 +29,32 @@ namespace {
 /// FICLONE of many small files costs more than writing them).
 constexpr off_t kMinCloneBytes = 64 << 10;
 
+/// Git config files larger than this are copied as they are (git's own are a few KiB).
+constexpr off_t kMaxGitConfigBytes = 1 << 20;
+
+/// What a run does: copy (takeSnapshot), hash (scanTree) or only find what
+/// a copy would keep out (findKeptOut, with or without reading the files).
+enum class Mode { Copy, Scan, FindByNames, FindAll };
+
 struct WalkEntry {
   std::string path;
   EntryType type;
   struct stat st;
 };
+
+using InodeKey = std::pair<dev_t, ino_t>;
+InodeKey inodeOf(const struct stat& st) { return {st.st_dev, st.st_ino}; }
+
+/// What the walk kept out that a hard link elsewhere could share.
+struct KeptOutInodes {
+  std::set<InodeKey> files;       ///< kept-out regular files with more than one link
+  std::vector<std::string> dirs;  ///< kept-out directories (their contents were not walked)
+};
+
+KeptOutReason reasonFor(IgnoreVerdict v, std::string_view rel) {
+  if (v == IgnoreVerdict::Ignored) return KeptOutReason::Ignored;
+  return IgnoreRules::isAirlockConfig(rel) ? KeptOutReason::AirlockConfig : KeptOutReason::SecretName;
+}
 
 const char* specialKind(mode_t m) {
   if (S_ISFIFO(m)) return "FIFO";
@@ -41,7 +66,7 @@ const char* specialKind(mode_t m) {
 
 // Lists the tree below rootFd, directories before their contents, applying
 // the ignore rules. Never opens anything but directories.
-Result<std::vector<WalkEntry>> walk(int rootFd, const IgnoreRules& rules, SnapshotResult& res) {
+Result<std::vector<WalkEntry>> walk(int rootFd, const IgnoreRules& rules, SnapshotResult& res, KeptOutInodes& kept) {
   std::vector<WalkEntry> out;
   std::vector<std::string> pending{""};
   while (!pending.empty()) {
@@ -71,7 +96,9 @@ Result<std::vector<WalkEntry>> walk(int rootFd, const IgnoreRules& rules, Snapsh
       }
       bool isDir = S_ISDIR(e.st.st_mode);
       if (auto v = rules.matchEntry(rel, isDir); v != IgnoreVerdict::Included) {
-        res.excluded.push_back(rel);
+        res.excluded.push_back({rel, reasonFor(v, rel)});
+        if (isDir) kept.dirs.push_back(rel);
+        else if (S_ISREG(e.st.st_mode) && e.st.st_nlink > 1) kept.files.insert(inodeOf(e.st));
         continue;
       }
       if (S_ISREG(e.st.st_mode)) e.type = EntryType::File;
@@ -91,6 +118,106 @@ Result<std::vector<WalkEntry>> walk(int rootFd, const IgnoreRules& rules, Snapsh
   return out;
 }
 
+/// Calls `visit` with the lstat of every entry below the directory `rel`
+/// (never following a symlink); unreadable directories are passed over.
+/// `visit` returns false to stop.
+template <typename Visit>
+void walkBelow(int rootFd, const std::string& rel, Visit&& visit) {
+  std::vector<std::string> pending{rel};
+  while (!pending.empty()) {
+    std::string dirPath = std::move(pending.back());
+    pending.pop_back();
+    Fd dfd;
+    if (openBeneath(rootFd, dirPath, O_RDONLY | O_DIRECTORY, 0, dfd) != 0) continue;
+    int dupFd = ::dup(dfd.get());
+    DIR* dir = dupFd >= 0 ? ::fdopendir(dupFd) : nullptr;
+    if (!dir) {
+      if (dupFd >= 0) ::close(dupFd);
+      continue;
+    }
+    while (dirent* de = ::readdir(dir)) {
+      std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st {};
+      if (::fstatat(dfd.get(), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISDIR(st.st_mode)) pending.push_back(dirPath + "/" + std::string(name));
+      if (!visit(st)) {
+        ::closedir(dir);
+        return;
+      }
+    }
+    ::closedir(dir);
+  }
+}
+
+/// Removes from `entries` every regular file that shares its inode with a
+/// kept-out file, recording each as KeptOutReason::HardLink. Files whose
+/// links the walk did not all see are looked for in the kept-out directories.
+void keepOutHardLinks(int rootFd, std::vector<WalkEntry>& entries, const KeptOutInodes& kept, SnapshotResult& res) {
+  std::map<InodeKey, nlink_t> seen;  // links the walk found, per multiply-linked inode
+  for (const auto& e : entries)
+    if (e.type == EntryType::File && e.st.st_nlink > 1) ++seen[inodeOf(e.st)];
+  if (seen.empty()) return;
+  std::set<InodeKey> linked;  // inodes shared with a kept-out file
+  std::set<InodeKey> open;    // inodes with links the walk did not see
+  for (const auto& e : entries) {
+    if (e.type != EntryType::File || e.st.st_nlink <= 1) continue;
+    InodeKey k = inodeOf(e.st);
+    if (kept.files.count(k)) linked.insert(k);
+    else if (seen[k] < e.st.st_nlink) open.insert(k);
+  }
+  for (const auto& dir : kept.dirs) {
+    if (open.empty()) break;
+    walkBelow(rootFd, dir, [&](const struct stat& st) {
+      if (S_ISREG(st.st_mode) && st.st_nlink > 1 && open.erase(inodeOf(st))) linked.insert(inodeOf(st));
+      return !open.empty();
+    });
+  }
+  if (linked.empty()) return;
+  std::erase_if(entries, [&](const WalkEntry& e) {
+    bool out = e.type == EntryType::File && e.st.st_nlink > 1 && linked.count(inodeOf(e.st));
+    if (out) res.excluded.push_back({e.path, KeptOutReason::HardLink});
+    return out;
+  });
+}
+
+/// Removes the credentials from the snapshot copy `dst` of the git config
+/// file `rel` (`size` bytes); true when it changed.
+Result<bool> stripCopiedGitConfig(int dst, std::string_view rel, off_t size) {
+  if (size > kMaxGitConfigBytes) return false;
+  std::string text(static_cast<size_t>(size), '\0');
+  ssize_t n = ::pread(dst, text.data(), text.size(), 0);
+  if (n < 0) return fail("cannot read the snapshot copy of '{}': {}", displayPath(rel), errnoText(errno));
+  text.resize(static_cast<size_t>(n));
+  size_t edits = 0;
+  std::string clean = stripGitCredentials(text, edits);
+  if (edits == 0) return false;
+  if (::ftruncate(dst, 0) != 0 || ::lseek(dst, 0, SEEK_SET) != 0 || !writeAll(dst, clean))
+    return fail("cannot write the snapshot copy of '{}': {}", displayPath(rel), errnoText(errno));
+  return true;
+}
+
+/// For findKeptOut(FindAll): reads `src` for a private key and, for a git
+/// config file, for credentials a copy would remove.
+Result<> inspectContent(int src, std::string_view rel, off_t size, bool& privateKey, bool& gitCredentials) {
+  privateKey = gitCredentials = false;
+  if (isGitConfigPath(rel) && size <= kMaxGitConfigBytes) {
+    std::string text(static_cast<size_t>(size), '\0');
+    ssize_t n = readFull(src, text.data(), text.size());
+    if (n < 0) return fail("cannot read '{}': {}", displayPath(rel), errnoText(errno));
+    text.resize(static_cast<size_t>(n));
+    size_t edits = 0;
+    (void)stripGitCredentials(text, edits);
+    gitCredentials = edits > 0;
+    privateKey = hasPrivateKeyMarker(text);
+    return {};
+  }
+  auto found = fdHoldsPrivateKey(src, rel);
+  if (!found) return std::unexpected(found.error());
+  privateKey = *found;
+  return {};
+}
+
 ManifestEntry recordFor(const WalkEntry& w) {
   ManifestEntry m;
   m.type = w.type;
@@ -101,8 +228,9 @@ ManifestEntry recordFor(const WalkEntry& w) {
 }
 
 // Copies (destFd valid) or hashes (destFd -1) every file entry with a pool of threads.
-Result<> processFiles(int rootFd, int destFd, std::vector<WalkEntry>& entries, std::vector<ManifestEntry>& records,
-                      std::vector<char>& vanished, const SnapshotOptions& opt, SnapshotResult& res) {
+Result<> processFiles(int rootFd, int destFd, Mode mode, std::vector<WalkEntry>& entries,
+                      std::vector<ManifestEntry>& records, std::vector<char>& vanished, const SnapshotOptions& opt,
+                      SnapshotResult& res) {
   std::vector<size_t> files;
   for (size_t i = 0; i < entries.size(); ++i)
     if (entries[i].type == EntryType::File) files.push_back(i);
@@ -114,6 +242,8 @@ Result<> processFiles(int rootFd, int destFd, std::vector<WalkEntry>& entries, s
   std::mutex mu;
   std::optional<Error> firstError;
   std::vector<std::string> warnings;
+  std::vector<KeptOut> privateKeys;
+  std::vector<std::string> stripped;
   auto worker = [&] {
     while (!stop) {
       size_t k = next++;
@@ -141,14 +271,41 @@ Result<> processFiles(int rootFd, int destFd, std::vector<WalkEntry>& entries, s
       if (::fstat(src.get(), &st) != 0 || !S_ISREG(st.st_mode))
         return record(Error{fmt::format("'{}' changed type during the snapshot; retry", displayPath(rel))});
       std::string digest;
+      if (mode == Mode::FindAll) {
+        bool key = false, creds = false;
+        if (auto r = inspectContent(src.get(), rel, st.st_size, key, creds); !r) return record(r.error());
+        std::lock_guard lock(mu);
+        if (key) privateKeys.push_back({rel, KeptOutReason::PrivateKey});
+        else if (creds) stripped.push_back(rel);
+        continue;
+      }
       if (destFd >= 0) {
-        Fd dst(::openat(destFd, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        Fd dst(::openat(destFd, rel.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (!dst) return record(Error{fmt::format("cannot create the snapshot copy of '{}': {}", displayPath(rel), errnoText(errno))});
         bool ref = false;
         // Small files are read for the digest anyway, so one write beats a clone.
         bool tryClone = opt.reflink && st.st_size >= kMinCloneBytes;
-        auto h = copyAndHash(src.get(), dst.get(), tryClone, ref, rel);
+        PrivateKeyScanner scan;
+        auto h = copyAndHash(src.get(), dst.get(), tryClone, ref, rel, [&](std::string_view c) { scan.feed(c); });
         if (!h) return record(h.error());
+        if (scan.found()) {  // never in the snapshot: the copy goes before the guest can see it
+          dst.reset();
+          if (::unlinkat(destFd, rel.c_str(), 0) != 0)
+            return record(Error{fmt::format("cannot remove the snapshot copy of '{}' (it holds a private key): {}",
+                                            displayPath(rel), errnoText(errno))});
+          std::lock_guard lock(mu);
+          privateKeys.push_back({rel, KeptOutReason::PrivateKey});
+          vanished[idx] = 1;
+          continue;
+        }
+        if (isGitConfigPath(rel)) {
+          auto changed = stripCopiedGitConfig(dst.get(), rel, st.st_size);
+          if (!changed) return record(changed.error());
+          if (*changed) {
+            std::lock_guard lock(mu);
+            stripped.push_back(rel);
+          }
+        }
         digest = std::move(*h);
         (ref ? reflinked : copied)++;
         ::fchmod(dst.get(), st.st_mode & 0777);
@@ -181,16 +338,31 @@ Result<> processFiles(int rootFd, int destFd, std::vector<WalkEntry>& entries, s
   res.copied = copied;
   res.bytes = bytes;
   res.warnings.insert(res.warnings.end(), warnings.begin(), warnings.end());
+  std::sort(privateKeys.begin(), privateKeys.end(), [](const KeptOut& a, const KeptOut& b) { return a.path < b.path; });
+  res.excluded.insert(res.excluded.end(), privateKeys.begin(), privateKeys.end());
+  std::sort(stripped.begin(), stripped.end());
+  res.gitCredentialsStripped = std::move(stripped);
   return {};
 }
 
-Result<SnapshotResult> run(const std::string& root, const std::string* destDir, const IgnoreRules& rules,
+Result<SnapshotResult> run(const std::string& root, const std::string* destDir, Mode mode, const IgnoreRules& rules,
                            const SnapshotOptions& opt) {
   Fd rootFd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!rootFd) return fail("cannot open workspace {}: {}", root, errnoText(errno));
   SnapshotResult res;
-  auto entries = walk(rootFd.get(), rules, res);
+  KeptOutInodes kept;
+  auto entries = walk(rootFd.get(), rules, res, kept);
   if (!entries) return std::unexpected(entries.error());
+  if (mode != Mode::Scan) keepOutHardLinks(rootFd.get(), *entries, kept, res);
+  if (mode == Mode::FindByNames || mode == Mode::FindAll) {
+    if (mode == Mode::FindAll) {
+      std::vector<ManifestEntry> unused(entries->size());
+      std::vector<char> vanished(entries->size(), 0);
+      if (auto r = processFiles(rootFd.get(), -1, mode, *entries, unused, vanished, opt, res); !r)
+        return std::unexpected(r.error());
+    }
+    return res;
+  }
   std::vector<ManifestEntry> records;
   records.reserve(entries->size());
   for (const auto& e : *entries) records.push_back(recordFor(e));
@@ -228,7 +400,7 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
     }
   }
   std::vector<char> vanished(entries->size(), 0);
-  if (auto r = processFiles(rootFd.get(), destFd.get(), *entries, records, vanished, opt, res); !r)
+  if (auto r = processFiles(rootFd.get(), destFd.get(), mode, *entries, records, vanished, opt, res); !r)
     return std::unexpected(r.error());
   if (destDir) {
     // Directory modes last, deepest first, so read-only directories do not block the copy.
@@ -257,13 +429,69 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
 Result<SnapshotResult> takeSnapshot(const std::string& workspace, const std::string& destDir, const IgnoreRules& rules,
                                     const SnapshotOptions& options) {
   bool existed = ::access(destDir.c_str(), F_OK) == 0;
-  auto res = run(workspace, &destDir, rules, options);
+  auto res = run(workspace, &destDir, Mode::Copy, rules, options);
   if (!res && !existed) (void)removeTree(destDir);  // no half-made copy left behind
   return res;
 }
 
 Result<SnapshotResult> scanTree(const std::string& root, const IgnoreRules& rules, const SnapshotOptions& options) {
-  return run(root, nullptr, rules, options);
+  return run(root, nullptr, Mode::Scan, rules, options);
+}
+
+Result<SnapshotResult> findKeptOut(const std::string& workspace, const IgnoreRules& rules, bool readFiles,
+                                   const SnapshotOptions& options) {
+  return run(workspace, nullptr, readFiles ? Mode::FindAll : Mode::FindByNames, rules, options);
+}
+
+const char* keptOutReasonText(KeptOutReason r) {
+  switch (r) {
+    case KeptOutReason::SecretName: return "secret name";
+    case KeptOutReason::AirlockConfig: return "airlock config file";
+    case KeptOutReason::Ignored: return "ignored (.airlockignore, --exclude)";
+    case KeptOutReason::HardLink: return "hard link to a kept-out file";
+    case KeptOutReason::PrivateKey: return "private key";
+  }
+  return "kept out";
+}
+
+const char* keptOutReasonKey(KeptOutReason r) {
+  switch (r) {
+    case KeptOutReason::SecretName: return "secret_name";
+    case KeptOutReason::AirlockConfig: return "airlock_config";
+    case KeptOutReason::Ignored: return "ignored";
+    case KeptOutReason::HardLink: return "hard_link";
+    case KeptOutReason::PrivateKey: return "private_key";
+  }
+  return "kept_out";
+}
+
+std::string keptOutSummary(const SnapshotResult& res) {
+  struct Phrase {
+    KeptOutReason reason;
+    const char* one;
+    const char* many;
+  };
+  static constexpr Phrase kPhrases[] = {
+      {KeptOutReason::SecretName, "secret name", "secret names"},
+      {KeptOutReason::PrivateKey, "private key", "private keys"},
+      {KeptOutReason::HardLink, "hard link to a kept-out file", "hard links to kept-out files"},
+      {KeptOutReason::AirlockConfig, "airlock config file", "airlock config files"},
+      {KeptOutReason::Ignored, "ignored (.airlockignore, --exclude)", "ignored (.airlockignore, --exclude)"},
+  };
+  std::vector<std::string> parts;
+  for (const Phrase& p : kPhrases) {
+    auto n = std::count_if(res.excluded.begin(), res.excluded.end(),
+                           [&](const KeptOut& k) { return k.reason == p.reason; });
+    if (n > 0) parts.push_back(fmt::format("{} {}", n, n == 1 ? p.one : p.many));
+  }
+  std::string out;
+  if (!res.excluded.empty())
+    out = fmt::format("{} path{} kept out of the snapshot: {}", res.excluded.size(),
+                      res.excluded.size() == 1 ? "" : "s", fmt::join(parts, ", "));
+  if (!res.gitCredentialsStripped.empty())
+    out += fmt::format("{}credentials removed from {} git config file{} in the snapshot", out.empty() ? "" : "; ",
+                       res.gitCredentialsStripped.size(), res.gitCredentialsStripped.size() == 1 ? "" : "s");
+  return out;
 }
 
 }  // namespace airlock::workspace

@@ -4,8 +4,22 @@
 // FICLONE reflink where the filesystem allows and a read/write copy
 // otherwise; the same pass computes each file's SHA-256. Symlinks are copied
 // as symlinks, never followed. FIFOs, sockets and device nodes are skipped
-// with a warning and never opened. Excluded paths (see IgnoreRules) never
-// enter the copy or the manifest.
+// with a warning and never opened. Excluded paths never enter the copy or
+// the manifest ("kept out"), for one of these reasons:
+//  - a built-in secret name or airlock's own config file (IgnoreRules),
+//  - ignored by .airlockignore or --exclude,
+//  - a hard link to a kept-out file: a regular file whose (st_dev, st_ino)
+//    is that of a kept-out file anywhere in the workspace, including inside
+//    kept-out directories (searched, lstat only, when some file has more
+//    links than the walk found). A hard link to a file OUTSIDE the workspace
+//    cannot be told from a harmless one by its inode (pnpm's store and local
+//    git clones share inodes with outside files): it is copied, and its
+//    content is checked like any other,
+//  - a private key by content (private_key_scan.h), found in the bytes the
+//    copy reads for the SHA-256 anyway; the copy is removed before the
+//    snapshot is used.
+// Git config files (git_credentials.h) are copied without the credentials in
+// their URLs and secret keys; the manifest keeps the host file's digest.
 
 #include <cstdint>
 #include <functional>
@@ -33,11 +47,26 @@ struct SnapshotOptions {
   std::function<void(const SnapshotProgress&)> progress;
 };
 
+/// Why a path was kept out of the snapshot (see the file comment).
+enum class KeptOutReason { SecretName, AirlockConfig, Ignored, HardLink, PrivateKey };
+
+/// A short phrase for messages: "secret name", "hard link to a kept-out file"...
+const char* keptOutReasonText(KeptOutReason r);
+/// A stable key for JSON: "secret_name", "airlock_config", "ignored", "hard_link", "private_key".
+const char* keptOutReasonKey(KeptOutReason r);
+
+/// One kept-out path (a directory stands for its contents).
+struct KeptOut {
+  std::string path;
+  KeptOutReason reason;
+};
+
 /// What a snapshot or scan found.
 struct SnapshotResult {
   Manifest manifest;
   std::vector<std::string> warnings;  ///< one sentence per skipped special file
-  std::vector<std::string> excluded;  ///< excluded paths (a directory stands for its contents)
+  std::vector<KeptOut> excluded;      ///< kept-out paths, in walk order (scanTree(): names and ignores only)
+  std::vector<std::string> gitCredentialsStripped;  ///< git config files copied without their credentials
   uint64_t reflinked = 0;             ///< files cloned with FICLONE
   uint64_t copied = 0;                ///< files copied byte by byte
   uint64_t bytes = 0;                 ///< total file content, bytes
@@ -52,6 +81,21 @@ Result<SnapshotResult> takeSnapshot(const std::string& workspace, const std::str
                                     const SnapshotOptions& options = {});
 
 /// Like takeSnapshot() without copying: the manifest of `root` as it is now.
+/// Only names and ignore rules exclude here (no hard-link or content checks):
+/// this describes trees the agent wrote, too.
 Result<SnapshotResult> scanTree(const std::string& root, const IgnoreRules& rules, const SnapshotOptions& options = {});
+
+/// What takeSnapshot() would keep out of `workspace` (and which git config
+/// files it would strip), without copying or hashing. Names, ignores and hard
+/// links need only the walk; `readFiles` also reads every file for private
+/// keys and git credentials (the cost of a snapshot's reads). The manifest
+/// is left empty.
+Result<SnapshotResult> findKeptOut(const std::string& workspace, const IgnoreRules& rules, bool readFiles,
+                                   const SnapshotOptions& options = {});
+
+/// The one-line account of `res` for the user, e.g. "3 paths kept out of the
+/// snapshot: 2 secret names, 1 private key; credentials removed from 1 git
+/// config file in the snapshot"; "" when nothing was kept out or changed.
+std::string keptOutSummary(const SnapshotResult& res);
 
 }  // namespace airlock::workspace

@@ -85,6 +85,37 @@ TEST(Flush, AppliesEveryKindAndStripsSpecialBits) {
   for (auto& e : fs::directory_iterator(s.ws)) EXPECT_EQ(e.path().filename().string().find(".airlock-flush"), std::string::npos);
 }
 
+// Issue 12 item 12: the agent chmods a workspace file that is a hard link to
+// a file outside the workspace. The flush must not chmod the shared inode:
+// the outside file keeps 0600 (and its content), the workspace name gets a
+// new inode with the new mode.
+TEST(Flush, ChmodOfFileHardLinkedOutsideLeavesTheOutsideFileAlone) {
+  Scenario s;
+  std::string outside = s.dir.path() + "/outside-secret";
+  writeFile(outside, "outside content\n", 0600);
+  ASSERT_EQ(::chmod(outside.c_str(), 0600), 0);
+  ASSERT_EQ(::link(outside.c_str(), (s.ws + "/linked.txt").c_str()), 0);
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"linked.txt", 'f', "outside content\n", "", 0666}})), "");
+  auto d = s.diff();
+  ASSERT_EQ(d.items.size(), 1u);
+  EXPECT_EQ(d.items[0].kind, ChangeKind::ModeChanged);
+  auto rep = s.flushAll(d, {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->flushed, 1u);
+  struct stat out {}, in {};
+  ASSERT_EQ(::stat(outside.c_str(), &out), 0);
+  ASSERT_EQ(::stat((s.ws + "/linked.txt").c_str(), &in), 0);
+  EXPECT_EQ(out.st_mode & 07777, 0600u) << "the outside file's mode changed through the hard link";
+  EXPECT_EQ(readAll(outside), "outside content\n");
+  EXPECT_EQ(in.st_mode & 0777, landingMode(d.items[0].agent));
+  EXPECT_NE(in.st_mode & 0777, 0600u);
+  EXPECT_EQ(readAll(s.ws + "/linked.txt"), "outside content\n");
+  EXPECT_NE(in.st_ino, out.st_ino);
+  EXPECT_EQ(out.st_nlink, 1u);
+  for (auto& e : fs::directory_iterator(s.ws)) EXPECT_EQ(e.path().filename().string().find(".airlock-flush"), std::string::npos);
+}
+
 TEST(Flush, HostEditBetweenDiffAndFlushIsNotFlushed) {
   Scenario s;
   writeFile(s.ws + "/a", "v1");

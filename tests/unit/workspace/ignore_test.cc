@@ -101,6 +101,38 @@ TEST(IgnoreRules, SecretsAlwaysExcludedAndNotNegatable) {
   EXPECT_EQ(r.match("src/key.c", false), IgnoreVerdict::Included);
 }
 
+// Issue 12 item 11: `.ENV` and `.Env.local` reached the guest (the match was case-sensitive).
+TEST(IgnoreRules, CaseVariantsOfSecretNamesAreSecrets) {
+  IgnoreRules r;
+  for (const char* p : {".ENV", ".Env.local", "sub/.ENV.PRODUCTION", "ID_RSA", "Id_Ed25519", "CERT.PEM", "Tls.Key",
+                        ".SSH/config", "x/.Aws/credentials", "Credentials.JSON", ".NETRC", "HOME/.Kube/Config"})
+    EXPECT_EQ(r.match(p, false), IgnoreVerdict::Secret) << p;
+}
+
+// Issue 12 item 11: near names and credential files of common tools reached the guest.
+TEST(IgnoreRules, NearNamesAndToolCredentialFilesAreSecrets) {
+  IgnoreRules r;
+  for (const char* p :
+       {".env-local", ".env_prod", ".env~", ".env.local~", "prod.env", "config/staging.env", ".envs/.production/.django",
+        "putty.ppk", "secring.gpg", ".gnupg2/private-keys-v1.d/ab.key", "server.key.orig", "server.key.2024",
+        ".my.cnf", ".s3cfg", ".dockercfg", ".cargo/credentials", ".cargo/credentials.toml", "home/.gem/credentials",
+        "auth.json", "app/auth.json", ".terraformrc", "terraform.rc", ".terraform.d/credentials.tfrc.json",
+        "service-account.json", "gcp/service-account-prod.json", "my_service_account_key.json",
+        "proj-firebase-adminsdk-x1.json", "application_default_credentials.json", "kubeconfig", "kubeconfig.yaml",
+        "prod.kubeconfig", ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+        ".node_repl_history", ".sqlite_history", ".lesshst", ".zhistory", ".local/share/fish/fish_history",
+        ".viminfo", ".authinfo.gpg", ".boto", ".htpasswd", ".m2/settings.xml", ".gradle/gradle.properties",
+        ".config/hub", "rclone.conf", ".cache/huggingface/token", "AuthKey_ABC.p8", "krb5.keytab", "vault.kdbx",
+        "wallet.dat", ".oci/config", ".kaggle/kaggle.json", ".password-store/x.gpg", ".netrc.bak",
+        "credentials.json.orig", ".pgpass.old", ".id_rsa.swp", "k.jceks"})
+    EXPECT_EQ(r.match(p, false), IgnoreVerdict::Secret) << p;
+  // Ordinary project files stay in.
+  for (const char* p : {"src/environment.ts", "src/env.rs", "env/bin/python", "docs/history.md", "src/auth.go",
+                        "src/key.c", "keys.go", "config.toml", "settings.xml", "gradle.properties", ".envrc",
+                        "src/service.json", "kube/deploy.yaml", "README.md", "history", "backup.bak", "~"})
+    EXPECT_EQ(r.match(p, false), IgnoreVerdict::Included) << p;
+}
+
 // `--exclude '!.env'` cannot re-include a secret; it must say so, naming the rule that wins.
 TEST(IgnoreRules, NegatingASecretWarnsNamingTheRule) {
   IgnoreRules r;

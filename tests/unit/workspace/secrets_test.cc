@@ -1,0 +1,212 @@
+// Secrets that must not reach the guest (issue 12 item 11): the snapshot's
+// content and hard-link checks, git credentials in the snapshot copy, and the
+// account of what was kept out. Markers are built by concatenation so this
+// file itself holds none.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/sha256.h"
+#include "test_util.h"
+#include "workspace/git_credentials.h"
+#include "workspace/private_key_scan.h"
+
+namespace airlock::workspace {
+namespace {
+
+using test::readAll;
+using test::scratch;
+using test::writeFile;
+namespace fs = std::filesystem;
+
+const std::string kPemKey = std::string("-----BEGIN ") + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n" +
+                            "-----END " + "OPENSSH PRIVATE KEY-----\n";
+
+/// Every file below `root` whose content contains `needle` (relative paths).
+std::vector<std::string> filesContaining(const std::string& root, const std::string& needle) {
+  std::vector<std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file() && readAll(e.path()).find(needle) != std::string::npos)
+      out.push_back(fs::relative(e.path(), root).string());
+  return out;
+}
+
+bool keptOutAs(const SnapshotResult& r, const std::string& path, KeptOutReason why) {
+  for (const auto& k : r.excluded)
+    if (k.path == path) return k.reason == why;
+  return false;
+}
+
+// `notes.txt -> .env` (a second name for the same inode): its content was readable in the guest.
+TEST(SnapshotSecrets, HardLinkToEnvUnderAnotherNameIsKeptOut) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  writeFile(ws + "/.env", "API_TOKEN=s3cr3t-value\n");
+  fs::create_directories(ws + "/docs");
+  ASSERT_EQ(::link((ws + "/.env").c_str(), (ws + "/docs/notes.md").c_str()), 0);
+  writeFile(ws + "/keep.txt", "keep");
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->manifest.find("docs/notes.md"));
+  EXPECT_FALSE(fs::exists(d.path() + "/snap/docs/notes.md"));
+  EXPECT_TRUE(filesContaining(d.path() + "/snap", "s3cr3t").empty());
+  EXPECT_TRUE(keptOutAs(*r, "docs/notes.md", KeptOutReason::HardLink));
+  EXPECT_TRUE(r->manifest.find("keep.txt"));
+}
+
+// The kept-out file is inside a kept-out directory the walk never enters.
+TEST(SnapshotSecrets, HardLinkToAFileInsideASecretDirectoryIsKeptOut) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  writeFile(ws + "/.aws/credentials", "aws_secret_access_key=AKIAsecret\n");
+  ASSERT_EQ(::link((ws + "/.aws/credentials").c_str(), (ws + "/innocent.ini").c_str()), 0);
+  // Two names inside the workspace, both included: a hard link among kept files is copied.
+  writeFile(ws + "/a.txt", "shared");
+  ASSERT_EQ(::link((ws + "/a.txt").c_str(), (ws + "/b.txt").c_str()), 0);
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(fs::exists(d.path() + "/snap/innocent.ini"));
+  EXPECT_TRUE(filesContaining(d.path() + "/snap", "AKIAsecret").empty());
+  EXPECT_TRUE(keptOutAs(*r, "innocent.ini", KeptOutReason::HardLink));
+  EXPECT_EQ(readAll(d.path() + "/snap/a.txt"), "shared");
+  EXPECT_EQ(readAll(d.path() + "/snap/b.txt"), "shared");
+}
+
+// A private key in a file whose name says nothing: found by its header.
+TEST(SnapshotSecrets, PrivateKeyInNotesTxtIsKeptOut) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  writeFile(ws + "/notes.txt", "my server key, do not lose:\n" + kPemKey + "more notes\n");
+  // Inside JSON, with "\n" escapes (a service account key under another name).
+  writeFile(ws + "/cfg/sa.dat",
+            std::string("{\"private_key\": \"-----BEGIN ") + "PRIVATE KEY-----\\nMIIEv\\n\"}");
+  writeFile(ws + "/id.putty", std::string("PuTTY-User-") + "Key-File-2: ssh-rsa\nEncryption: none\n");
+  writeFile(ws + "/age.txt", std::string("# created\nAGE-SECRET-") + "KEY-1QQQQ\n");
+  writeFile(ws + "/pgp.txt", std::string("-----BEGIN ") + "PGP PRIVATE KEY BLOCK-----\n\nlQ\n");
+  // Large enough to be cloned where FICLONE works; the marker straddles a 128 KiB read.
+  std::string big(131072 - 20, 'x');
+  big += std::string("-----BEGIN ") + "RSA PRIVATE KEY-----\nMIIE\n" + std::string(70000, 'y');
+  writeFile(ws + "/big.bin", big);
+  // Mentions that are not keys stay.
+  writeFile(ws + "/README.md", std::string("-----BEGIN ") + "PUBLIC KEY-----\n-----BEGIN " +
+                                   "CERTIFICATE-----\nput your PRIVATE KEY in ~/.ssh\nBEGIN PRIVATE KEY\n");
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  for (const char* p : {"notes.txt", "cfg/sa.dat", "id.putty", "age.txt", "pgp.txt", "big.bin"}) {
+    EXPECT_FALSE(fs::exists(d.path() + "/snap/" + p)) << p;
+    EXPECT_FALSE(r->manifest.find(p)) << p;
+    EXPECT_TRUE(keptOutAs(*r, p, KeptOutReason::PrivateKey)) << p;
+  }
+  EXPECT_TRUE(filesContaining(d.path() + "/snap", "PRIVATE KEY-----").empty());
+  EXPECT_TRUE(r->manifest.find("README.md"));
+  EXPECT_TRUE(fs::exists(d.path() + "/snap/README.md"));
+  EXPECT_TRUE(r->manifest.find("cfg")) << "the directory stays, only the file goes";
+}
+
+TEST(SnapshotSecrets, PrivateKeyMarkerSplitAcrossEveryChunkBoundaryIsFound) {
+  for (size_t cut = 0; cut <= kPemKey.size(); ++cut) {
+    PrivateKeyScanner scan;
+    scan.feed("prefix text ");
+    scan.feed(std::string_view(kPemKey).substr(0, cut));
+    scan.feed(std::string_view(kPemKey).substr(cut));
+    EXPECT_TRUE(scan.found()) << cut;
+  }
+  PrivateKeyScanner bytewise;
+  for (char c : kPemKey) bytewise.feed(std::string_view(&c, 1));
+  EXPECT_TRUE(bytewise.found());
+  EXPECT_FALSE(hasPrivateKeyMarker(std::string("-----BEGIN ") + "lower private key"));
+  EXPECT_FALSE(hasPrivateKeyMarker(std::string("-----BEGIN ") + "X509 CRL-----\nPRIVATE KEY"));
+}
+
+// A token in a .git/config remote URL reached the guest.
+TEST(SnapshotSecrets, TokenInGitConfigRemoteUrlIsStrippedFromTheCopyOnly) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  const std::string config =
+      "[core]\n\trepositoryformatversion = 0\n"
+      "[remote \"origin\"]\n\turl = https://user:ghp_TOKEN1@github.com/o/r.git\n"
+      "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+      "[remote \"mirror\"]\n\turl = https://TOKEN2@gitlab.example.com/o/r.git\n"
+      "\tpushurl = ssh://git:TOKEN3@host.example/o/r.git\n"
+      "[url \"https://x-access-token:TOKEN4@github.com/\"]\n\tinsteadOf = https://github.com/\n"
+      "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic TOKEN5\n"
+      "[sendemail]\n\tsmtpPass = TOKEN6\n"
+      "[github]\n\ttoken = TOKEN7\n"
+      "[remote \"plain\"]\n\turl = git@github.com:o/r.git\n";
+  writeFile(ws + "/.git/config", config);
+  writeFile(ws + "/sub/.git/modules/lib/config", "[remote \"origin\"]\n\turl = https://a:TOKEN8@host/x\n");
+  writeFile(ws + "/src/config", "url = https://keep:me@example.com/\n");  // not a git config
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  std::string copy = readAll(d.path() + "/snap/.git/config");
+  EXPECT_EQ(copy.find("TOKEN"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("url = https://github.com/o/r.git\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("url = https://gitlab.example.com/o/r.git\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("pushurl = ssh://git@host.example/o/r.git\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("[url \"https://github.com/\"]\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("url = git@github.com:o/r.git\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("fetch = +refs/heads/*:refs/remotes/origin/*\n"), std::string::npos) << copy;
+  EXPECT_EQ(readAll(d.path() + "/snap/sub/.git/modules/lib/config").find("TOKEN"), std::string::npos);
+  EXPECT_EQ(readAll(d.path() + "/snap/src/config"), "url = https://keep:me@example.com/\n");
+  // The host's file is untouched and the baseline describes it, not the copy.
+  EXPECT_EQ(readAll(ws + "/.git/config"), config);
+  EXPECT_EQ(r->manifest.find(".git/config")->sha256, sha256Hex(config));
+  EXPECT_EQ(r->gitCredentialsStripped, (std::vector<std::string>{".git/config", "sub/.git/modules/lib/config"}));
+}
+
+TEST(SnapshotSecrets, GitCredentialStrippingKeepsOtherLinesByteForByte) {
+  size_t edits = 0;
+  std::string text = "[remote \"o\"]\r\n\turl = https://host/x\r\n# https://u:p@host in a comment\n"
+                     "\textraHeader = X-Token: a \\\n continued\n[core]\n\tbare = false";
+  std::string out = stripGitCredentials(text, edits);
+  EXPECT_EQ(edits, 2u);
+  EXPECT_EQ(out, "[remote \"o\"]\r\n\turl = https://host/x\r\n# https://host in a comment\n[core]\n\tbare = false");
+  EXPECT_EQ(stripGitCredentials("[core]\n\tbare = false\n", edits), "[core]\n\tbare = false\n");
+  EXPECT_EQ(edits, 0u);
+  EXPECT_TRUE(isGitConfigPath(".git/config"));
+  EXPECT_TRUE(isGitConfigPath("a/.git/worktrees/w/config.worktree"));
+  EXPECT_FALSE(isGitConfigPath("config"));
+  EXPECT_FALSE(isGitConfigPath("src/.github/config"));
+}
+
+// `airlock run` and `airlock info` say how many paths were kept out and why.
+TEST(SnapshotSecrets, KeptOutReportCountsEachReason) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  writeFile(ws + "/.env", "A=1");
+  writeFile(ws + "/.ENV.local", "A=2");
+  writeFile(ws + "/notes.txt", "key:\n" + kPemKey);
+  ASSERT_EQ(::link((ws + "/.env").c_str(), (ws + "/copy.txt").c_str()), 0);
+  writeFile(ws + "/.airlock.yaml", "cpus: 2\n");
+  writeFile(ws + "/build/out.o", "o");
+  writeFile(ws + "/.git/config", "[remote \"o\"]\n\turl = https://t0k@h/x\n");
+  writeFile(ws + "/src/main.c", "int main;");
+  IgnoreRules rules;
+  rules.addPattern("build/");
+  const std::string full =
+      "6 paths kept out of the snapshot: 2 secret names, 1 private key, 1 hard link to a kept-out file, 1 airlock "
+      "config file, 1 ignored (.airlockignore, --exclude); credentials removed from 1 git config file in the snapshot";
+  auto snap = takeSnapshot(ws, d.path() + "/snap", rules);
+  ASSERT_TRUE(snap) << snap.error().message;
+  EXPECT_EQ(keptOutSummary(*snap), full);
+  // airlock info: the walk alone finds all but the content checks, --excluded finds the same as the snapshot.
+  auto byName = findKeptOut(ws, rules, false);
+  ASSERT_TRUE(byName) << byName.error().message;
+  EXPECT_EQ(keptOutSummary(*byName),
+            "5 paths kept out of the snapshot: 2 secret names, 1 hard link to a kept-out file, 1 airlock config file, "
+            "1 ignored (.airlockignore, --exclude)");
+  auto all = findKeptOut(ws, rules, true);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(keptOutSummary(*all), full);
+  EXPECT_TRUE(keptOutAs(*all, "notes.txt", KeptOutReason::PrivateKey));
+  EXPECT_TRUE(keptOutAs(*all, ".ENV.local", KeptOutReason::SecretName));
+  EXPECT_EQ(readAll(ws + "/.git/config"), "[remote \"o\"]\n\turl = https://t0k@h/x\n");
+  EXPECT_EQ(keptOutSummary(SnapshotResult{}), "");
+}
+
+}  // namespace
+}  // namespace airlock::workspace
