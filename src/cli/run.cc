@@ -298,7 +298,7 @@ int runAgent(RunArgs args) {
   request.uid = request.gid = agentUid;
   request.cwd = "/workspace";
   auto attached = attachCommand(control, request, usePty);
-  auto agentCode = attached.transform([](const Attached& a) { return a.code; });
+  auto agentCode = attached ? Result<int>(attached->code) : Result<int>(std::unexpected(attached.error()));
   if (!agentCode) {
     std::string crash = (*machine)->vm().crashReason();
     (*machine)->stop();

@@ -197,7 +197,7 @@ int runImage(const RunImageArgs& args) {
     return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
   }
   auto attached = attachCommand((*machine)->vm().control(), request, usePty);
-  auto code = attached.transform([](const Attached& a) { return a.code; });
+  auto code = attached ? Result<int>(attached->code) : Result<int>(std::unexpected(attached.error()));
   if ((*machine)->network() && !args.quiet)
     reportBlocked(*(*machine)->network(), args.egress.log                     ? "shown above"
                                           : options.egressNetwork.logPath.empty() ? "run again with --egress-log"

@@ -178,6 +178,9 @@ TEST_F(SessionEnd, StdinFloodIntoACommandThatNeverReadsStillEndsOnSigterm) {
   close(in);
   ASSERT_TRUE(waitForText(out, "READY")) << slurp(out);
   std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
+  auto hwm = status.find("VmHWM:");
+  std::string peak = hwm == std::string::npos ? "?" : status.substr(hwm + 6, status.find('\n', hwm) - hwm - 6);
   auto t = Clock::now();
   kill(pid, SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -186,7 +189,9 @@ TEST_F(SessionEnd, StdinFloodIntoACommandThatNeverReadsStillEndsOnSigterm) {
   int code = waitAtMost(pid, 30, &ru);
   double took = secondsSince(t);
   EXPECT_EQ(code, 128 + SIGTERM) << "airlock did not end on SIGTERM: " << slurp(out);
-  std::printf("[ measured ] stdin flood: airlock ended %.1f s after SIGTERM, peak RSS %ld KiB\n", took, ru.ru_maxrss);
+  std::printf("[ measured ] stdin flood: airlock ended %.1f s after SIGTERM; airlock's peak RSS %s, with QEMU "
+              "%ld KiB\n",
+              took, peak.c_str(), ru.ru_maxrss);
 }
 
 // The escape: Ctrl-] Ctrl-] at the terminal ends the session at once, the

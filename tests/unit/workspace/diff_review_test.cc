@@ -574,6 +574,8 @@ TEST(Pending, HardLinkAmplificationKeepsThePendingTarSmall) {
   ASSERT_EQ(::stat(tar.c_str(), &st), 0);
   EXPECT_LT(st.st_size, 1 << 20) << "pending tar of " << st.st_size << " bytes";
   EXPECT_LT(test::diskBytes(tar), 1u << 20);
+  std::printf("[ measured ] pending tar of 100 links to a sparse 16 MiB file: %lld bytes, %llu on disk\n",
+              static_cast<long long>(st.st_size), static_cast<unsigned long long>(test::diskBytes(tar)));
   Fd fd(::open(tar.c_str(), O_RDONLY));
   auto back = ChangeSet::fromTar(fd.get(), s.dir.path() + "/restaged");
   ASSERT_TRUE(back) << back.error().message;
