@@ -107,7 +107,9 @@ Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecReques
   for (;;) {
     // Read more input only when the last piece went out: the guest's window
     // bounds what is buffered, and poll always sees signals and the exit.
-    pollfd fds[3] = {{done.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}, {stdinOpen && input.empty() ? 0 : -1, POLLIN, 0}};
+    pollfd fds[3] = {{done.get(), POLLIN, 0},
+                     {signals.fd(), POLLIN, 0},
+                     {stdinOpen && input.empty() ? 0 : -1, POLLIN, 0}};
     int timeout = forceStopAt ? 100 : !input.empty() ? 20 : -1;
     int r = poll(fds, 3, timeout);
     if (r < 0 && errno != EINTR) break;
@@ -141,7 +143,7 @@ Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecReques
       ssize_t n = read(0, buf, sizeof buf);
       if (n > 0) {
         std::string_view got(buf, static_cast<size_t>(n));
-        if (usePty && raw) {
+        if (usePty) {  // keystrokes: watch for the escape
           bool escaped = false;
           for (char c : got) {
             escaped = escapeArmed && c == kEscape;

@@ -170,7 +170,10 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
       }
     }
     if (sink->code == exit_code::kUnsafeChangeSet) return abandon("the export exceeded its size limit");
-    if (!writeAll(sink->out.get(), data)) {
+    // All-zero pieces (a sparse file's holes) become holes of the file.
+    bool zeros = data.find_first_not_of('\0') == std::string_view::npos;
+    if (zeros ? ::lseek(sink->out.get(), static_cast<off_t>(data.size()), SEEK_CUR) < 0
+              : !writeAll(sink->out.get(), data)) {
       std::lock_guard lock(mutex_);
       sink->error = fmt::format("cannot write {}: {}", destPath, errnoText(errno));
       changed_.notify_all();
@@ -209,7 +212,8 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
   uint64_t written = sink->written;
   lock.unlock();
   if (status.shellCode() != 0) return fail("the guest could not export the workspace: {}", (*cmd)->startError());
-  if (::fsync(sink->out.get()) != 0) return fail("cannot write {}: {}", destPath, errnoText(errno));
+  if (::ftruncate(sink->out.get(), static_cast<off_t>(written)) != 0 || ::fsync(sink->out.get()) != 0)
+    return fail("cannot write {}: {}", destPath, errnoText(errno));
   return written;
 }
 

@@ -194,6 +194,27 @@ TEST_F(SessionEnd, StdinFloodIntoACommandThatNeverReadsStillEndsOnSigterm) {
               took, peak.c_str(), ru.ru_maxrss);
 }
 
+// Attack, end to end: a guest that never answers the export. airlock gives up
+// after the inactivity limit (30 s) with one line naming it, exit 66, and no
+// QEMU is left.
+TEST_F(SessionEnd, SilentGuestExportEndsTheRunWithExit66) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  std::string out = state_ + "/out.txt";
+  pid_t pid = startAirlock({"run-image", "-q", "--tty", "never", "--rootfs", testRootfs(), "-w", ws, "--review=none",
+                            "--", "sh", "-c", "echo silent > /hostile-export; echo READY"},
+                           out, {{"XDG_STATE_HOME", state_}, {"AIRLOCK_INIT", HOSTILE_INIT_BINARY}});
+  ASSERT_TRUE(waitForText(out, "READY")) << slurp(out);
+  auto t = Clock::now();
+  rusage ru{};
+  int code = waitAtMost(pid, 90, &ru);
+  double took = secondsSince(t);
+  EXPECT_EQ(code, exit_code::kVmFailed) << slurp(out);
+  EXPECT_NE(slurp(out).find("inactivity limit"), std::string::npos) << slurp(out);
+  EXPECT_LT(took, 60.0);
+  std::printf("[ measured ] silent export: airlock exited %d %.1f s after the command ended\n", code, took);
+}
+
 // The escape: Ctrl-] Ctrl-] at the terminal ends the session at once, the
 // changes so far are kept for review, and the VM is stopped.
 TEST_F(SessionEnd, EscapeCtrlBracketTwiceEndsTheSessionAndKeepsTheChanges) {

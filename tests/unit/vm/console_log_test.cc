@@ -103,7 +103,7 @@ TEST(ConsoleDrain, FloodKeepsTheHeadAndTheLatestOutputUnderTheCap) {
 /// A guest on a unix socket that says hello, then answers an export as told.
 class FakeGuest {
  public:
-  enum class Mode { Silent, Endless };
+  enum class Mode { Silent, Endless, SparseThenExit };
   explicit FakeGuest(Mode mode) : mode_(mode), dir_(*TempDir::create("/tmp", "fake-guest-")) {
     path_ = dir_.path() + "/control.sock";
     listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -144,6 +144,13 @@ class FakeGuest {
       if (exportChannel == 0 || mode_ == Mode::Silent) continue;
       std::string frame =
           protocol::encodeFrame(protocol::FrameType::kStdout, exportChannel, std::string(protocol::kMaxChunk, '\0'));
+      if (mode_ == Mode::SparseThenExit) {  // 64 MiB of zeros, then "x" and a clean exit
+        for (int i = 0; i < 2048; ++i) (void)writeAll(conn_.get(), frame);
+        (void)writeAll(conn_.get(), protocol::encodeFrame(protocol::FrameType::kStdout, exportChannel, "x"));
+        (void)writeAll(conn_.get(), protocol::encodeFrame(protocol::FrameType::kExit, exportChannel,
+                                                          protocol::encodeExit({false, 0})));
+        continue;
+      }
       while (!stop_) {
         if (::send(conn_.get(), frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size())) {
           cutOff_ = true;
@@ -226,6 +233,26 @@ TEST(ExportLimits, EndlessExportStreamIsCutAtTheCapAndNotReadFurther) {
   for (int i = 0; i < 200 && !guest.cutOff(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(guest.cutOff()) << "the host still reads the guest: " << guest.sent() << " bytes sent";
   EXPECT_LT(guest.sent(), uint64_t{8} << 20);
+}
+
+// Attack: a 1 GiB sparse file costs its full size on the host in transit.
+// The export stream's all-zero pieces land as holes of changes.tar.
+TEST(ExportLimits, ZerosOfTheExportStreamStaySparseOnTheHost) {
+  FakeGuest guest(FakeGuest::Mode::SparseThenExit);
+  auto ch = connectTo(guest);
+  ASSERT_TRUE(ch);
+  auto dir = TempDir::create("/tmp", "export-");
+  ASSERT_TRUE(dir);
+  std::string dest = dir->path() + "/changes.tar";
+  auto r = ch->exportWorkspace(dest);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, (uint64_t{64} << 20) + 1);
+  struct stat st {};
+  ASSERT_EQ(::stat(dest.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), *r);
+  EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, uint64_t{1} << 20) << "the zeros took disk";
+  std::printf("[ measured ] 64 MiB of zeros exported: %lld bytes, %lld on disk\n", static_cast<long long>(st.st_size),
+              static_cast<long long>(st.st_blocks) * 512);
 }
 
 }  // namespace
