@@ -215,6 +215,32 @@ TEST_F(SessionEnd, SilentGuestExportEndsTheRunWithExit66) {
   std::printf("[ measured ] silent export: airlock exited %d %.1f s after the command ended\n", code, took);
 }
 
+// Attack (issue 12, item 8) in a VM: an 8 MiB file and 50 hard links to it
+// (before: a 409 MiB pending/changes.tar). The guest exports links as links,
+// the host keeps them as links: the pending tar holds the content once.
+TEST_F(SessionEnd, HardLinksMadeInTheGuestArePendingAsLinks) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  auto r = runAirlock({"run-image", "-q", "--tty", "never", "--rootfs", testRootfs(), "-w", ws, "--review=none", "--",
+                       "sh", "-c",
+                       "dd if=/dev/urandom of=/workspace/big bs=1M count=8 2>/dev/null; i=0; "
+                       "while [ $i -lt 50 ]; do ln /workspace/big /workspace/l$i; i=$((i+1)); done"},
+                      "", {{"XDG_STATE_HOME", state_}});
+  EXPECT_EQ(r.exitCode, exit_code::kReviewPending) << r.err;
+  auto found = runCommand({"find", state_ + "/airlock/sessions", "-path", "*pending/changes.tar"});
+  ASSERT_TRUE(found && !found->stdoutText.empty()) << r.err;
+  std::string tar = found->stdoutText.substr(0, found->stdoutText.find('\n'));
+  struct stat st {};
+  ASSERT_EQ(stat(tar.c_str(), &st), 0);
+  EXPECT_LT(st.st_size, 10 << 20) << "the links were kept as copies";
+  std::string exported = tar.substr(0, tar.rfind("/pending/")) + "/changes.tar";
+  struct stat ex {};
+  stat(exported.c_str(), &ex);
+  std::printf("[ measured ] 8 MiB + 50 links in the guest: export %lld bytes, pending tar %lld bytes (%lld on disk)\n",
+              static_cast<long long>(ex.st_size), static_cast<long long>(st.st_size),
+              static_cast<long long>(st.st_blocks) * 512);
+}
+
 // The escape: Ctrl-] Ctrl-] at the terminal ends the session at once, the
 // changes so far are kept for review, and the VM is stopped.
 TEST_F(SessionEnd, EscapeCtrlBracketTwiceEndsTheSessionAndKeepsTheChanges) {
