@@ -74,7 +74,7 @@ bool windowSize(uint16_t& rows, uint16_t& cols) {
 
 bool interactiveTerminal() { return isatty(0) && isatty(1); }
 
-Result<int> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest request, bool usePty) {
+Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest request, bool usePty) {
   request.pty = usePty;
   if (usePty) windowSize(request.rows, request.cols);
   SignalScope signals;
@@ -88,19 +88,33 @@ Result<int> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest req
   if (usePty) raw.emplace();
 
   Result<protocol::ExitStatus> status = fail("not finished");
+  std::atomic<bool> giveUp = false;  // the session was forced to end: stop waiting
   std::thread waiter([&] {
-    status = (*cmd)->wait();
-    uint64_t one = 1;
-    (void)!write(done.get(), &one, sizeof one);
+    while (!giveUp) {
+      auto r = (*cmd)->waitFor(std::chrono::milliseconds(100));
+      if (!r) continue;
+      status = std::move(*r);
+      uint64_t one = 1;
+      (void)!write(done.get(), &one, sizeof one);
+      return;
+    }
   });
 
-  bool stdinOpen = true;
+  constexpr char kEscape = 0x1d;  // Ctrl-]
+  bool stdinOpen = true;          // still reading fd 0
+  bool stdinEnded = false;        // fd 0 hit end of input; closeStdin once `input` is sent
+  std::string input;              // read from fd 0, waiting for window credit
+  bool escapeArmed = false;
   char buf[protocol::kMaxChunk];
   std::optional<std::chrono::steady_clock::time_point> forceStopAt;
   bool finished = false;
   for (;;) {
-    pollfd fds[3] = {{done.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}, {stdinOpen ? 0 : -1, POLLIN, 0}};
-    int timeout = forceStopAt ? 100 : -1;
+    // Read more input only when the last piece went out: the guest's window
+    // bounds what is buffered, and poll always sees signals and the exit.
+    pollfd fds[3] = {{done.get(), POLLIN, 0},
+                     {signals.fd(), POLLIN, 0},
+                     {stdinOpen && input.empty() ? 0 : -1, POLLIN, 0}};
+    int timeout = forceStopAt ? 100 : !input.empty() ? 20 : -1;
     int r = poll(fds, 3, timeout);
     if (r < 0 && errno != EINTR) break;
     if (fds[0].revents) {
@@ -121,8 +135,8 @@ Result<int> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest req
           } else {
             (void)(*cmd)->signal(SIGTERM);
             forceStopAt = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            std::fprintf(stderr, "\r\nairlock: sent SIGTERM to the command; the VM is powered off in 10 s if it "
-                                 "does not exit (send the signal again to stop now)\r\n");
+            std::fprintf(stderr, "\r\nairlock: sent SIGTERM to the command; the session ends in 10 s if it "
+                                 "does not exit (send the signal again to end it now)\r\n");
           }
         } else {
           (void)(*cmd)->signal(sig);
@@ -132,23 +146,51 @@ Result<int> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest req
     if (fds[2].revents) {
       ssize_t n = read(0, buf, sizeof buf);
       if (n > 0) {
-        if (auto w = (*cmd)->writeStdin(std::string_view(buf, static_cast<size_t>(n))); !w) stdinOpen = false;
+        std::string_view got(buf, static_cast<size_t>(n));
+        if (usePty) {  // keystrokes: watch for the escape
+          bool escaped = false;
+          for (char c : got) {
+            escaped = escapeArmed && c == kEscape;
+            if (escaped) break;
+            escapeArmed = c == kEscape;
+          }
+          if (escaped) {
+            std::fprintf(stderr, "\r\nairlock: Ctrl-] Ctrl-]: ending the session\r\n");
+            break;
+          }
+        }
+        input.assign(got);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         stdinOpen = false;
-        if (!usePty) (void)(*cmd)->closeStdin();
+        stdinEnded = true;
       }
+    }
+    if (!input.empty()) {
+      auto sent = (*cmd)->writeStdinSome(input);
+      if (!sent) {
+        stdinOpen = false;
+        input.clear();
+      } else {
+        input.erase(0, *sent);
+      }
+    }
+    if (stdinEnded && input.empty()) {
+      stdinEnded = false;
+      if (!usePty) (void)(*cmd)->closeStdin();
     }
   }
   if (!finished) {
-    // The command ignored SIGTERM for 10 s: power the VM off, which kills it.
-    (void)channel.shutdown();
+    // Forced: the command is killed; the caller exports what it left (with a
+    // short deadline) and stops the VM, whether the guest answers or not.
+    (void)(*cmd)->signal(SIGKILL);
+    giveUp = true;
   }
   waiter.join();
   raw.reset();
+  if (!finished) return Attached{128 + SIGTERM, true};
   if (std::string err = (*cmd)->startError(); !err.empty()) std::fprintf(stderr, "airlock: %s\n", err.c_str());
-  if (!finished) return 128 + SIGTERM;
   if (!status) return std::unexpected(status.error());
-  return status->shellCode();
+  return Attached{status->shellCode(), false};
 }
 
 }  // namespace airlock::cli

@@ -3,7 +3,10 @@
 // with window-size changes forwarded, or plain pipes when stdin/stdout are not
 // terminals. Ctrl-C reaches the guest process (as a byte on the pty, or as
 // SIGINT forwarded in pipe mode); SIGTERM/SIGHUP to airlock are forwarded as
-// SIGTERM.
+// SIGTERM. Input is forwarded without ever blocking: a command that does not
+// read its stdin stalls only its own input, never signals or output.
+// The session always ends: on a second SIGTERM/SIGHUP, 10 s after the first,
+// or on the escape Ctrl-] Ctrl-] typed at a terminal (kEscapeHelp).
 
 #include "common/error.h"
 #include "vm/control_channel.h"
@@ -11,10 +14,21 @@
 
 namespace airlock::cli {
 
+/// One line for --help and README: how to end a session whatever the guest does.
+inline constexpr const char* kEscapeHelp =
+    "Ctrl-] twice in a row (at a terminal), or SIGTERM twice, ends the session at once: the changes so far are "
+    "exported (with a short deadline) for review, then the VM is stopped";
+
+/// How an attached command ended.
+struct Attached {
+  int code = 0;         ///< shell-style exit code (code, or 128+signal)
+  bool forced = false;  ///< the user ended the session before the command exited (code is 128+SIGTERM)
+};
+
 /// Runs `request` (its pty/rows/cols are filled in here when `usePty`) and
-/// pumps stdin/stdout/stderr until it exits. Returns the shell-style exit code
-/// (code, or 128+signal). Prints the guest's start error, if any, to stderr.
-Result<int> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest request, bool usePty);
+/// pumps stdin/stdout/stderr until it exits or the user forces the end.
+/// Prints the guest's start error, if any, to stderr.
+Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest request, bool usePty);
 
 /// True when stdin and stdout are both terminals.
 bool interactiveTerminal();

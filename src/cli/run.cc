@@ -298,7 +298,8 @@ int runAgent(RunArgs args) {
   request.env = toEntries(*env);
   request.uid = request.gid = agentUid;
   request.cwd = "/workspace";
-  auto agentCode = attachCommand(control, request, usePty);
+  auto attached = attachCommand(control, request, usePty);
+  auto agentCode = attached ? Result<int>(attached->code) : Result<int>(std::unexpected(attached.error()));
   if (!agentCode) {
     std::string crash = (*machine)->vm().crashReason();
     (*machine)->stop();
@@ -316,7 +317,7 @@ int runAgent(RunArgs args) {
 
   // 6-9. Export the changes, stop the VM, review and flush.
   ReviewOutcome outcome;
-  auto reviewed = exportAndReview(s, **machine, ReviewPolicy{args.review, *agentCode, args.acceptFailed}, excludes,
+  auto reviewed = exportAndReview(s, **machine, ReviewPolicy{args.review, *agentCode, args.acceptFailed, "the agent", attached->forced}, excludes,
                                   outcome);
   if (!reviewed) return report(reviewed.error());
   int reviewCode = *reviewed;
@@ -339,7 +340,7 @@ void addRunCommand(CLI::App& app, int& exitCode, const std::vector<std::string>&
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a coding agent in a microVM on a snapshot of your project, then review "
                                         "its changes");
-  cmd->footer(R"(Usage: airlock run AGENT [OPTIONS] [-- AGENT ARGS...]   (or: airlock AGENT ...)
+  cmd->footer(std::string(R"(Usage: airlock run AGENT [OPTIONS] [-- AGENT ARGS...]   (or: airlock AGENT ...)
 
 The agent edits a private snapshot of the workspace inside the VM; when it exits
 the VM is stopped and every change goes through the review gate before it
@@ -357,7 +358,7 @@ anyway). Pending changes are resumed with `airlock review -s SESSION-ID`
 Examples:
   airlock run claude-code
   airlock claude-code --review=auto -- -p "fix the failing test"
-  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)");
+  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)") + "\n\nEnding a session: " + kEscapeHelp + ".");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);

@@ -196,7 +196,8 @@ int runImage(const RunImageArgs& args) {
     std::fprintf(stderr, "airlock: %s\n", machine.error().message.c_str());
     return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
   }
-  auto code = attachCommand((*machine)->vm().control(), request, usePty);
+  auto attached = attachCommand((*machine)->vm().control(), request, usePty);
+  auto code = attached ? Result<int>(attached->code) : Result<int>(std::unexpected(attached.error()));
   if ((*machine)->network() && !args.quiet)
     reportBlocked(*(*machine)->network(), args.egress.log                     ? "shown above"
                                           : options.egressNetwork.logPath.empty() ? "run again with --egress-log"
@@ -213,7 +214,7 @@ int runImage(const RunImageArgs& args) {
     return *code;
   }
   ReviewOutcome outcome;
-  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed, "the command"}, {}, outcome);
+  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed, "the command", attached->forced}, {}, outcome);
   if (!reviewed) {
     std::fprintf(stderr, "airlock: %s\n", reviewed.error().message.c_str());
     return reviewed.error().code;
@@ -288,7 +289,7 @@ Result<> finishRunImageArgs(RunImageArgs& args, const CLI::App& cmd, const std::
 void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");
-  cmd->footer(R"(Usage: airlock run-image [OPTIONS] IMAGE [-- CMD [ARGS...]]
+  cmd->footer(std::string(R"(Usage: airlock run-image [OPTIONS] IMAGE [-- CMD [ARGS...]]
        airlock run-image --rootfs DIR [OPTIONS] -- CMD [ARGS...]
 
 Options go before IMAGE: the first word that is not an option is IMAGE, and
@@ -318,7 +319,7 @@ Examples:
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
   airlock run-image -w . --review=auto node:22 -- npx prettier --write .
-  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)");
+  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".");
   addRunImageOptions(*cmd, *args);
   cmd->callback([args, cmd, &exitCode, &afterDoubleDash] {
     if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {

@@ -21,9 +21,6 @@ namespace {
 
 namespace ws = airlock::workspace;
 
-/// Largest change set the guest may send back (16 GiB).
-constexpr uint64_t kMaxChangeSetBytes = 16ull << 30;
-
 /// Gives the snapshot to the guest's agent user, so it can edit the files
 /// (the overlay copies them up with their owner).
 void chownTree(const std::string& root) {
@@ -85,9 +82,13 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
 Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const ReviewPolicy& policy,
                             const std::vector<std::string>& excludes, ReviewOutcome& outcome) {
   s.phase("export", "collecting the guest's changes");
-  auto exported = machine.vm().control().exportWorkspace(s.dir() + "/changes.tar", kMaxChangeSetBytes);
+  auto exported = machine.vm().control().exportWorkspace(s.dir() + "/changes.tar",
+                                                         policy.forced ? vm::forcedExportLimits() : vm::ExportLimits{});
   machine.stop();
-  if (!exported) return failWith(exit_code::kVmFailed, "{}", exported.error().message);
+  if (!exported)
+    return failWith(exported.error().code == exit_code::kUnsafeChangeSet ? exit_code::kUnsafeChangeSet
+                                                                         : exit_code::kVmFailed,
+                    "{}", exported.error().message);
   s.log(fmt::format("change set: {} bytes", *exported));
   s.phase("review", "review");
   ReviewArgs review;

@@ -32,6 +32,7 @@ struct ReviewPolicy {
   int agentCode = 0;          ///< the agent's exit code (128+N when killed by signal N)
   bool acceptFailed = false;  ///< --accept-failed: auto/all flush even when the agent failed
   std::string who = "the agent";  ///< what ran, for messages ("the command" for run-image)
+  bool forced = false;        ///< the user ended the session: export with vm::forcedExportLimits()
 };
 
 /// Exports the guest's /workspace changes into the session, stops `machine`

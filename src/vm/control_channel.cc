@@ -10,11 +10,15 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/exit_codes.h"
 #include "common/visible_text.h"
 
 namespace airlock::vm {
 
 using protocol::FrameType;
+
+/// Longest wait for room to send one frame to the guest.
+constexpr std::chrono::milliseconds kSendTimeout{10'000};
 
 Result<> RemoteCommand::writeStdin(std::string_view data) {
   while (!data.empty()) {
@@ -33,6 +37,24 @@ Result<> RemoteCommand::writeStdin(std::string_view data) {
   return {};
 }
 
+Result<size_t> RemoteCommand::writeStdinSome(std::string_view data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    size_t n;
+    {
+      std::lock_guard lock(channel_.mutex_);
+      if (exit_) return data.size();
+      if (!channel_.closed_.empty()) return fail("cannot send input: {}", channel_.closed_);
+      n = std::min<size_t>({data.size() - sent, credit_, protocol::kMaxChunk});
+      if (n == 0) return sent;
+      credit_ -= static_cast<uint32_t>(n);
+    }
+    if (auto r = channel_.sendFrame(FrameType::kStdin, id_, data.substr(sent, n)); !r) return std::unexpected(r.error());
+    sent += n;
+  }
+  return sent;
+}
+
 Result<> RemoteCommand::closeStdin() { return channel_.sendFrame(FrameType::kStdin, id_, {}); }
 
 Result<> RemoteCommand::resize(uint16_t rows, uint16_t cols) {
@@ -48,6 +70,15 @@ Result<protocol::ExitStatus> RemoteCommand::wait() {
   channel_.changed_.wait(lock, [&] { return exit_ || !channel_.closed_.empty(); });
   if (exit_) return *exit_;
   return failWith(66, "the command's VM stopped before it finished: {}", channel_.closed_);
+}
+
+std::optional<Result<protocol::ExitStatus>> RemoteCommand::waitFor(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(channel_.mutex_);
+  if (!channel_.changed_.wait_for(lock, timeout, [&] { return exit_ || !channel_.closed_.empty(); }))
+    return std::nullopt;
+  if (exit_) return Result<protocol::ExitStatus>(*exit_);
+  return Result<protocol::ExitStatus>(
+      failWith(exit_code::kVmFailed, "the command's VM stopped before it finished: {}", channel_.closed_));
 }
 
 std::string RemoteCommand::startError() const {
@@ -113,29 +144,83 @@ Result<std::shared_ptr<RemoteCommand>> ControlChannel::open(FrameType type, std:
   return cmd;
 }
 
-Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, uint64_t maxBytes) {
-  Fd out(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!out) return fail("cannot create {}: {}", destPath, errnoText(errno));
-  uint64_t written = 0;
-  std::string sinkError;
+Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, const ExportLimits& limits) {
+  // Shared with the output handler, which may still run on the reader thread
+  // after an early return.
+  struct Sink {
+    Fd out;
+    uint64_t written = 0;  ///< guarded by the channel's mutex_
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    std::string error;     ///< the first failure; guarded by mutex_
+    int code = exit_code::kInternal;
+  };
+  auto sink = std::make_shared<Sink>();
+  sink->out.reset(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!sink->out) return fail("cannot create {}: {}", destPath, errnoText(errno));
   OutputHandlers handlers;
-  handlers.onStdout = [&](std::string_view data) {
-    if (!sinkError.empty()) return;
-    if (written + data.size() > maxBytes) {
-      sinkError = fmt::format("the guest's changes exceed the limit of {} MiB", maxBytes >> 20);
-      return;
+  handlers.onStdout = [this, sink, destPath, max = limits.maxBytes](std::string_view data) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!sink->error.empty()) return;
+      sink->last = std::chrono::steady_clock::now();
+      if (sink->written + data.size() > max) {
+        sink->error = fmt::format("the guest's change set exceeds the limit of {} MiB; it was refused", max >> 20);
+        sink->code = exit_code::kUnsafeChangeSet;
+      } else {
+        sink->written += data.size();
+      }
     }
-    if (!writeAll(out.get(), data)) sinkError = fmt::format("cannot write {}: {}", destPath, errnoText(errno));
-    written += data.size();
+    if (sink->code == exit_code::kUnsafeChangeSet) return abandon("the export exceeded its size limit");
+    // All-zero pieces (a sparse file's holes) become holes of the file.
+    bool zeros = data.find_first_not_of('\0') == std::string_view::npos;
+    if (zeros ? ::lseek(sink->out.get(), static_cast<off_t>(data.size()), SEEK_CUR) < 0
+              : !writeAll(sink->out.get(), data)) {
+      std::lock_guard lock(mutex_);
+      sink->error = fmt::format("cannot write {}: {}", destPath, errnoText(errno));
+      changed_.notify_all();
+    }
   };
   auto cmd = open(FrameType::kExport, {}, std::move(handlers));
   if (!cmd) return std::unexpected(cmd.error());
-  auto status = (*cmd)->wait();
-  if (!status) return std::unexpected(status.error());
-  if (!sinkError.empty()) return fail("{}", sinkError);
-  if (status->shellCode() != 0) return fail("the guest could not export the workspace: {}", (*cmd)->startError());
-  if (::fsync(out.get()) != 0) return fail("cannot write {}: {}", destPath, errnoText(errno));
+  auto start = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (!sink->error.empty()) {
+      lock.unlock();
+      abandon("the export failed");
+      return failWith(sink->code, "{}", sink->error);
+    }
+    if ((*cmd)->exit_) break;
+    if (!closed_.empty()) return failWith(exit_code::kVmFailed, "the VM stopped during the export: {}", closed_);
+    auto now = std::chrono::steady_clock::now();
+    auto idleEnd = sink->last + limits.idle;
+    auto deadline = start + limits.grace +
+                    std::chrono::milliseconds(sink->written * 1000 / std::max<uint64_t>(limits.minBytesPerSecond, 1));
+    if (now >= idleEnd || now >= deadline) {
+      std::string why =
+          now >= idleEnd
+              ? fmt::format("the guest sent nothing of its change set for {} s (the export's inactivity limit)",
+                            limits.idle.count() / 1000)
+              : fmt::format("the guest's export missed its deadline ({} s plus 1 s per {} MiB; {} MiB received)",
+                            limits.grace.count() / 1000, limits.minBytesPerSecond >> 20, sink->written >> 20);
+      lock.unlock();
+      abandon("the export timed out");
+      return failWith(exit_code::kVmFailed, "{}; the VM was stopped", why);
+    }
+    changed_.wait_until(lock, std::min(idleEnd, deadline));
+  }
+  auto status = *(*cmd)->exit_;
+  uint64_t written = sink->written;
+  lock.unlock();
+  if (status.shellCode() != 0) return fail("the guest could not export the workspace: {}", (*cmd)->startError());
+  if (::ftruncate(sink->out.get(), static_cast<off_t>(written)) != 0 || ::fsync(sink->out.get()) != 0)
+    return fail("cannot write {}: {}", destPath, errnoText(errno));
   return written;
+}
+
+void ControlChannel::abandon(const std::string& reason) {
+  close(reason);
+  ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 Result<> ControlChannel::shutdown() { return sendFrame(FrameType::kShutdown, 0, {}); }
@@ -150,10 +235,18 @@ Result<> ControlChannel::sendFrame(FrameType type, uint32_t channel, std::string
   std::lock_guard lock(writeMutex_);
   std::string_view left = frame;
   while (!left.empty()) {
-    ssize_t n = ::send(fd_.get(), left.data(), left.size(), MSG_NOSIGNAL);
+    ssize_t n = ::send(fd_.get(), left.data(), left.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return failWith(66, "lost the VM's control channel: {}", errnoText(errno));
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        // A guest that stops reading never blocks the host for long.
+        pollfd p{fd_.get(), POLLOUT, 0};
+        if (::poll(&p, 1, static_cast<int>(kSendTimeout.count())) > 0) continue;
+        abandon("the guest stopped reading the control channel");
+        return failWith(exit_code::kVmFailed, "the guest stopped reading the control channel for {} s",
+                        kSendTimeout.count() / 1000);
+      }
+      return failWith(exit_code::kVmFailed, "lost the VM's control channel: {}", errnoText(errno));
     }
     left.remove_prefix(static_cast<size_t>(n));
   }

@@ -107,6 +107,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   VmConfig config;
   config.cpus = options.cpus;
   config.memoryMiB = options.memoryMiB;
+  config.consoleLimits = options.console;
   config.kernel = assets->kernel;
   config.initramfs = assets->initramfs;
   AccelChoice accel = chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(*assets, dir); });

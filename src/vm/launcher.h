@@ -42,6 +42,7 @@ struct LaunchOptions {
   std::vector<egress::HostPort> publish;
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
+  ConsoleLimits console;             ///< how much of the guest console the host keeps
   ProgressFn progress;               ///< phase lines ("building root image ...")
   ProgressFn warn;                   ///< one-line warnings (e.g. a --publish port)
   ProgressFn notice;                 ///< lines worth a look that only cost speed (the TCG fallback); -q drops them

@@ -3,12 +3,15 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <deque>
+#include <cstring>
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -35,15 +38,27 @@ bool waitForPath(const std::string& path, pid_t owner, std::chrono::milliseconds
   return false;
 }
 
-std::deque<std::string> lastLines(const std::string& path, size_t count) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-    if (lines.size() > count) lines.pop_front();
+std::vector<std::string> lastLines(const std::string& path, size_t count) { return tailLines(path, count); }
+
+/// Connects to the unix socket at `path` (QEMU creates it at start-up),
+/// retrying while `alive()`, at most `timeout`.
+Result<Fd> connectSocket(const std::string& path, const std::function<bool()>& alive,
+                         std::chrono::milliseconds timeout) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return fail("socket path {} is too long", path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return fail("cannot create a socket: {}", errnoText(errno));
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    int e = errno;
+    if (!alive()) return fail("QEMU exited before its console socket was ready");
+    if (std::chrono::steady_clock::now() > deadline)
+      return fail("cannot connect to the VM's console socket {}: {}", path, errnoText(e));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return lines;
 }
 
 /// Starts virtiofsd for one share. For a read-only share it runs in a private
@@ -117,6 +132,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   config.ports.push_back({protocol::kPortName, runDir + "/control.sock"});
   config.qmpSocket = runDir + "/qmp.sock";
   if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
+  config.consoleSocket = runDir + "/console.sock";
   vm->config_ = config;
   SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", {}, {}};
   if (config.tapFd >= 0) qemuOptions.keepFds.push_back(config.tapFd);
@@ -124,6 +140,18 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);
   vm->qemu_ = *pid;
   janitor.watchPid(*pid);
+  // QEMU waits for the console's reader before it starts the guest.
+  auto console = connectSocket(config.consoleSocket, [raw = vm.get()] { return raw->running(); },
+                               std::chrono::seconds(30));
+  if (console) {
+    auto drain = ConsoleDrain::start(std::move(*console), config.consoleLog, config.consoleLimits);
+    if (!drain) return failWith(exit_code::kVmFailed, "{}", drain.error().message);
+    vm->console_ = std::move(*drain);
+  } else {
+    auto qemuLog = lastLines(runDir + "/qemu.log", 3);
+    return failWith(exit_code::kVmFailed, "{}{}", console.error().message,
+                    qemuLog.empty() ? "" : " (QEMU said: " + qemuLog.back() + ")");
+  }
   auto alive = [raw = vm.get()] { return raw->running(); };
   auto control = ControlChannel::connect(runDir + "/control.sock", std::chrono::seconds(30), alive);
   if (!control) {
@@ -137,7 +165,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     vm->stop();
     // The run directory goes away with the VM: keep the console for the user.
     std::string kept = stateDir() + "/last-boot-failure.log";
-    auto console = readFile(vm->config_.consoleLog, 16 << 20);
+    auto console = readFile(vm->config_.consoleLog, 16 << 20);  // capped by the drain
     bool saved = console && makeDirs(stateDir(), 0700) && writeFileAtomic(kept, *console, 0600);
     return failWith(exit_code::kVmFailed, "the VM failed to boot: {}{}{}", ready.error().message,
                     reason.empty() ? "" : " (" + reason + ")", saved ? "; guest console saved to " + kept : "");
@@ -167,8 +195,10 @@ bool QemuVm::waitExit(std::chrono::milliseconds timeout) {
 
 void QemuVm::stop() {
   if (running()) {
-    if (control_ && control_->closedReason().empty()) (void)control_->shutdown();
-    if (!waitExit(std::chrono::seconds(5))) {
+    // A guest whose channel is closed (it broke a limit, or went away) gets no
+    // grace to power itself off: QMP quit at once.
+    bool asked = control_ && control_->closedReason().empty() && control_->shutdown();
+    if (!asked || !waitExit(std::chrono::seconds(5))) {
       (void)qmpExecute(config_.qmpSocket, "quit", std::chrono::seconds(1));
       if (!waitExit(std::chrono::seconds(2))) {
         kill(qemu_, SIGTERM);
@@ -180,6 +210,7 @@ void QemuVm::stop() {
     }
   }
   control_.reset();
+  console_.reset();
   reapHelpers();
 }
 

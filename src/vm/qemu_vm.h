@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "vm/console_log.h"
 #include "vm/control_channel.h"
 #include "vm/janitor.h"
 #include "vm/vm_config.h"
@@ -38,9 +39,12 @@ class QemuVm {
   /// Whether the QEMU process is still running.
   bool running();
   pid_t qemuPid() const { return qemu_; }
-  /// The last lines of the guest console, for error messages, each escaped
-  /// with visibleText().
+  /// The last lines of the guest console, for error messages (read from
+  /// the end of the capped log, lines cut at 1 KiB), each escaped with
+  /// visibleText().
   std::string consoleTail(size_t lines = 20) const;
+  /// Bytes the guest wrote to its console so far.
+  uint64_t consoleBytes() const { return console_ ? console_->received() : 0; }
   /// A one-line explanation of why the guest died, from the console, escaped
   /// with visibleText() (may be empty).
   std::string crashReason() const;
@@ -54,6 +58,7 @@ class QemuVm {
   pid_t qemu_ = -1;
   std::optional<int> qemuStatus_;
   std::vector<pid_t> helpers_;
+  std::unique_ptr<ConsoleDrain> console_;
   std::unique_ptr<ControlChannel> control_;
 };
 

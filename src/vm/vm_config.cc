@@ -33,8 +33,12 @@ std::vector<std::string> buildQemuArgs(const VmConfig& c) {
   add({"-object", fmt::format("memory-backend-memfd,id=mem,size={}M,share=on", c.memoryMiB)});
   add({"-nodefaults", "-no-user-config", "-nographic", "-no-reboot"});
   add({"-global", "virtio-mmio.force-legacy=false"});
-  add({"-chardev", fmt::format("file,id=console,path={}", c.consoleLog.empty() ? "/dev/null" : c.consoleLog),
-       "-serial", "chardev:console"});
+  if (!c.consoleSocket.empty())
+    add({"-chardev", fmt::format("socket,id=console,path={},server=on,wait=on", c.consoleSocket), "-serial",
+         "chardev:console"});
+  else
+    add({"-chardev", fmt::format("file,id=console,path={}", c.consoleLog.empty() ? "/dev/null" : c.consoleLog),
+         "-serial", "chardev:console"});
   add({"-kernel", c.kernel, "-initrd", c.initramfs, "-append", kernelCmdline(c)});
   for (size_t i = 0; i < c.disks.size(); ++i) {
     const auto& d = c.disks[i];

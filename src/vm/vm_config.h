@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "vm/console_log.h"
+
 namespace airlock::vm {
 
 enum class Accel { kKvm, kTcg };
@@ -59,6 +61,11 @@ struct VmConfig {
   int tapFd = -1;
   std::string qmpSocket;          ///< QMP control socket path
   std::string consoleLog;         ///< guest serial console (kernel log) goes here
+  /// When set, QEMU serves the console on this unix socket (and waits for a
+  /// client before it starts the guest); QemuVm drains it into consoleLog
+  /// within consoleLimits. Empty: QEMU writes consoleLog itself (short probes).
+  std::string consoleSocket;
+  ConsoleLimits consoleLimits;
   std::string qemuBinary = "qemu-system-x86_64";
 };
 

@@ -69,7 +69,8 @@ class ChangeSetReader {
         if (target == map_.end() || target->second.kind != Change::Kind::File)
           return fail("hard link '{}' points at '{}', which is not a file of the change set", displayPath(path),
                       displayPath(e.linkTarget));
-        c = target->second;
+        c = target->second;  // shares the staged content: one copy on disk
+        if (auto r = reader_.accountLink(path, c.size); !r) return std::unexpected(r.error());
         break;
       }
       default: {

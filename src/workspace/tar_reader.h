@@ -49,6 +49,10 @@ class TarReader {
   /// size limits; returns the number of bytes read.
   Result<uint64_t> readContent(const std::string& path, const std::function<Result<>(std::string_view)>& sink);
 
+  /// Counts `bytes` of a hard link `path` against the limits as if its
+  /// content were read again (links cannot multiply what the limits allow).
+  Result<> accountLink(const std::string& path, uint64_t bytes) { return guard_.account(path, bytes, bytes); }
+
   /// Records `path` as an entry of type `type` (see TarGuard::note).
   void note(const std::string& path, EntryType type) { guard_.note(path, type); }
 

@@ -99,14 +99,14 @@ ProcessResult runAirlock(const std::vector<std::string>& args, const std::string
 }
 
 pid_t startAirlock(const std::vector<std::string>& args, const std::string& outPath,
-                   const std::map<std::string, std::string>& env) {
+                   const std::map<std::string, std::string>& env, int stdinFd) {
   std::vector<std::string> storage = {airlockBinary()};
   storage.insert(storage.end(), args.begin(), args.end());
   pid_t pid = fork();
   if (pid == 0) {
     int fd = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
+    int in = stdinFd >= 0 ? stdinFd : open("/dev/null", O_RDONLY);
+    dup2(in, 0);
     dup2(fd, 1);
     dup2(fd, 2);
     applyEnv(env);

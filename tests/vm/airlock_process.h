@@ -24,10 +24,10 @@ std::string airlockBinary();
 ProcessResult runAirlock(const std::vector<std::string>& args, const std::string& input = "",
                          const std::map<std::string, std::string>& env = {}, int timeoutSeconds = 300);
 
-/// Starts `airlock args...` in the background with stdout/stderr to files;
-/// returns its pid.
+/// Starts `airlock args...` in the background with stdout/stderr to a file
+/// and stdin from `stdinFd` (/dev/null when -1); returns its pid.
 pid_t startAirlock(const std::vector<std::string>& args, const std::string& outPath,
-                   const std::map<std::string, std::string>& env = {});
+                   const std::map<std::string, std::string>& env = {}, int stdinFd = -1);
 
 /// Pids of running processes whose argv[0] has the basename `program` and
 /// whose command line contains `needle` (e.g. a test's own state directory,

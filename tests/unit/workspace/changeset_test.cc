@@ -127,6 +127,34 @@ TEST(ChangeSetTar, SkippedEntryCannotShareItsPathWithAnother) {
   }
 }
 
+// Attack (issue 12, item 8): one sparse 16 MiB file and 100 hard links to it
+// fit in a few KiB of tar. Every link counts its size against the total
+// limit, so links cannot multiply what the limits allow.
+TEST(ChangeSetTar, HardLinkAmplificationCountsEveryLinkAgainstTheTotalLimit) {
+  auto d = scratch();
+  std::string tar = test::makeSparseLinkTar(16 << 20, 100);
+  EXPECT_LT(tar.size(), 100u << 10);
+  TarLimits lim;
+  lim.maxTotalBytes = uint64_t{10} * (16 << 20);
+  auto cs = parse(tar, d.path(), lim);
+  ASSERT_FALSE(cs) << "101 x 16 MiB passed a 160 MiB total limit";
+  EXPECT_NE(cs.error().message.find("exceeds the total limit"), std::string::npos) << cs.error().message;
+  EXPECT_NE(cs.error().message.find("link"), std::string::npos) << cs.error().message;
+}
+
+// The same amplifier under the default limits is staged as one sparse copy:
+// links share it, the hole takes no disk.
+TEST(ChangeSetTar, HardLinkAmplificationStagesOneSparseCopy) {
+  auto d = scratch();
+  auto cs = parse(test::makeSparseLinkTar(16 << 20, 100), d.path());
+  ASSERT_TRUE(cs) << cs.error().message;
+  ASSERT_EQ(cs->changes().size(), 101u);
+  EXPECT_EQ(cs->changes().at("link99").staged, cs->changes().at("big").staged);
+  EXPECT_EQ(cs->changes().at("link99").size, 16u << 20);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d.path() + "/staged"), {}), 1);
+  EXPECT_LT(test::diskBytes(d.path() + "/staged"), 1u << 20) << "staging is not sparse";
+}
+
 TEST(ChangeSetTar, SizeLimits) {
   // One oversized entry is left out (reported with its size and the limit);
   // the rest is kept.

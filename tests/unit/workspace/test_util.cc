@@ -68,6 +68,55 @@ std::string makeTar(const std::vector<TarEntry>& entries) {
   return out;
 }
 
+std::string makeSparseLinkTar(uint64_t size, int links) {
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  std::string out(1 << 20, '\0');
+  size_t used = 0;
+  archive_write_set_bytes_in_last_block(a, 1);
+  archive_write_open_memory(a, out.data(), out.size(), &used);
+  archive_entry* e = archive_entry_new();
+  archive_entry_copy_pathname(e, "big");
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, 0644);
+  archive_entry_set_size(e, static_cast<la_int64_t>(size));
+  archive_entry_sparse_add_entry(e, 0, 4096);
+  archive_entry_sparse_add_entry(e, static_cast<la_int64_t>(size), 0);
+  EXPECT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
+  std::string data(4096, 'x');
+  archive_write_data(a, data.data(), data.size());
+  std::string zeros(1 << 20, '\0');
+  for (uint64_t left = size - data.size(); left > 0;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros.size()));
+    archive_write_data(a, zeros.data(), n);  // the hole: skipped by the writer
+    left -= n;
+  }
+  archive_entry_free(e);
+  for (int i = 0; i < links; ++i) {
+    archive_entry* l = archive_entry_new();
+    archive_entry_copy_pathname(l, ("link" + std::to_string(i)).c_str());
+    archive_entry_set_filetype(l, AE_IFREG);
+    archive_entry_set_perm(l, 0644);
+    archive_entry_copy_hardlink(l, "big");
+    EXPECT_EQ(archive_write_header(a, l), ARCHIVE_OK) << archive_error_string(a);
+    archive_entry_free(l);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  out.resize(used);
+  return out;
+}
+
+uint64_t diskBytes(const std::string& path) {
+  uint64_t total = 0;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  total += static_cast<uint64_t>(st.st_blocks) * 512;
+  if (S_ISDIR(st.st_mode))
+    for (const auto& e : std::filesystem::directory_iterator(path)) total += diskBytes(e.path().string());
+  return total;
+}
+
 std::string treeListing(const std::string& root) {
   std::map<std::string, std::string> rows;
   std::error_code ec;

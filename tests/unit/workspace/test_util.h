@@ -37,6 +37,14 @@ struct TarEntry {
 /// Builds a pax tar in memory with exactly these headers (names unchanged).
 std::string makeTar(const std::vector<TarEntry>& entries);
 
+/// The hard-link amplifier: a pax tar of a few KiB holding "big", a sparse
+/// file of `size` bytes (4 KiB of data at its start, the rest one hole), and
+/// `links` hard links "link0".."linkN-1" to it.
+std::string makeSparseLinkTar(uint64_t size, int links);
+
+/// Bytes a file or directory tree really occupies on disk (st_blocks * 512).
+uint64_t diskBytes(const std::string& path);
+
 /// A canonical listing of a directory tree: "path type mode content-or-target", one per line.
 std::string treeListing(const std::string& root);
 
