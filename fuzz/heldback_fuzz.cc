@@ -4,7 +4,7 @@
 // items are their difference, and classifyItems() must finish within its
 // bounds without crashing. A brute-force oracle then picks, per item, the
 // baseline or the agent state (as a reviewer might), resolves every path of
-// up to four components in that concrete tree with its own realpath-style
+// up to three components in that concrete tree with its own realpath-style
 // walk, and aborts when an item reached under a held-back name, a symlink
 // item passed on the way to an existing held-back path, a symlink item that
 // resolves outside or cannot be resolved, or a .git path is not held back.
@@ -160,6 +160,23 @@ Walk resolve(const Tree& t, std::string_view dir, std::string_view rel) {
   return w;
 }
 
+/// Every path of up to three names from the alphabet that is held back (computed once).
+const std::vector<std::string>& heldBackNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out, level{""};
+    for (size_t depth = 0; depth < 3; ++depth) {
+      std::vector<std::string> next;
+      for (const auto& q : level)
+        for (const char* n : kNames) next.push_back(q.empty() ? n : q + "/" + n);
+      for (const auto& q : next)
+        if (ws::isHeldBackPath(q)) out.push_back(q);
+      level = std::move(next);
+    }
+    return out;
+  }();
+  return names;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -237,30 +254,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto c = chosen.find(path);
     if (c != chosen.end() && !c->second->heldBack) std::abort();
   };
-  std::vector<std::string> paths{""};
-  for (size_t depth = 0; depth < 4; ++depth) {
-    std::vector<std::string> next;
-    for (const auto& q : paths)
-      for (const char* n : kNames) next.push_back(q.empty() ? n : q + "/" + n);
-    for (const auto& q : next) {
-      if (!ws::isHeldBackPath(q)) continue;
-      // The entry q names itself (its last component not followed)...
-      Walk parent = resolve(concrete, "", ws::parentPath(q));
-      if (parent.kind == Walk::Inside) {
-        std::string self = parent.path.empty() ? std::string(ws::baseName(q))
-                                               : parent.path + "/" + std::string(ws::baseName(q));
-        if (concrete.count(self)) mustHold(self);
-        for (const auto& v : parent.via)
-          if (concrete.count(self)) mustHold(v);
-      }
-      // ...and what it reaches, through which links.
-      Walk w = resolve(concrete, "", q);
-      if (w.kind == Walk::Inside && !w.path.empty()) {
-        mustHold(w.path);
-        for (const auto& v : w.via) mustHold(v);
+  for (const auto& q : heldBackNames()) {
+    // The entry q names itself (its last component not followed)...
+    Walk parent = resolve(concrete, "", ws::parentPath(q));
+    if (parent.kind == Walk::Inside) {
+      std::string self = parent.path.empty() ? std::string(ws::baseName(q))
+                                             : parent.path + "/" + std::string(ws::baseName(q));
+      if (concrete.count(self)) {
+        mustHold(self);
+        for (const auto& v : parent.via) mustHold(v);
       }
     }
-    paths = std::move(next);
+    // ...and what it reaches, through which links.
+    Walk w = resolve(concrete, "", q);
+    if (w.kind == Walk::Inside && !w.path.empty()) {
+      mustHold(w.path);
+      for (const auto& v : w.via) mustHold(v);
+    }
   }
   return 0;
 }

@@ -191,29 +191,18 @@ bool FinalTree::aliases(std::string_view rel, std::vector<std::string>& out,
   return complete;
 }
 
-bool FinalTree::anyThroughLink(std::string_view linkPath, const std::vector<Resolution>& outcomes,
-                               const std::function<bool(const std::string&)>& pred) const {
-  size_t work = 0;
+std::set<std::string, std::less<>> FinalTree::linksPassedBy(const std::function<bool(const std::string&)>& pred,
+                                                             bool& complete) const {
+  std::set<std::string, std::less<>> out;
   std::vector<std::string> names;
   std::vector<std::vector<const std::string*>> passed;
-  for (const Resolution& o : outcomes) {
-    if (o.kind != Resolution::Kind::Inside) continue;
-    // Every entry at or below where the link lands, under every name that passes the link.
-    const std::string lo = o.path.empty() ? "" : o.path + "/";
-    auto first = o.path.empty() ? nodes_.begin() : nodes_.find(o.path);
-    if (first == nodes_.end()) first = nodes_.lower_bound(lo);
-    for (auto it = first; it != nodes_.end() && (it->first == o.path || it->first.starts_with(lo)); ++it) {
-      if (!aliases(it->first, names, &passed)) return true;
-      work += names.size();
-      if (work > kMaxWork * 4) return true;
-      for (size_t i = 0; i < names.size(); ++i) {
-        bool through = false;
-        for (const std::string* p : passed[i]) through = through || *p == linkPath;
-        if (through && pred(names[i])) return true;
-      }
-    }
+  for (const auto& [path, unused] : nodes_) {
+    if (!aliases(path, names, &passed)) complete = false;
+    for (size_t i = 1; i < names.size(); ++i)
+      if (pred(names[i]))
+        for (const std::string* p : passed[i]) out.insert(*p);
   }
-  return false;
+  return out;
 }
 
 }  // namespace airlock::workspace

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,11 +71,12 @@ class FinalTree {
   bool aliases(std::string_view rel, std::vector<std::string>& out,
                std::vector<std::vector<const std::string*>>* passed = nullptr) const;
 
-  /// True when `pred` holds for some path that reaches an existing entry
-  /// through the symlink `linkPath` (whose outcomes are `outcomes`), or when
-  /// answering exceeds the bounds (kMaxWork * 4 aliases), so callers stay strict.
-  bool anyThroughLink(std::string_view linkPath, const std::vector<Resolution>& outcomes,
-                      const std::function<bool(const std::string&)>& pred) const;
+  /// The symlinks passed by some name of an existing entry for which `pred`
+  /// holds (the names aliases() gives, beyond the entry's own path). Clears
+  /// `complete` when some entry has more than kMaxAliases names (callers then
+  /// treat every symlink as passed). O(entries) when few links alias them.
+  std::set<std::string, std::less<>> linksPassedBy(const std::function<bool(const std::string&)>& pred,
+                                                   bool& complete) const;
 
   /// The possible states of `rel` (a missing path: one absent state).
   const std::vector<TreeNode>& states(std::string_view rel) const;

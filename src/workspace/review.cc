@@ -130,6 +130,9 @@ void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline) {
         !isGitMetadataPath(it.path))
       tree.addVariant(it.path, it.agent);
   tree.finish();
+  // The symlinks through which some name of an existing entry is held back.
+  bool allNamed = true;
+  const auto exposing = tree.linksPassedBy([](const std::string& p) { return isHeldBackPath(p); }, allNamed);
   for (auto& it : items) {
     it.gitMetadata = isGitMetadataPath(it.path);
     std::vector<std::string> names;
@@ -156,7 +159,7 @@ void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline) {
       }
       held = held || it.linkEscapes || it.linkUnresolvable;
       for (const auto& n : names) held = held || couldHoldBackBelow(n);
-      held = held || tree.anyThroughLink(it.path, outcomes, [](const std::string& p) { return isHeldBackPath(p); });
+      held = held || !allNamed || exposing.count(it.path);
     }
     it.heldBack = held || it.gitMetadata;
     it.buildEntry = isBuildEntryPath(it.path);
