@@ -196,8 +196,13 @@ std::set<std::string, std::less<>> FinalTree::linksPassedBy(const std::function<
   std::set<std::string, std::less<>> out;
   std::vector<std::string> names;
   std::vector<std::vector<const std::string*>> passed;
+  size_t work = 0;
   for (const auto& [path, unused] : nodes_) {
     if (!aliases(path, names, &passed)) complete = false;
+    if ((work += names.size()) > kMaxWork * 64) {
+      complete = false;  // a loop names everything many times: stop, callers hold every link back
+      break;
+    }
     for (size_t i = 1; i < names.size(); ++i)
       if (pred(names[i]))
         for (const std::string* p : passed[i]) out.insert(*p);

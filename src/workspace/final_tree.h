@@ -73,8 +73,9 @@ class FinalTree {
 
   /// The symlinks passed by some name of an existing entry for which `pred`
   /// holds (the names aliases() gives, beyond the entry's own path). Clears
-  /// `complete` when some entry has more than kMaxAliases names (callers then
-  /// treat every symlink as passed). O(entries) when few links alias them.
+  /// `complete` when some entry has more than kMaxAliases names or all names
+  /// together exceed kMaxWork * 64 (callers then treat every symlink
+  /// as passed). O(entries) when few links alias them.
   std::set<std::string, std::less<>> linksPassedBy(const std::function<bool(const std::string&)>& pred,
                                                    bool& complete) const;
 
