@@ -247,7 +247,7 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes, userUmask());
   auto result = diff.run();
   if (!result) return report(result.error());
-  ws::classifyItems(result->items);
+  ws::classifyItems(result->items, baseline);
   auto& items = result->items;
 
   // 4. Review.

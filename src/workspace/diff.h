@@ -52,9 +52,12 @@ struct DiffItem {
   bool tooLarge = false;           ///< a side exceeds the diff size cap: summary only
   uint64_t linesAdded = 0, linesRemoved = 0;
   bool specialBitsDropped = false; ///< the agent set setuid/setgid/sticky; they are stripped
-  bool linkEscapes = false;        ///< symlink target is absolute or climbs out of the workspace
+  bool linkEscapes = false;        ///< symlink target leaves the workspace (lexically; classifyItems() resolves it)
   bool controlChars = false;       ///< an added line holds control, bidi or invisible characters (shown escaped)
   bool heldBack = false;           ///< set by classifyItems(): runs code later, needs explicit review
+  std::string heldBackAs;          ///< set by classifyItems(): the held-back path it is reached as, when not its own
+  bool linkUnresolvable = false;   ///< set by classifyItems(): symlink loops, exceeds 40 hops or dangles via a link
+  bool gitMetadata = false;        ///< set by classifyItems(): a path at or below a .git; never flushed
   bool buildEntry = false;         ///< set by classifyItems(): build entry point, flagged
   std::string skipReason;          ///< kind Skipped: why ("FIFO; only files, directories and symlinks are reviewed")
 };

@@ -16,6 +16,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/sha256.h"
+#include "workspace/held_back.h"
 #include "workspace/relpath.h"
 #include "workspace/safe_fs.h"
 
@@ -23,6 +24,7 @@ namespace airlock::workspace {
 namespace {
 
 constexpr std::string_view kJournalHeader = "airlock-flush-journal 1";
+constexpr const char* kGitRefused = "git metadata (.git) is never written or deleted by a flush";
 
 /// One path transition.
 struct Step {
@@ -234,6 +236,7 @@ struct Runner {
   /// first if `keepBackup`.
   StepResult apply(const Step& s, const Side& from, const Side& to, const std::string& content, bool keepBackup,
                    bool injectFaults) {
+    if (isGitMetadataPath(s.path)) return conflict(fmt::format("'{}': {}", displayPath(s.path), kGitRefused));
     auto live = liveSide(rootFd, s.path);
     if (!live) return conflict(live.error().message);
     if (!matches(*live, from)) {
@@ -488,9 +491,11 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   FlushReport report;
   std::vector<const DiffItem*> items;
   for (const DiffItem* it : accepted) {
-    if (it->conflict || it->excluded != IgnoreVerdict::Included || it->kind == ChangeKind::Skipped) {
+    bool git = it->gitMetadata || isGitMetadataPath(it->path);
+    if (git || it->conflict || it->excluded != IgnoreVerdict::Included || it->kind == ChangeKind::Skipped) {
       report.items.push_back({it->path, FlushItemResult::Status::Conflict,
-                              it->conflict                      ? it->conflictReason
+                              git                               ? kGitRefused
+                              : it->conflict                    ? it->conflictReason
                               : it->kind == ChangeKind::Skipped ? "skipped: " + it->skipReason
                                                                 : "excluded paths are never flushed"});
       ++report.conflicts;

@@ -12,23 +12,11 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/visible_text.h"
+#include "workspace/final_tree.h"
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
 namespace {
-
-const IgnoreRules& heldBackRules() {
-  static const IgnoreRules rules = [] {
-    IgnoreRules r;
-    r.addLines(
-        "**/.git/config\n**/.git/hooks\n**/.git/modules\n.husky\n.pre-commit-config.yaml\n.github/workflows\n"
-        ".gitlab-ci.yml\n.gitlab\n.circleci\n.travis.yml\n.devcontainer\n.vscode/tasks.json\n"
-        ".vscode/launch.json\n.envrc\n.gitmodules\n.gitattributes\n.claude/settings*.json\n.airlock.yaml\n"
-        ".airlock.yml\n.airlockignore\n");
-    return r;
-  }();
-  return rules;
-}
 
 const IgnoreRules& buildEntryRules() {
   static const IgnoreRules rules = [] {
@@ -67,13 +55,16 @@ std::string flagsText(const DiffItem& it) {
   if (it.kind == ChangeKind::Skipped) add("skipped: " + it.skipReason);
   if (it.excluded == IgnoreVerdict::Secret) add("secret/config: never flushed");
   if (it.excluded == IgnoreVerdict::Ignored) add("ignored: never flushed");
-  if (it.heldBack) add("held back");
+  if (it.gitMetadata) add("git metadata: stays in the session, never flushed");
+  else if (it.heldBack && !it.heldBackAs.empty()) add("held back: reached as " + displayPath(it.heldBackAs));
+  else if (it.heldBack) add("held back");
   if (it.buildEntry) add("build entry point");
   if (it.specialBitsDropped) add("setuid/setgid/sticky stripped");
   if (it.linkEscapes) add("link points outside");
   if (becomesExecutable(it)) add("executable");
   if (it.controlChars) add("control characters in content");
   if (hasNonAscii(it.path)) add("non-ASCII name");
+  if (it.linkUnresolvable) add("link cannot be resolved");
   return f.empty() ? f : "[" + f + "]";
 }
 
@@ -90,6 +81,7 @@ std::string modeCell(const DiffItem& it) {
 
 Decision automatic(const DiffItem& it) {
   if (it.kind == ChangeKind::Skipped) return Decision::Skipped;
+  if (it.gitMetadata || isGitMetadataPath(it.path)) return Decision::GitMetadata;
   if (it.excluded != IgnoreVerdict::Included) return Decision::Excluded;
   if (it.conflict) return Decision::Conflict;
   return Decision::Accepted;
@@ -144,21 +136,55 @@ const char* decisionName(Decision d) {
     case Decision::Excluded: return "excluded";
     case Decision::Skipped: return "skipped";
     case Decision::Blocked: return "blocked";
+    case Decision::GitMetadata: return "git metadata";
   }
   return "?";
 }
-
-bool isHeldBackPath(std::string_view rel) { return heldBackRules().match(rel, false) != IgnoreVerdict::Included; }
 
 bool isBuildEntryPath(std::string_view rel) {
   return buildEntryRules().matchEntry(rel, false) == IgnoreVerdict::Ignored;
 }
 
-void classifyItems(std::vector<DiffItem>& items) {
+void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline) {
+  // Only what a flush may write is a possible state; the baseline stays possible everywhere.
+  FinalTree tree(baseline);
+  for (const auto& it : items)
+    if (it.kind != ChangeKind::Skipped && it.excluded == IgnoreVerdict::Included && !it.conflict &&
+        !isGitMetadataPath(it.path))
+      tree.addVariant(it.path, it.agent);
+  tree.finish();
+  // The symlinks through which some name of an existing entry is held back.
+  bool allNamed = true;
+  const auto exposing = tree.linksPassedBy([](const std::string& p) { return isHeldBackPath(p); }, allNamed);
   for (auto& it : items) {
-    // A symlink out of the workspace lets later tools (editors, builds) write
-    // outside it: never accepted without a person looking at it.
-    it.heldBack = isHeldBackPath(it.path) || it.linkEscapes;
+    it.gitMetadata = isGitMetadataPath(it.path);
+    std::vector<std::string> names;
+    bool bounded = tree.aliases(it.path, names);
+    bool held = !bounded;
+    for (const auto& n : names)
+      if (isHeldBackPath(n)) {
+        held = true;
+        if (n != it.path && !isHeldBackPath(it.path)) it.heldBackAs = n;
+        break;
+      }
+    if (it.agent.exists && it.agent.type == EntryType::Symlink) {
+      // A symlink out of the workspace lets later tools (editors, builds)
+      // write outside it; one that loops or dangles through another link may
+      // land anywhere once the host changes: never accepted unseen.
+      auto outcomes = tree.resolveLink(it.path, it.agent.target);
+      for (const auto& o : outcomes) {
+        it.linkEscapes = it.linkEscapes || o.kind == Resolution::Kind::Outside;
+        it.linkUnresolvable = it.linkUnresolvable || o.kind == Resolution::Kind::Unresolvable ||
+                              (o.kind == Resolution::Kind::Missing && o.hops > 0);
+        // Writing through a link to a held-back path (or into .git) writes that path.
+        bool lands = o.kind == Resolution::Kind::Inside || o.kind == Resolution::Kind::Missing;
+        held = held || (lands && isHeldBackPath(o.path));
+      }
+      held = held || it.linkEscapes || it.linkUnresolvable;
+      for (const auto& n : names) held = held || couldHoldBackBelow(n);
+      held = held || !allNamed || exposing.count(it.path);
+    }
+    it.heldBack = held || it.gitMetadata;
     it.buildEntry = isBuildEntryPath(it.path);
     if (it.buildEntry && baseName(it.path) == "package.json") {
       auto text = it.staged.empty() ? Result<std::string>(std::string()) : readFile(it.staged, 8 << 20);
@@ -189,7 +215,7 @@ std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<D
                                 decisions ? "decision    " : "", "path");
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& it = items[i];
-    std::string dec = decisions ? fmt::format("{:<12}", decisionName((*decisions)[i])) : "";
+    std::string dec = decisions ? fmt::format("{:<11} ", decisionName((*decisions)[i])) : "";
     std::string flags = flagsText(it);
     size_t parent = 0;
     const DiffItem* dir = decisions && (*decisions)[i] == Decision::Blocked ? newParentDir(items, i, &parent) : nullptr;

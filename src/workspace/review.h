@@ -11,6 +11,8 @@
 
 #include "common/error.h"
 #include "workspace/diff.h"
+#include "workspace/held_back.h"
+#include "workspace/manifest.h"
 
 namespace airlock::workspace {
 
@@ -34,23 +36,27 @@ enum class Decision {
   Excluded,  ///< secret / ignored path: never flushed
   Skipped,   ///< not reviewable (FIFO, socket, device node, oversized file): reported, never flushed
   Blocked,   ///< accepted, but its new parent directory was not: kept, reported
+  GitMetadata,  ///< at or below a .git (dir or gitfile), deletions too: kept in the session, never flushed
 };
 
 /// Short name ("accepted", "held back", ...).
 const char* decisionName(Decision d);
 
-/// True for paths that run code later (git hooks and config, CI, devcontainer,
-/// editor tasks, direnv, agent settings, airlock's own config).
-bool isHeldBackPath(std::string_view rel);
-
 /// True for build entry points (Makefile, Justfile, Taskfile, package.json,
 /// pyproject.toml, setup.py, Jenkinsfile).
 bool isBuildEntryPath(std::string_view rel);
 
-/// Sets heldBack and buildEntry on every item: held back are the paths of
-/// isHeldBackPath() and every symlink pointing out of the workspace.
-/// package.json is flagged only when the agent's version has a "scripts" section.
-void classifyItems(std::vector<DiffItem>& items);
+/// Sets heldBack, heldBackAs, gitMetadata, linkEscapes, linkUnresolvable and
+/// buildEntry on every item, judged in the final tree (FinalTree: `baseline`
+/// with every item's agent state as a possibility). Held back is an item
+/// when any path naming it (through any chain of symlinks) is on the
+/// held-back list, or more than FinalTree::kMaxAliases do; a symlink item
+/// also when it resolves outside the workspace or cannot be resolved (loop,
+/// over 40 hops, dangling through another link), when it sits where a
+/// held-back pattern could match below it, or when any existing path reached
+/// through it is held back. package.json is flagged only when the agent's
+/// version has a "scripts" section.
+void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline);
 
 /// A summary table: one row per item with kind, +/- lines, the mode that
 /// lands (created paths) or OLD->NEW (mode changes), and flags: skipped items
@@ -90,8 +96,8 @@ class FdTerminal : public ReviewTerminal {
   bool pagerFailed_ = false;
 };
 
-/// Decides every item. Conflicts, excluded and skipped paths are decided
-/// without asking. `r` rejects (Rejected); held back is only what the
+/// Decides every item. Git metadata, conflicts, excluded and skipped paths are
+/// decided without asking, in every mode (git metadata is never accepted). `r` rejects (Rejected); held back is only what the
 /// held-back rules keep. An accepted item below a new directory (or a
 /// directory replacing a file) that was not accepted becomes Blocked: a new
 /// directory reaches the host only when it was accepted itself. Interactive mode without `haveTty` fails with an error that names

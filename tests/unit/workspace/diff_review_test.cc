@@ -242,9 +242,10 @@ TEST(Review, HeldBackAndBuildEntries) {
                         ".pre-commit-config.yaml", ".github/workflows/ci.yml", ".gitlab-ci.yml", ".gitlab/x",
                         ".circleci/config.yml", ".travis.yml", ".devcontainer/devcontainer.json", ".vscode/tasks.json",
                         ".vscode/launch.json", ".envrc", "sub/.envrc", ".gitmodules", ".gitattributes",
-                        ".claude/settings.json", ".claude/settings.local.json", ".airlock.yaml"})
+                        ".claude/settings.json", ".claude/settings.local.json", ".airlock.yaml",
+                        ".git/objects/ab/cd", ".vscode/settings.json"})
     EXPECT_TRUE(isHeldBackPath(p)) << p;
-  for (const char* p : {"src/main.c", ".git/objects/ab/cd", ".github/CODEOWNERS", ".vscode/settings.json"})
+  for (const char* p : {"src/main.c", ".github/CODEOWNERS"})
     EXPECT_FALSE(isHeldBackPath(p)) << p;
   for (const char* p : {"Makefile", "sub/Makefile", "Justfile", "Taskfile.yml", "Taskfile.yaml", "pyproject.toml",
                         "setup.py", "Jenkinsfile", "package.json"})
@@ -306,6 +307,7 @@ TEST(Review, PoliciesAndPackageJsonScripts) {
   s.snapshot();
   ASSERT_EQ(s.loadTar(makeTar({{"a.c", 'f', "a"},
                                {".git/hooks/pre-commit", 'f', "rm -rf ~", "", 0755},
+                               {".envrc", 'f', "export A=1\n"},
                                {"Makefile", 'f', "all:\n"},
                                {"package.json", 'f', "{\"scripts\":{\"postinstall\":\"x\"}}"},
                                {"web/package.json", 'f', "{\"name\":\"x\"}"}})),
@@ -319,12 +321,18 @@ TEST(Review, PoliciesAndPackageJsonScripts) {
   auto eng = s.engine();
   auto autoD = decide(r.items, ReviewMode::Auto, *eng, nullptr, false);
   ASSERT_TRUE(autoD);
+  // .git is never flushed, in any mode.
   for (size_t i = 0; i < r.items.size(); ++i)
-    EXPECT_EQ((*autoD)[i], r.items[i].heldBack ? Decision::HeldBack : Decision::Accepted) << r.items[i].path;
+    EXPECT_EQ((*autoD)[i], r.items[i].gitMetadata ? Decision::GitMetadata
+                           : r.items[i].heldBack  ? Decision::HeldBack
+                                                  : Decision::Accepted)
+        << r.items[i].path;
   auto none = decide(r.items, ReviewMode::None, *eng, nullptr, false);
-  for (auto x : *none) EXPECT_EQ(x, Decision::Rejected);
+  for (size_t i = 0; i < r.items.size(); ++i)
+    EXPECT_EQ((*none)[i], r.items[i].gitMetadata ? Decision::GitMetadata : Decision::Rejected) << r.items[i].path;
   auto all = decide(r.items, ReviewMode::All, *eng, nullptr, false);
-  for (auto x : *all) EXPECT_EQ(x, Decision::Accepted);
+  for (size_t i = 0; i < r.items.size(); ++i)
+    EXPECT_EQ((*all)[i], r.items[i].gitMetadata ? Decision::GitMetadata : Decision::Accepted) << r.items[i].path;
   std::string table = summaryTable(r.items);
   EXPECT_NE(table.find("held back"), std::string::npos);
   EXPECT_NE(table.find("build entry point"), std::string::npos);

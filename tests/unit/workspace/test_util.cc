@@ -176,7 +176,7 @@ DiffResult Scenario::diff() {
   auto r = engine()->run();
   EXPECT_TRUE(r) << r.error().message;
   if (!r) return {};
-  classifyItems(r->items);
+  classifyItems(r->items, baseline);
   return std::move(*r);
 }
 
