@@ -273,7 +273,11 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   // Skipped entries never land; one that had content (a file over the size
   // limit) is work the user loses, so it makes the exit code 74. A FIFO,
   // socket or device node carries nothing and only gets listed.
-  size_t pending = 0, conflicts = 0, skipped = 0, lostContent = 0;
+  // Git metadata is kept too (the agent's commits come back through git, not
+  // as files), but it is never flushable, so it does not make the run
+  // "pending": a `git status` in the guest refreshing .git/index must not
+  // turn every run into exit 70.
+  size_t pending = 0, conflicts = 0, skipped = 0, lostContent = 0, gitKept = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     auto it = byPath.find(items[i].path);
     bool done = it != byPath.end() && it->second->status == ws::FlushItemResult::Status::Flushed;
@@ -285,6 +289,8 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     } else if ((*decisions)[i] == ws::Decision::Skipped) {
       ++skipped;
       if (items[i].agent.size > 0) ++lostContent;
+    } else if ((*decisions)[i] == ws::Decision::GitMetadata) {
+      ++gitKept;
     } else if (!done && (*decisions)[i] != ws::Decision::Excluded) {
       ++pending;
     }
@@ -298,14 +304,15 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
              : lostContent ? exit_code::kUnsafeChangeSet
              : pending     ? exit_code::kReviewPending
                            : 0;
-  std::string summary = fmt::format("review ({}): {} flushed, {} pending, {} in conflict, {} already present; exit {}",
-                                    a.mode, flushed.flushed, pending, conflicts, result->alreadyApplied, code);
+  std::string summary = fmt::format("review ({}): {} flushed, {} pending, {} in conflict, {} already present{}; exit {}",
+                                    a.mode, flushed.flushed, pending, conflicts, result->alreadyApplied,
+                                    gitKept ? fmt::format(", {} git metadata kept", gitKept) : "", code);
   session::appendSessionLog(session, summary);
   (void)writeFileAtomic(session + "/reviewed", summary + "\n", 0600);
 
   if (a.json) {
     json j = {{"session", session}, {"flushed", flushed.flushed}, {"conflicts", conflicts}, {"pending", pending},
-              {"already_applied", result->alreadyApplied}, {"skipped", skipped}, {"kept", *kept},
+              {"git_metadata", gitKept}, {"already_applied", result->alreadyApplied}, {"skipped", skipped}, {"kept", *kept},
               {"items", json::array()}};
     for (size_t i = 0; i < items.size(); ++i) {
       const auto& it = items[i];
@@ -345,7 +352,10 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     if (result->alreadyApplied) std::printf("; %zu already present", result->alreadyApplied);
     std::printf("\n");
     if (!kept->empty())
-      std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts, kept->c_str());
+      std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts + gitKept,
+                  kept->c_str());
+    if (gitKept)
+      std::printf("%zu change(s) under .git stay in the session: git metadata is never flushed as files\n", gitKept);
   }
   return code;
 }

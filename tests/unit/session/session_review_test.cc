@@ -210,6 +210,24 @@ TEST_F(SessionReview, ResumeCommandFlushesIntoTheSessionWorkspaceFromAnyDirector
   EXPECT_TRUE(fs::is_empty(elsewhere));
 }
 
+// An agent that ran `git status` (which refreshes .git/index) or committed
+// leaves git metadata: it stays in the session, never flushed, but a run whose
+// other changes all landed is not "pending" (exit 0, no resume hint).
+TEST_F(SessionReview, GitMetadataStaysInTheSessionWithoutMakingTheRunPending) {
+  writeFile(workspace + "/.git/index", "host index\n");
+  runLeftChanges({{".git", 'd', "", "", 0755}, {".git/index", 'f', "agent index\n"}, {"new.txt", 'f', "agent\n"}});
+  auto r = airlock({"review", "-s", kId, "-c", session + "/changes.tar", "--review=auto", "--json"}, elsewhere);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["flushed"], 1);
+  EXPECT_EQ(j["pending"], 0);
+  EXPECT_EQ(j["git_metadata"], 1);
+  EXPECT_EQ(readAll(workspace + "/new.txt"), "agent\n");
+  EXPECT_EQ(readAll(workspace + "/.git/index"), "host index\n");
+  EXPECT_EQ(r.err.find("pending"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(session + "/pending/changes.tar")) << "git metadata is kept for the git integration";
+}
+
 // Attack: a change set flushed a look-alike session directory into the
 // project (its `workspace` file names a victim directory); `review -s ID`
 // typed in the project must not take it for session ID: a bare id is looked
