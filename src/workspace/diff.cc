@@ -124,8 +124,13 @@ std::string render(const std::string& patch, bool color) {
     else if (line.starts_with("-")) lineColor = "\x1b[31m";
     else if (line.starts_with("@@")) lineColor = "\x1b[36m";
     if (!color) lineColor = nullptr;
+    // A CR that ends the line (a CRLF file) hides nothing: it is shown
+    // escaped, but does not mark the line.
+    bool crlf = line.ends_with('\r');
+    if (crlf) line.remove_suffix(1);
     bool escaped = false;
     std::string shown = visibleText(line, opt, &escaped);
+    if (crlf) shown += fmt::format("{}\\x0d{}", opt.markOn, opt.markOff);
     if (lineColor) out += lineColor;
     out += shown;
     if (lineColor) out += "\x1b[0m";
@@ -147,6 +152,7 @@ bool addedLineHasControls(git_patch* patch) {
         continue;
       std::string_view text(line->content, line->content_len);
       if (text.ends_with('\n')) text.remove_suffix(1);
+      if (text.ends_with('\r')) text.remove_suffix(1);  // CRLF: shown, not flagged
       bool escaped = false;
       (void)visibleText(text, {.keepTabs = true}, &escaped);
       if (escaped) return true;

@@ -132,6 +132,19 @@ TEST(HonestScreen, TabsAreKeptAndPlainLinesAreNotMarked) {
   EXPECT_EQ(r.table.find("control characters"), std::string::npos) << r.table;
 }
 
+// A CRLF file: each CR that ends a line is shown (\x0d) but hides nothing, so
+// the lines are not marked and the item is not flagged; a CR inside a line is.
+TEST(HonestScreen, CrlfLineEndingsAreShownButNotFlagged) {
+  auto r = renderNewFile("one\r\ntwo\r\n");
+  EXPECT_TRUE(onlyOwnEscapes(r.plain, false)) << r.plain;
+  EXPECT_NE(r.plain.find("+one\\x0d\n+two\\x0d\n"), std::string::npos) << r.plain;
+  EXPECT_EQ(r.plain.find(std::string(kEscapedMark)), std::string::npos) << r.plain;
+  EXPECT_FALSE(r.item.controlChars);
+  EXPECT_EQ(r.table.find("control characters"), std::string::npos) << r.table;
+  auto mid = renderNewFile("ok\r\nhidden\rshown\r\n");
+  expectHonest(mid, "+hidden\\x0dshown\\x0d  [escaped control characters]");
+}
+
 TEST(HonestScreen, KeptPendingPatchIsEscaped) {
   Scenario s;
   s.snapshot();
