@@ -31,11 +31,18 @@ size_t utf8Length(std::string_view s, char32_t* cp) {
   return len;
 }
 
-/// Code points that are invisible, reorder text or act as controls.
+/// Code points that are invisible, reorder text, act as controls, or look
+/// like nothing or like a plain space while being another character (the
+/// "Glassworm" payloads hide code in variation selectors; Hangul fillers are
+/// valid JavaScript identifiers that render blank).
 bool hiddenCodePoint(char32_t c) {
-  return (c >= 0x80 && c <= 0x9f) || c == 0xad || c == 0x61c || c == 0x180e || (c >= 0x200b && c <= 0x200f) ||
-         (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x2064) || (c >= 0x2066 && c <= 0x206f) ||
-         c == 0xfeff || (c >= 0xfff9 && c <= 0xfffb) || (c >= 0xe0000 && c <= 0xe007f);
+  auto in = [c](char32_t lo, char32_t hi) { return c >= lo && c <= hi; };
+  return in(0x80, 0x9f) || c == 0xa0 || c == 0xad || c == 0x34f || c == 0x61c || c == 0x115f || c == 0x1160 ||
+         c == 0x1680 || in(0x17b4, 0x17b5) || in(0x180b, 0x180f) || in(0x2000, 0x200f) || in(0x2028, 0x202f) ||
+         in(0x205f, 0x2064) || in(0x2066, 0x206f) || c == 0x2800 || c == 0x3000 || c == 0x3164 ||
+         in(0xe000, 0xf8ff) || in(0xfdd0, 0xfdef) || in(0xfe00, 0xfe0f) || c == 0xfeff || c == 0xffa0 ||
+         in(0xfff0, 0xfffc) || (c & 0xfffe) == 0xfffe || in(0x1d173, 0x1d17a) || in(0xe0000, 0xe007f) ||
+         in(0xe0100, 0xe01ef) || in(0xf0000, 0x10ffff);
 }
 
 }  // namespace

@@ -25,6 +25,20 @@ TEST(VisibleText, BidiZeroWidthAndTagCharactersAreEscaped) {
   EXPECT_EQ(visibleText("l\u2028p\u2029"), "l\\u2028p\\u2029");
 }
 
+// Found by an attack on the review screen: these passed through raw and
+// rendered as nothing (Glassworm hides a payload in variation selectors; a
+// Hangul filler is a valid, blank JavaScript identifier) or as a plain space.
+TEST(VisibleText, VariationSelectorsBlankLettersAndOtherSpacesAreEscaped) {
+  EXPECT_EQ(visibleText("s=\"\ufe00\ufe0f\U000E0100\U000E01EF\""), "s=\"\\ufe00\\ufe0f\\U000e0100\\U000e01ef\"");
+  EXPECT_EQ(visibleText("exec(\u3164)\u115f\u1160\uffa0\u2800\u034f\u17b4"),
+            "exec(\\u3164)\\u115f\\u1160\\uffa0\\u2800\\u034f\\u17b4");
+  EXPECT_EQ(visibleText("a\u00a0b\u200ac\u3000d\u202fe"), "a\\u00a0b\\u200ac\\u3000d\\u202fe");
+  EXPECT_EQ(visibleText("p\ue000q\ufffcr\uffff\U000F0000"), "p\\ue000q\\ufffcr\\uffff\\U000f0000");
+  bool escaped = false;
+  EXPECT_EQ(visibleText("na\u00efve \u2764 \u4e2d", {}, &escaped), "na\u00efve \u2764 \u4e2d");
+  EXPECT_FALSE(escaped) << "ordinary letters and symbols stay as they are";
+}
+
 TEST(VisibleText, InvalidUtf8IsEscapedByteByByte) {
   EXPECT_EQ(visibleText("\xff\xc0\xaf"), "\\xff\\xc0\\xaf");       // stray byte, overlong '/'
   EXPECT_EQ(visibleText("\xed\xa0\x80"), "\\xed\\xa0\\x80");       // a UTF-16 surrogate

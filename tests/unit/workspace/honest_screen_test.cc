@@ -124,6 +124,15 @@ TEST(HonestScreen, ZeroWidthCharactersAreEscaped) {
   expectHonest(r, "+pass\\u200bword = 1");
 }
 
+// Glassworm: a payload in variation selectors renders as `s = ""`; the table
+// said only "modified +2 -0" and auto review accepted it (found by an attack).
+TEST(HonestScreen, VariationSelectorPayloadIsEscapedAndFlagged) {
+  std::string hidden;
+  for (int i = 0; i < 8; ++i) hidden += "\ufe01\U000E0101";
+  auto r = renderNewFile("s = \"" + hidden + "\"\nexec(decode(s))\n");
+  expectHonest(r, "+s = \"\\ufe01\\U000e0101");
+}
+
 TEST(HonestScreen, TabsAreKeptAndPlainLinesAreNotMarked) {
   auto r = renderNewFile("\tindent\n");
   EXPECT_NE(r.plain.find("+\tindent\n"), std::string::npos) << r.plain;
