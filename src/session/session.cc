@@ -130,7 +130,7 @@ std::string resumeCommand(const std::string& sessionDir) {
 
 Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, bool wait) {
   char* real = realpath(workspace.c_str(), nullptr);
-  if (!real) return failWith(64, "workspace {} does not exist: {}", workspace, errnoText(errno));
+  if (!real) return failWith(exit_code::kUsage, "workspace {} does not exist: {}", workspace, errnoText(errno));
   std::unique_ptr<Session> s(new Session());
   s->workspace_ = real;
   free(real);

@@ -69,7 +69,7 @@ Result<protocol::ExitStatus> RemoteCommand::wait() {
   std::unique_lock lock(channel_.mutex_);
   channel_.changed_.wait(lock, [&] { return exit_ || !channel_.closed_.empty(); });
   if (exit_) return *exit_;
-  return failWith(66, "the command's VM stopped before it finished: {}", channel_.closed_);
+  return failWith(exit_code::kVmFailed, "the command's VM stopped before it finished: {}", channel_.closed_);
 }
 
 std::optional<Result<protocol::ExitStatus>> RemoteCommand::waitFor(std::chrono::milliseconds timeout) {
@@ -107,9 +107,9 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::connect(const std::strin
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
       return std::unique_ptr<ControlChannel>(new ControlChannel(std::move(fd)));
     int e = errno;
-    if (!alive()) return failWith(66, "QEMU exited before its control socket was ready");
+    if (!alive()) return failWith(exit_code::kVmFailed, "QEMU exited before its control socket was ready");
     if (std::chrono::steady_clock::now() > deadline)
-      return failWith(66, "cannot connect to the VM's control socket {}: {}", socketPath, errnoText(e));
+      return failWith(exit_code::kVmFailed, "cannot connect to the VM's control socket {}: {}", socketPath, errnoText(e));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -117,8 +117,8 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::connect(const std::strin
 Result<> ControlChannel::waitReady(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   if (!changed_.wait_for(lock, timeout, [&] { return ready_ || !closed_.empty(); }))
-    return failWith(66, "the guest did not come up within {} s", timeout.count() / 1000);
-  if (!ready_) return failWith(66, "the VM stopped during boot: {}", closed_);
+    return failWith(exit_code::kVmFailed, "the guest did not come up within {} s", timeout.count() / 1000);
+  if (!ready_) return failWith(exit_code::kVmFailed, "the VM stopped during boot: {}", closed_);
   return {};
 }
 
@@ -135,7 +135,7 @@ Result<std::shared_ptr<RemoteCommand>> ControlChannel::open(FrameType type, std:
   std::shared_ptr<RemoteCommand> cmd;
   {
     std::lock_guard lock(mutex_);
-    if (!closed_.empty()) return failWith(66, "cannot start a command in the VM: {}", closed_);
+    if (!closed_.empty()) return failWith(exit_code::kVmFailed, "cannot start a command in the VM: {}", closed_);
     uint32_t id = nextId_++;
     cmd.reset(new RemoteCommand(*this, id, std::move(handlers)));
     commands_[id] = cmd;

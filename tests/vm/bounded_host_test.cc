@@ -126,6 +126,24 @@ TEST_F(ConsoleFlood, ConsoleFloodKeepsTheHostLogUnderItsCap) {
               static_cast<long long>(st.st_size), tail.size());
 }
 
+// Attack: the guest writes terminal escapes to its console (a title change, a
+// screen clear) on a line that looks like an init failure; airlock quotes
+// console lines after "airlock:" in errors. They come out escaped.
+TEST_F(ConsoleFlood, GuestConsoleEscapesAreShownEscapedInTails) {
+  auto r = sh("printf 'airlock-init: fatal: \\033]0;pwned\\007\\033[2Jgone\\n' > /dev/ttyS0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::string reason;
+  for (int i = 0; i < 100 && reason.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    reason = machine_->vm().crashReason();
+  }
+  EXPECT_NE(reason.find("\\x1b]0;pwned\\x07\\x1b[2Jgone"), std::string::npos) << reason;
+  std::string tail = machine_->vm().consoleTail(20);
+  EXPECT_NE(tail.find("\\x1b[2Jgone"), std::string::npos) << tail;
+  for (const std::string& text : {reason, tail})
+    for (char c : text) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c != 0x7f)) << "raw control byte " << int(c);
+}
+
 class SessionEnd : public testing::Test {
  protected:
   void SetUp() override {
