@@ -212,10 +212,10 @@ void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline) {
 
 std::string summaryTable(const std::vector<DiffItem>& items, const std::vector<Decision>* decisions) {
   std::string out = fmt::format("{:>4}  {:<16} {:<10} {:<10} {}{}\n", "#", "kind", "+/-", "mode",
-                                decisions ? "decision    " : "", "path");
+                                decisions ? "decision     " : "", "path");
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& it = items[i];
-    std::string dec = decisions ? fmt::format("{:<11} ", decisionName((*decisions)[i])) : "";
+    std::string dec = decisions ? fmt::format("{:<12} ", decisionName((*decisions)[i])) : "";
     std::string flags = flagsText(it);
     size_t parent = 0;
     const DiffItem* dir = decisions && (*decisions)[i] == Decision::Blocked ? newParentDir(items, i, &parent) : nullptr;

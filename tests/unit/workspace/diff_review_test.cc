@@ -425,8 +425,8 @@ TEST(Review, RejectedNewDirectoryKeepsItsAcceptedChildPending) {
             std::string::npos)
       << t.out;
   std::string table = summaryTable(r.items, &*d);
-  EXPECT_NE(table.find("rejected    .github/workflows"), std::string::npos) << table;
-  EXPECT_NE(table.find("blocked     .github/workflows/ci.yml"), std::string::npos) << table;
+  EXPECT_NE(table.find("rejected     .github/workflows"), std::string::npos) << table;
+  EXPECT_NE(table.find("blocked      .github/workflows/ci.yml"), std::string::npos) << table;
   EXPECT_NE(table.find("new directory '.github/workflows' not accepted: stays pending"), std::string::npos) << table;
   std::vector<const DiffItem*> accepted;
   for (size_t i = 0; i < r.items.size(); ++i)
@@ -465,7 +465,7 @@ TEST(Review, SkippedEntriesAreListedAndNeverFlushed) {
   auto all = decide(r.items, ReviewMode::All, *eng, nullptr, false);
   ASSERT_TRUE(all);
   std::string table = summaryTable(r.items, &*all);
-  EXPECT_NE(table.find("skipped     pipe  [skipped: FIFO; only files, directories and symlinks are reviewed]"),
+  EXPECT_NE(table.find("skipped      pipe  [skipped: FIFO; only files, directories and symlinks are reviewed]"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("[skipped: file of 200 bytes, over the limit of 100 bytes for one file]"), std::string::npos)
