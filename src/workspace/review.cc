@@ -62,6 +62,7 @@ std::string flagsText(const DiffItem& it) {
   if (it.specialBitsDropped) add("setuid/setgid/sticky stripped");
   if (it.linkEscapes) add("link points outside");
   if (becomesExecutable(it)) add("executable");
+  if (it.agent.exists && it.agent.type != EntryType::Symlink && (landingMode(it.agent) & 0002)) add("world-writable");
   if (it.controlChars) add("control characters in content");
   if (hasNonAscii(it.path)) add("non-ASCII name");
   if (it.linkUnresolvable) add("link cannot be resolved");

@@ -277,5 +277,21 @@ TEST(HonestScreen, ModeChangeOfAnExistingFileLandsAsShown) {
   EXPECT_EQ(st.st_mode & 07777, 0755u);
 }
 
+// An agent that makes an existing file world-writable (0644 -> 0666): the
+// change lands as shown, and the table says what it means.
+TEST(HonestScreen, WorldWritableModeChangeIsFlagged) {
+  Scenario s;
+  writeFile(s.ws + "/conf.txt", "x\n", 0644);
+  writeFile(s.ws + "/ok.txt", "y\n", 0644);
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"conf.txt", 'f', "x\n", "", 0666}, {"ok.txt", 'f', "y\n", "", 0600}})), "");
+  auto r = s.diff();
+  ASSERT_EQ(r.items.size(), 2u);
+  std::string table = summaryTable(r.items);
+  EXPECT_NE(table.find("0644->0666") , std::string::npos) << table;
+  EXPECT_NE(table.find("conf.txt  [world-writable]"), std::string::npos) << table;
+  EXPECT_EQ(table.find("ok.txt  ["), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace airlock::workspace
