@@ -77,26 +77,6 @@ class RemoteCommand {
  private:
   friend class ControlChannel;
 
-/// Bounds of one workspace export (ControlChannel::exportWorkspace): a guest
-/// that sends too much, stops sending, or trickles is cut off. The defaults
-/// are the ones `airlock run` uses.
-struct ExportLimits {
-  uint64_t maxBytes = uint64_t{16} << 30;       ///< the change set's size cap, bytes
-  std::chrono::milliseconds idle{30'000};       ///< longest silence between two pieces of the stream
-  std::chrono::milliseconds grace{60'000};      ///< the overall deadline is grace + bytes / minBytesPerSecond
-  uint64_t minBytesPerSecond = uint64_t{1} << 20;  ///< the slowest average rate accepted after the grace
-};
-
-/// The short export after the user forced the session to end (second
-/// SIGTERM, the Ctrl-] Ctrl-] escape): done within about 20 s (at most
-/// 20 s + 16 s at the size cap), or given up.
-inline ExportLimits forcedExportLimits() {
-  ExportLimits l;
-  l.idle = std::chrono::seconds(5);
-  l.grace = std::chrono::seconds(20);
-  l.minBytesPerSecond = uint64_t{1} << 30;
-  return l;
-}
   RemoteCommand(ControlChannel& channel, uint32_t id, OutputHandlers handlers)
       : channel_(channel), id_(id), handlers_(std::move(handlers)) {}
   ControlChannel& channel_;
