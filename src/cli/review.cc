@@ -149,7 +149,16 @@ struct TtyTerminal {
   TtyTerminal(Fd fd, std::string pager) : tty(std::move(fd)), term(tty.get(), std::move(pager)) {}
 };
 
-Fd openControllingTerminal() { return Fd(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)); }
+/// The user's terminal: the controlling terminal, or, when there is none
+/// (`su -c`, `setsid`) but stdin and stdout are the same terminal, that
+/// terminal reopened for reading and writing.
+Fd openControllingTerminal() {
+  Fd tty(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (tty || !::isatty(0) || !::isatty(1)) return tty;
+  struct stat in {}, out {};
+  if (::fstat(0, &in) != 0 || ::fstat(1, &out) != 0 || in.st_rdev != out.st_rdev) return tty;
+  return Fd(::open("/proc/self/fd/0", O_RDWR | O_NOCTTY | O_CLOEXEC));
+}
 
 /// The process's file creation mask (umask(2) can only be read by setting it;
 /// it is set back at once).
@@ -345,6 +354,11 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     for (const auto& r : flushed.items)
       if (r.status == ws::FlushItemResult::Status::Conflict)
         std::printf("not flushed: %s\n", r.message.c_str());
+    size_t heldBack = std::count(decisions->begin(), decisions->end(), ws::Decision::HeldBack);
+    if (heldBack)
+      std::printf("held back %zu change(s): they run code later on your host (git hooks, CI, editor tasks, agent "
+                  "settings, package-manager configs); accept them in an interactive review (a) or with --review=all\n",
+                  heldBack);
     if (skipped)
       std::printf("skipped %zu entr%s of the change set (FIFOs, sockets, device nodes, oversized files); not flushed\n",
                   skipped, skipped == 1 ? "y" : "ies");
@@ -352,8 +366,7 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     if (result->alreadyApplied) std::printf("; %zu already present", result->alreadyApplied);
     std::printf("\n");
     if (!kept->empty())
-      std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts + gitKept,
-                  kept->c_str());
+      std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts, kept->c_str());
     if (gitKept)
       std::printf("%zu change(s) under .git stay in the session: git metadata is never flushed as files\n", gitKept);
   }

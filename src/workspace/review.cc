@@ -64,7 +64,10 @@ std::string flagsText(const DiffItem& it) {
   if (becomesExecutable(it)) add("executable");
   if (it.agent.exists && it.agent.type != EntryType::Symlink && (landingMode(it.agent) & 0002)) add("world-writable");
   if (it.controlChars) add("control characters in content");
-  if (hasNonAscii(it.path)) add("non-ASCII name");
+  bool nameEscaped = false;
+  (void)visibleText(it.path, {}, &nameEscaped);
+  if (nameEscaped) add("control characters in name");
+  else if (hasNonAscii(it.path)) add("non-ASCII name");
   if (it.linkUnresolvable) add("link cannot be resolved");
   return f.empty() ? f : "[" + f + "]";
 }
@@ -116,7 +119,9 @@ void blockOrphans(const std::vector<DiffItem>& items, std::vector<Decision>& out
 
 constexpr std::string_view kHelp =
     "  a = accept   r = reject   d = show diff   A = accept all remaining (held-back stay pending)\n"
-    "  R = reject all remaining   q = quit (reject the rest)   ? = this help\n";
+    "  R = reject all remaining   q = quit (reject the rest)   ? = this help\n"
+    "  (type the letter, then Enter; held back = it runs code later on your host: git hooks, CI, editor tasks,\n"
+    "  agent settings; accept it here with a, or with --review=all)\n";
 
 }  // namespace
 
