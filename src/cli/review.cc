@@ -40,6 +40,7 @@
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
 #include "workspace/flush.h"
+#include "workspace/git_config_paths.h"
 #include "workspace/ignore.h"
 #include "workspace/pending.h"
 #include "workspace/relpath.h"
@@ -247,7 +248,8 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes, userUmask());
   auto result = diff.run();
   if (!result) return report(result.error());
-  ws::classifyItems(result->items, baseline);
+  // The user's git config names more code paths; kept-out and host-only paths are not modelled.
+  ws::classifyItems(result->items, baseline, ws::HostView{wsFd.get(), &*rules, ws::gitConfigNamedPaths(a.workspace)});
   auto& items = result->items;
 
   // 4. Review.
