@@ -357,7 +357,9 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
       std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts + gitKept,
                   kept->c_str());
     if (gitKept)
-      std::printf("%zu change(s) under .git stay in the session: git metadata is never flushed as files\n", gitKept);
+      std::printf("%zu git metadata change(s) (under .git, in a git directory or links into one) stay in the "
+                  "session: never flushed as files\n",
+                  gitKept);
   }
   return code;
 }
