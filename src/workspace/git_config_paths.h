@@ -10,13 +10,14 @@
 
 namespace airlock::workspace {
 
-/// Reads `workspace`/.git/config (the user's host file, trusted; a .git that
-/// is a symlink or a gitfile is not followed) with libgit2, includes resolved
-/// by libgit2, and returns every workspace-relative path (normalized, "" =
-/// the root) named by:
+/// Reads `workspace`/.git/config and config.worktree (the user's host files,
+/// trusted; for a gitfile "gitdir: X", a worktree, X's common dir's config and
+/// X/config.worktree; a .git symlink is not followed) with libgit2, includes
+/// resolved by libgit2, and returns every workspace-relative path
+/// (normalized, "" = the root) named by:
 ///   core.hooksPath, core.attributesFile        relative to the workspace root
-///   include.path, includeIf.*.path              relative to .git (and, for
-///                                               nested includes, the root)
+///   include.path, includeIf.*.path              relative to the config file's
+///                                               directory (nested ones: also the root)
 ///   core.fsmonitor, core.sshCommand, core.editor, core.pager, core.askPass,
 ///   sequence.editor, diff.external, diff.*.textconv, diff.*.command,
 ///   filter.*.clean|smudge|process, merge.*.driver, gpg.program,

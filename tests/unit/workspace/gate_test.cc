@@ -471,6 +471,18 @@ TEST(Gate, IncludedGitConfigFileIsHeldBack) {
   EXPECT_EQ(readAll(s.ws + "/.gitconfig"), "[core]\n\thooksPath = hooks\n");
 }
 
+TEST(Gate, HooksPathInWorktreeCommonConfigIsHeldBack) {
+  Scenario s;
+  std::string common = s.dir.path() + "/main.git";
+  writeFile(common + "/config", "[core]\n\thooksPath = hooks\n");
+  writeFile(common + "/worktrees/w/commondir", "../..\n");
+  writeFile(common + "/worktrees/w/HEAD", "ref: refs/heads/w\n");
+  writeFile(s.ws + "/.git", "gitdir: " + common + "/worktrees/w\n");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"hooks/pre-commit", 'f', "#!/bin/sh\necho pwn\n", "", 0755}})), "");
+  expectHeldBackAndNotFlushed(s, {"hooks/pre-commit"});
+}
+
 // ---- an embedded bare repository is a git dir --------------------------------
 
 TEST(Gate, EmbeddedBareRepositoryIsGitMetadata) {
