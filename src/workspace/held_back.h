@@ -23,7 +23,10 @@
 //               gradle/wrapper/, gradlew, mvnw, .lfsconfig
 //   agents:     .mcp.json, .claude/, .gemini/, .codex/, .cursor/, .opencode/,
 //               opencode.json(c), .continue/, .aider.conf.yml, .qwen/, .kiro/,
-//               .roo/, (.)crush.json
+//               .roo/, (.)crush.json, .amazonq/, .windsurf/, .claude.json,
+//               .opencode.json
+//   more:       .lintstagedrc.{js,cjs,mjs}, lint-staged.config.* (run on commit),
+//               .direnv/, .devbox/ (activation scripts), .bazelrc
 //   airlock:    .airlock.yaml, .airlock.yml, .airlockignore
 // Secrets are excluded separately (ignore.h) and never flushed.
 

@@ -220,6 +220,8 @@ TEST(Gate, HeldBackListCoversEveryHostToolConfig) {
         ".roo/mcp.json", "crush.json", ".crush.json", ".lfsconfig", "gradlew", "mvnw", "eslint.config.js",
         "eslint.config.mjs", "web/eslint.config.ts", ".eslintrc.js", ".eslintrc.cjs", ".eslintrc.mjs",
         "prettier.config.js", "prettier.config.cjs", ".prettierrc.js", ".prettierrc.cjs", ".prettierrc.mjs",
+        ".lintstagedrc.js", "lint-staged.config.mjs", ".direnv/python/bin/activate", ".devbox/gen/x", ".bazelrc",
+        ".amazonq/mcp.json", ".windsurf/rules.md", ".claude.json", ".opencode.json",
         // case variants: folded, so the review is only ever stricter
         ".VSCode/tasks.json", ".Claude/settings.json", ".GitHub/Workflows/x.yml", ".ENVRC"})
     EXPECT_TRUE(isHeldBackPath(p)) << p;
