@@ -40,6 +40,7 @@
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
 #include "workspace/flush.h"
+#include "workspace/git_config_paths.h"
 #include "workspace/ignore.h"
 #include "workspace/pending.h"
 #include "workspace/relpath.h"
@@ -256,7 +257,8 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
   ws::ThreeWayDiff diff(baseline, *cs, *rules, wsFd.get(), snapFd.get(), a.maxDiffBytes, userUmask());
   auto result = diff.run();
   if (!result) return report(result.error());
-  ws::classifyItems(result->items, baseline);
+  // The user's git config names more code paths; kept-out and host-only paths are not modelled.
+  ws::classifyItems(result->items, baseline, ws::HostView{wsFd.get(), &*rules, ws::gitConfigNamedPaths(a.workspace)});
   auto& items = result->items;
 
   // 4. Review.
@@ -368,7 +370,9 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     if (!kept->empty())
       std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", pending + conflicts, kept->c_str());
     if (gitKept)
-      std::printf("%zu change(s) under .git stay in the session: git metadata is never flushed as files\n", gitKept);
+      std::printf("%zu git metadata change(s) (under .git, in a git directory or links into one) stay in the "
+                  "session: never flushed as files\n",
+                  gitKept);
   }
   return code;
 }

@@ -53,11 +53,12 @@ struct DiffItem {
   uint64_t linesAdded = 0, linesRemoved = 0;
   bool specialBitsDropped = false; ///< the agent set setuid/setgid/sticky; they are stripped
   bool linkEscapes = false;        ///< symlink target leaves the workspace (lexically; classifyItems() resolves it)
-  bool controlChars = false;       ///< an added line holds control, bidi or invisible characters (shown escaped)
+  bool controlChars = false;       ///< an added line (or a symlink target) holds control, bidi or invisible characters (shown escaped)
   bool heldBack = false;           ///< set by classifyItems(): runs code later, needs explicit review
   std::string heldBackAs;          ///< set by classifyItems(): the held-back path it is reached as, when not its own
-  bool linkUnresolvable = false;   ///< set by classifyItems(): symlink loops, exceeds 40 hops or dangles via a link
-  bool gitMetadata = false;        ///< set by classifyItems(): a path at or below a .git; never flushed
+  bool linkUnresolvable = false;   ///< set by classifyItems(): symlink loops, exceeds 40 hops, dangles via a link,
+                                   ///< passes a path the model lacks, or the resolver budget ran out
+  bool gitMetadata = false;        ///< set by classifyItems(): at or below a .git or a git dir, or a link into one; never flushed
   bool buildEntry = false;         ///< set by classifyItems(): build entry point, flagged
   std::string skipReason;          ///< kind Skipped: why ("FIFO; only files, directories and symlinks are reviewed")
 };

@@ -49,6 +49,15 @@ const std::vector<TreeNode>& FinalTree::states(std::string_view rel) const {
   return it == nodes_.end() ? absent : it->second;
 }
 
+void FinalTree::setKnownElsewhere(std::function<bool(const std::string&)> known) { known_ = std::move(known); }
+
+bool FinalTree::knownElsewhere(const std::string& path) const {
+  if (!known_) return false;
+  auto [it, fresh] = knownCache_.try_emplace(path, false);
+  if (fresh) it->second = known_(path);
+  return it->second;
+}
+
 void FinalTree::finish() {
   for (const auto& [path, v] : nodes_) {
     std::vector<Resolution> all;
@@ -91,11 +100,12 @@ std::vector<Resolution> FinalTree::walk(std::string_view dir, std::string_view r
   std::vector<State> work;
   work.push_back(State{std::string(dir), {}, 0, {}, {}});
   pushComponents(rest, work.back().todo);
+  spent_ += work.back().todo.size();
   size_t steps = 0;
   while (!work.empty()) {
     State s = std::move(work.back());
     work.pop_back();
-    if (++steps > kMaxWork) {
+    if (++steps > kMaxWork || ++spent_ > kMaxTotalWork) {
       emit(Resolution::Kind::Unresolvable, s.prefix, s);
       return out;
     }
@@ -119,7 +129,12 @@ std::vector<Resolution> FinalTree::walk(std::string_view dir, std::string_view r
       continue;
     }
     std::string child = join(s.prefix, c);
+    if (!nodes_.contains(child) && knownElsewhere(child)) {
+      emit(Resolution::Kind::Unresolvable, child, s);  // kept out of the snapshot, or new on the host
+      continue;
+    }
     for (const TreeNode& n : states(child)) {
+      spent_ += s.todo.size() + s.via.size();  // what a copy of the state costs
       if (!n.exists) {
         emit(Resolution::Kind::Missing, child, s);
       } else if (n.type == EntryType::Dir) {

@@ -33,7 +33,8 @@ struct Resolution {
     Inside,        ///< an existing entry (or the root) at `path`
     Missing,       ///< nothing there (`path` is where the walk stopped); after `hops` symlinks
     Outside,       ///< an absolute target, or ".." above the workspace root
-    Unresolvable,  ///< a loop, more than kMaxHops symlinks, or the work bound
+    Unresolvable,  ///< a loop, more than kMaxHops symlinks, a work bound, or a path the model
+                   ///< lacks that the host knows (setKnownElsewhere)
   };
   Kind kind = Kind::Inside;
   std::string path;
@@ -48,6 +49,10 @@ class FinalTree {
   static constexpr int kMaxHops = 40;        ///< symlinks per resolution, as Linux
   static constexpr size_t kMaxWork = 4096;   ///< resolver steps per question
   static constexpr size_t kMaxAliases = 256; ///< alias paths per item
+  /// Resolver work for the whole tree (every question together): steps plus
+  /// the path components each step copies. Once spent, every later
+  /// resolution is Unresolvable and exhausted() is true.
+  static constexpr size_t kMaxTotalWork = 2'000'000;
 
   /// The baseline as the only state of every path.
   explicit FinalTree(const Manifest& baseline);
@@ -55,8 +60,18 @@ class FinalTree {
   /// Adds `agent` as a possible state of `path` (kept next to the baseline one).
   void addVariant(const std::string& path, const Side& agent);
 
+  /// Paths missing from the model for which `known` holds (kept out of the
+  /// snapshot, or present on the live host) make every resolution that
+  /// reaches them Unresolvable: what lies there is not modelled. Asked at most
+  /// once per path. Call before finish().
+  void setKnownElsewhere(std::function<bool(const std::string&)> known);
+
   /// Indexes every symlink by where it resolves; call once after the last addVariant().
   void finish();
+
+  /// True once kMaxTotalWork is spent. When it happened in finish(), the
+  /// index is incomplete: aliases() may miss names (callers hold everything back).
+  bool exhausted() const { return spent_ > kMaxTotalWork; }
 
   /// Every outcome of resolving `rel` (following a final symlink too).
   std::vector<Resolution> resolve(std::string_view rel) const;
@@ -85,7 +100,12 @@ class FinalTree {
  private:
   std::vector<Resolution> walk(std::string_view dir, std::string_view rest) const;
 
+  bool knownElsewhere(const std::string& path) const;
+
   std::map<std::string, std::vector<TreeNode>, std::less<>> nodes_;
+  std::function<bool(const std::string&)> known_;
+  mutable std::map<std::string, bool, std::less<>> knownCache_;
+  mutable size_t spent_ = 0;
   /// One symlink that names a path: it resolves there, passing `via`.
   struct Naming {
     std::string link;

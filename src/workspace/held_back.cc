@@ -20,7 +20,13 @@ constexpr std::string_view kHeldBack =
     "**/.cargo/config\n**/.cargo/config.toml\nrust-toolchain\nrust-toolchain.toml\n.yarnrc\n.yarnrc.yml\n"
     ".pnpmfile.cjs\n.npmrc\n**/.bundle/config\n.mvn\n**/gradle/wrapper\n"
     ".mcp.json\n.claude\n.gemini\n.codex\n.cursor\n.opencode\nopencode.json\nopencode.jsonc\n.continue\n"
-    ".airlock.yaml\n.airlock.yml\n.airlockignore\n";
+    ".airlock.yaml\n.airlock.yml\n.airlockignore\n"
+    "**/.yarn/releases\n**/.yarn/plugins\n.pnp.cjs\n.pnp.loader.mjs\n.venv\n**/node_modules/.bin\n"
+    "flake.nix\nshell.nix\ndevenv.nix\ndevbox.json\n**/.config/mise.toml\n**/.config/mise\n**/mise/config.toml\n"
+    ".rtx.toml\n.helix\n.nvimrc\n.dir-locals-2.el\n.aider.conf.yml\n.qwen\n.kiro\n.roo\ncrush.json\n.crush.json\n"
+    ".lfsconfig\ngradlew\nmvnw\neslint.config.*\n.eslintrc.js\n.eslintrc.cjs\n.eslintrc.mjs\nprettier.config.*\n"
+    ".prettierrc.js\n.prettierrc.cjs\n.prettierrc.mjs\n.lintstagedrc.js\n.lintstagedrc.cjs\n.lintstagedrc.mjs\n"
+    "lint-staged.config.*\n.direnv\n.devbox\n.bazelrc\n.amazonq\n.windsurf\n.claude.json\n.opencode.json\n";
 
 const IgnoreRules& rules() {
   static const IgnoreRules r = [] {

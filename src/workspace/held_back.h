@@ -11,12 +11,22 @@
 //               .circleci, .travis.yml, .buildkite, azure-pipelines.yml,
 //               bitbucket-pipelines.yml, .drone.yml
 //   editors:    .devcontainer(.json), .vscode/, .idea/, .zed/, .nvim.lua,
-//               .exrc, .vimrc, .dir-locals.el
-//   shells:     .envrc (direnv), .tool-versions, .mise.toml, mise.toml, .mise/
+//               .exrc, .vimrc, .nvimrc, .dir-locals(-2).el, .helix/, and JS
+//               configs editors run on open/save: eslint.config.*,
+//               .eslintrc.{js,cjs,mjs}, prettier.config.*, .prettierrc.{js,cjs,mjs}
+//   shells:     .envrc (direnv), .tool-versions, .mise.toml, mise.toml, .mise/,
+//               .config/mise(.toml), mise/config.toml, .rtx.toml, flake.nix,
+//               shell.nix, devenv.nix, devbox.json, .venv/
 //   packages:   .cargo/config(.toml), rust-toolchain(.toml), .yarnrc(.yml),
-//               .pnpmfile.cjs, .npmrc, .bundle/config, .mvn/, gradle/wrapper/
+//               .yarn/releases, .yarn/plugins, .pnp.cjs, .pnp.loader.mjs,
+//               .pnpmfile.cjs, .npmrc, node_modules/.bin, .bundle/config, .mvn/,
+//               gradle/wrapper/, gradlew, mvnw, .lfsconfig
 //   agents:     .mcp.json, .claude/, .gemini/, .codex/, .cursor/, .opencode/,
-//               opencode.json(c), .continue/
+//               opencode.json(c), .continue/, .aider.conf.yml, .qwen/, .kiro/,
+//               .roo/, (.)crush.json, .amazonq/, .windsurf/, .claude.json,
+//               .opencode.json
+//   more:       .lintstagedrc.{js,cjs,mjs}, lint-staged.config.* (run on commit),
+//               .direnv/, .devbox/ (activation scripts), .bazelrc
 //   airlock:    .airlock.yaml, .airlock.yml, .airlockignore
 // Secrets are excluded separately (ignore.h) and never flushed.
 

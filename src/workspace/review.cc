@@ -1,19 +1,23 @@
 #include "workspace/review.h"
 
 #include <algorithm>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <set>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/visible_text.h"
 #include "workspace/final_tree.h"
 #include "workspace/relpath.h"
+#include "workspace/safe_fs.h"
 
 namespace airlock::workspace {
 namespace {
@@ -151,26 +155,128 @@ bool isBuildEntryPath(std::string_view rel) {
   return buildEntryRules().matchEntry(rel, false) == IgnoreVerdict::Ignored;
 }
 
-void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline) {
+namespace {
+
+/// `rel` equals `dir` or lies below it, ASCII case folded (only ever stricter).
+bool foldedWithin(std::string_view rel, std::string_view dir) {
+  if (dir.empty()) return true;
+  if (rel.size() < dir.size() || (rel.size() > dir.size() && rel[dir.size()] != '/')) return false;
+  for (size_t i = 0; i < dir.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(rel[i])) != std::tolower(static_cast<unsigned char>(dir[i]))) return false;
+  return true;
+}
+
+/// True when `dir` may be a git directory after the flush: HEAD with objects/
+/// and refs/ (or with commondir), in any possible state.
+bool mayBeGitDir(const FinalTree& tree, std::string_view dir) {
+  auto may = [&](std::string_view name) {
+    std::string p = dir.empty() ? std::string(name) : std::string(dir) + "/" + std::string(name);
+    for (const TreeNode& n : tree.states(p))
+      if (n.exists) return true;
+    return false;
+  };
+  return may("HEAD") && ((may("objects") && may("refs")) || may("commondir"));
+}
+
+/// True when `rel` or one of its ancestors (the root too) may be a git directory.
+bool belowGitDir(const FinalTree& tree, std::string_view rel) {
+  for (std::string_view d = rel;; d = parentPath(d)) {
+    if (mayBeGitDir(tree, d)) return true;
+    if (d.empty()) return false;
+  }
+}
+
+/// Adds, as possible states, the symlinks the live host has now (and the
+/// baseline lacks) in every directory that holds an item or an item's
+/// ancestor: a link the user made during the session (.vscode -> cfg) would
+/// otherwise give an accepted path a held-back name nobody modelled. At most
+/// kMaxHostDirs directories of kMaxHostEntries entries each are read.
+void addHostSymlinks(FinalTree& tree, const std::vector<DiffItem>& items, const Manifest& baseline, const HostView& host) {
+  constexpr size_t kMaxHostDirs = 4096, kMaxHostEntries = 16384;
+  std::set<std::string, std::less<>> dirs;
+  for (const auto& it : items)
+    for (std::string_view d = parentPath(it.path);; d = parentPath(d)) {
+      if (!dirs.emplace(d).second || d.empty()) break;
+    }
+  dirs.emplace("");
+  size_t read = 0;
+  for (const auto& d : dirs) {
+    if (++read > kMaxHostDirs) break;
+    Fd dirFd;
+    if (openBeneath(host.workspaceFd, d, O_RDONLY | O_DIRECTORY, 0, dirFd) != 0) continue;
+    int dupFd = ::dup(dirFd.get());
+    DIR* dir = dupFd >= 0 ? ::fdopendir(dupFd) : nullptr;
+    if (!dir) {
+      if (dupFd >= 0) ::close(dupFd);
+      continue;
+    }
+    size_t n = 0;
+    while (dirent* de = ::readdir(dir)) {
+      if (++n > kMaxHostEntries) break;
+      std::string_view name = de->d_name;
+      if (name == "." || name == ".." || (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)) continue;
+      char buf[4097];
+      ssize_t len = ::readlinkat(dirFd.get(), de->d_name, buf, sizeof buf - 1);
+      if (len < 0) continue;  // not a symlink
+      std::string path = d.empty() ? std::string(name) : d + "/" + std::string(name);
+      Side now;
+      now.exists = true;
+      now.type = EntryType::Symlink;
+      now.target.assign(buf, static_cast<size_t>(len));
+      if (host.rules && host.rules->match(path, false) != IgnoreVerdict::Included) continue;  // unmodelled: see below
+      const ManifestEntry* was = baseline.find(path);
+      if (was && was->type == EntryType::Symlink && was->target == now.target) continue;
+      tree.addVariant(path, now);
+    }
+    ::closedir(dir);
+  }
+}
+
+}  // namespace
+
+void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline, const HostView& host) {
   // Only what a flush may write is a possible state; the baseline stays possible everywhere.
   FinalTree tree(baseline);
   for (const auto& it : items)
     if (it.kind != ChangeKind::Skipped && it.excluded == IgnoreVerdict::Included && !it.conflict &&
         !isGitMetadataPath(it.path))
       tree.addVariant(it.path, it.agent);
+  if (host.workspaceFd >= 0) addHostSymlinks(tree, items, baseline, host);
+  // What the model lacks but the host has: resolving through it is guessing.
+  tree.setKnownElsewhere([&host](const std::string& p) {
+    if (host.rules && (host.rules->match(p, false) != IgnoreVerdict::Included ||
+                       host.rules->match(p, true) != IgnoreVerdict::Included))
+      return true;
+    if (host.workspaceFd < 0) return false;
+    auto live = inspectBeneath(host.workspaceFd, p, false);
+    return !live || live->type != LiveState::Type::Absent;  // a symlink on the way fails: known, unmodelled
+  });
   tree.finish();
+  const bool indexIncomplete = tree.exhausted();
+  auto heldPath = [&host](std::string_view p) {
+    if (isHeldBackPath(p)) return true;
+    for (const auto& g : host.gitConfigPaths)
+      if (foldedWithin(p, g)) return true;
+    return false;
+  };
+  auto couldHoldBelow = [&host](std::string_view p) {
+    if (couldHoldBackBelow(p)) return true;
+    for (const auto& g : host.gitConfigPaths)
+      if (foldedWithin(p, g) || foldedWithin(g, p)) return true;
+    return false;
+  };
   // The symlinks through which some name of an existing entry is held back.
   bool allNamed = true;
-  const auto exposing = tree.linksPassedBy([](const std::string& p) { return isHeldBackPath(p); }, allNamed);
+  const auto exposing = tree.linksPassedBy([&](const std::string& p) { return heldPath(p); }, allNamed);
   for (auto& it : items) {
-    it.gitMetadata = isGitMetadataPath(it.path);
+    it.gitMetadata = isGitMetadataPath(it.path) || belowGitDir(tree, it.path);
     std::vector<std::string> names;
     bool bounded = tree.aliases(it.path, names);
     bool held = !bounded;
     for (const auto& n : names)
-      if (isHeldBackPath(n)) {
+      if (heldPath(n)) {
         held = true;
-        if (n != it.path && !isHeldBackPath(it.path)) it.heldBackAs = n;
+        if (n != it.path && !heldPath(it.path)) it.heldBackAs = n;
         break;
       }
     if (it.agent.exists && it.agent.type == EntryType::Symlink) {
@@ -184,12 +290,21 @@ void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline) {
                               (o.kind == Resolution::Kind::Missing && o.hops > 0);
         // Writing through a link to a held-back path (or into .git) writes that path.
         bool lands = o.kind == Resolution::Kind::Inside || o.kind == Resolution::Kind::Missing;
-        held = held || (lands && isHeldBackPath(o.path));
+        held = held || (lands && heldPath(o.path));
+        // A link into a git directory is git metadata: later writes through it reach .git.
+        bool inside = o.kind != Resolution::Kind::Outside;
+        it.gitMetadata = it.gitMetadata || (inside && (isGitMetadataPath(o.path) || belowGitDir(tree, o.path)));
       }
       held = held || it.linkEscapes || it.linkUnresolvable;
-      for (const auto& n : names) held = held || couldHoldBackBelow(n);
+      for (const auto& n : names) held = held || couldHoldBelow(n);
       held = held || !allNamed || exposing.count(it.path);
+      bool escaped = false;
+      (void)visibleText(it.agent.target, {}, &escaped);
+      it.controlChars = it.controlChars || escaped;
     }
+    // Out of resolver work before every link was indexed: any item may be
+    // reached through a link nobody resolved.
+    if (indexIncomplete) it.linkUnresolvable = held = true;
     it.heldBack = held || it.gitMetadata;
     it.buildEntry = isBuildEntryPath(it.path);
     if (it.buildEntry && baseName(it.path) == "package.json") {

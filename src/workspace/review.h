@@ -46,6 +46,20 @@ const char* decisionName(Decision d);
 /// pyproject.toml, setup.py, Jenkinsfile).
 bool isBuildEntryPath(std::string_view rel);
 
+/// What classifyItems() knows of the host beyond the baseline (each part optional).
+struct HostView {
+  /// The live workspace root: a path the model lacks that exists there (lstat,
+  /// no symlink followed) makes a resolution through it unresolvable, and the
+  /// symlinks it has now (made during the session) in the directories of the
+  /// items and their ancestors are possible states too.
+  int workspaceFd = -1;
+  /// The snapshot's rules: a path they keep out (secret, ignored) is not in the
+  /// model, so a resolution through it is unresolvable too.
+  const IgnoreRules* rules = nullptr;
+  /// gitConfigNamedPaths(): held back, with everything below them.
+  std::vector<std::string> gitConfigPaths;
+};
+
 /// Sets heldBack, heldBackAs, gitMetadata, linkEscapes, linkUnresolvable and
 /// buildEntry on every item, judged in the final tree (FinalTree: `baseline`
 /// with every item's agent state as a possibility). Held back is an item
@@ -55,8 +69,14 @@ bool isBuildEntryPath(std::string_view rel);
 /// over 40 hops, dangling through another link), when it sits where a
 /// held-back pattern could match below it, or when any existing path reached
 /// through it is held back. package.json is flagged only when the agent's
-/// version has a "scripts" section.
-void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline);
+/// version has a "scripts" section. Git metadata is also every item at or
+/// below a directory that is a git dir in the final tree (HEAD plus objects/
+/// and refs/, or HEAD plus commondir: an embedded bare repository), and a
+/// symlink that resolves into one (or into a .git). A symlink target with
+/// control characters sets controlChars. All resolution shares
+/// FinalTree::kMaxTotalWork: once it is spent, every symlink item, and every
+/// item when the link index is incomplete, is held back as unresolvable.
+void classifyItems(std::vector<DiffItem>& items, const Manifest& baseline, const HostView& host = {});
 
 /// A summary table: one row per item with kind, +/- lines, the mode that
 /// lands (created paths) or OLD->NEW (mode changes), and flags: skipped items

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -212,13 +213,25 @@ TEST(Gate, HeldBackListCoversEveryHostToolConfig) {
         ".claude/settings.json", ".claude/commands/x.md", ".gemini/settings.json", ".codex/config.toml",
         ".cursor/mcp.json", ".opencode/x", "opencode.json", "opencode.jsonc", ".continue/config.json",
         ".gitmodules", ".gitattributes", ".airlock.yaml", ".airlock.yml", ".airlockignore",
+        ".yarn/releases/yarn-4.cjs", ".yarn/plugins/x.cjs", ".pnp.cjs", ".pnp.loader.mjs", ".venv/bin/activate",
+        "node_modules/.bin/tsc", "web/node_modules/.bin/eslint", "flake.nix", "shell.nix", "devenv.nix", "devbox.json",
+        ".config/mise.toml", ".config/mise/config.toml", "mise/config.toml", ".rtx.toml", ".helix/config.toml",
+        ".nvimrc", ".dir-locals-2.el", ".aider.conf.yml", ".qwen/settings.json", ".kiro/steering/x.md",
+        ".roo/mcp.json", "crush.json", ".crush.json", ".lfsconfig", "gradlew", "mvnw", "eslint.config.js",
+        "eslint.config.mjs", "web/eslint.config.ts", ".eslintrc.js", ".eslintrc.cjs", ".eslintrc.mjs",
+        "prettier.config.js", "prettier.config.cjs", ".prettierrc.js", ".prettierrc.cjs", ".prettierrc.mjs",
+        ".lintstagedrc.js", "lint-staged.config.mjs", ".direnv/python/bin/activate", ".devbox/gen/x", ".bazelrc",
+        ".amazonq/mcp.json", ".windsurf/rules.md", ".claude.json", ".opencode.json",
         // case variants: folded, so the review is only ever stricter
         ".VSCode/tasks.json", ".Claude/settings.json", ".GitHub/Workflows/x.yml", ".ENVRC"})
     EXPECT_TRUE(isHeldBackPath(p)) << p;
   for (const char* p : {"src/main.c", ".github/CODEOWNERS", ".gitignore", "docs/git.md", "gradle.properties",
-                        "claude.md", "src/vscode/x.ts", "cargo/config.toml"})
+                        "claude.md", "src/vscode/x.ts", "cargo/config.toml",
+                        ".yarn/cache/x.zip", "node_modules/lodash/index.js", ".config/other.toml", ".eslintrc.json",
+                        ".prettierrc", "mise/other.toml"})
     EXPECT_FALSE(isHeldBackPath(p)) << p;
-  for (const char* p : {".github", ".cargo", "x/.cargo", "gradle", ".bundle", ".vscode", ".claude", ".git"})
+  for (const char* p : {".github", ".cargo", "x/.cargo", "gradle", ".bundle", ".vscode", ".claude", ".git", ".yarn",
+                        "node_modules", ".config", "mise"})
     EXPECT_TRUE(couldHoldBackBelow(p)) << p;
   for (const char* p : {"src", "docs", "gh"}) EXPECT_FALSE(couldHoldBackBelow(p)) << p;
 }
@@ -354,7 +367,13 @@ TEST(Gate, SymlinkPointingIntoHeldBackPathIsHeldBack) {
   ASSERT_EQ(s.loadTar(makeTar({{"hook.sh", 'l', "", ".git/hooks/pre-commit", 0777},
                                {"notes.json", 'l', "", ".claude/settings.json", 0777}})),
             "");
-  expectHeldBackAndNotFlushed(s, {"hook.sh", "notes.json"});
+  expectHeldBackAndNotFlushed(s, {"notes.json"});
+  auto d = s.diff();
+  for (const auto& it : d.items) {
+    if (it.path == "hook.sh") {
+      EXPECT_TRUE(it.gitMetadata && it.heldBack) << "a link into .git is git metadata";
+    }
+  }
 }
 
 TEST(Gate, OrdinarySymlinksAndFilesStayAcceptedUnderAuto) {
@@ -413,6 +432,204 @@ TEST(Gate, SymlinkLoopAndDanglingChainAreHeldBack) {
   }
   EXPECT_EQ(m["b"].second, Decision::Accepted) << "a plain dangling link is ordinary";
   EXPECT_NE(summaryTable(d.items, &dec).find("link cannot be resolved"), std::string::npos);
+}
+
+// ---- paths the user's git config names are code ----------------------------
+
+TEST(Gate, HooksPathNamedByUserGitConfigIsHeldBack) {
+  Scenario s;
+  makeHostRepo(s.ws);
+  writeFile(s.ws + "/.git/config", fmt::format("[core]\n\thooksPath = .githooks\n\tpager = less -R\n"
+                                               "\tfsmonitor = {}/bin/fsmon\n"
+                                               "[diff \"img\"]\n\ttextconv = ./tools/conv.sh\n"
+                                               "[filter \"x\"]\n\tclean = sh scripts/clean.sh %f\n",
+                                               s.ws));
+  writeFile(s.ws + "/.githooks/pre-commit", "#!/bin/sh\nexit 0\n");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".githooks/pre-commit", 'f', "#!/bin/sh\necho pwn\n", "", 0755},
+                               {".githooks/post-checkout", 'f', "#!/bin/sh\necho pwn\n", "", 0755},
+                               {"bin/fsmon", 'f', "#!/bin/sh\necho pwn\n", "", 0755},
+                               {"tools/conv.sh", 'f', "#!/bin/sh\necho pwn\n", "", 0755},
+                               {"scripts/clean.sh", 'f', "echo pwn\n"},
+                               {"src/main.c", 'f', "int main2;\n"}})),
+            "");
+  expectHeldBackAndNotFlushed(s, {".githooks/pre-commit", ".githooks/post-checkout", "bin/fsmon", "tools/conv.sh",
+                                  "scripts/clean.sh"});
+  EXPECT_EQ(readAll(s.ws + "/.githooks/pre-commit"), "#!/bin/sh\nexit 0\n");
+  EXPECT_EQ(readAll(s.ws + "/src/main.c"), "int main2;\n") << "ordinary changes still land";
+}
+
+TEST(Gate, IncludedGitConfigFileIsHeldBack) {
+  Scenario s;
+  makeHostRepo(s.ws);
+  writeFile(s.ws + "/.git/config", "[include]\n\tpath = ../.gitconfig\n[includeIf \"onbranch:main\"]\n\tpath = ../ci/git.cfg\n");
+  writeFile(s.ws + "/.gitconfig", "[core]\n\thooksPath = hooks\n");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{".gitconfig", 'f', "[core]\n\tfsmonitor = \"echo pwn; false\"\n"},
+                               {"ci/git.cfg", 'f', "[core]\n\tfsmonitor = \"echo pwn; false\"\n"},
+                               {"hooks/pre-commit", 'f', "#!/bin/sh\necho pwn\n", "", 0755}})),
+            "");
+  expectHeldBackAndNotFlushed(s, {".gitconfig", "ci/git.cfg", "hooks/pre-commit"});
+  EXPECT_EQ(readAll(s.ws + "/.gitconfig"), "[core]\n\thooksPath = hooks\n");
+}
+
+TEST(Gate, HooksPathInWorktreeCommonConfigIsHeldBack) {
+  Scenario s;
+  std::string common = s.dir.path() + "/main.git";
+  writeFile(common + "/config", "[core]\n\thooksPath = hooks\n");
+  writeFile(common + "/worktrees/w/commondir", "../..\n");
+  writeFile(common + "/worktrees/w/HEAD", "ref: refs/heads/w\n");
+  writeFile(s.ws + "/.git", "gitdir: " + common + "/worktrees/w\n");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"hooks/pre-commit", 'f', "#!/bin/sh\necho pwn\n", "", 0755}})), "");
+  expectHeldBackAndNotFlushed(s, {"hooks/pre-commit"});
+}
+
+// ---- an embedded bare repository is a git dir --------------------------------
+
+TEST(Gate, EmbeddedBareRepositoryIsGitMetadata) {
+  for (ReviewMode mode : kEveryMode) {
+    Scenario s;
+    writeFile(s.ws + "/docs/index.md", "# docs\n");
+    s.snapshot();
+    ASSERT_EQ(s.loadTar(makeTar({{"docs/HEAD", 'f', "ref: refs/heads/main\n"},
+                                 {"docs/config", 'f', "[core]\n\tworktree = ..\n\tfsmonitor = \"echo pwn; false\"\n"},
+                                 {"docs/objects/", 'd', "", "", 0755},
+                                 {"docs/objects/.keep", 'f', ""},
+                                 {"docs/refs/", 'd', "", "", 0755},
+                                 {"docs/refs/.keep", 'f', ""},
+                                 {"wt/HEAD", 'f', "ref: refs/heads/main\n"},
+                                 {"wt/commondir", 'f', "../.git\n"},
+                                 {"wt/config.worktree", 'f', "[core]\n\tfsmonitor = pwn\n"},
+                                 {"src/ok.c", 'f', "ok\n"}})),
+              "");
+    auto d = s.diff();
+    auto dec = reviewAndFlush(s, d, mode);
+    for (const auto& [p, v] : byPath(d, dec)) {
+      if (p.starts_with("docs/") || p.starts_with("wt")) {
+        EXPECT_EQ(v.second, Decision::GitMetadata) << p;
+      }
+    }
+    EXPECT_FALSE(fs::exists(s.ws + "/docs/HEAD"));
+    EXPECT_FALSE(fs::exists(s.ws + "/docs/config"));
+    EXPECT_FALSE(fs::exists(s.ws + "/wt"));
+    EXPECT_EQ(readAll(s.ws + "/src/ok.c"), "ok\n");
+  }
+}
+
+// ---- links through paths the model does not know -----------------------------
+
+TEST(Gate, LinkThroughIgnoredHostSymlinkIsUnresolvable) {
+  Scenario s;
+  fs::create_directories(s.dir.path() + "/outside");
+  writeFile(s.dir.path() + "/outside/target.txt", "outside\n");
+  fs::create_directories(s.ws + "/node_modules");
+  fs::create_directory_symlink(s.dir.path() + "/outside", s.ws + "/node_modules/mylib");
+  fs::create_symlink(s.dir.path() + "/outside/target.txt", s.ws + "/.env");
+  s.rules.addLines("node_modules/\n");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"lib", 'l', "", "node_modules/mylib", 0777},
+                               {"settings.txt", 'l', "", ".env", 0777},
+                               {"out", 'l', "", "node_modules/mylib/", 0777},
+                               {"plain", 'l', "", "nowhere", 0777}})),
+            "");
+  auto d = s.diff();
+  auto dec = reviewAndFlush(s, d, ReviewMode::Auto);
+  auto m = byPath(d, dec);
+  for (const char* p : {"lib", "settings.txt", "out"}) {
+    ASSERT_TRUE(m.count(p)) << p;
+    EXPECT_TRUE(m[p].first->linkUnresolvable) << p;
+    EXPECT_EQ(m[p].second, Decision::HeldBack) << p;
+    EXPECT_FALSE(fs::exists(fs::symlink_status(s.ws + "/" + p))) << p;
+  }
+  EXPECT_EQ(m["plain"].second, Decision::Accepted) << "a plain dangling link is ordinary";
+  EXPECT_NE(summaryTable(d.items, &dec).find("link cannot be resolved"), std::string::npos);
+}
+
+TEST(Gate, LinkThroughHostPathCreatedAfterSnapshotIsUnresolvable) {
+  Scenario s;
+  writeFile(s.ws + "/README", "hi\n");
+  s.snapshot();
+  fs::create_directories(s.ws + "/late");  // the user, during the session
+  fs::create_directory_symlink("/etc", s.ws + "/late/inner");
+  ASSERT_EQ(s.loadTar(makeTar({{"x", 'l', "", "late/inner/passwd", 0777}})), "");
+  auto d = s.diff();
+  auto dec = reviewAndFlush(s, d, ReviewMode::Auto);
+  auto m = byPath(d, dec);
+  ASSERT_TRUE(m.count("x"));
+  EXPECT_TRUE(m["x"].first->linkUnresolvable);
+  EXPECT_EQ(m["x"].second, Decision::HeldBack);
+}
+
+TEST(Gate, HostSymlinkMadeDuringSessionGivesAgentFileAHeldBackName) {
+  Scenario s;
+  writeFile(s.ws + "/cfg/a", "1\n");
+  s.snapshot();
+  fs::create_directory_symlink("cfg", s.ws + "/.vscode");  // the user, during the session
+  ASSERT_EQ(s.loadTar(makeTar({{"cfg/tasks.json", 'f', "{\"runOn\":\"folderOpen\"}"}})), "");
+  expectHeldBackAndNotFlushed(s, {"cfg/tasks.json"});
+  EXPECT_FALSE(fs::exists(s.ws + "/cfg/tasks.json"));
+}
+
+// ---- one resolver budget per review -----------------------------------------
+
+TEST(Gate, ThousandsOfBranchingLinksFinishFastAndAreHeldBack) {
+  Scenario s;
+  writeFile(s.ws + "/README", "hi\n");
+  fs::create_directory_symlink(".", s.ws + "/a");
+  s.snapshot();
+  // a gets a second possible target, so every 'a' hop of every link branches in two.
+  std::vector<test::TarEntry> e = {{"a", 'l', "", "./.", 0777}, {"README", 'f', "hi too\n"}};
+  std::string target = "a";
+  for (int i = 1; i < 1990; ++i) target += "/a";
+  for (int i = 0; i < 2000; ++i) e.push_back({fmt::format("s{}", i), 'l', "", target, 0777});
+  ASSERT_EQ(s.loadTar(makeTar(e)), "");
+  auto t0 = std::chrono::steady_clock::now();
+  auto d = s.diff();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 5.0);
+  auto dec = reviewAndFlush(s, d, ReviewMode::Auto);
+  size_t held = 0;
+  for (size_t i = 0; i < d.items.size(); ++i)
+    if (d.items[i].path.starts_with("s")) {
+      held += dec[i] == Decision::HeldBack;
+      EXPECT_TRUE(d.items[i].linkUnresolvable) << d.items[i].path;
+    }
+  EXPECT_EQ(held, 2000u);
+}
+
+// ---- links into .git, link targets with escapes ------------------------------
+
+TEST(Gate, SymlinkIntoGitDirIsGitMetadataInEveryMode) {
+  for (ReviewMode mode : kEveryMode) {
+    Scenario s;
+    makeHostRepo(s.ws);
+    s.snapshot();
+    ASSERT_EQ(s.loadTar(makeTar({{"gl", 'l', "", ".git", 0777},
+                                 {"hk", 'l', "", ".git/hooks/pre-commit", 0777},
+                                 {"up", 'l', "", "src/../.git/hooks", 0777}})),
+              "");
+    auto d = s.diff();
+    auto dec = reviewAndFlush(s, d, mode);
+    auto m = byPath(d, dec);
+    for (const char* p : {"gl", "hk", "up"}) {
+      ASSERT_TRUE(m.count(p)) << p;
+      EXPECT_EQ(m[p].second, Decision::GitMetadata) << p << " mode " << int(mode);
+      EXPECT_FALSE(fs::exists(fs::symlink_status(s.ws + "/" + p))) << p;
+    }
+  }
+}
+
+TEST(Gate, SymlinkTargetWithControlCharactersIsFlagged) {
+  Scenario s;
+  writeFile(s.ws + "/README", "hi\n");
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"tgt", 'l', "", "README\x1b[8m\rhidden", 0777}, {"ok", 'l', "", "README", 0777}})),
+            "");
+  auto d = s.diff();
+  for (const auto& it : d.items) EXPECT_EQ(it.controlChars, it.path == "tgt") << it.path;
+  std::string table = summaryTable(d.items);
+  EXPECT_NE(table.find("tgt  [control characters in content]"), std::string::npos) << table;
 }
 
 TEST(Gate, FinalTreeResolvesEveryHop) {

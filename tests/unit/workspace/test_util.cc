@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "workspace/git_config_paths.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -176,7 +178,7 @@ DiffResult Scenario::diff() {
   auto r = engine()->run();
   EXPECT_TRUE(r) << r.error().message;
   if (!r) return {};
-  classifyItems(r->items, baseline);
+  classifyItems(r->items, baseline, HostView{wsFd.get(), &rules, gitConfigNamedPaths(ws)});
   return std::move(*r);
 }
 
