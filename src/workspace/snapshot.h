@@ -93,7 +93,8 @@ Result<SnapshotResult> scanTree(const std::string& root, const IgnoreRules& rule
 
 /// What takeSnapshot() would keep out of `workspace` (and which git config
 /// files it would strip), without copying or hashing. Names, ignores and hard
-/// links need only the walk; `readFiles` also reads every file for private
+/// links need only the walk (and the git configs, read for the credential
+/// store files they name); `readFiles` also reads every file for private
 /// keys and git credentials (the cost of a snapshot's reads). The manifest
 /// is left empty.
 Result<SnapshotResult> findKeptOut(const std::string& workspace, const IgnoreRules& rules, bool readFiles,
