@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -270,7 +271,7 @@ std::string repoTop(std::string_view config) {
 /// Removes the files that `credential.helper = store --file=PATH` names,
 /// recording them as KeptOutReason::GitCredentialStore.
 void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry>& entries, SnapshotResult& res) {
-  std::map<std::string_view, size_t> index;
+  std::unordered_map<std::string_view, size_t> index;
   for (size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].path, i);
   auto find = [&](const std::string& rel, EntryType type) -> WalkEntry* {
     auto it = index.find(rel);
