@@ -83,7 +83,8 @@ never by value.
 
 "kept out" counts what the snapshot would leave out of the guest, and why:
 secret names, airlock's config files, ignored paths and hard links to any of
-them come from a walk of the workspace (no file is read). --excluded also
+them come from a walk of the workspace (only git config files are read, for
+the credential store files they name). --excluded also
 reads every file, as the snapshot does, for private keys and for credentials
 in git config files, and lists the paths.
 

@@ -12,6 +12,20 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+std::string_view trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e + 1 - b);
+}
+
+/// A config value without its surrounding double quotes (escapes kept).
+std::string_view unquote(std::string_view v) {
+  v = trim(v);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+
 bool schemeChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '-' ||
          c == '.';
@@ -44,55 +58,222 @@ size_t stripUserinfo(std::string& line) {
   return edits;
 }
 
+/// One config line split as "[section] key = value" (section empty when the
+/// line has none; key lower case, empty for headers, comments and blanks).
+struct ConfigLine {
+  std::string section;  ///< lower case, "" when the line has no header
+  std::string key;
+  std::string_view value;
+};
+
+ConfigLine splitLine(std::string_view line) {
+  ConfigLine out;
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos) return out;
+  line = line.substr(i);
+  if (line[0] == '[') {
+    size_t close = line.find(']');
+    if (close == std::string_view::npos) return out;
+    std::string_view head = trim(line.substr(1, close - 1));
+    size_t cut = head.find_first_of(" \t\".");
+    out.section = lower(head.substr(0, cut));
+    line = line.substr(close + 1);
+    i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos) return out;
+    line = line.substr(i);
+  }
+  if (line[0] == '#' || line[0] == ';') return out;
+  size_t end = line.find_first_of(" \t=");
+  out.key = lower(line.substr(0, end));
+  if (end != std::string_view::npos) {
+    size_t eq = line.find('=', end);
+    if (eq != std::string_view::npos) out.value = line.substr(eq + 1);
+  }
+  return out;
+}
+
+/// True for a credential.helper value that carries or prints a secret.
+bool secretHelper(std::string_view value) {
+  std::string v = lower(unquote(value));
+  return v.starts_with('!') || v.find("password=") != std::string::npos || v.find("token") != std::string::npos;
+}
+
 /// True for the key of a `key = value` line that holds a secret.
 bool secretKey(std::string_view line) {
-  size_t i = line.find_first_not_of(" \t");
-  if (i == std::string_view::npos) return false;
-  if (line[i] == '[') {  // "[section] key = value" on one line
-    size_t close = line.find(']', i);
-    if (close == std::string_view::npos) return false;
-    return secretKey(line.substr(close + 1));
+  ConfigLine l = splitLine(line);
+  const std::string& key = l.key;
+  if (key.empty()) return false;
+  if (key == "helper") return secretHelper(l.value);
+  return key == "extraheader" || key == "smtppass" || key.find("token") != std::string::npos ||
+         key.find("password") != std::string::npos || key.find("passwd") != std::string::npos ||
+         key.find("secret") != std::string::npos;
+}
+
+/// The next logical line of `text` from `pos` (physical lines ending in "\"
+/// joined, the backslashes and newlines dropped); `pos` moves past it.
+std::string nextLogicalLine(std::string_view text, size_t& pos) {
+  std::string joined;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    size_t next = nl == std::string_view::npos ? text.size() : nl + 1;
+    std::string_view body = text.substr(pos, next - pos);
+    pos = next;
+    while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.remove_suffix(1);
+    if (body.ends_with('\\') && pos < text.size()) {
+      joined.append(body.substr(0, body.size() - 1));
+      continue;
+    }
+    joined.append(body);
+    break;
   }
-  size_t end = line.find_first_of(" \t=", i);
-  std::string key = lower(line.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
-  if (key.empty() || key[0] == '[' || key[0] == '#' || key[0] == ';') return false;
-  return key == "extraheader" || key == "smtppass" || key.ends_with("token") || key.ends_with("password") ||
-         key.ends_with("passwd");
+  return joined;
+}
+
+/// The components of `rel` ("a/b" -> {"a", "b"}).
+std::vector<std::string_view> components(std::string_view rel) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos <= rel.size()) {
+    size_t slash = rel.find('/', pos);
+    if (slash == std::string_view::npos) slash = rel.size();
+    out.push_back(rel.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  return out;
 }
 
 }  // namespace
 
+GitFileKind gitFileKind(std::string_view rel) {
+  auto parts = components(rel);
+  if (parts.back() == ".gitmodules") return GitFileKind::Config;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!parts[i].ends_with(".git")) continue;
+    std::string_view last = parts.back();
+    // Below .git any depth (modules, worktrees); below NAME.git (a bare repository) its own files only.
+    bool anyDepth = parts[i] == ".git";
+    size_t rest = parts.size() - i - 1;
+    if ((last == "config" || last == "config.worktree") && (anyDepth || rest == 1)) return GitFileKind::Config;
+    if (last == "FETCH_HEAD" && (anyDepth || rest == 1)) return GitFileKind::UrlsOnly;
+    for (size_t j = i + 1; j + 1 < parts.size(); ++j)
+      if (parts[j] == "logs" && (anyDepth || j == i + 1)) return GitFileKind::UrlsOnly;
+  }
+  return GitFileKind::None;
+}
+
 bool isGitConfigPath(std::string_view rel) {
   std::string_view base = baseName(rel);
-  if (base != "config" && base != "config.worktree") return false;
-  std::string_view dirs = rel.substr(0, rel.size() - base.size());
-  return dirs.starts_with(".git/") || dirs.find("/.git/") != std::string_view::npos;
+  return (base == "config" || base == "config.worktree") && gitFileKind(rel) == GitFileKind::Config;
 }
 
 std::string stripGitCredentials(std::string_view text, size_t& edits) {
   edits = 0;
   std::string out;
   out.reserve(text.size());
-  bool dropping = false;  // inside a dropped line's "\" continuations
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = pos;
+    std::string joined = nextLogicalLine(text, pos);
+    std::string_view raw = text.substr(start, pos - start);
+    if (secretKey(joined)) {
+      ++edits;
+      continue;
+    }
+    std::string kept(joined);
+    size_t n = stripUserinfo(kept);
+    if (n == 0) {
+      out += raw;
+      continue;
+    }
+    edits += n;
+    bool single = raw.find('\n') == std::string_view::npos || raw.find('\n') + 1 == raw.size();
+    if (single) {  // stripped in place: the line ending stays
+      std::string line(raw);
+      stripUserinfo(line);
+      out += line;
+    } else {  // a URL split by "\": written joined
+      out += kept;
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+std::string stripUrlUserinfo(std::string_view text, size_t& edits) {
+  edits = 0;
+  std::string out;
+  out.reserve(text.size());
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     size_t next = nl == std::string_view::npos ? text.size() : nl + 1;
-    std::string_view line = text.substr(pos, next - pos);
+    std::string line(text.substr(pos, next - pos));
     pos = next;
-    std::string_view body = line;
-    while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.remove_suffix(1);
-    bool continues = body.ends_with('\\');
-    if (dropping || secretKey(body)) {
-      if (!dropping) ++edits;
-      dropping = continues;
-      continue;
-    }
-    std::string kept(line);
-    edits += stripUserinfo(kept);
-    out += kept;
+    edits += stripUserinfo(line);
+    out += line;
   }
   return out;
+}
+
+GitConfigRefs gitConfigRefs(std::string_view text) {
+  GitConfigRefs refs;
+  std::string section;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    std::string line = nextLogicalLine(text, pos);
+    ConfigLine l = splitLine(line);  // views into `line`
+    if (!l.section.empty()) section = l.section;
+    if (l.key.empty()) continue;
+    if ((section == "include" || section == "includeif") && l.key == "path") {
+      refs.includes.emplace_back(unquote(l.value));
+    } else if (section == "credential" && l.key == "helper") {
+      std::string_view v = unquote(l.value);
+      size_t b = v.find_first_not_of(" \t");
+      if (b == std::string_view::npos) continue;
+      v = v.substr(b);
+      size_t e = v.find_first_of(" \t");
+      std::string_view cmd = v.substr(0, e);
+      if (cmd != "store" && !cmd.ends_with("git-credential-store")) continue;
+      for (size_t f = v.find("--file"); f != std::string_view::npos; f = v.find("--file", f + 6)) {
+        std::string_view arg = trim(v.substr(f + 6));
+        if (arg.starts_with('=')) arg = trim(arg.substr(1));
+        arg = arg.substr(0, arg.find_first_of(" \t"));
+        if (arg.size() >= 2 && (arg.front() == '\'' || arg.front() == '"') && arg.back() == arg.front())
+          arg = arg.substr(1, arg.size() - 2);
+        if (!arg.empty()) refs.stores.emplace_back(arg);
+      }
+    }
+  }
+  return refs;
+}
+
+std::string resolveGitPath(std::string_view path, std::string_view baseDir, std::string_view workspaceRoot) {
+  if (path.empty() || path.front() == '~') return "";
+  std::vector<std::string_view> out;
+  if (path.front() == '/') {
+    std::string prefix(workspaceRoot);
+    while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+    prefix += '/';
+    if (!path.starts_with(prefix)) return "";
+    path.remove_prefix(prefix.size());
+  } else if (!baseDir.empty()) {
+    out = components(baseDir);
+  }
+  for (std::string_view c : components(path)) {
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      if (out.empty()) return "";
+      out.pop_back();
+      continue;
+    }
+    out.push_back(c);
+  }
+  std::string rel;
+  for (std::string_view c : out) {
+    if (!rel.empty()) rel += '/';
+    rel += c;
+  }
+  return rel;
 }
 
 }  // namespace airlock::workspace

@@ -115,17 +115,41 @@ class Matcher {
 /// Backup and swap-file suffixes: "NAME~", "NAME.bak"... of a secret NAME is a secret.
 constexpr std::string_view kBackupSuffixes[] = {"~", ".bak", ".backup", ".old", ".orig", ".save", ".swp", ".tmp"};
 
-/// `s` with ASCII letters lowered (the built-in patterns are lower case).
+/// `s` with ASCII letters lowered (the built-in patterns are lower case) and
+/// the trailing spaces and dots of each component removed (".env " and
+/// ".env." name the same secret to a user and to Windows tools); a component
+/// of only dots and spaces stays as it is.
 std::string foldCase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  std::string out;
+  out.reserve(s.size());
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t slash = s.find('/', pos);
+    if (slash == std::string_view::npos) slash = s.size();
+    std::string_view part = s.substr(pos, slash - pos);
+    size_t keep = part.find_last_not_of(". ");
+    if (keep != std::string_view::npos) part = part.substr(0, keep + 1);
+    for (char c : part) out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+    if (slash < s.size()) out.push_back('/');
+    pos = slash + 1;
+  }
   return out;
 }
 
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
 /// `rel` without one backup suffix (and the leading '.' vim gives a swap
-/// file: ".id_rsa.swp" -> "id_rsa"); "" when it has none.
+/// file: ".id_rsa.swp" -> "id_rsa"), a numbered one too (".netrc.1",
+/// ".npmrc.bak2", "x.orig3"); "" when it has none.
 std::string withoutBackupSuffix(std::string_view rel) {
+  size_t d = rel.size();
+  while (d > 0 && digit(rel[d - 1])) --d;
+  if (d < rel.size() && d > 0) {
+    std::string_view head = rel.substr(0, d);
+    if (head.ends_with('.') && !baseName(head.substr(0, d - 1)).empty()) return std::string(head.substr(0, d - 1));
+    for (std::string_view suffix : kBackupSuffixes)
+      if (suffix != "~" && head.ends_with(suffix)) return withoutBackupSuffix(head);
+  }
   for (std::string_view suffix : kBackupSuffixes) {
     if (rel.size() <= suffix.size() || !rel.ends_with(suffix)) continue;
     std::string out(rel.substr(0, rel.size() - suffix.size()));
@@ -182,7 +206,7 @@ std::string secretRuleFor(std::string_view rel) {
     if (end < lowered.size() && lowered[end] != '/') continue;
     std::string_view prefix = std::string_view(lowered).substr(0, end);
     for (size_t i = 0; i < pats.size() && i < lines.size(); ++i)
-      if (patternMatches(pats[i], prefix, end < rel.size())) return lines[i];
+      if (patternMatches(pats[i], prefix, end < lowered.size())) return lines[i];
   }
   return "";
 }
@@ -225,7 +249,7 @@ const std::vector<std::string>& IgnoreRules::secretPatterns() {
   static const std::vector<std::string> v = {
       // Environment files and their near names: .env.local, .env-local, .env_prod, .envs/, prod.env
       // (.env~ by its backup suffix). Not .envrc: direnv's script, held back at review instead.
-      ".env", ".env.*", ".env-*", ".env_*", ".envs/", "*.env",
+      ".env", ".env.*", ".env-*", ".env_*", ".envs/", "*.env", "env.local", ".dev.vars", ".flaskenv",
       // Private keys, keystores, key rings and wallets.
       "*.pem", "*.key", "*.key.*", "*.p12", "*.pfx", "*.p8", "*.jks", "*.jceks", "*.keystore", "*.truststore",
       "*.ppk", "*.keytab", "*.kdbx", "*.keychain", "*.keychain-db", "id_rsa*", "id_ed25519*", "id_ecdsa*",
@@ -235,11 +259,14 @@ const std::vector<std::string>& IgnoreRules::secretPatterns() {
       "**/.config/gcloud/",
       // Credential and token files of tools.
       "**/.config/gh/hosts.yml", "**/.config/hub", "credentials.json", "application_default_credentials.json",
-      "*service-account*.json", "*service_account*.json", "*firebase-adminsdk*.json", ".git-credentials", ".netrc",
+      "*service-account*.json", "*service_account*.json", "*firebase-adminsdk*.json", ".git-credentials",
+      "git-credentials", "**/.config/git/credentials", ".netrc",
       "_netrc", ".authinfo*", ".npmrc", ".yarnrc.yml", ".pypirc", "**/.docker/config.json", ".dockercfg",
       "**/.kube/config", "kubeconfig*", "*.kubeconfig", ".pgpass", ".my.cnf", ".s3cfg", ".boto", ".htpasswd",
       ".vault-token", "**/.cargo/credentials*", "**/.gem/credentials", "auth.json", "**/.m2/settings*.xml",
-      "**/.gradle/gradle.properties", ".credentials", "rclone.conf", "**/huggingface/token",
+      "**/.gradle/gradle.properties", ".credentials", "rclone.conf", "**/huggingface/token", "token.json",
+      "*.token", ".gh_token", "secrets.yaml", "secrets.yml", "secrets.json", "secrets.toml",
+      "**/.claude/settings.local.json",
       // Terraform state, variables and CLI credentials.
       "*.tfstate*", "*.tfvars", ".terraform/", ".terraformrc", "terraform.rc", "credentials.tfrc.json",
       // Shell, REPL and editor histories (typed passwords and tokens).

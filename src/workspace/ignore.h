@@ -9,8 +9,10 @@
 //     files (.netrc, .npmrc, .pgpass, .my.cnf, .s3cfg, .dockercfg, kubeconfig*,
 //     auth.json, service-account*.json, .cargo/credentials*...), Terraform
 //     state and credentials, and shell/REPL/editor histories. They match
-//     case-insensitively (.ENV, .Env.local) and also with one backup suffix
-//     removed (.netrc~, credentials.json.bak, .id_rsa.swp). Content-based
+//     case-insensitively (.ENV, .Env.local), with each component's trailing
+//     spaces and dots removed (".env ", ".env."), and also with one backup
+//     suffix removed, numbered or not (.netrc~, credentials.json.bak,
+//     .id_rsa.swp, .netrc.1, .npmrc.bak2). Content-based
 //     exclusions (private keys in files of any name, hard links to excluded
 //     files) are the snapshot's (snapshot.h),
 //  2. airlock's own config files (.airlock.yaml, .airlockignore; same rule),

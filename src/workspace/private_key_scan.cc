@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
+#include "common/encoding.h"
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
@@ -14,6 +16,7 @@ namespace {
 // run time: adjacent literals would be merged into one in the binary, which
 // would then be kept out of a snapshot of airlock's own build tree.
 constexpr std::string_view kBegin = "-----BEGIN ";
+constexpr std::string_view kBeginSsh2 = "---- BEGIN ";  // "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----"
 constexpr std::string_view kPrivateKey = "PRIVATE KEY";
 const std::string kPutty = std::string("PuTTY-User-") + "Key-File-";
 const std::string kAge = std::string("AGE-SECRET-") + "KEY-1";
@@ -21,6 +24,24 @@ const std::string kAge = std::string("AGE-SECRET-") + "KEY-1";
 constexpr size_t kMaxLabel = 40;
 /// Longer than any marker, so one split across two chunks is whole in carry + head.
 constexpr size_t kCarry = 96;
+
+/// The base64 text of "PRIVATE KEY-----" (every PEM key's BEGIN and END
+/// line) starting at each of the three byte offsets modulo 3: only the
+/// characters that its bytes alone decide (19 to 21 of them).
+const std::array<std::string, 3>& base64Markers() {
+  static const std::array<std::string, 3> all = [] {
+    const std::string needle = std::string(kPrivateKey) + "-----";
+    std::array<std::string, 3> out;
+    for (size_t k = 0; k < 3; ++k) {
+      std::string enc = base64Encode(std::string(k, '\0') + needle);
+      size_t first = (8 * k + 5) / 6;                 // first character with no filler bits
+      size_t last = (8 * (k + needle.size())) / 6;    // one past the last whole character
+      out[k] = enc.substr(first, last - first);
+    }
+    return out;
+  }();
+  return all;
+}
 
 bool labelChar(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ' '; }
 
@@ -32,14 +53,18 @@ bool contains(std::string_view text, std::string_view needle) {
 
 bool hasPrivateKeyMarker(std::string_view text) {
   if (contains(text, kPutty) || contains(text, kAge)) return true;
+  for (const auto& m : base64Markers())
+    if (contains(text, m)) return true;
   for (size_t pos = 0;;) {
     const void* hit = ::memmem(text.data() + pos, text.size() - pos, kPrivateKey.data(), kPrivateKey.size());
     if (!hit) return false;
     size_t at = static_cast<size_t>(static_cast<const char*>(hit) - text.data());
     size_t lo = at > kMaxLabel + kBegin.size() ? at - kMaxLabel - kBegin.size() : 0;
     std::string_view before = text.substr(lo, at - lo);
-    if (size_t b = before.rfind(kBegin); b != std::string_view::npos) {
-      std::string_view label = before.substr(b + kBegin.size());
+    for (std::string_view begin : {kBegin, kBeginSsh2}) {
+      size_t b = before.rfind(begin);
+      if (b == std::string_view::npos) continue;
+      std::string_view label = before.substr(b + begin.size());
       bool ok = true;
       for (char c : label) ok = ok && labelChar(c);
       if (ok) return true;

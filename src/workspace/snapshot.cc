@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -31,6 +32,9 @@ constexpr off_t kMinCloneBytes = 64 << 10;
 
 /// Git config files larger than this are copied as they are (git's own are a few KiB).
 constexpr off_t kMaxGitConfigBytes = 1 << 20;
+/// FETCH_HEAD and reflogs larger than this are copied as they are (a reflog
+/// gains a line per commit, checkout and fetch).
+constexpr off_t kMaxGitLogBytes = 64 << 20;
 
 /// What a run does: copy (takeSnapshot), hash (scanTree) or only find what
 /// a copy would keep out (findKeptOut, with or without reading the files).
@@ -40,6 +44,7 @@ struct WalkEntry {
   std::string path;
   EntryType type;
   struct stat st;
+  GitFileKind git = GitFileKind::None;  ///< credentials stripped from the copy (classifyGitFiles)
 };
 
 using InodeKey = std::pair<dev_t, ino_t>;
@@ -151,12 +156,18 @@ void walkBelow(int rootFd, const std::string& rel, Visit&& visit) {
 }
 
 /// Removes from `entries` every regular file that shares its inode with a
-/// kept-out file, recording each as KeptOutReason::HardLink. Files whose
-/// links the walk did not all see are looked for in the kept-out directories.
+/// kept-out file, or with a git file whose copy is stripped (a second name
+/// would carry the credentials raw), recording each as KeptOutReason::HardLink.
+/// Files whose links the walk did not all see are looked for in the kept-out
+/// directories.
 void keepOutHardLinks(int rootFd, std::vector<WalkEntry>& entries, const KeptOutInodes& kept, SnapshotResult& res) {
   std::map<InodeKey, nlink_t> seen;  // links the walk found, per multiply-linked inode
-  for (const auto& e : entries)
-    if (e.type == EntryType::File && e.st.st_nlink > 1) ++seen[inodeOf(e.st)];
+  std::set<InodeKey> git;            // inodes of git files the copy strips
+  for (const auto& e : entries) {
+    if (e.type != EntryType::File || e.st.st_nlink <= 1) continue;
+    ++seen[inodeOf(e.st)];
+    if (e.git != GitFileKind::None) git.insert(inodeOf(e.st));
+  }
   if (seen.empty()) return;
   std::set<InodeKey> linked;  // inodes shared with a kept-out file
   std::set<InodeKey> open;    // inodes with links the walk did not see
@@ -166,6 +177,12 @@ void keepOutHardLinks(int rootFd, std::vector<WalkEntry>& entries, const KeptOut
     if (kept.files.count(k)) linked.insert(k);
     else if (seen[k] < e.st.st_nlink) open.insert(k);
   }
+  std::erase_if(entries, [&](const WalkEntry& e) {
+    bool out = e.type == EntryType::File && e.st.st_nlink > 1 && e.git == GitFileKind::None &&
+               !linked.count(inodeOf(e.st)) && git.count(inodeOf(e.st));
+    if (out) res.excluded.push_back({e.path, KeptOutReason::HardLink});
+    return out;
+  });
   for (const auto& dir : kept.dirs) {
     if (open.empty()) break;
     walkBelow(rootFd, dir, [&](const struct stat& st) {
@@ -181,16 +198,24 @@ void keepOutHardLinks(int rootFd, std::vector<WalkEntry>& entries, const KeptOut
   });
 }
 
-/// Removes the credentials from the snapshot copy `dst` of the git config
-/// file `rel` (`size` bytes); true when it changed.
-Result<bool> stripCopiedGitConfig(int dst, std::string_view rel, off_t size) {
-  if (size > kMaxGitConfigBytes) return false;
+/// Largest git file of `kind` whose copy is stripped.
+off_t maxGitBytes(GitFileKind kind) { return kind == GitFileKind::Config ? kMaxGitConfigBytes : kMaxGitLogBytes; }
+
+/// `text` (a git file of `kind`) without its credentials; `edits` as for stripGitCredentials().
+std::string stripGitFile(GitFileKind kind, std::string_view text, size_t& edits) {
+  return kind == GitFileKind::Config ? stripGitCredentials(text, edits) : stripUrlUserinfo(text, edits);
+}
+
+/// Removes the credentials from the snapshot copy `dst` of the git file
+/// `rel` (`size` bytes, of `kind`); true when it changed.
+Result<bool> stripCopiedGitFile(int dst, std::string_view rel, off_t size, GitFileKind kind) {
+  if (size > maxGitBytes(kind)) return false;
   std::string text(static_cast<size_t>(size), '\0');
   ssize_t n = ::pread(dst, text.data(), text.size(), 0);
   if (n < 0) return fail("cannot read the snapshot copy of '{}': {}", displayPath(rel), errnoText(errno));
   text.resize(static_cast<size_t>(n));
   size_t edits = 0;
-  std::string clean = stripGitCredentials(text, edits);
+  std::string clean = stripGitFile(kind, text, edits);
   if (edits == 0) return false;
   if (::ftruncate(dst, 0) != 0 || ::lseek(dst, 0, SEEK_SET) != 0 || !writeAll(dst, clean))
     return fail("cannot write the snapshot copy of '{}': {}", displayPath(rel), errnoText(errno));
@@ -199,15 +224,16 @@ Result<bool> stripCopiedGitConfig(int dst, std::string_view rel, off_t size) {
 
 /// For findKeptOut(FindAll): reads `src` for a private key and, for a git
 /// config file, for credentials a copy would remove.
-Result<> inspectContent(int src, std::string_view rel, off_t size, bool& privateKey, bool& gitCredentials) {
+Result<> inspectContent(int src, std::string_view rel, off_t size, GitFileKind kind, bool& privateKey,
+                        bool& gitCredentials) {
   privateKey = gitCredentials = false;
-  if (isGitConfigPath(rel) && size <= kMaxGitConfigBytes) {
+  if (kind != GitFileKind::None && size <= maxGitBytes(kind)) {
     std::string text(static_cast<size_t>(size), '\0');
     ssize_t n = readFull(src, text.data(), text.size());
     if (n < 0) return fail("cannot read '{}': {}", displayPath(rel), errnoText(errno));
     text.resize(static_cast<size_t>(n));
     size_t edits = 0;
-    (void)stripGitCredentials(text, edits);
+    (void)stripGitFile(kind, text, edits);
     gitCredentials = edits > 0;
     privateKey = hasPrivateKeyMarker(text);
     return {};
@@ -216,6 +242,92 @@ Result<> inspectContent(int src, std::string_view rel, off_t size, bool& private
   if (!found) return std::unexpected(found.error());
   privateKey = *found;
   return {};
+}
+
+/// Reads the regular file `rel` (at most kMaxGitConfigBytes); "" when it cannot.
+std::string readSmall(int rootFd, const std::string& rel) {
+  Fd fd;
+  if (openBeneath(rootFd, rel, O_RDONLY | O_NONBLOCK, 0, fd) != 0) return "";
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxGitConfigBytes) return "";
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  ssize_t n = readFull(fd.get(), text.data(), text.size());
+  text.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  return text;
+}
+
+/// The directory a credential helper's relative --file is taken from: the
+/// work tree above the `.git` directory of `config`, or a bare repository's own.
+std::string repoTop(std::string_view config) {
+  std::string_view dir = parentPath(config);
+  for (std::string_view d = dir; !d.empty(); d = parentPath(d))
+    if (baseName(d) == ".git") return std::string(parentPath(d));
+  return std::string(dir);
+}
+
+/// Sets each entry's GitFileKind: by path (gitFileKind), bare repositories'
+/// files (a directory holding HEAD and objects/) and files a config includes
+/// (include.path, includeIf.*.path, followed through further includes).
+/// Removes the files that `credential.helper = store --file=PATH` names,
+/// recording them as KeptOutReason::GitCredentialStore.
+void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry>& entries, SnapshotResult& res) {
+  std::unordered_map<std::string_view, size_t> index;
+  for (size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].path, i);
+  auto find = [&](const std::string& rel, EntryType type) -> WalkEntry* {
+    auto it = index.find(rel);
+    return it != index.end() && entries[it->second].type == type ? &entries[it->second] : nullptr;
+  };
+  std::vector<size_t> configs;  // to read for includes and stores
+  for (auto& e : entries)
+    if (e.type == EntryType::File) e.git = gitFileKind(e.path);
+  for (const auto& e : entries) {
+    if (e.type != EntryType::Dir) continue;
+    if (!find(e.path + "/HEAD", EntryType::File) || !find(e.path + "/objects", EntryType::Dir)) continue;
+    for (const char* name : {"/config", "/config.worktree"})
+      if (WalkEntry* c = find(e.path + name, EntryType::File)) c->git = GitFileKind::Config;
+    if (WalkEntry* f = find(e.path + "/FETCH_HEAD", EntryType::File)) f->git = GitFileKind::UrlsOnly;
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    WalkEntry& e = entries[i];
+    if (e.git == GitFileKind::Config) configs.push_back(i);
+    if (e.type == EntryType::File && e.git == GitFileKind::None) {
+      // A bare repository's reflogs: DIR/logs/... with DIR/HEAD and DIR/objects/.
+      for (std::string_view d = parentPath(e.path); !d.empty(); d = parentPath(d)) {
+        if (baseName(d) != "logs") continue;
+        std::string repo(parentPath(d));
+        if (!repo.empty() && find(repo + "/HEAD", EntryType::File) && find(repo + "/objects", EntryType::Dir)) {
+          e.git = GitFileKind::UrlsOnly;
+          break;
+        }
+      }
+    }
+  }
+  std::set<std::string> stores;
+  std::set<size_t> read;
+  while (!configs.empty()) {
+    size_t i = configs.back();
+    configs.pop_back();
+    if (!read.insert(i).second) continue;
+    std::string rel = entries[i].path;
+    GitConfigRefs refs = gitConfigRefs(readSmall(rootFd, rel));
+    for (const auto& inc : refs.includes) {
+      std::string target = resolveGitPath(inc, parentPath(rel), root);
+      if (WalkEntry* t = target.empty() ? nullptr : find(target, EntryType::File)) {
+        t->git = GitFileKind::Config;
+        configs.push_back(static_cast<size_t>(t - entries.data()));
+      }
+    }
+    for (const auto& s : refs.stores)
+      for (const std::string& base : {repoTop(rel), std::string(parentPath(rel))})
+        if (std::string target = resolveGitPath(s, base, root); !target.empty() && find(target, EntryType::File))
+          stores.insert(target);
+  }
+  if (stores.empty()) return;
+  std::erase_if(entries, [&](const WalkEntry& e) {
+    bool out = e.type == EntryType::File && stores.count(e.path);
+    if (out) res.excluded.push_back({e.path, KeptOutReason::GitCredentialStore});
+    return out;
+  });
 }
 
 ManifestEntry recordFor(const WalkEntry& w) {
@@ -273,7 +385,7 @@ Result<> processFiles(int rootFd, int destFd, Mode mode, std::vector<WalkEntry>&
       std::string digest;
       if (mode == Mode::FindAll) {
         bool key = false, creds = false;
-        if (auto r = inspectContent(src.get(), rel, st.st_size, key, creds); !r) return record(r.error());
+        if (auto r = inspectContent(src.get(), rel, st.st_size, entries[idx].git, key, creds); !r) return record(r.error());
         std::lock_guard lock(mu);
         if (key) privateKeys.push_back({rel, KeptOutReason::PrivateKey});
         else if (creds) stripped.push_back(rel);
@@ -298,8 +410,8 @@ Result<> processFiles(int rootFd, int destFd, Mode mode, std::vector<WalkEntry>&
           vanished[idx] = 1;
           continue;
         }
-        if (isGitConfigPath(rel)) {
-          auto changed = stripCopiedGitConfig(dst.get(), rel, st.st_size);
+        if (entries[idx].git != GitFileKind::None) {
+          auto changed = stripCopiedGitFile(dst.get(), rel, st.st_size, entries[idx].git);
           if (!changed) return record(changed.error());
           if (*changed) {
             std::lock_guard lock(mu);
@@ -353,7 +465,10 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
   KeptOutInodes kept;
   auto entries = walk(rootFd.get(), rules, res, kept);
   if (!entries) return std::unexpected(entries.error());
-  if (mode != Mode::Scan) keepOutHardLinks(rootFd.get(), *entries, kept, res);
+  if (mode != Mode::Scan) {
+    classifyGitFiles(rootFd.get(), root, *entries, res);
+    keepOutHardLinks(rootFd.get(), *entries, kept, res);
+  }
   if (mode == Mode::FindByNames || mode == Mode::FindAll) {
     if (mode == Mode::FindAll) {
       std::vector<ManifestEntry> unused(entries->size());
@@ -450,6 +565,7 @@ const char* keptOutReasonText(KeptOutReason r) {
     case KeptOutReason::Ignored: return "ignored (.airlockignore, --exclude)";
     case KeptOutReason::HardLink: return "hard link to a kept-out file";
     case KeptOutReason::PrivateKey: return "private key";
+    case KeptOutReason::GitCredentialStore: return "git credential store file";
   }
   return "kept out";
 }
@@ -461,6 +577,7 @@ const char* keptOutReasonKey(KeptOutReason r) {
     case KeptOutReason::Ignored: return "ignored";
     case KeptOutReason::HardLink: return "hard_link";
     case KeptOutReason::PrivateKey: return "private_key";
+    case KeptOutReason::GitCredentialStore: return "git_credential_store";
   }
   return "kept_out";
 }
@@ -475,6 +592,7 @@ std::string keptOutSummary(const SnapshotResult& res) {
       {KeptOutReason::SecretName, "secret name", "secret names"},
       {KeptOutReason::PrivateKey, "private key", "private keys"},
       {KeptOutReason::HardLink, "hard link to a kept-out file", "hard links to kept-out files"},
+      {KeptOutReason::GitCredentialStore, "git credential store file", "git credential store files"},
       {KeptOutReason::AirlockConfig, "airlock config file", "airlock config files"},
       {KeptOutReason::Ignored, "ignored (.airlockignore, --exclude)", "ignored (.airlockignore, --exclude)"},
   };

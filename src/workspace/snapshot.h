@@ -14,12 +14,17 @@
 //    links than the walk found). A hard link to a file OUTSIDE the workspace
 //    cannot be told from a harmless one by its inode (pnpm's store and local
 //    git clones share inodes with outside files): it is copied, and its
-//    content is checked like any other,
+//    content is checked like any other. A second name of a git file whose
+//    copy is stripped (notes.txt linked to .git/config) is kept out the same way,
 //  - a private key by content (private_key_scan.h), found in the bytes the
 //    copy reads for the SHA-256 anyway; the copy is removed before the
 //    snapshot is used.
-// Git config files (git_credentials.h) are copied without the credentials in
-// their URLs and secret keys; the manifest keeps the host file's digest.
+//  - a git credential store file: one that a git config's
+//    `credential.helper = store --file=PATH` names inside the workspace.
+// Git config files, FETCH_HEAD and reflogs (git_credentials.h; bare
+// repositories found by HEAD and objects/, included configs followed) are
+// copied without the credentials in their URLs and secret keys; the manifest
+// keeps the host file's digest.
 
 #include <cstdint>
 #include <functional>
@@ -48,11 +53,12 @@ struct SnapshotOptions {
 };
 
 /// Why a path was kept out of the snapshot (see the file comment).
-enum class KeptOutReason { SecretName, AirlockConfig, Ignored, HardLink, PrivateKey };
+enum class KeptOutReason { SecretName, AirlockConfig, Ignored, HardLink, PrivateKey, GitCredentialStore };
 
 /// A short phrase for messages: "secret name", "hard link to a kept-out file"...
 const char* keptOutReasonText(KeptOutReason r);
-/// A stable key for JSON: "secret_name", "airlock_config", "ignored", "hard_link", "private_key".
+/// A stable key for JSON: "secret_name", "airlock_config", "ignored", "hard_link", "private_key",
+/// "git_credential_store".
 const char* keptOutReasonKey(KeptOutReason r);
 
 /// One kept-out path (a directory stands for its contents).
@@ -87,7 +93,8 @@ Result<SnapshotResult> scanTree(const std::string& root, const IgnoreRules& rule
 
 /// What takeSnapshot() would keep out of `workspace` (and which git config
 /// files it would strip), without copying or hashing. Names, ignores and hard
-/// links need only the walk; `readFiles` also reads every file for private
+/// links need only the walk (and the git configs, read for the credential
+/// store files they name); `readFiles` also reads every file for private
 /// keys and git credentials (the cost of a snapshot's reads). The manifest
 /// is left empty.
 Result<SnapshotResult> findKeptOut(const std::string& workspace, const IgnoreRules& rules, bool readFiles,

@@ -133,6 +133,20 @@ TEST(IgnoreRules, NearNamesAndToolCredentialFilesAreSecrets) {
     EXPECT_EQ(r.match(p, false), IgnoreVerdict::Included) << p;
 }
 
+// a06: these names reached the guest: more tools' secret files, names with trailing spaces or dots, numbered backups.
+TEST(IgnoreRules, SecretNamesWithTrailingDotsSpacesAndNumberedBackupsAreSecrets) {
+  IgnoreRules r;
+  for (const char* p :
+       {"token.json", ".dev.vars", ".flaskenv", ".streamlit/secrets.toml", "secrets.yaml", "secrets.yml",
+        "secrets.json", "secrets.toml", ".claude/settings.local.json", "git-credentials", ".config/git/credentials",
+        ".gh_token", "deploy.token", "env.local", "app/Secrets.YAML", ".env ", "config/.env.", ".env. .", ".ssh./id",
+        ".netrc.1", ".npmrc.bak2", "id_rsa.orig3", "credentials.json.bak10", ".pgpass.2"})
+    EXPECT_EQ(r.match(p, false), IgnoreVerdict::Secret) << p;
+  for (const char* p : {"secrets.md", "src/token.go", "tokens.json", "env.local.example.md", "notes.1", "v1.2.3",
+                        "lib.so.1", ".", "..."})
+    EXPECT_EQ(r.match(p, false), IgnoreVerdict::Included) << p;
+}
+
 // `--exclude '!.env'` cannot re-include a secret; it must say so, naming the rule that wins.
 TEST(IgnoreRules, NegatingASecretWarnsNamingTheRule) {
   IgnoreRules r;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/encoding.h"
 #include "common/sha256.h"
 #include "test_util.h"
 #include "workspace/git_credentials.h"
@@ -122,6 +123,33 @@ TEST(SnapshotSecrets, PrivateKeyMarkerSplitAcrossEveryChunkBoundaryIsFound) {
   EXPECT_FALSE(hasPrivateKeyMarker(std::string("-----BEGIN ") + "X509 CRL-----\nPRIVATE KEY"));
 }
 
+// a06: a base64-wrapped PEM key (a Kubernetes secret's tls.key) and SSH2 keys reached the guest.
+TEST(SnapshotSecrets, Base64WrappedAndSsh2PrivateKeysAreKeptOut) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  // Each of the three alignments of the marker inside the base64 text.
+  for (int pad = 0; pad < 3; ++pad)
+    writeFile(ws + "/k8s/secret" + std::to_string(pad) + ".yaml",
+              "data:\n  tls.key: " + base64Encode(std::string(static_cast<size_t>(pad), '#') + kPemKey) + "\n");
+  writeFile(ws + "/k_ssh2.txt", std::string("---- BEGIN ") + "SSH2 ENCRYPTED PRIVATE KEY ----\nabc\n");
+  writeFile(ws + "/k_ssh2b.txt", std::string("-----BEGIN ") + "SSH2 PRIVATE KEY-----\nabc\n");
+  // base64 of public material stays.
+  writeFile(ws + "/cert.yaml", "tls.crt: " + base64Encode(std::string("-----BEGIN ") + "CERTIFICATE-----\nMIIB\n") +
+                                   "\npub: " + base64Encode(std::string("-----BEGIN ") + "PUBLIC KEY-----\n") + "\n");
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  for (const char* p : {"k8s/secret0.yaml", "k8s/secret1.yaml", "k8s/secret2.yaml", "k_ssh2.txt", "k_ssh2b.txt"}) {
+    EXPECT_FALSE(fs::exists(d.path() + "/snap/" + p)) << p;
+    EXPECT_TRUE(keptOutAs(*r, p, KeptOutReason::PrivateKey)) << p;
+  }
+  EXPECT_TRUE(fs::exists(d.path() + "/snap/cert.yaml"));
+  // Split across chunks, byte by byte.
+  std::string b64 = base64Encode(kPemKey);
+  PrivateKeyScanner bytewise;
+  for (char c : b64) bytewise.feed(std::string_view(&c, 1));
+  EXPECT_TRUE(bytewise.found());
+}
+
 // A token in a .git/config remote URL reached the guest.
 TEST(SnapshotSecrets, TokenInGitConfigRemoteUrlIsStrippedFromTheCopyOnly) {
   auto d = scratch();
@@ -171,6 +199,88 @@ TEST(SnapshotSecrets, GitCredentialStrippingKeepsOtherLinesByteForByte) {
   EXPECT_TRUE(isGitConfigPath("a/.git/worktrees/w/config.worktree"));
   EXPECT_FALSE(isGitConfigPath("config"));
   EXPECT_FALSE(isGitConfigPath("src/.github/config"));
+  EXPECT_TRUE(isGitConfigPath("mirror.git/config"));
+  EXPECT_FALSE(isGitConfigPath("site.git/src/config"));
+  EXPECT_EQ(gitFileKind(".git/modules/a/logs/HEAD"), GitFileKind::UrlsOnly);
+  EXPECT_EQ(gitFileKind("docs/logs/x"), GitFileKind::None);
+}
+
+// a13: `notes.txt` hard-linked to .git/config carried the remote's token raw (only .git/config was stripped).
+TEST(SnapshotSecrets, HardLinkToAStrippedGitConfigIsKeptOut) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  writeFile(ws + "/.git/config", "[remote \"origin\"]\n\turl = https://u:ghp_main3@github.com/o/r\n");
+  ASSERT_EQ(::link((ws + "/.git/config").c_str(), (ws + "/notes.txt").c_str()), 0);
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(fs::exists(d.path() + "/snap/notes.txt"));
+  EXPECT_TRUE(keptOutAs(*r, "notes.txt", KeptOutReason::HardLink));
+  EXPECT_TRUE(filesContaining(d.path() + "/snap", "ghp_main3").empty());
+  EXPECT_EQ(readAll(d.path() + "/snap/.git/config"), "[remote \"origin\"]\n\turl = https://github.com/o/r\n");
+  auto info = findKeptOut(ws, IgnoreRules{}, false);
+  ASSERT_TRUE(info) << info.error().message;
+  EXPECT_TRUE(keptOutAs(*info, "notes.txt", KeptOutReason::HardLink));
+}
+
+// a13, a06: a bare repository's config, included configs, a credential store file, FETCH_HEAD, reflogs and
+// .gitmodules reached the guest with their tokens; so did the config forms the line-based stripping missed.
+TEST(SnapshotSecrets, BareRepoIncludedConfigStoreFileAndGitLogsAreStripped) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  const std::string config =
+      "[remote \"o4\"]\n\turl = https://u:TOKEN4\\\n@github.com/x\n"
+      "[include]\n\tpath = ../creds.inc\n"
+      "[includeIf \"gitdir:~/\"]\n\tpath = \"" + ws + "/more.inc\"\n"
+      "[credential]\n\thelper = store --file=.gitcreds\n"
+      "[credential \"https://github.com\"]\n\tusername = me\n"
+      "\thelper = \"!f() { echo password=TOKEN7; }; f\"\n"
+      "\thelper = cache --timeout=60\n"
+      "[github]\n\toauth-token = TOKEN10\n\ttoken-x = TOKEN11\n"
+      "[sendemail]\n\tsmtpPassword = TOKEN19\n\tclientSecretFile = TOKEN20\n";
+  writeFile(ws + "/.git/config", config);
+  writeFile(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  writeFile(ws + "/creds.inc", "[remote \"o9\"]\n\turl = https://u:TOKEN21@h/x\n[include]\n\tpath = deeper.inc\n");
+  writeFile(ws + "/deeper.inc", "[github]\n\ttoken = TOKEN22\n");
+  writeFile(ws + "/more.inc", "[hub]\n\toauthtoken = TOKEN23\n");
+  writeFile(ws + "/.gitcreds", "https://u:TOKEN24@github.com\n");
+  writeFile(ws + "/.git/FETCH_HEAD", "abc\t\tbranch 'main' of https://u:TOKEN25@github.com/o/r\n");
+  writeFile(ws + "/.git/logs/HEAD", "0 1 a <a> 0 +0\tclone: from https://u:TOKEN26@github.com/o/r\n");
+  writeFile(ws + "/.gitmodules", "[submodule \"m\"]\n\turl = https://u:TOKEN27@github.com/o/m\n");
+  // A bare repository: by its name, and one found by HEAD and objects/ alone.
+  writeFile(ws + "/mirror.git/config", "[remote \"origin\"]\n\turl = https://u:TOKEN28@github.com/o/r\n");
+  writeFile(ws + "/store/HEAD", "ref: refs/heads/main\n");
+  fs::create_directories(ws + "/store/objects");
+  writeFile(ws + "/store/config", "[remote \"origin\"]\n\turl = https://u:TOKEN29@github.com/o/r\n");
+  writeFile(ws + "/store/logs/refs/heads/main", "0 1 a <a> 0 +0\tfetch: https://u:TOKEN30@h/x\n");
+  // Not git files: left as they are.
+  writeFile(ws + "/src/config", "url = https://keep:me@example.com/\n");
+  writeFile(ws + "/docs/logs/x.txt", "see https://keep:me@example.com/\n");
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(filesContaining(d.path() + "/snap", "TOKEN").empty())
+      << ::testing::PrintToString(filesContaining(d.path() + "/snap", "TOKEN"));
+  EXPECT_FALSE(fs::exists(d.path() + "/snap/.gitcreds"));
+  EXPECT_TRUE(keptOutAs(*r, ".gitcreds", KeptOutReason::GitCredentialStore));
+  std::string copy = readAll(d.path() + "/snap/.git/config");
+  EXPECT_NE(copy.find("url = https://github.com/x\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("helper = store --file=.gitcreds\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("helper = cache --timeout=60\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("username = me\n"), std::string::npos) << copy;
+  EXPECT_EQ(readAll(d.path() + "/snap/.git/FETCH_HEAD"), "abc\t\tbranch 'main' of https://github.com/o/r\n");
+  EXPECT_EQ(readAll(d.path() + "/snap/src/config"), "url = https://keep:me@example.com/\n");
+  EXPECT_EQ(readAll(d.path() + "/snap/docs/logs/x.txt"), "see https://keep:me@example.com/\n");
+  // The host files are untouched and the baseline describes them.
+  EXPECT_EQ(readAll(ws + "/.git/config"), config);
+  EXPECT_EQ(r->manifest.find(".git/logs/HEAD")->sha256,
+            sha256Hex("0 1 a <a> 0 +0\tclone: from https://u:TOKEN26@github.com/o/r\n"));
+  EXPECT_EQ(r->gitCredentialsStripped,
+            (std::vector<std::string>{".git/FETCH_HEAD", ".git/config", ".git/logs/HEAD", ".gitmodules", "creds.inc",
+                                      "deeper.inc", "mirror.git/config", "more.inc", "store/config",
+                                      "store/logs/refs/heads/main"}));
+  auto info = findKeptOut(ws, IgnoreRules{}, true);
+  ASSERT_TRUE(info) << info.error().message;
+  EXPECT_EQ(info->gitCredentialsStripped, r->gitCredentialsStripped);
+  EXPECT_TRUE(keptOutAs(*info, ".gitcreds", KeptOutReason::GitCredentialStore));
 }
 
 // `airlock run` and `airlock info` say how many paths were kept out and why.
