@@ -538,6 +538,12 @@ TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
   for (const char* sub : {"/home", "/state", "/cache"}) ASSERT_TRUE(makeDirs(d + sub));
   ASSERT_TRUE(runChecked({"cp", "-a", cacheDir() + "/assets", d + "/cache/assets"}));
   ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
+  // The user runs its own copy of the binaries: the build tree may sit in a
+  // directory only root can enter (a CI checkout under a 0700 mktemp -d).
+  ASSERT_TRUE(makeDirs(d + "/bin"));
+  const std::string airlockBin = d + "/bin/airlock", initBin = d + "/bin/airlock-init";
+  ASSERT_TRUE(runChecked({"cp", AIRLOCK_BINARY, airlockBin}));
+  ASSERT_TRUE(runChecked({"cp", *init, initBin}));
   ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(kUser) + ":" + std::to_string(kUser), d}));
   std::string command = fmt::format(
       "wget -qO- http://10.0.2.2:{0}/; wget -qO- -T 5 http://10.0.2.2:{1}/ || echo other-port-blocked; "
@@ -554,12 +560,12 @@ TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
       if (setgroups(0, nullptr) != 0 || setresgid(kUser, kUser, kUser) != 0 || setresuid(kUser, kUser, kUser) != 0)
         _exit(120);
       std::string home = "HOME=" + d + "/home", state = "XDG_STATE_HOME=" + d + "/state",
-                  cache = "AIRLOCK_CACHE_DIR=" + d + "/cache", initEnv = "AIRLOCK_INIT=" + *init,
-                  exe = std::string("AIRLOCK_EXE=") + AIRLOCK_BINARY, rootfs = d + "/rootfs",
+                  cache = "AIRLOCK_CACHE_DIR=" + d + "/cache", initEnv = "AIRLOCK_INIT=" + initBin,
+                  exe = "AIRLOCK_EXE=" + airlockBin, rootfs = d + "/rootfs",
                   port = std::to_string(service.port());
       const char* env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", home.c_str(), state.c_str(), cache.c_str(),
                            initEnv.c_str(), exe.c_str(), nullptr};
-      execle(AIRLOCK_BINARY, "airlock", "run-image", "-q", "--rootfs", rootfs.c_str(), "--egress-profile", "locked",
+      execle(airlockBin.c_str(), "airlock", "run-image", "-q", "--rootfs", rootfs.c_str(), "--egress-profile", "locked",
              "--host-port", port.c_str(), "--", "sh", "-c", command.c_str(), nullptr, env);
       _exit(127);
     }
