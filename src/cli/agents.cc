@@ -15,6 +15,7 @@
 #include "agents/registry.h"
 #include "agents/spec_format.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "common/exit_codes.h"
 
 namespace airlock::cli {
@@ -27,11 +28,6 @@ struct AgentsArgs {
   std::string name;
   bool showJson = false;
 };
-
-int reportError(const Error& e) {
-  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
-  return e.code == 1 ? exit_code::kInternal : e.code;
-}
 
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 

@@ -72,9 +72,7 @@ bool windowSize(uint16_t& rows, uint16_t& cols) {
 
 }  // namespace
 
-bool interactiveTerminal() { return isatty(0) && isatty(1); }
-
-Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest request, bool usePty) {
+Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequest request, bool usePty) {
   request.pty = usePty;
   if (usePty) windowSize(request.rows, request.cols);
   SignalScope signals;
@@ -82,7 +80,7 @@ Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecReques
   vm::OutputHandlers handlers;
   handlers.onStdout = [](std::string_view data) { writeAll(1, data); };
   handlers.onStderr = [](std::string_view data) { writeAll(2, data); };
-  auto cmd = channel.exec(request, handlers);
+  auto cmd = sandbox.exec(request, handlers);
   if (!cmd) return std::unexpected(cmd.error());
   std::optional<RawMode> raw;
   if (usePty) raw.emplace();
@@ -187,10 +185,10 @@ Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecReques
   }
   waiter.join();
   raw.reset();
-  if (!finished) return Attached{128 + SIGTERM, true};
+  if (!finished) return session::Attached{128 + SIGTERM, true};
   if (std::string err = (*cmd)->startError(); !err.empty()) std::fprintf(stderr, "airlock: %s\n", err.c_str());
   if (!status) return std::unexpected(status.error());
-  return Attached{status->shellCode(), false};
+  return session::Attached{status->shellCode(), false};
 }
 
 }  // namespace airlock::cli

@@ -9,8 +9,9 @@
 // or on the escape Ctrl-] Ctrl-] typed at a terminal (kEscapeHelp).
 
 #include "common/error.h"
-#include "vm/control_channel.h"
+#include "session/ui.h"
 #include "vm/protocol.h"
+#include "vm/sandbox.h"
 
 namespace airlock::cli {
 
@@ -19,18 +20,9 @@ inline constexpr const char* kEscapeHelp =
     "Ctrl-] twice in a row (at a terminal), or SIGTERM twice, ends the session at once: the changes so far are "
     "exported (with a short deadline) for review, then the VM is stopped";
 
-/// How an attached command ended.
-struct Attached {
-  int code = 0;         ///< shell-style exit code (code, or 128+signal)
-  bool forced = false;  ///< the user ended the session before the command exited (code is 128+SIGTERM)
-};
-
 /// Runs `request` (its pty/rows/cols are filled in here when `usePty`) and
 /// pumps stdin/stdout/stderr until it exits or the user forces the end.
 /// Prints the guest's start error, if any, to stderr.
-Result<Attached> attachCommand(vm::ControlChannel& channel, protocol::ExecRequest request, bool usePty);
-
-/// True when stdin and stdout are both terminals.
-bool interactiveTerminal();
+Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequest request, bool usePty);
 
 }  // namespace airlock::cli

@@ -7,19 +7,29 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/host_context.h"
+
 namespace airlock::cli {
 
 /// `airlock run-image`: boot a rootfs and run one command (src/cli/run_image.cc).
 /// `afterDoubleDash` holds the arguments after the first `--` on the command
 /// line (the guest command), which main() keeps away from the parser.
-void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash);
+void addRunImageCommand(CLI::App& app, const HostContext& host, int& exitCode,
+                        const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock run AGENT`: the whole job (src/cli/run.cc). `afterDoubleDash`
 /// are the agent's own arguments.
-void addRunCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash);
+void addRunCommand(CLI::App& app, const HostContext& host, int& exitCode,
+                   const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
-void addReviewCommand(CLI::App& app, int& exitCode);
+void addReviewCommand(CLI::App& app, const HostContext& host, int& exitCode);
+
+/// `airlock snapshot`: a workspace's snapshot in a session directory (src/cli/snapshot.cc).
+void addSnapshotCommand(CLI::App& app, const HostContext& host, int& exitCode);
+
+/// The exit-code table (common/exit_codes.h) as a --help footer.
+std::string exitCodeFooter();
 
 /// `airlock agents` and `airlock agents show NAME`: the known agents (src/cli/agents.cc).
 void addAgentsCommand(CLI::App& app, int& exitCode);

@@ -11,6 +11,7 @@
 
 #include "agents/registry.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "common/exit_codes.h"
 #include "image/agent_image.h"
 #include "image/recipe.h"
@@ -24,11 +25,6 @@ struct ImageBuildArgs {
   bool force = false;
   bool quiet = false;
 };
-
-int reportError(const Error& e) {
-  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
-  return e.code == 1 ? exit_code::kInternal : e.code;
-}
 
 int buildImage(const ImageBuildArgs& args) {
   auto registry = agents::AgentRegistry::builtin();

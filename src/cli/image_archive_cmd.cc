@@ -8,16 +8,12 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "common/exit_codes.h"
 #include "image/oci/image_archive.h"
 
 namespace airlock::cli {
 namespace {
-
-int reportError(const Error& e) {
-  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
-  return e.code == 1 ? exit_code::kInternal : e.code;
-}
 
 struct SaveArgs {
   std::string ref;

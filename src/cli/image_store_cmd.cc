@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/registry_flags.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
@@ -22,11 +23,6 @@ namespace airlock::cli {
 namespace {
 
 using image::oci::ImageStore;
-
-int reportError(const Error& e) {
-  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
-  return e.code == 1 ? exit_code::kInternal : e.code;
-}
 
 
 std::string when(int64_t t) {

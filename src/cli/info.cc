@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/kept_out.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
@@ -24,39 +25,34 @@ struct InfoArgs : PolicyFlags {
   std::string accel = "auto";
 };
 
-int report(const Error& e) {
-  std::fprintf(stderr, "airlock: %s\n", e.message.c_str());
-  return e.code == 1 ? exit_code::kInternal : e.code;
-}
-
 int runInfo(const InfoArgs& args) {
-  if (auto r = checkAllowHosts(args.egress); !r) return report(r.error());
+  if (auto r = checkAllowHosts(args.egress); !r) return reportError(r.error());
   auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
-  if (!effective) return report(effective.error());
+  if (!effective) return reportError(effective.error());
   config::RunPorts ports;
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
-  if (!hostPorts) return report(hostPorts.error());
+  if (!hostPorts) return reportError(hostPorts.error());
   ports.hostPorts = std::move(*hostPorts);
   auto published = parseHostPorts(args.egress.publish, "--publish");
-  if (!published) return report(published.error());
+  if (!published) return reportError(published.error());
   ports.published = std::move(*published);
   vm::AccelRequest accel;
   if (!vm::parseAccel(args.accel, accel))
-    return report(Error{"--accel must be auto, kvm or tcg (got '" + args.accel + "')", exit_code::kUsage});
+    return reportError(Error{"--accel must be auto, kvm or tcg (got '" + args.accel + "')", exit_code::kUsage});
   auto facts = vm::probeHost();
-  if (auto r = vm::checkAccelRequest(accel, facts); !r) return report(r.error());  // as run refuses it
+  if (auto r = vm::checkAccelRequest(accel, facts); !r) return reportError(r.error());  // as run refuses it
   bool direct = effective->resolved.settings.workspaceMode.value == config::WorkspaceMode::kDirect;
   std::optional<workspace::SnapshotResult> kept;
   if (!direct) {
     auto k = keptOut(effective->workspace, effective->resolved.settings, args.excluded);
-    if (!k) return report(k.error());
+    if (!k) return reportError(k.error());
     kept = std::move(*k);
   }
   auto backend = config::describeBackend(facts, accel);
   auto image = config::describeImage(*effective, args.image);
   auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
                                         std::move(ports), args.yes);
-  if (!envelope) return report(envelope.error());
+  if (!envelope) return reportError(envelope.error());
   if (args.json) {
     auto j = config::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);

@@ -16,7 +16,7 @@ Result<ws::SnapshotResult> keptOut(const std::string& workspace, const config::S
   ws::IgnoreRules rules;
   Fd root(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (auto r = rules.loadFile(root.get()); !r)
-    return failWith(r.error().code == 1 ? exit_code::kHostNotReady : r.error().code, "{}", r.error().message);
+    return failWith(withCode(r.error(), exit_code::kHostNotReady).code, "{}", r.error().message);
   for (const auto& e : settings.excludes) rules.addPattern(e.value);
   return ws::findKeptOut(workspace, rules, readFiles);
 }

@@ -15,25 +15,11 @@
 #include "agents/registry.h"
 #include "cli/commands.h"
 #include "common/exit_codes.h"
+#include "common/host_context.h"
 #include "config/effective.h"
 #include "config/loader.h"
 
 namespace {
-
-constexpr const char* kExitCodes = R"(Exit codes:
-  0-63, 128+N   the command's own exit code (128+N: killed by signal N)
-  64  usage: bad flags or arguments
-  65  host not ready: QEMU, virtiofsd, kernel assets or disk space missing, or an unreadable workspace file
-  66  the VM failed: guest kernel panic, QEMU crash, lost control channel
-  67  image: the rootfs could not be built or read
-  68  image signature verification refused
-  69  egress policy cannot be enforced on this host
-  70  review left changes pending (rejected or held back; kept in the session)
-  71  flush conflict: a file changed on the host; not overwritten
-  72  internal error
-  73  another airlock session is running on this workspace (see --wait)
-  74  the agent's change set was refused as unsafe (path traversal...; nothing flushed),
-      or a file of it was skipped for its size (over 4 GiB; never flushed))";
 
 /// The built-in agents plus the user config's custom agents; just the
 /// built-in ones when the user config does not load (the verb reports why).
@@ -47,7 +33,11 @@ airlock::Result<airlock::agents::AgentRegistry> knownAgents() {
 
 }  // namespace
 
+extern char** environ;
+
 int main(int argc, char** argv) {
+  // The host, read once: nothing below src/cli reads the environment.
+  const airlock::HostContext host = airlock::readHostContext(environ);
   // A peer that hung up (the guest's end of a proxied connection, a closed
   // pipe) must be an EPIPE error where it happens, not the end of airlock:
   // the session still has a VM to stop and changes to review. Programs
@@ -55,7 +45,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"airlock: run AI coding agents in microVMs; nothing reaches your files until you review it."};
   app.name("airlock");
-  app.footer(kExitCodes);
+  app.footer(airlock::cli::exitCodeFooter());
   app.require_subcommand(1);
   app.set_version_flag("--version", "airlock 0.1.0");
   int exitCode = 0;
@@ -74,9 +64,10 @@ int main(int argc, char** argv) {
     if (auto registry = knownAgents(); registry && registry->find(argv[1]))
       args.insert(args.begin() + 1, const_cast<char*>("run"));
   }
-  airlock::cli::addRunImageCommand(app, exitCode, afterDoubleDash);
-  airlock::cli::addRunCommand(app, exitCode, afterDoubleDash);
-  airlock::cli::addReviewCommand(app, exitCode);
+  airlock::cli::addRunImageCommand(app, host, exitCode, afterDoubleDash);
+  airlock::cli::addRunCommand(app, host, exitCode, afterDoubleDash);
+  airlock::cli::addSnapshotCommand(app, host, exitCode);
+  airlock::cli::addReviewCommand(app, host, exitCode);
   airlock::cli::addJanitorCommand(app, exitCode);
   airlock::cli::addSystemCommand(app, exitCode);
   airlock::cli::addAgentsCommand(app, exitCode);

@@ -4,21 +4,25 @@
 
 #include "cli/run_image.h"
 
-#include <unistd.h>
-
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/attach.h"
 #include "cli/commands.h"
 #include "cli/repeatable.h"
-#include "cli/session_job.h"
+#include "cli/report.h"
+#include "cli/review_output.h"
+#include "cli/session_flags.h"
+#include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
 #include "config/egress_plan.h"
 #include "image/oci/image_pull.h"
 #include "image/oci/image_store.h"
-#include "vm/launcher.h"
+#include "session/runner.h"
+#include "vm/guest_contract.h"
+#include "vm/machine.h"
 
 namespace airlock::cli {
 namespace {
@@ -83,146 +87,94 @@ bool hasEnv(const std::vector<std::string>& env, std::string_view name) {
   return false;
 }
 
-int runImage(const RunImageArgs& args) {
-  vm::AccelRequest accel;
-  if (!vm::parseAccel(args.accel, accel)) {
-    std::fprintf(stderr, "airlock: --accel must be auto, kvm or tcg (got '%s')\n", args.accel.c_str());
-    return exit_code::kUsage;
-  }
+/// `airlock run-image`'s plan. Pulls the image first: its config (entrypoint,
+/// env, workdir, user) is part of the command.
+Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& args) {
+  session::Plan plan;
+  if (!vm::parseAccel(args.accel, plan.machine.accel))
+    return failWith(exit_code::kUsage, "--accel must be auto, kvm or tcg (got '{}')", args.accel);
   // Before a pull or a boot: a KVM that cannot work would only time out.
-  if (auto r = vm::checkAccelRequest(accel, vm::probeHost()); !r) {
-    std::fprintf(stderr, "airlock: %s\n", r.error().message.c_str());
-    return r.error().code;
-  }
-  bool usePty = args.tty == "always" || (args.tty == "auto" && interactiveTerminal());
+  if (auto r = vm::checkAccelRequest(plan.machine.accel, vm::probeHost()); !r) return std::unexpected(r.error());
+  plan.pty = usePty(host, args.tty);
   auto policy = imagePolicy(args.egress);
-  if (!policy) {
-    std::fprintf(stderr, "airlock: %s\n", policy.error().message.c_str());
-    return policy.error().code;
+  if (!policy) return std::unexpected(policy.error());
+  if (!args.review.empty() && args.workspace.empty())
+    return failWith(exit_code::kUsage, "--review needs a workspace: add -w DIR");
+  if (!args.review.empty()) {
+    auto review = chooseReview(host, args.review, args.acceptFailed);
+    if (!review) return std::unexpected(review.error());
+    plan.review = *review;
+  } else if (args.acceptFailed) {
+    return failWith(exit_code::kUsage, "--accept-failed applies to --review=auto or --review=all only");
   }
-  if (args.acceptFailed && args.review != "auto" && args.review != "all") {
-    std::fprintf(stderr, "airlock: --accept-failed applies to -w DIR --review=auto or --review=all only\n");
-    return exit_code::kUsage;
-  }
-  if (!args.review.empty() && args.workspace.empty()) {
-    std::fprintf(stderr, "airlock: --review needs a workspace: add -w DIR\n");
-    return exit_code::kUsage;
-  }
-  if (args.review == "interactive" && !haveControllingTerminal()) {
-    std::fprintf(stderr, "airlock: --review=interactive needs a terminal; pass --review=auto or --review=none\n");
-    return exit_code::kUsage;
-  }
+  plan.review.who = "the command";
+  auto published = parseHostPorts(args.egress.publish, "--publish");
+  if (!published) return std::unexpected(published.error());
+  auto envs = envFlags(host, args.env, "-e");
+  if (!envs) return std::unexpected(envs.error());
+
   ImageDefaults image;
   image.argv = args.command;
   image.uid = image.gid = args.user;
   if (!args.image.empty()) {
     auto prepared = prepareImage(args);
-    if (!prepared) {
-      std::fprintf(stderr, "airlock: %s\n", prepared.error().message.c_str());
-      return prepared.error().code == 1 ? exit_code::kImage : prepared.error().code;
-    }
+    if (!prepared) return std::unexpected(withCode(prepared.error(), exit_code::kImage));
     image = std::move(*prepared);
     if (args.userGiven) image.uid = image.gid = args.user;
+    plan.image = {session::ImageSource::Kind::kPath, image.erofs};
+  } else {
+    plan.image = {session::ImageSource::Kind::kPath, args.rootfs};
   }
-  protocol::ExecRequest request;
+  plan.name = args.image.empty() ? "the command" : args.image;
+  protocol::ExecRequest& request = plan.exec;
   request.argv = image.argv;
   request.env = image.env;
-  if (!hasEnv(request.env, "PATH")) request.env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  if (!hasEnv(request.env, "HOME")) request.env.push_back(image.uid == 0 ? "HOME=/root" : "HOME=/home/agent");
-  if (usePty) {
-    const char* term = std::getenv("TERM");
-    request.env.push_back(std::string("TERM=") + (term && *term ? term : "xterm-256color"));
-  }
-  for (const auto& e : args.env) {
-    auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      // -e NAME forwards the host's value, like docker run -e NAME.
-      const char* value = std::getenv(e.c_str());
-      if (eq == 0 || !value) {
-        std::fprintf(stderr, "airlock: -e %s: use NAME=VALUE, or NAME for a variable set in your environment\n",
-                     e.c_str());
-        return exit_code::kUsage;
-      }
-      request.env.push_back(e + "=" + value);
-    } else {
-      request.env.push_back(e);
-    }
-  }
+  if (!hasEnv(request.env, "PATH")) request.env.push_back(std::string("PATH=") + guest::kDefaultPath);
+  if (!hasEnv(request.env, "HOME"))
+    request.env.push_back(image.uid == 0 ? "HOME=/root" : std::string("HOME=") + guest::kAgentHome);
+  if (plan.pty) request.env.push_back("TERM=" + (host.terminal.term.empty() ? "xterm-256color" : host.terminal.term));
+  for (const auto& [name, value] : *envs) request.env.push_back(name + "=" + value);
   request.uid = image.uid;
   request.gid = image.gid;
   request.cwd = !args.workdir.empty()      ? args.workdir
-                : !args.workspace.empty()  ? "/workspace"
+                : !args.workspace.empty()  ? guest::kWorkspace
                 : !image.workdir.empty()   ? image.workdir
                                            : "/";
 
-  vm::LaunchOptions options;
-  options.rootfsDir = args.rootfs;
-  options.rootImage = image.erofs;
-  options.cpus = args.cpus;
-  options.memoryMiB = args.memory;
-  std::unique_ptr<session::Session> session;
-  if (!args.review.empty()) {
-    auto opened = openSession(args.workspace, false, args.quiet, false, {});
-    if (!opened) {
-      std::fprintf(stderr, "airlock: %s\n", opened.error().message.c_str());
-      return opened.error().code == 1 ? exit_code::kInternal : opened.error().code;
-    }
-    session = std::move(*opened);
-    options.workspaceSnapshot = session->dir() + "/snapshot";
-    options.egressNetwork.logPath = session->dir() + "/egress.log";
-  } else {
-    options.workspaceDir = args.workspace;
-    if (!args.workspace.empty() && !args.quiet)
-      std::fprintf(stderr, "airlock: warning: -w shares %s as it is, secret files (.env, keys) included; add "
-                           "--review=MODE to give the command a snapshot without them\n", args.workspace.c_str());
+  plan.workspace = args.workspace;
+  plan.workspaceMode = !args.review.empty()    ? session::WorkspaceMode::kSnapshot
+                       : !args.workspace.empty() ? session::WorkspaceMode::kShared
+                                                 : session::WorkspaceMode::kNone;
+  if (plan.workspaceMode == session::WorkspaceMode::kShared && !args.quiet)
+    std::fprintf(stderr, "airlock: warning: -w shares %s as it is, secret files (.env, keys) included; add "
+                         "--review=MODE to give the command a snapshot without them\n", args.workspace.c_str());
+  plan.machine.cpus = args.cpus;
+  plan.machine.memoryMiB = args.memory;
+  plan.machine.egress = *policy;
+  plan.machine.publish = *published;
+  plan.machineProgress = true;
+  plan.egressLogShown = args.egress.log;
+  return plan;
+}
+
+/// Images of run-image are resolved while planning: nothing is left to provide.
+class NoImages final : public session::ImageProvider {
+ public:
+  Result<std::string> erofsImage(const session::ImageSource& source) override {
+    return failWith(exit_code::kInternal, "run-image does not resolve image {} while running", source.value);
   }
-  options.accel = accel;
-  options.egress = *policy;
-  auto published = parseHostPorts(args.egress.publish, "--publish");
-  if (!published) {
-    std::fprintf(stderr, "airlock: %s\n", published.error().message.c_str());
-    return published.error().code;
-  }
-  options.publish = *published;
-  auto say = [quiet = args.quiet](const std::string& line) {
-    if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
-  };
-  options.progress = say;
-  options.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
-  if (!args.quiet)
-    options.notice = [](const std::string& line) { std::fprintf(stderr, "airlock: note: %s\n", line.c_str()); };
-  auto machine = vm::Machine::launch(options);
-  if (!machine) {
-    std::fprintf(stderr, "airlock: %s\n", machine.error().message.c_str());
-    return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
-  }
-  auto attached = attachCommand((*machine)->vm().control(), request, usePty);
-  auto code = attached ? Result<int>(attached->code) : Result<int>(std::unexpected(attached.error()));
-  if ((*machine)->network() && !args.quiet)
-    reportBlocked(*(*machine)->network(), args.egress.log                     ? "shown above"
-                                          : options.egressNetwork.logPath.empty() ? "run again with --egress-log"
-                                                                                  : options.egressNetwork.logPath);
-  std::string crash = (*machine)->vm().crashReason();
-  if (!code) {
-    (*machine)->stop();
-    std::fprintf(stderr, "airlock: %s%s\n", code.error().message.c_str(),
-                 crash.empty() ? "" : (" (" + crash + ")").c_str());
-    return code.error().code == 1 ? exit_code::kVmFailed : code.error().code;
-  }
-  if (!session) {
-    (*machine)->stop();
-    return *code;
-  }
-  ReviewOutcome outcome;
-  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed, "the command", attached->forced}, {}, outcome);
-  if (!reviewed) {
-    std::fprintf(stderr, "airlock: %s\n", reviewed.error().message.c_str());
-    return reviewed.error().code;
-  }
-  session->endPhase();
-  printResumeHint(outcome);
-  bool reviewFailed = *reviewed != 0 && *reviewed != exit_code::kReviewPending && *reviewed != exit_code::kConflict;
-  return reviewFailed || *code == 0 ? *reviewed : *code;
+};
+
+int runImage(const HostContext& host, const RunImageArgs& args) {
+  auto plan = planRunImage(host, args);
+  if (!plan) return reportError(plan.error());
+  TerminalUi ui(host, args.quiet);
+  NoImages images;
+  session::Runner runner(std::move(*plan), {host, ui, launchMachine, images});
+  auto outcome = runner.run();
+  if (!outcome) return reportError(outcome.error());
+  if (outcome->review) printResumeHint(*outcome->review, host.dirs.state, outcome->sessionDir);
+  return outcome->exitCode;
 }
 
 }  // namespace
@@ -286,7 +238,8 @@ Result<> finishRunImageArgs(RunImageArgs& args, const CLI::App& cmd, const std::
   return {};
 }
 
-void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
+void addRunImageCommand(CLI::App& app, const HostContext& host, int& exitCode,
+                        const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");
   cmd->footer(std::string(R"(Usage: airlock run-image [OPTIONS] IMAGE [-- CMD [ARGS...]]
@@ -319,15 +272,15 @@ Examples:
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
   airlock run-image -w . --review=auto node:22 -- npx prettier --write .
-  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".");
+  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".\n\n" +
+              exitCodeFooter());
   addRunImageOptions(*cmd, *args);
-  cmd->callback([args, cmd, &exitCode, &afterDoubleDash] {
+  cmd->callback([args, cmd, &host, &exitCode, &afterDoubleDash] {
     if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {
-      std::fprintf(stderr, "airlock: %s\n", r.error().message.c_str());
-      exitCode = r.error().code;
+      exitCode = reportError(r.error());
       return;
     }
-    exitCode = runImage(*args);
+    exitCode = runImage(host, *args);
   });
 }
 

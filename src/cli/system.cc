@@ -92,13 +92,13 @@ std::vector<std::string> entries(const std::string& dir) {
 
 Inventory takeInventory(bool all) {
   Inventory inv;
-  Usage finished{"sessions", 0, 0, 0, session::sessionsDir()};
-  Usage pending{"pending sessions", 0, 0, 0, session::sessionsDir()};
-  for (const auto& dir : entries(session::sessionsDir())) {
+  Usage finished{"sessions", 0, 0, 0, session::sessionsDir(stateDir())};
+  Usage pending{"pending sessions", 0, 0, 0, session::sessionsDir(stateDir())};
+  for (const auto& dir : entries(session::sessionsDir(stateDir()))) {
     std::error_code ec;
     if (!fs::is_directory(fs::symlink_status(dir, ec))) continue;
     uint64_t bytes = bytesOf(dir);
-    bool running = session::sessionRunning(dir);
+    bool running = session::sessionRunning(stateDir(), dir);
     bool hasPending = session::sessionHasPending(dir);
     Usage& u = hasPending ? pending : finished;
     ++u.count;
@@ -198,7 +198,7 @@ int runPrune(const PruneArgs& a) {
   int code = 0;
   for (const auto& r : inv.removals) {
     // Checked again right before: a session may have started meanwhile.
-    if ((r.what == "session" || r.what == "pending session") && session::sessionRunning(r.path)) continue;
+    if ((r.what == "session" || r.what == "pending session") && session::sessionRunning(stateDir(), r.path)) continue;
     if (auto rm = removeTree(r.path); !rm) {
       std::fprintf(stderr, "airlock: cannot remove %s: %s\n", r.path.c_str(), rm.error().message.c_str());
       code = exit_code::kInternal;

@@ -8,14 +8,26 @@
 
 #include <fmt/format.h>
 
+#include "common/exit_codes.h"
+
 namespace airlock {
 
 /// What went wrong, in one sentence that names the thing that failed and,
-/// where there is one, the fix. `code` is an airlock exit code (see ExitCode).
+/// where there is one, the fix. `code` is an airlock exit code
+/// (common/exit_codes.h); kInternal ("any other airlock failure") until a
+/// caller that knows better classifies it (withCode()).
 struct Error {
   std::string message;
-  int code = 1;
+  int code = exit_code::kInternal;
 };
+
+/// `e` with `code` when it is still unclassified (kInternal): how a caller
+/// says what a failure of one of its steps means ("a failed snapshot is a
+/// host problem").
+inline Error withCode(Error e, int code) {
+  if (e.code == exit_code::kInternal) e.code = code;
+  return e;
+}
 
 template <typename T = void>
 using Result = std::expected<T, Error>;

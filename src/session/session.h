@@ -3,6 +3,7 @@
 // its log file, the per-workspace lock, and the phase timings.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,14 +18,15 @@ namespace airlock::session {
 /// workspace (one line), so `airlock review -s SESSION` flushes there.
 inline constexpr const char* kWorkspaceFile = "workspace";
 
-/// The directory holding every run's session: <stateDir>/sessions.
-std::string sessionsDir();
+/// The directory holding every run's session: <stateDir>/sessions
+/// (`stateDir` is HostDirs::state).
+std::string sessionsDir(const std::string& stateDir);
 
 /// A session named on the command line: a bare id (no '/') is looked up only
 /// under sessionsDir() (never in the current directory); anything with a '/'
 /// is a path. Returns the absolute path; fails with exit_code::kUsage naming
 /// `arg` when no such directory exists.
-Result<std::string> resolveSessionDir(const std::string& arg);
+Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg);
 
 /// The workspace recorded in `sessionDir` ("" when none is recorded).
 std::string recordedWorkspace(const std::string& sessionDir);
@@ -38,11 +40,11 @@ void appendSessionLog(const std::string& sessionDir, const std::string& line);
 /// The command that resumes the session's pending review: `airlock review -s ID`
 /// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`; the
 /// argument shell-quoted when it needs it, so the line can be pasted.
-std::string resumeCommand(const std::string& sessionDir);
+std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir);
 
 /// True while the airlock run that owns `sessionDir` is alive: it still holds
 /// its workspace's lock (which names the session id).
-bool sessionRunning(const std::string& sessionDir);
+bool sessionRunning(const std::string& stateDir, const std::string& sessionDir);
 
 /// True when `sessionDir` holds changes nobody has accepted or rejected yet:
 /// a pending change set, a run's change set whose review never finished, or
@@ -51,11 +53,12 @@ bool sessionHasPending(const std::string& sessionDir);
 
 class Session {
  public:
-  /// Creates the session directory and takes the lock of `workspace` (its real
-  /// path). When another session holds it: waits if `wait`, else fails
-  /// (exit_code::kBusy)
-  /// naming the other session and the --wait flag.
-  static Result<std::unique_ptr<Session>> open(const std::string& workspace, bool wait);
+  /// Creates the session directory under sessionsDir(stateDir), exclusively,
+  /// and takes the lock of `workspace` (its real path). When another session
+  /// holds it: calls `waiting` with a line naming it and waits if `wait`,
+  /// else fails (exit_code::kBusy) naming the other session and --wait.
+  static Result<std::unique_ptr<Session>> open(const std::string& stateDir, const std::string& workspace, bool wait,
+                                               const std::function<void(const std::string&)>& waiting);
   ~Session();
 
   const std::string& id() const { return id_; }
@@ -63,8 +66,7 @@ class Session {
   /// The workspace's real path.
   const std::string& workspace() const { return workspace_; }
 
-  /// Starts phase `name` (ending the previous one) and prints `line` as a
-  /// progress line unless quiet.
+  /// Starts phase `name` (ending the previous one) and logs `line`.
   void phase(const std::string& name, const std::string& line);
   /// Ends the current phase.
   void endPhase();
@@ -72,7 +74,6 @@ class Session {
   void log(const std::string& line);
   /// Per-phase durations: "  snapshot   0.12 s" lines and a total.
   std::string timings() const;
-  void setQuiet(bool quiet) { quiet_ = quiet; }
   /// Removes `path` (a tree under dir(), e.g. the snapshot) when the session
   /// ends, however it ends short of a crash: a failed boot leaves no copy of
   /// the workspace behind.
@@ -82,7 +83,6 @@ class Session {
   Session() = default;
   std::string id_, dir_, workspace_;
   Fd lock_, log_;
-  bool quiet_ = false;
   std::vector<std::pair<std::string, double>> phases_;
   std::string current_;
   std::vector<std::string> scratch_;

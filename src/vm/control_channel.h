@@ -18,61 +18,34 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "vm/protocol.h"
+#include "vm/sandbox.h"
 
 namespace airlock::vm {
 
 class ControlChannel;
 
-/// Bounds of one workspace export (ControlChannel::exportWorkspace): a guest
-/// that sends too much, stops sending, or trickles is cut off. The defaults
-/// are the ones `airlock run` uses.
-struct ExportLimits {
-  uint64_t maxBytes = uint64_t{16} << 30;       ///< the change set's size cap, bytes
-  std::chrono::milliseconds idle{30'000};       ///< longest silence between two pieces of the stream
-  std::chrono::milliseconds grace{60'000};      ///< the overall deadline is grace + bytes / minBytesPerSecond
-  uint64_t minBytesPerSecond = uint64_t{1} << 20;  ///< the slowest average rate accepted after the grace
-};
-
-/// The short export after the user forced the session to end (second
-/// SIGTERM, the Ctrl-] Ctrl-] escape): done within about 20 s (at most
-/// 20 s + 16 s at the size cap), or given up.
-inline ExportLimits forcedExportLimits() {
-  ExportLimits l;
-  l.idle = std::chrono::seconds(5);
-  l.grace = std::chrono::seconds(20);
-  l.minBytesPerSecond = uint64_t{1} << 30;
-  return l;
-}
-
-/// Receives a command's output on the channel's reader thread. A handler may
-/// block (that back-pressures the guest); it must not call back into the channel's wait().
-struct OutputHandlers {
-  std::function<void(std::string_view)> onStdout;
-  std::function<void(std::string_view)> onStderr;
-};
-
 /// One command running in the guest.
-class RemoteCommand {
+class RemoteCommand final : public Command {
  public:
   /// Sends stdin bytes, split into chunks, waiting for window credit from the
   /// guest (at most protocol::kStdinWindow bytes in flight).
-  Result<> writeStdin(std::string_view data);
+  Result<> writeStdin(std::string_view data) override;
   /// Signals end of input (pipes mode; ignored by a pty).
-  Result<> closeStdin();
+  Result<> closeStdin() override;
   /// Sets the pty window size in rows and columns.
-  Result<> resize(uint16_t rows, uint16_t cols);
+  Result<> resize(uint16_t rows, uint16_t cols) override;
   /// Delivers `signo` to the command's process group in the guest.
-  Result<> signal(int signo);
+  Result<> signal(int signo) override;
   /// Sends as much of `data` as the guest's window allows now, without
   /// waiting; returns the bytes taken (all of them once the command exited).
-  Result<size_t> writeStdinSome(std::string_view data);
+  Result<size_t> writeStdinSome(std::string_view data) override;
   /// Blocks until the command exits; fails if the channel is lost first.
-  Result<protocol::ExitStatus> wait();
+  Result<protocol::ExitStatus> wait() override;
   /// wait() for at most `timeout`: nullopt if the command is still running.
-  std::optional<Result<protocol::ExitStatus>> waitFor(std::chrono::milliseconds timeout);
+  std::optional<Result<protocol::ExitStatus>> waitFor(std::chrono::milliseconds timeout) override;
   /// The guest's message if the command could not start (empty otherwise),
   /// escaped with visibleText().
-  std::string startError() const;
+  std::string startError() const override;
 
  private:
   friend class ControlChannel;

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/sha256.h"
@@ -124,6 +125,8 @@ struct Runner {
     if (openParentRw(path, dir) == 0) ::unlinkat(dir.get(), tmpName(id).c_str(), 0);
   }
 
+  /// Copies the live file at `path` aside; fails with kConflict when it no
+  /// longer has `from`'s content (changed on the host during the flush).
   Result<> backup(const std::string& path, size_t id, const Side& from) const {
     Fd src;
     if (int e = openBeneath(rootFd, path, O_RDONLY | O_NONBLOCK, 0, src))
@@ -136,7 +139,8 @@ struct Runner {
     auto h = copyAndHash(src.get(), dst.get(), true, ref, path);
     if (!h) return std::unexpected(h.error());
     if (::fsync(dst.get()) != 0) return fail("cannot write backup {}: {}", file, errnoText(errno));
-    if (*h != from.sha256) return fail("changed");
+    if (*h != from.sha256)  // the caller reports the conflict with the path
+      return failWith(exit_code::kConflict, "'{}' changed on the host during the flush", displayPath(path));
     return {};
   }
 
@@ -248,7 +252,7 @@ struct Runner {
                      from.sha256 == to.sha256;
     if (keepBackup && from.exists && from.type == EntryType::File && !chmodOnly) {
       if (auto r = backup(s.path, s.id, from); !r) {
-        if (r.error().message == "changed")
+        if (r.error().code == exit_code::kConflict)
           return conflict(fmt::format("'{}' changed on the host during the flush; it is not overwritten",
                                       displayPath(s.path)));
         return ioError(r.error().message);

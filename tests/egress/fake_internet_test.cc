@@ -33,7 +33,7 @@
 #include "guest_machine.h"
 #include "wire_bytes.h"
 #include "vm/boot_assets.h"
-#include "vm/launcher.h"
+#include "vm/machine.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {

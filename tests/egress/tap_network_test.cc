@@ -19,7 +19,7 @@
 #include "egress/addresses.h"
 #include "guest_machine.h"
 #include "wire_bytes.h"
-#include "vm/launcher.h"
+#include "vm/machine.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "vm/launcher.h"
+#include "vm/machine.h"
 
 namespace airlock::test {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "guest_machine.h"
-#include "vm/launcher.h"
+#include "vm/machine.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {

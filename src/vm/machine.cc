@@ -1,4 +1,4 @@
-#include "vm/launcher.h"
+#include "vm/machine.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -165,5 +165,31 @@ void Machine::stop() {
 }
 
 Machine::~Machine() { stop(); }
+
+Result<std::shared_ptr<Command>> Machine::exec(const protocol::ExecRequest& request, OutputHandlers handlers) {
+  if (!vm_) return failWith(exit_code::kVmFailed, "the VM is stopped");
+  auto cmd = vm_->control().exec(request, std::move(handlers));
+  if (!cmd) return std::unexpected(cmd.error());
+  return std::shared_ptr<Command>(std::move(*cmd));
+}
+
+Result<uint64_t> Machine::exportWorkspace(const std::string& destPath, const ExportLimits& limits) {
+  if (!vm_) return failWith(exit_code::kVmFailed, "the VM is stopped");
+  return vm_->control().exportWorkspace(destPath, limits);
+}
+
+std::string Machine::crashReason() const { return vm_ ? vm_->crashReason() : std::string(); }
+
+std::vector<std::string> Machine::blockedEgress() const {
+  std::vector<std::string> lines;
+  if (!network_) return lines;
+  for (const auto& entry : network_->blocked())
+    lines.push_back(fmt::format("{} ({}): {}x", entry.what, entry.reason, entry.count));
+  if (auto counters = network_->dropCounters())
+    for (const auto& [name, packets] : *counters)
+      if (packets > 0 && name.starts_with("drop_"))
+        lines.push_back(fmt::format("{} packets dropped by firewall rule {}", packets, name));
+  return lines;
+}
 
 }  // namespace airlock::vm

@@ -1,7 +1,8 @@
 #pragma once
-// Launching a VM for a user-facing verb: boot assets, root image, scratch
-// disk, accelerator choice, janitor, and the QemuVm itself, with every
-// temporary file in one run directory removed when the machine stops.
+// The real sandbox (vm/sandbox.h): a QEMU microVM launched for a session with
+// its boot assets, root image, scratch disk, accelerator choice, janitor and
+// egress network, with every temporary file in one run directory removed
+// when the machine stops.
 
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "vm/asset_cache.h"
 #include "vm/janitor.h"
 #include "vm/qemu_vm.h"
+#include "vm/sandbox.h"
 
 namespace airlock::vm {
 
@@ -49,17 +51,24 @@ struct LaunchOptions {
 };
 
 /// A booted VM plus everything it needs on the host.
-class Machine {
+class Machine final : public Sandbox {
  public:
   /// Prepares assets and boots. Errors carry airlock exit codes
   /// (kHostNotReady, kImage, kVmFailed) and say what to do.
   static Result<std::unique_ptr<Machine>> launch(const LaunchOptions& options);
-  ~Machine();
+  ~Machine() override;
   QemuVm& vm() { return *vm_; }
   /// The session network behind the egress firewall (null without LaunchOptions::egress).
   egress::SessionNetwork* network() { return network_.get(); }
   /// Stops the VM, removes the run directory, releases the janitor.
-  void stop();
+  void stop() override;
+
+  // Sandbox
+  Result<std::shared_ptr<Command>> exec(const protocol::ExecRequest& request, OutputHandlers handlers) override;
+  Result<uint64_t> exportWorkspace(const std::string& destPath, const ExportLimits& limits) override;
+  std::string crashReason() const override;
+  std::vector<std::string> blockedEgress() const override;
+  bool hasEgress() const override { return network_ != nullptr; }
 
  private:
   Machine(TempDir runDir, Janitor janitor) : runDir_(std::move(runDir)), janitor_(std::move(janitor)) {}

@@ -1,0 +1,79 @@
+#include "cli/review_output.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/visible_text.h"
+#include "session/session.h"
+#include "workspace/relpath.h"
+
+namespace airlock::cli {
+namespace {
+
+namespace ws = airlock::workspace;
+using json = nlohmann::json;
+
+}  // namespace
+
+void printReviewText(const ws::GateOutcome& o, const std::string& workspace) {
+  if (o.items.empty())
+    std::printf("no changes to review\n");
+  else
+    std::printf("%s", ws::summaryTable(o.items, &o.decisions).c_str());
+  for (const auto& message : o.flushConflicts) std::printf("not flushed: %s\n", message.c_str());
+  if (o.heldBack)
+    std::printf("held back %zu change(s): they run code later on your host (git hooks, CI, editor tasks, agent "
+                "settings, package-manager configs); accept them in an interactive review (a) or with --review=all\n",
+                o.heldBack);
+  if (o.skipped)
+    std::printf("skipped %zu entr%s of the change set (FIFOs, sockets, device nodes, oversized files); not flushed\n",
+                o.skipped, o.skipped == 1 ? "y" : "ies");
+  std::printf("flushed %zu change(s) into %s", o.flushed, workspace.c_str());
+  if (o.alreadyApplied) std::printf("; %zu already present", o.alreadyApplied);
+  std::printf("\n");
+  if (!o.keptDir.empty())
+    std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", o.pending + o.conflicts, o.keptDir.c_str());
+  if (o.gitKept)
+    std::printf("%zu git metadata change(s) (under .git, in a git directory or links into one) stay in the "
+                "session: never flushed as files\n",
+                o.gitKept);
+}
+
+void printReviewJson(const ws::GateOutcome& o, const std::string& session) {
+  json j = {{"session", session},         {"flushed", o.flushed},   {"conflicts", o.conflicts},
+            {"pending", o.pending},       {"git_metadata", o.gitKept}, {"already_applied", o.alreadyApplied},
+            {"skipped", o.skipped},       {"kept", o.keptDir},      {"items", json::array()}};
+  for (size_t i = 0; i < o.items.size(); ++i) {
+    const auto& it = o.items[i];
+    j["items"].push_back({{"path", ws::displayPath(it.path)}, {"kind", ws::changeKindName(it.kind)},
+                          {"decision", ws::decisionName(o.decisions[i])}, {"flushed", bool(o.flushedItem[i])},
+                          {"lines_added", it.linesAdded}, {"lines_removed", it.linesRemoved}, {"binary", it.binary},
+                          {"held_back", it.heldBack}, {"build_entry", it.buildEntry}, {"conflict", it.conflict},
+                          {"control_characters", it.controlChars}, {"non_ascii_name", hasNonAscii(it.path)},
+                          {"message", o.messages[i]}});
+    auto& row = j["items"].back();
+    if (it.kind == ws::ChangeKind::Skipped && it.agent.size) row["size"] = it.agent.size;
+    if (it.base.exists && it.base.type != ws::EntryType::Symlink)
+      row["mode_old"] = fmt::format("{:04o}", it.base.mode & 0777);
+    if (it.agent.exists && it.agent.type != ws::EntryType::Symlink) {
+      row["mode_new"] = fmt::format("{:04o}", ws::landingMode(it.agent));
+      if (it.specialBitsDropped) row["mode_requested"] = fmt::format("{:04o}", it.agent.mode & 07777);
+    }
+    if (!it.base.sha256.empty()) row["sha256_old"] = it.base.sha256;
+    if (!it.agent.sha256.empty()) row["sha256_new"] = it.agent.sha256;
+  }
+  std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+}
+
+void printResumeHint(const ws::GateOutcome& o, const std::string& stateDir, const std::string& session) {
+  size_t left = o.pending + o.conflicts;
+  if (left == 0 || session.empty()) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "airlock: %zu change%s pending; review %s with: %s\n", left, left == 1 ? "" : "s",
+               left == 1 ? "it" : "them", session::resumeCommand(stateDir, session).c_str());
+}
+
+}  // namespace airlock::cli

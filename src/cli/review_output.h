@@ -1,0 +1,23 @@
+#pragma once
+// How a review's outcome is shown: the summary table and what was kept
+// (text), or one JSON document (--json).
+
+#include <string>
+
+#include "workspace/gate.h"
+
+namespace airlock::cli {
+
+/// Prints `outcome` on stdout: the table, flush conflicts, held-back and
+/// skipped counts with what to do, what was flushed into `workspace` and
+/// what was kept.
+void printReviewText(const workspace::GateOutcome& outcome, const std::string& workspace);
+
+/// Prints `outcome` as one JSON document on stdout (`session` is its directory).
+void printReviewJson(const workspace::GateOutcome& outcome, const std::string& session);
+
+/// Prints "airlock: N changes pending; review them with: airlock review -s ID"
+/// to stderr when `outcome` left changes in `session`.
+void printResumeHint(const workspace::GateOutcome& outcome, const std::string& stateDir, const std::string& session);
+
+}  // namespace airlock::cli

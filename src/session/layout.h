@@ -1,0 +1,24 @@
+#pragma once
+// The files of one session directory ($XDG_STATE_HOME/airlock/sessions/<id>,
+// or a directory given to `airlock snapshot`), named in one place.
+
+#include <string>
+
+namespace airlock::session {
+
+struct SessionLayout {
+  std::string dir;  ///< the session directory (absolute)
+
+  std::string snapshot() const { return dir + "/snapshot"; }      ///< private copy of the workspace (removed at close)
+  std::string manifest() const { return dir + "/manifest"; }      ///< baseline manifest of the snapshot
+  std::string ignore() const { return dir + "/ignore"; }          ///< the snapshot's ignore patterns
+  std::string workspace() const { return dir + "/workspace"; }    ///< real path of the workspace (one line)
+  std::string log() const { return dir + "/session.log"; }        ///< time-stamped log
+  std::string changeSet() const { return dir + "/changes.tar"; }  ///< the guest's export (OCI layer tar)
+  std::string egressLog() const { return dir + "/egress.log"; }   ///< what the firewall allowed and blocked
+  std::string reviewed() const { return dir + "/reviewed"; }      ///< the last review's summary line
+  std::string pendingChangeSet() const { return dir + "/pending/changes.tar"; }  ///< changes kept for later
+  std::string flushJournal() const { return dir + "/flush/journal"; }            ///< an interrupted flush
+};
+
+}  // namespace airlock::session

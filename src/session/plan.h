@@ -1,0 +1,74 @@
+#pragma once
+// A session plan: everything decided before anything is created. The CLI
+// builds it from flags, config and the agent spec (cli/run.cc,
+// cli/run_image.cc); the Runner (session/runner.h) carries it out.
+
+#include <string>
+#include <vector>
+
+#include "vm/machine.h"
+#include "vm/protocol.h"
+#include "workspace/review.h"
+
+namespace airlock::session {
+
+/// What /workspace is in the guest.
+enum class WorkspaceMode {
+  kNone,      ///< no /workspace
+  kShared,    ///< the live directory shared read-only, no review (`run-image -w DIR`)
+  kSnapshot,  ///< a private snapshot; the changes go through the review gate
+  kDirect,    ///< the live directory shared read-write, no review (--workspace-mode=direct)
+};
+
+/// Where the root filesystem comes from.
+struct ImageSource {
+  enum class Kind {
+    kPath,        ///< `value` is a rootfs directory or an erofs image file
+    kReference,   ///< `value` is an OCI image reference (pulled when missing)
+    kAgentBuild,  ///< the agent's own image, built on first use (`value` names the agent)
+  };
+  Kind kind = Kind::kPath;
+  std::string value;
+};
+
+/// A file written into the agent's home in the guest before it starts.
+struct HomeFile {
+  std::string path;     ///< relative to the home directory
+  std::string content;
+};
+
+/// How the review after the command decides.
+struct ReviewPolicy {
+  workspace::ReviewMode mode = workspace::ReviewMode::Interactive;
+  std::string modeName = "interactive";  ///< as the user gave it, for messages
+  bool acceptFailed = false;             ///< --accept-failed: auto/all flush even when the command failed
+  std::string who = "the agent";         ///< what ran, for messages ("the command" for run-image)
+};
+
+struct Plan {
+  std::string name;  ///< what runs, for progress lines ("claude-code", an image reference)
+  std::string workspace;                  ///< the project directory as given ("" with kNone)
+  WorkspaceMode workspaceMode = WorkspaceMode::kNone;
+  std::vector<std::string> excludes;      ///< extra ignore patterns of the snapshot and the review
+  bool waitForWorkspace = false;          ///< --wait: queue behind another session on the workspace
+  ImageSource image;
+  /// The image was not built for the agent (a rootfs directory, an OCI
+  /// image): its home is made the agent user's before anything is written there.
+  bool chownHome = false;
+  /// Machine size, accelerator, scratch disk, egress policy, published
+  /// ports. The runner fills in the root image, the workspace share and the
+  /// egress log path.
+  vm::LaunchOptions machine;
+  // Progress lines of the steps ("" = the step is only logged).
+  std::string imageLine;                  ///< "image claude-code:1"
+  std::string bootLine;                   ///< "booting claude-code (2 vCPUs, 2048 MiB, egress standard)"
+  std::string commandLine;                ///< "running claude-code"
+  bool machineProgress = false;           ///< show the machine's own progress lines ("booting VM (TCG emulation)")
+  std::vector<HomeFile> homeFiles;        ///< written as exec.uid before the command starts
+  protocol::ExecRequest exec;             ///< the command (argv, env, uid, cwd)
+  bool pty = false;                       ///< attach through a pty (raw mode) instead of pipes
+  ReviewPolicy review;                    ///< with kSnapshot
+  bool egressLogShown = false;            ///< --egress-log: the log goes to stderr (not only the session's file)
+};
+
+}  // namespace airlock::session

@@ -1,0 +1,165 @@
+#include "session/review_session.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "session/layout.h"
+#include "session/session.h"
+#include "workspace/flush.h"
+#include "workspace/manifest.h"
+#include "workspace/snapshot.h"
+
+namespace airlock::session {
+namespace {
+
+namespace ws = airlock::workspace;
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+/// The workspace to flush into: the one the session records; a -w that names
+/// another directory is refused.
+Result<std::string> chooseWorkspace(const std::string& given, const std::string& session) {
+  std::string recorded = session.empty() ? "" : recordedWorkspace(session);
+  if (recorded.empty()) {
+    if (!given.empty()) return given;
+    if (!session.empty() && exists(SessionLayout{session}.manifest()))
+      return failWith(exit_code::kUsage, "session {} does not record its workspace; pass -w DIR (the directory it "
+                      "was taken from)", session);
+    return std::string(".");
+  }
+  if (given.empty()) return recorded;
+  char* real = ::realpath(given.c_str(), nullptr);
+  std::string givenReal = real ? real : given;
+  free(real);
+  if (givenReal != recorded)
+    return failWith(exit_code::kUsage, "-w {} is not the workspace of session {} ({}); drop -w, or pass -w {}", given,
+                    session, recorded, recorded);
+  return recorded;
+}
+
+}  // namespace
+
+Result<bool> settleInterruptedFlush(const HostContext& host, const std::string& workspace, bool rollback, Ui& ui) {
+  auto rec = ws::recoverFlush(workspace, host.dirs.state,
+                              rollback ? ws::RecoveryMode::RollBack : ws::RecoveryMode::Complete);
+  if (!rec) return std::unexpected(rec.error());
+  if (!rec->found) return false;
+  size_t steps = rollback ? rec->undone : rec->applied;
+  ui.say(fmt::format("an interrupted flush from {} was {} ({} steps)", rec->sessionDir,
+                     rollback ? "rolled back" : "completed", steps));
+  for (const auto& n : rec->notes) ui.say("  left alone: " + n);
+  appendSessionLog(rec->sessionDir,
+                   fmt::format("interrupted flush {} ({} steps)", rollback ? "rolled back" : "completed", steps));
+  ws::removeStaleStaging(rec->sessionDir);
+  return true;
+}
+
+Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest& request, Ui& ui) {
+  ReviewRequest a = request;
+  ReviewResult out;
+  if (!a.session.empty()) {
+    auto dir = resolveSessionDir(host.dirs.state, a.session);
+    if (!dir) return std::unexpected(dir.error());
+    a.session = *dir;
+  }
+  auto workspace = chooseWorkspace(a.workspace, a.session);
+  if (!workspace) return std::unexpected(workspace.error());
+  a.workspace = *workspace;
+  out.workspace = a.workspace;
+  out.session = a.session;
+
+  // An interrupted flush into this workspace is settled first.
+  auto settled = settleInterruptedFlush(host, a.workspace, a.rollbackInterrupted, ui);
+  if (!settled) return std::unexpected(settled.error());
+  if (!a.session.empty()) ws::removeStaleStaging(a.session);
+
+  // A session alone reviews what it still holds: what an earlier review
+  // kept, else the change set of a run whose review never finished (killed
+  // at the prompt, terminal closed).
+  SessionLayout layout{a.session};
+  if (a.changeSet.empty() && a.after.empty() && !a.session.empty()) {
+    bool reviewed = exists(layout.reviewed());
+    if (::access(layout.pendingChangeSet().c_str(), R_OK) == 0)
+      a.changeSet = layout.pendingChangeSet();
+    else if (!reviewed && ::access(layout.changeSet().c_str(), R_OK) == 0)
+      a.changeSet = layout.changeSet();
+    else if (reviewed || *settled)
+      return out;  // nothing pending
+  }
+  if (a.changeSet.empty() == a.after.empty())
+    return failWith(exit_code::kUsage, "give exactly one of --change-set LAYER.tar or --after DIR (a session with "
+                    "pending changes needs neither)");
+  if (!a.after.empty() && a.session.empty())
+    return failWith(exit_code::kUsage, "--after needs --session (its snapshot is the baseline to compare with)");
+  ws::ReviewTerminal* term = nullptr;
+  if (a.mode == ws::ReviewMode::Interactive) {
+    term = ui.reviewTerminal();
+    if (!term)
+      return failWith(exit_code::kUsage, "interactive review needs a terminal (none is attached to this process); "
+                      "pass --review=auto (accept all but held-back paths) or --review=none (keep every change in "
+                      "the session, flush nothing)");
+  }
+
+  // The session: a review without one gets a review-XXXXXX session, whose
+  // pending changes resume into this workspace from anywhere.
+  std::string session = a.session;
+  if (session.empty()) {
+    std::string sessions = sessionsDir(host.dirs.state);
+    if (auto r = makeDirs(sessions, 0700); !r) return std::unexpected(r.error());
+    std::string tmpl = sessions + "/review-XXXXXX";
+    if (!::mkdtemp(tmpl.data()))
+      return failWith(exit_code::kInternal, "cannot create a session directory under {}: {}", sessions,
+                      errnoText(errno));
+    session = tmpl;
+    if (auto r = recordWorkspace(session, a.workspace); !r) return std::unexpected(r.error());
+  }
+  out.session = session;
+
+  // Rules and baseline. A session of a review without one (review-XXXXXX)
+  // has no manifest: its baseline is the workspace as it is now.
+  std::string saved;
+  if (!a.session.empty())
+    if (auto text = readFile(layout.ignore(), 1 << 20)) saved = *text;
+  auto rules = ws::loadReviewRules(a.workspace, saved, a.excludes);
+  if (!rules) return std::unexpected(rules.error());
+  for (const auto& w : rules->warnings) ui.warn(w);
+  bool sessionManifest = !a.session.empty() && exists(layout.manifest());
+  std::string manifestFile = !a.baseline.empty() ? a.baseline : sessionManifest ? layout.manifest() : "";
+  ws::Manifest baseline;
+  if (!manifestFile.empty()) {
+    auto m = ws::Manifest::load(manifestFile);
+    if (!m) return std::unexpected(m.error());
+    baseline = std::move(*m);
+  } else {
+    ui.warn("no baseline manifest (no --baseline, no session snapshot): the workspace as it is now is the baseline, "
+            "so host edits made during the agent's run cannot be detected");
+    auto scan = ws::scanTree(a.workspace, rules->rules);
+    if (!scan) return std::unexpected(scan.error());
+    baseline = std::move(scan->manifest);
+  }
+
+  ws::GateRequest gate;
+  gate.workspace = a.workspace;
+  gate.session = session;
+  gate.snapshot = a.session.empty() ? "" : layout.snapshot();
+  gate.changeSet = a.changeSet;
+  gate.changeSetFd = a.changeSetFd;
+  gate.after = a.after;
+  gate.stateDir = host.dirs.state;
+  gate.mode = a.mode;
+  gate.modeName = a.modeName;
+  gate.maxDiffBytes = a.maxDiffBytes;
+  gate.umask = host.umask;
+  auto outcome = ws::runGate(gate, baseline, rules->rules, term);
+  if (!outcome) return std::unexpected(outcome.error());
+  appendSessionLog(session, outcome->summary);
+  (void)writeFileAtomic(SessionLayout{session}.reviewed(), outcome->summary + "\n", 0600);
+  out.outcome = std::move(*outcome);
+  return out;
+}
+
+}  // namespace airlock::session

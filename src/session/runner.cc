@@ -1,0 +1,288 @@
+#include "session/runner.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "common/paths.h"
+#include "common/visible_text.h"
+#include "session/layout.h"
+#include "session/review_session.h"
+#include "vm/guest_contract.h"
+#include "workspace/ignore.h"
+#include "workspace/snapshot.h"
+
+namespace airlock::session {
+namespace {
+
+namespace ws = airlock::workspace;
+
+/// Gives the snapshot to the guest's agent user, so it can edit the files
+/// (the overlay copies them up with their owner).
+void chownTree(const std::string& root) {
+  nftw(
+      root.c_str(),
+      [](const char* path, const struct stat*, int, FTW*) {
+        (void)!lchown(path, guest::kAgentUid, guest::kAgentUid);
+        return 0;
+      },
+      64, FTW_PHYS);
+}
+
+}  // namespace
+
+Runner::Runner(Plan plan, RunnerDeps deps) : plan_(std::move(plan)), deps_(std::move(deps)) {}
+
+Runner::~Runner() {
+  if (sandbox_) sandbox_->stop();
+}
+
+std::string Runner::sessionDir() const { return session_ ? session_->dir() : std::string(); }
+
+Result<> Runner::open() {
+  if (plan_.workspaceMode != WorkspaceMode::kSnapshot && plan_.workspaceMode != WorkspaceMode::kDirect) return {};
+  auto session = Session::open(deps_.host.dirs.state, plan_.workspace, plan_.waitForWorkspace,
+                               [&](const std::string& line) { deps_.ui.say(line); });
+  if (!session) return std::unexpected(session.error());
+  session_ = std::move(*session);
+  if (auto settled = settleInterruptedFlush(deps_.host, session_->workspace(), false, deps_.ui); !settled)
+    return std::unexpected(settled.error());
+  if (plan_.workspaceMode == WorkspaceMode::kDirect) {
+    session_->log("direct mode: the live workspace is shared read-write; no snapshot, no review");
+    return {};
+  }
+  SessionLayout layout{session_->dir()};
+  session_->removeOnClose(layout.snapshot());
+  return takeSnapshot();
+}
+
+/// The snapshot: baseline manifest and private copy in the session
+/// directory, with .airlockignore and the plan's excludes applied.
+Result<> Runner::takeSnapshot() {
+  Session& s = *session_;
+  SessionLayout layout{s.dir()};
+  step("snapshot", "snapshot of " + s.workspace());
+  ws::IgnoreRules rules;
+  {
+    Fd root(::open(s.workspace().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (auto r = rules.loadFile(root.get()); !r)  // a FIFO, a huge or unreadable .airlockignore: the user's to fix
+      return std::unexpected(withCode(r.error(), exit_code::kHostNotReady));
+  }
+  for (const auto& e : plan_.excludes) rules.addPattern(e);
+  for (const auto& w : rules.warnings()) deps_.ui.warn(w);
+  auto snap = ws::takeSnapshot(s.workspace(), layout.snapshot(), rules, ws::SnapshotOptions{});
+  if (!snap) return std::unexpected(snap.error());
+  for (const auto& w : snap->warnings) deps_.ui.warn(w);
+  if (auto r = snap->manifest.save(layout.manifest()); !r) return r;
+  if (auto r = writeFileAtomic(layout.ignore(), rules.userText(), 0600); !r) return r;
+  if (deps_.host.uid == 0) chownTree(layout.snapshot());
+  s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
+  // What never reaches the guest, and why; the names only on request.
+  if (std::string kept = ws::keptOutSummary(*snap); !kept.empty()) {
+    s.log(kept);
+    deps_.ui.progress(kept + " (`airlock info --excluded` lists them)");
+  }
+  return {};
+}
+
+/// Puts the plan's root filesystem into `launch`.
+Result<> Runner::useImage(vm::LaunchOptions& launch) {
+  const ImageSource& image = plan_.image;
+  if (image.kind != ImageSource::Kind::kPath) {
+    auto erofs = deps_.images.erofsImage(image);
+    if (!erofs) return std::unexpected(withCode(erofs.error(), exit_code::kImage));
+    launch.rootImage = *erofs;
+    return {};
+  }
+  struct stat st {};
+  if (::stat(image.value.c_str(), &st) != 0)
+    return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
+                    "image reference", image.value, errnoText(errno));
+  if (S_ISDIR(st.st_mode))
+    launch.rootfsDir = image.value;
+  else
+    launch.rootImage = image.value;
+  return {};
+}
+
+/// Logs `line` as the start of phase `name` and shows it ("" = log only).
+void Runner::step(const std::string& name, const std::string& line) {
+  if (session_) session_->phase(name, line.empty() ? name : line);
+  if (!line.empty()) deps_.ui.progress(line);
+}
+
+Result<> Runner::boot() {
+  vm::LaunchOptions launch = plan_.machine;
+  step("image", plan_.imageLine);
+  if (plan_.image.kind != ImageSource::Kind::kPath || !plan_.image.value.empty())
+    if (auto r = useImage(launch); !r) return r;
+  step("boot", plan_.bootLine);
+  SessionLayout layout{sessionDir()};
+  switch (plan_.workspaceMode) {
+    case WorkspaceMode::kNone:
+      break;
+    case WorkspaceMode::kShared:
+      launch.workspaceDir = plan_.workspace;
+      break;
+    case WorkspaceMode::kSnapshot:
+      launch.workspaceSnapshot = layout.snapshot();
+      break;
+    case WorkspaceMode::kDirect:
+      launch.workspaceDir = session_->workspace();
+      launch.workspaceReadWrite = true;
+      break;
+  }
+  if (session_) launch.egressNetwork.logPath = layout.egressLog();
+  if (plan_.machineProgress) launch.progress = [&ui = deps_.ui](const std::string& line) { ui.progress(line); };
+  launch.warn = [&ui = deps_.ui](const std::string& line) { ui.warn(line); };
+  launch.notice = [&ui = deps_.ui](const std::string& line) { ui.notice(line); };
+  auto sandbox = deps_.launch(launch);
+  if (!sandbox) return std::unexpected(sandbox.error());
+  sandbox_ = std::move(*sandbox);
+  return prepareHome();
+}
+
+/// Runs a helper command in the guest as `uid`, feeding `input`; fails with
+/// its stderr when it exits non-zero.
+Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid) {
+  protocol::ExecRequest request;
+  request.argv = argv;
+  request.env = {std::string("PATH=") + guest::kHelperPath, std::string("HOME=") + guest::kAgentHome};
+  request.uid = request.gid = uid;
+  request.cwd = "/";
+  std::string err;
+  vm::OutputHandlers handlers;
+  handlers.onStderr = [&](std::string_view d) {
+    if (err.size() < 4096) err.append(d);
+  };
+  auto cmd = sandbox_->exec(request, handlers);
+  if (!cmd) return std::unexpected(cmd.error());
+  if (auto w = (*cmd)->writeStdin(input); !w) return w;
+  (void)(*cmd)->closeStdin();
+  auto status = (*cmd)->wait();
+  if (!status) return std::unexpected(status.error());
+  if (status->shellCode() != 0)
+    return fail("'{}' failed in the guest ({}): {}", argv[0], status->shellCode(),
+                err.empty() ? (*cmd)->startError() : visibleText(err));
+  return {};
+}
+
+/// An image airlock did not build for the agent (a rootfs directory, an OCI
+/// image) has its own owners: the agent's home is made the agent user's,
+/// else the agent could not write its settings. Then the spec's home files.
+Result<> Runner::prepareHome() {
+  uint32_t uid = plan_.exec.uid;
+  if (plan_.chownHome) {
+    auto r = runInGuest({"sh", "-c", "mkdir -p \"$2\" && chown -R \"$1:$1\" \"$2\"", "sh", std::to_string(uid),
+                         guest::kAgentHome},
+                        "", 0);
+    if (!r)
+      return failWith(exit_code::kImage, "cannot make {} writable for the agent user (uid {}) in the image: {}; the "
+                      "image needs a writable root with sh, mkdir and chown", guest::kAgentHome, uid,
+                      r.error().message);
+  }
+  for (const auto& file : plan_.homeFiles) {
+    std::string full = std::string(guest::kAgentHome) + "/" + file.path;
+    auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content, uid);
+    if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
+  }
+  return {};
+}
+
+Result<int> Runner::runCommand() {
+  step("agent", plan_.commandLine);
+  auto attached = deps_.ui.attach(*sandbox_, plan_.exec, plan_.pty);
+  if (!attached) {
+    std::string crash = sandbox_->crashReason();
+    sandbox_->stop();
+    return failWith(exit_code::kVmFailed, "{}{}", attached.error().message, crash.empty() ? "" : " (" + crash + ")");
+  }
+  commandCode_ = attached->code;
+  forced_ = attached->forced;
+  if (session_) session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
+  if (sandbox_->hasEgress()) {
+    std::string details = plan_.egressLogShown ? "shown above"
+                          : session_         ? SessionLayout{session_->dir()}.egressLog()
+                                             : "run again with --egress-log";
+    if (auto lines = sandbox_->blockedEgress(); !lines.empty()) deps_.ui.blockedEgress(lines, details);
+  }
+  return commandCode_;
+}
+
+Result<> Runner::exportChanges() {
+  SessionLayout layout{session_->dir()};
+  step("export", "collecting the guest's changes");
+  auto exported = sandbox_->exportWorkspace(layout.changeSet(), forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
+  sandbox_->stop();
+  if (!exported)
+    return failWith(exported.error().code == exit_code::kUnsafeChangeSet ? exit_code::kUnsafeChangeSet
+                                                                         : exit_code::kVmFailed,
+                    "{}", exported.error().message);
+  session_->log(fmt::format("change set: {} bytes", *exported));
+  return {};
+}
+
+Result<workspace::GateOutcome> Runner::review() {
+  Session& s = *session_;
+  SessionLayout layout{s.dir()};
+  step("review", "review");
+  ReviewRequest request;
+  request.workspace = s.workspace();
+  request.session = s.dir();
+  request.changeSet = layout.changeSet();
+  request.mode = plan_.review.mode;
+  request.modeName = plan_.review.modeName;
+  request.excludes = plan_.excludes;
+  // A failed command's changes are not flushed by a policy: the user decides.
+  bool byPolicy = plan_.review.mode == ws::ReviewMode::Auto || plan_.review.mode == ws::ReviewMode::All;
+  if (commandCode_ != 0 && byPolicy && !plan_.review.acceptFailed) {
+    request.mode = ws::ReviewMode::None;
+    std::string line = fmt::format("{} exited with {}, so --review={} flushes nothing: its changes are kept pending "
+                                   "(--accept-failed flushes them anyway)",
+                                   plan_.review.who, commandCode_, plan_.review.modeName);
+    s.log(line);
+    deps_.ui.say(line);
+  }
+  auto reviewed = reviewSession(deps_.host, request, deps_.ui);
+  if (!reviewed) return std::unexpected(reviewed.error());
+  if (!reviewed->outcome) return ws::GateOutcome{};
+  deps_.ui.reviewed(*reviewed->outcome, s.workspace());
+  return std::move(*reviewed->outcome);
+}
+
+Result<RunOutcome> Runner::run() {
+  RunOutcome out;
+  if (auto r = open(); !r) return std::unexpected(r.error());
+  out.sessionDir = sessionDir();
+  if (auto r = boot(); !r) return std::unexpected(r.error());
+  auto code = runCommand();
+  if (!code) return std::unexpected(code.error());
+  out.commandCode = *code;
+  out.forced = forced_;
+  int reviewCode = 0;
+  if (plan_.workspaceMode == WorkspaceMode::kSnapshot) {
+    if (auto r = exportChanges(); !r) return std::unexpected(r.error());
+    auto reviewed = review();
+    if (!reviewed) return std::unexpected(reviewed.error());
+    reviewCode = reviewed->exitCode();
+    out.review = std::move(*reviewed);
+  } else {
+    sandbox_->stop();
+  }
+  if (session_) {
+    session_->endPhase();
+    out.timings = session_->timings();
+  }
+  out.exitCode = exit_code::mergeExitCodes(*code, reviewCode);
+  if (session_)
+    session_->log(fmt::format("exit {} ({})", out.exitCode,
+                              out.exitCode == *code ? plan_.review.who + "'s own" : "airlock's review"));
+  return out;
+}
+
+}  // namespace airlock::session

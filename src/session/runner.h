@@ -1,0 +1,100 @@
+#pragma once
+// The runner of one session: the steps of DESIGN.md's "The job, in one run"
+// carried out for a Plan, with the VM behind the sandbox seam
+// (vm/sandbox.h), images behind ImageProvider and everything shown or asked
+// behind the UI seam (session/ui.h). `airlock run` and `airlock run-image`
+// are flag parsing + a Plan + Runner::run(); unit tests drive it with a
+// FakeSandbox (tests/unit/session/runner_test.cc).
+//
+//   open      session directory and log, workspace lock, interrupted flush settled
+//   snapshot  baseline manifest + private copy (kSnapshot)
+//   image     the root filesystem (ImageProvider)
+//   boot      the sandbox, the agent's home prepared
+//   command   the agent, attached to the user's streams
+//   export    the guest's /workspace changes into the session; the sandbox stopped
+//   review    three-way diff, review gate, flush (session/review_session.h)
+//   close     scratch removed; the session keeps its log and anything pending
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "common/host_context.h"
+#include "session/plan.h"
+#include "session/session.h"
+#include "session/ui.h"
+#include "vm/sandbox.h"
+#include "workspace/gate.h"
+
+namespace airlock::session {
+
+/// Turns an ImageSource of kind kReference or kAgentBuild into an erofs
+/// image file (pulling and verifying, or building, as needed).
+class ImageProvider {
+ public:
+  virtual ~ImageProvider() = default;
+  /// The erofs image's path. Errors carry kImage, kVerification, kUsage...
+  virtual Result<std::string> erofsImage(const ImageSource& source) = 0;
+};
+
+/// Boots a sandbox (vm::Machine::launch in airlock; a fake in tests).
+using SandboxLauncher = std::function<Result<std::unique_ptr<vm::Sandbox>>(const vm::LaunchOptions&)>;
+
+/// What the runner works with besides the plan. All references outlive the runner.
+struct RunnerDeps {
+  const HostContext& host;
+  Ui& ui;
+  SandboxLauncher launch;
+  ImageProvider& images;
+};
+
+/// How a session ended.
+struct RunOutcome {
+  int exitCode = 0;        ///< exit_code::mergeExitCodes(commandCode, the review's code)
+  int commandCode = 0;     ///< the command's own exit code (128+N: killed by signal N)
+  bool forced = false;     ///< the user ended the session before the command exited
+  std::string sessionDir;  ///< "" without a session (no snapshot, no direct mode)
+  std::optional<workspace::GateOutcome> review;  ///< the review's outcome (kSnapshot)
+  std::string timings;     ///< per-phase durations (Session::timings)
+};
+
+class Runner {
+ public:
+  Runner(Plan plan, RunnerDeps deps);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  /// Every step in order. A failed step stops the sandbox (if booted) and
+  /// removes the snapshot; the error carries the exit code (kVmFailed when
+  /// the sandbox or the command's channel failed, with the crash reason).
+  Result<RunOutcome> run();
+
+  /// The steps run() takes, in that order, for callers that need to stop
+  /// between them (a detached session exports now and reviews later).
+  Result<> open();
+  Result<> boot();
+  Result<int> runCommand();
+  Result<> exportChanges();
+  Result<workspace::GateOutcome> review();
+  /// The session directory ("" before open(), and without a session).
+  std::string sessionDir() const;
+
+ private:
+  void step(const std::string& name, const std::string& line);
+  Result<> takeSnapshot();
+  Result<> useImage(vm::LaunchOptions& launch);
+  Result<> prepareHome();
+  Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
+
+  Plan plan_;
+  RunnerDeps deps_;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<vm::Sandbox> sandbox_;
+  int commandCode_ = 0;
+  bool forced_ = false;
+};
+
+}  // namespace airlock::session

@@ -1,0 +1,243 @@
+// The session runner without QEMU: a FakeSandbox plays the VM (a canned exit
+// code and change set), a RecordingUi the terminal. Each test is a session
+// a user has: the review by policy, a conflict with a host edit, a boot that
+// fails, the exit-code merge, a pending session resumed later.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/exit_codes.h"
+#include "common/host_context.h"
+#include "fake_sandbox.h"
+#include "session/layout.h"
+#include "session/review_session.h"
+#include "session/runner.h"
+#include "test_util.h"
+
+namespace airlock::session {
+namespace {
+
+namespace fs = std::filesystem;
+namespace ws = airlock::workspace;
+using test::FakeScript;
+using test::RecordingUi;
+using ws::test::makeTar;
+using ws::test::readAll;
+using ws::test::TarEntry;
+using ws::test::writeFile;
+
+class Runner_ : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::canonical(dir_.path()).string();
+    workspace_ = root_ + "/project";
+    writeFile(workspace_ + "/main.c", "int main() { return 0; }\n");
+    writeFile(workspace_ + "/README", "hello\n");
+    host_.dirs.state = root_ + "/state";
+    host_.dirs.cache = root_ + "/cache";
+    host_.uid = ::getuid() == 0 ? 4242 : ::getuid();  // never chown the snapshot in these tests
+    host_.umask = 022;
+    host_.clock = &clock_;
+  }
+
+  /// A plan for a snapshot session reviewed by `mode`, booting a fixed image.
+  Plan plan(ws::ReviewMode mode, const std::string& modeName) {
+    Plan p;
+    p.name = "fake-agent";
+    p.workspace = workspace_;
+    p.workspaceMode = WorkspaceMode::kSnapshot;
+    p.image = {ImageSource::Kind::kReference, "example.com/agent:1"};
+    p.exec.argv = {"fake-agent", "--go"};
+    p.exec.uid = p.exec.gid = 1000;
+    p.exec.cwd = "/workspace";
+    p.review.mode = mode;
+    p.review.modeName = modeName;
+    return p;
+  }
+
+  Result<RunOutcome> run(Plan p, std::optional<Error> bootError = std::nullopt) {
+    Runner runner(std::move(p), {host_, ui_, test::fakeLauncher(script_, bootError, &launched_), images_});
+    return runner.run();
+  }
+
+  TempDir dir_ = ws::test::scratch();
+  std::string root_, workspace_;
+  SystemClock clock_;
+  HostContext host_;
+  FakeScript script_;
+  RecordingUi ui_;
+  test::FixedImages images_;
+  vm::LaunchOptions launched_;
+};
+
+// --review=auto: the agent's new file and edit land in the workspace, the
+// snapshot is shared read-only as /workspace's lower layer, and the run
+// exits 0 with the VM stopped before the review.
+TEST_F(Runner_, AutoReviewFlushesTheChangesAndExitsZero) {
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}, {"main.c", 'f', "int main() { return 1; }\n"}});
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 0);
+  EXPECT_EQ(readAll(workspace_ + "/new.c"), "void f() {}\n");
+  EXPECT_EQ(readAll(workspace_ + "/main.c"), "int main() { return 1; }\n");
+  ASSERT_TRUE(out->review);
+  EXPECT_EQ(out->review->flushed, 2u);
+  EXPECT_EQ(launched_.rootImage, "/fake/root.erofs");
+  EXPECT_EQ(launched_.workspaceSnapshot, SessionLayout{out->sessionDir}.snapshot());
+  EXPECT_EQ(script_.exports, 1);
+  EXPECT_EQ(script_.stops, 1);
+  // The snapshot is scratch: gone when the session ends; the log stays.
+  EXPECT_FALSE(fs::exists(SessionLayout{out->sessionDir}.snapshot()));
+  EXPECT_TRUE(fs::exists(SessionLayout{out->sessionDir}.log()));
+  ASSERT_EQ(ui_.shown.size(), 1u);
+  EXPECT_NE(ui_.shown[0].find("2 flushed"), std::string::npos) << ui_.shown[0];
+}
+
+// --review=none: nothing reaches the workspace, everything is kept pending
+// (exit 70), and a later review of that session by id flushes it.
+TEST_F(Runner_, NoneKeepsEverythingPendingAndALaterReviewFlushesIt) {
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
+  auto out = run(plan(ws::ReviewMode::None, "none"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, exit_code::kReviewPending);
+  EXPECT_FALSE(fs::exists(workspace_ + "/new.c"));
+  EXPECT_TRUE(fs::exists(SessionLayout{out->sessionDir}.pendingChangeSet()));
+
+  ReviewRequest later;
+  later.session = fs::path(out->sessionDir).filename().string();  // by id, from any directory
+  later.mode = ws::ReviewMode::Auto;
+  later.modeName = "auto";
+  auto resumed = reviewSession(host_, later, ui_);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(resumed->workspace, workspace_);
+  EXPECT_EQ(resumed->exitCode(), 0);
+  EXPECT_EQ(readAll(workspace_ + "/new.c"), "void f() {}\n");
+  // Nothing is left: a third review finds nothing pending.
+  auto again = reviewSession(host_, later, ui_);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(again->outcome);
+}
+
+// A file the user edited on the host while the agent ran is a conflict: not
+// overwritten, exit 71, the other change still lands.
+TEST_F(Runner_, HostEditDuringTheRunIsAConflictNeverOverwritten) {
+  script_.changeSet = makeTar({{"main.c", 'f', "agent version\n"}, {"new.c", 'f', "new\n"}});
+  script_.whileRunning = [&] { writeFile(workspace_ + "/main.c", "user version\n"); };
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, exit_code::kConflict);
+  EXPECT_EQ(readAll(workspace_ + "/main.c"), "user version\n");
+  EXPECT_EQ(readAll(workspace_ + "/new.c"), "new\n");
+  ASSERT_TRUE(out->review);
+  EXPECT_EQ(out->review->conflicts, 1u);
+}
+
+// A boot that fails returns its own exit code and leaves no copy of the
+// workspace behind.
+TEST_F(Runner_, BootFailureLeavesNoSnapshot) {
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"), Error{"qemu-system-x86_64 not found", exit_code::kHostNotReady});
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kHostNotReady);
+  std::error_code ec;
+  for (const auto& session : fs::directory_iterator(host_.dirs.state + "/sessions", ec))
+    EXPECT_FALSE(fs::exists(session.path() / "snapshot")) << session.path();
+  EXPECT_EQ(script_.execs.size(), 0u);
+}
+
+// An image that cannot be had is kImage unless the provider said better.
+TEST_F(Runner_, ImageProviderErrorsAreImageFailures) {
+  class NoImage final : public ImageProvider {
+   public:
+    Result<std::string> erofsImage(const ImageSource&) override { return fail("registry said 404"); }
+  } noImage;
+  Runner runner(plan(ws::ReviewMode::Auto, "auto"), {host_, ui_, test::fakeLauncher(script_), noImage});
+  auto out = runner.run();
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kImage);
+}
+
+// A failing agent's changes are not flushed by a policy: exit with the
+// agent's code, the changes pending, one line saying why.
+TEST_F(Runner_, FailedAgentUnderAutoFlushesNothingAndExitsWithItsCode) {
+  script_.agentCode = 3;
+  script_.changeSet = makeTar({{"new.c", 'f', "half done\n"}});
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 3);
+  EXPECT_EQ(out->commandCode, 3);
+  EXPECT_FALSE(fs::exists(workspace_ + "/new.c"));
+  bool said = false;
+  for (const auto& line : ui_.lines) said |= line.find("exited with 3, so --review=auto flushes nothing") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// --accept-failed flushes a failing agent's changes; the exit code is still the agent's.
+TEST_F(Runner_, AcceptFailedFlushesAndKeepsTheAgentsCode) {
+  script_.agentCode = 2;
+  script_.changeSet = makeTar({{"new.c", 'f', "done anyway\n"}});
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.review.acceptFailed = true;
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 2);
+  EXPECT_EQ(readAll(workspace_ + "/new.c"), "done anyway\n");
+}
+
+// A session the user forced to end exports with the short deadline.
+TEST_F(Runner_, ForcedEndExportsWithTheShortLimits) {
+  ui_.forceEnd = true;
+  script_.agentCode = 128 + 15;
+  script_.changeSet = makeTar({});
+  auto out = run(plan(ws::ReviewMode::None, "none"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_TRUE(script_.forcedLimits);
+  EXPECT_TRUE(out->forced);
+}
+
+// A hostile change set (a path escaping the workspace) is refused whole: exit 74, nothing flushed.
+TEST_F(Runner_, UnsafeChangeSetIsRefusedWhole) {
+  script_.changeSet = makeTar({{"ok.c", 'f', "fine\n"}, {"../escape", 'f', "owned\n"}});
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"));
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kUnsafeChangeSet);
+  EXPECT_FALSE(fs::exists(workspace_ + "/ok.c"));
+  EXPECT_FALSE(fs::exists(root_ + "/escape"));
+}
+
+// Home files are written as the agent user before the agent starts, after
+// the home is given to it (an image not built for the agent).
+TEST_F(Runner_, HomeIsPreparedBeforeTheAgentStarts) {
+  script_.changeSet = makeTar({});
+  Plan p = plan(ws::ReviewMode::None, "none");
+  p.chownHome = true;
+  p.homeFiles = {{".config/agent/settings.json", "{\"theme\":\"dark\"}"}};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_EQ(script_.execs.size(), 3u);
+  EXPECT_EQ(script_.execs[0].uid, 0u);  // chown of the home, as root
+  EXPECT_EQ(script_.execs[1].uid, 1000u);
+  EXPECT_EQ(script_.execs[1].argv.back(), "/home/agent/.config/agent/settings.json");
+  EXPECT_EQ(script_.stdinSeen[1], "{\"theme\":\"dark\"}");
+  EXPECT_EQ(script_.execs[2].argv[0], "fake-agent");
+}
+
+// The exit-code rule in one table: airlock's own failure first, then the
+// command's non-zero code, then the review's pending/conflict code.
+TEST(ExitCodes, MergeRule) {
+  using namespace exit_code;
+  EXPECT_EQ(mergeExitCodes(0, 0), 0);
+  EXPECT_EQ(mergeExitCodes(0, kReviewPending), kReviewPending);
+  EXPECT_EQ(mergeExitCodes(0, kConflict), kConflict);
+  EXPECT_EQ(mergeExitCodes(5, kReviewPending), 5);
+  EXPECT_EQ(mergeExitCodes(5, kConflict), 5);
+  EXPECT_EQ(mergeExitCodes(5, kUnsafeChangeSet), kUnsafeChangeSet);
+  EXPECT_EQ(mergeExitCodes(0, kUnsafeChangeSet), kUnsafeChangeSet);
+  EXPECT_EQ(mergeExitCodes(137, 0), 137);
+}
+
+}  // namespace
+}  // namespace airlock::session
