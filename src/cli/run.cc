@@ -44,7 +44,6 @@
 namespace airlock::cli {
 namespace {
 
-
 /// The envelope-changing flags (run_flags.h, shared with `airlock info`) and the rest.
 struct RunArgs : PolicyFlags {
   std::string agent;
