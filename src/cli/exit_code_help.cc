@@ -9,7 +9,7 @@ std::string exitCodeFooter() {
   std::string out =
       "Exit codes:\n"
       "  0-255     the command's own exit code when airlock itself succeeded (128+N: killed by signal N)\n"
-      "            airlock's own failures (below) always print an `airlock:` line on stderr first\n";
+      "            airlock's own failures (below) print an `airlock:` line on stderr first, or a review summary\n";
   for (const auto& row : exit_code::kExitCodeTable) out += fmt::format("  {:<8}  {}\n", row.code, row.meaning);
   out.pop_back();
   return out;

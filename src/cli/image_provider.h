@@ -13,6 +13,7 @@
 
 namespace airlock::cli {
 
+/// Pulls (kReference) or builds (kAgentBuild) the image of a session.
 class CliImageProvider final : public session::ImageProvider {
  public:
   /// All references must outlive the provider. `spec` is the agent whose

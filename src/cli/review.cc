@@ -44,7 +44,7 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
   request.session = a.session;
   request.baseline = a.baseline;
   request.changeSet = a.changeSet;
-  request.changeSetFd = 0;
+  request.changeSetFd = 0;  // `-c -`: standard input
   request.after = a.after;
   request.mode = *mode;
   request.modeName = a.mode;

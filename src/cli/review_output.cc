@@ -1,6 +1,5 @@
 #include "cli/review_output.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -11,12 +10,9 @@
 #include "workspace/relpath.h"
 
 namespace airlock::cli {
-namespace {
 
 namespace ws = airlock::workspace;
 using json = nlohmann::json;
-
-}  // namespace
 
 void printReviewText(const ws::GateOutcome& o, const std::string& workspace) {
   if (o.items.empty())

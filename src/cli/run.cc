@@ -114,7 +114,7 @@ struct RunSetup {
   agents::AgentSpec spec;
 };
 
-Result<RunSetup> planRun(const HostContext& host, RunArgs& args) {
+Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   if (auto r = checkAllowHosts(args.egress); !r) return std::unexpected(r.error());
   auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
   if (!effective) return std::unexpected(effective.error());
@@ -129,17 +129,16 @@ Result<RunSetup> planRun(const HostContext& host, RunArgs& args) {
   setup.spec = withConfigForwards(effective->agent, settings);
   const agents::AgentSpec& spec = setup.spec;
   session::Plan& plan = setup.plan;
-  plan.name = spec.name;
   plan.workspace = args.workspace;
   plan.workspaceMode = direct ? session::WorkspaceMode::kDirect : session::WorkspaceMode::kSnapshot;
   for (const auto& e : settings.excludes) plan.excludes.push_back(e.value);
   plan.waitForWorkspace = args.wait;
+  std::string review = settings.review ? std::string(config::reviewPolicyName(settings.review->value)) : "";
   if (!direct) {
-    auto review = chooseReview(host, settings.review ? std::string(config::reviewPolicyName(settings.review->value)) : "",
-                               args.acceptFailed);
-    if (!review) return std::unexpected(review.error());
-    plan.review = *review;
-  } else if (args.acceptFailed) {
+    auto policy = chooseReview(host, review, args.acceptFailed);
+    if (!policy) return std::unexpected(policy.error());
+    plan.review = *policy;
+  } else if (args.acceptFailed && review != "auto" && review != "all") {
     return failWith(exit_code::kUsage, "--accept-failed applies to --review=auto or --review=all only");
   }
   plan.review.who = "the agent";
@@ -194,11 +193,11 @@ int runAgent(const HostContext& host, RunArgs args) {
   CliImageProvider images(args.registry, setup->settings, setup->spec, ui, args.quiet);
   session::Runner runner(setup->plan, {host, ui, launchMachine, images});
   auto outcome = runner.run();
+  std::fflush(stdout);
+  if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", runner.timings().c_str());
   if (!outcome) return reportError(outcome.error());
   // The session keeps its log, manifest, change set and pending changes;
   // the last line says how to resume a review that left some.
-  std::fflush(stdout);
-  if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", outcome->timings.c_str());
   if (outcome->review) printResumeHint(*outcome->review, host.dirs.state, outcome->sessionDir);
   return outcome->exitCode;
 }

@@ -121,11 +121,10 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
     if (!prepared) return std::unexpected(withCode(prepared.error(), exit_code::kImage));
     image = std::move(*prepared);
     if (args.userGiven) image.uid = image.gid = args.user;
-    plan.image = {session::ImageSource::Kind::kPath, image.erofs};
+    plan.image = {session::ImageSource::Kind::kErofs, image.erofs};
   } else {
-    plan.image = {session::ImageSource::Kind::kPath, args.rootfs};
+    plan.image = {session::ImageSource::Kind::kRootfsDir, args.rootfs};
   }
-  plan.name = args.image.empty() ? "the command" : args.image;
   protocol::ExecRequest& request = plan.exec;
   request.argv = image.argv;
   request.env = image.env;

@@ -20,6 +20,21 @@ Fd openReviewTerminal() {
   return Fd(::open("/proc/self/fd/0", O_RDWR | O_NOCTTY | O_CLOEXEC));
 }
 
+namespace {
+
+/// The review terminal: FdTerminal on the user's terminal, reset and with
+/// type-ahead dropped right before the first question.
+class TtyReviewTerminal final : public workspace::FdTerminal {
+ public:
+  TtyReviewTerminal(int fd, std::string pager) : FdTerminal(fd, std::move(pager)), fd_(fd) {}
+  void begin() override { prepareReviewTerminal(fd_); }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
 TerminalUi::TerminalUi(const HostContext& host, bool quiet) : host_(host), quiet_(quiet) {}
 
 TerminalUi::~TerminalUi() = default;
@@ -44,11 +59,8 @@ workspace::ReviewTerminal* TerminalUi::reviewTerminal() {
   if (!term_) {
     tty_ = openReviewTerminal();
     if (!tty_) return nullptr;
-    term_ = std::make_unique<workspace::FdTerminal>(tty_.get(), host_.terminal.pager);
+    term_ = std::make_unique<TtyReviewTerminal>(tty_.get(), host_.terminal.pager);
   }
-  // What the agent left on the terminal, and keys typed before the first
-  // question, must not reach the review.
-  prepareReviewTerminal(tty_.get());
   return term_.get();
 }
 

@@ -16,6 +16,7 @@
 
 namespace airlock::cli {
 
+/// The session UI of a verb run at a terminal (see the file comment).
 class TerminalUi final : public session::Ui {
  public:
   /// `quiet` drops progress lines, notices and the blocked-egress report.
@@ -35,7 +36,7 @@ class TerminalUi final : public session::Ui {
   const HostContext& host_;
   bool quiet_;
   Fd tty_;
-  std::unique_ptr<workspace::FdTerminal> term_;
+  std::unique_ptr<workspace::ReviewTerminal> term_;
 };
 
 /// The user's terminal for a review: the controlling terminal, or, when there

@@ -6,11 +6,11 @@
 // exits with the command's own code, whatever it is (0-255, 128+N when the
 // command was killed by signal N): scripts see what the agent said, as with
 // `docker run` or `ssh`. airlock's own failures use 64-74, in the spirit of
-// sysexits.h, and always print an `airlock: ...` line on stderr first; the
-// session log says which of the two a code was. A command that itself exits
-// with 64-74 is therefore told apart by that line, not by the number.
-
-#include <span>
+// sysexits.h, and print an `airlock: ...` line on stderr first (the review's
+// own outcomes, 70, 71 and 74 for a skipped file, are explained by the
+// review's summary instead); the session log says which of the two a code
+// was. A command that itself exits with 64-74 is told apart by those lines,
+// not by the number.
 
 namespace airlock::exit_code {
 

@@ -37,6 +37,7 @@ HostContext readHostContext(char** environ) {
     if (eq != std::string::npos) ctx.env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
   }
   ctx.uid = ::getuid();
+  ctx.euid = ::geteuid();
   ctx.gid = ::getgid();
   mode_t mask = ::umask(077);
   ::umask(mask);

@@ -65,6 +65,7 @@ struct HostContext {
   EnvMap env;                 ///< the process environment at start-up
   TerminalFacts terminal;
   uid_t uid = 0;              ///< getuid()
+  uid_t euid = 0;             ///< geteuid(): 0 when airlock runs with root's privileges
   gid_t gid = 0;              ///< getgid()
   uint32_t umask = 022;       ///< the process's file creation mask
   std::string selfDir;        ///< the directory of the running airlock executable

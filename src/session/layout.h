@@ -6,6 +6,7 @@
 
 namespace airlock::session {
 
+/// The paths of one session directory's files.
 struct SessionLayout {
   std::string dir;  ///< the session directory (absolute)
 

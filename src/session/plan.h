@@ -23,12 +23,14 @@ enum class WorkspaceMode {
 /// Where the root filesystem comes from.
 struct ImageSource {
   enum class Kind {
-    kPath,        ///< `value` is a rootfs directory or an erofs image file
+    kPath,        ///< `value` is a rootfs directory or an erofs image file (the `image` config key)
+    kRootfsDir,   ///< `value` is a rootfs directory (run-image --rootfs)
+    kErofs,       ///< `value` is a ready erofs image file (run-image's pulled image)
     kReference,   ///< `value` is an OCI image reference (pulled when missing)
     kAgentBuild,  ///< the agent's own image, built on first use (`value` names the agent)
   };
   Kind kind = Kind::kPath;
-  std::string value;
+  std::string value;  ///< never empty
 };
 
 /// A file written into the agent's home in the guest before it starts.
@@ -45,8 +47,10 @@ struct ReviewPolicy {
   std::string who = "the agent";         ///< what ran, for messages ("the command" for run-image)
 };
 
+/// Everything a session does, decided before anything is created: the
+/// workspace and how the guest sees it, the image, the machine, the command
+/// and its home files, and the review policy.
 struct Plan {
-  std::string name;  ///< what runs, for progress lines ("claude-code", an image reference)
   std::string workspace;                  ///< the project directory as given ("" with kNone)
   WorkspaceMode workspaceMode = WorkspaceMode::kNone;
   std::vector<std::string> excludes;      ///< extra ignore patterns of the snapshot and the review

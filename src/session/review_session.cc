@@ -90,34 +90,35 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
     else if (reviewed || *settled)
       return out;  // nothing pending
   }
-  if (a.changeSet.empty() == a.after.empty())
-    return failWith(exit_code::kUsage, "give exactly one of --change-set LAYER.tar or --after DIR (a session with "
-                    "pending changes needs neither)");
-  if (!a.after.empty() && a.session.empty())
-    return failWith(exit_code::kUsage, "--after needs --session (its snapshot is the baseline to compare with)");
-  ws::ReviewTerminal* term = nullptr;
-  if (a.mode == ws::ReviewMode::Interactive) {
-    term = ui.reviewTerminal();
-    if (!term)
-      return failWith(exit_code::kUsage, "interactive review needs a terminal (none is attached to this process); "
-                      "pass --review=auto (accept all but held-back paths) or --review=none (keep every change in "
-                      "the session, flush nothing)");
-  }
+  ws::GateRequest gate;
+  gate.workspace = a.workspace;
+  gate.snapshot = a.session.empty() ? "" : layout.snapshot();
+  gate.changeSet = a.changeSet;
+  gate.changeSetFd = a.changeSetFd;
+  gate.after = a.after;
+  gate.stateDir = host.dirs.state;
+  gate.mode = a.mode;
+  gate.modeName = a.modeName;
+  gate.maxDiffBytes = a.maxDiffBytes;
+  gate.umask = host.umask;
+  ws::ReviewTerminal* term = a.mode == ws::ReviewMode::Interactive ? ui.reviewTerminal() : nullptr;
+  gate.session = "(not yet created)";  // checked before a review-XXXXXX session is made for it
+  if (auto r = ws::checkGateRequest(gate, term); !r) return std::unexpected(r.error());
 
   // The session: a review without one gets a review-XXXXXX session, whose
   // pending changes resume into this workspace from anywhere.
-  std::string session = a.session;
-  if (session.empty()) {
+  gate.session = a.session;
+  if (gate.session.empty()) {
     std::string sessions = sessionsDir(host.dirs.state);
     if (auto r = makeDirs(sessions, 0700); !r) return std::unexpected(r.error());
     std::string tmpl = sessions + "/review-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
       return failWith(exit_code::kInternal, "cannot create a session directory under {}: {}", sessions,
                       errnoText(errno));
-    session = tmpl;
-    if (auto r = recordWorkspace(session, a.workspace); !r) return std::unexpected(r.error());
+    gate.session = tmpl;
+    if (auto r = recordWorkspace(gate.session, a.workspace); !r) return std::unexpected(r.error());
   }
-  out.session = session;
+  out.session = gate.session;
 
   // Rules and baseline. A session of a review without one (review-XXXXXX)
   // has no manifest: its baseline is the workspace as it is now.
@@ -142,22 +143,10 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
     baseline = std::move(scan->manifest);
   }
 
-  ws::GateRequest gate;
-  gate.workspace = a.workspace;
-  gate.session = session;
-  gate.snapshot = a.session.empty() ? "" : layout.snapshot();
-  gate.changeSet = a.changeSet;
-  gate.changeSetFd = a.changeSetFd;
-  gate.after = a.after;
-  gate.stateDir = host.dirs.state;
-  gate.mode = a.mode;
-  gate.modeName = a.modeName;
-  gate.maxDiffBytes = a.maxDiffBytes;
-  gate.umask = host.umask;
   auto outcome = ws::runGate(gate, baseline, rules->rules, term);
   if (!outcome) return std::unexpected(outcome.error());
-  appendSessionLog(session, outcome->summary);
-  (void)writeFileAtomic(SessionLayout{session}.reviewed(), outcome->summary + "\n", 0600);
+  appendSessionLog(gate.session, outcome->summary);
+  (void)writeFileAtomic(SessionLayout{gate.session}.reviewed(), outcome->summary + "\n", 0600);
   out.outcome = std::move(*outcome);
   return out;
 }

@@ -16,12 +16,13 @@
 
 namespace airlock::session {
 
+/// One review: of a change set given by hand, or of what a session holds.
 struct ReviewRequest {
   std::string workspace;  ///< the live project; "" = the session's recorded one, else "."
   std::string session;    ///< session id or directory; "" = a new review-XXXXXX session
   std::string baseline;   ///< baseline manifest file; "" = SESSION/manifest (else the workspace as it is now)
   std::string changeSet;  ///< OCI layer tar ("-" = changeSetFd), or:
-  int changeSetFd = 0;    ///< read for "-" (standard input by default; not owned)
+  int changeSetFd = -1;   ///< read for "-" (the CLI passes standard input; not owned)
   std::string after;      ///< a directory holding the agent's result
   workspace::ReviewMode mode = workspace::ReviewMode::Interactive;
   std::string modeName = "interactive";
@@ -30,6 +31,7 @@ struct ReviewRequest {
   uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
 };
 
+/// What reviewSession() did.
 struct ReviewResult {
   std::string session;    ///< the session directory reviewed ("" when none was chosen)
   std::string workspace;  ///< the workspace flushed into

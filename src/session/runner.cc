@@ -44,6 +44,12 @@ Runner::~Runner() {
 
 std::string Runner::sessionDir() const { return session_ ? session_->dir() : std::string(); }
 
+std::string Runner::timings() {
+  if (!session_) return "";
+  session_->endPhase();
+  return session_->timings();
+}
+
 Result<> Runner::open() {
   if (plan_.workspaceMode != WorkspaceMode::kSnapshot && plan_.workspaceMode != WorkspaceMode::kDirect) return {};
   auto session = Session::open(deps_.host.dirs.state, plan_.workspace, plan_.waitForWorkspace,
@@ -80,7 +86,7 @@ Result<> Runner::takeSnapshot() {
   for (const auto& w : snap->warnings) deps_.ui.warn(w);
   if (auto r = snap->manifest.save(layout.manifest()); !r) return r;
   if (auto r = writeFileAtomic(layout.ignore(), rules.userText(), 0600); !r) return r;
-  if (deps_.host.uid == 0) chownTree(layout.snapshot());
+  if (deps_.host.euid == 0) chownTree(layout.snapshot());
   s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
   // What never reaches the guest, and why; the names only on request.
   if (std::string kept = ws::keptOutSummary(*snap); !kept.empty()) {
@@ -93,11 +99,23 @@ Result<> Runner::takeSnapshot() {
 /// Puts the plan's root filesystem into `launch`.
 Result<> Runner::useImage(vm::LaunchOptions& launch) {
   const ImageSource& image = plan_.image;
-  if (image.kind != ImageSource::Kind::kPath) {
-    auto erofs = deps_.images.erofsImage(image);
-    if (!erofs) return std::unexpected(withCode(erofs.error(), exit_code::kImage));
-    launch.rootImage = *erofs;
-    return {};
+  if (image.value.empty()) return failWith(exit_code::kInternal, "the plan names no image");
+  switch (image.kind) {
+    case ImageSource::Kind::kRootfsDir:
+      launch.rootfsDir = image.value;
+      return {};
+    case ImageSource::Kind::kErofs:
+      launch.rootImage = image.value;
+      return {};
+    case ImageSource::Kind::kReference:
+    case ImageSource::Kind::kAgentBuild: {
+      auto erofs = deps_.images.erofsImage(image);
+      if (!erofs) return std::unexpected(withCode(erofs.error(), exit_code::kImage));
+      launch.rootImage = *erofs;
+      return {};
+    }
+    case ImageSource::Kind::kPath:
+      break;
   }
   struct stat st {};
   if (::stat(image.value.c_str(), &st) != 0)
@@ -117,10 +135,12 @@ void Runner::step(const std::string& name, const std::string& line) {
 }
 
 Result<> Runner::boot() {
+  bool needsSession = plan_.workspaceMode == WorkspaceMode::kSnapshot || plan_.workspaceMode == WorkspaceMode::kDirect;
+  if (needsSession && !session_) return failWith(exit_code::kInternal, "boot() before open()");
+  if (sandbox_) return failWith(exit_code::kInternal, "boot() twice");
   vm::LaunchOptions launch = plan_.machine;
   step("image", plan_.imageLine);
-  if (plan_.image.kind != ImageSource::Kind::kPath || !plan_.image.value.empty())
-    if (auto r = useImage(launch); !r) return r;
+  if (auto r = useImage(launch); !r) return r;
   step("boot", plan_.bootLine);
   SessionLayout layout{sessionDir()};
   switch (plan_.workspaceMode) {
@@ -194,27 +214,36 @@ Result<> Runner::prepareHome() {
   return {};
 }
 
+/// Shows what the egress firewall blocked, if anything.
+void Runner::reportBlocked() {
+  if (!sandbox_->hasEgress()) return;
+  std::string details = plan_.egressLogShown ? "shown above"
+                        : session_         ? SessionLayout{session_->dir()}.egressLog()
+                                           : "run again with --egress-log";
+  if (auto lines = sandbox_->blockedEgress(); !lines.empty()) deps_.ui.blockedEgress(lines, details);
+}
+
 Result<int> Runner::runCommand() {
+  if (!sandbox_) return failWith(exit_code::kInternal, "runCommand() before boot()");
   step("agent", plan_.commandLine);
   auto attached = deps_.ui.attach(*sandbox_, plan_.exec, plan_.pty);
+  reportBlocked();
   if (!attached) {
     std::string crash = sandbox_->crashReason();
     sandbox_->stop();
-    return failWith(exit_code::kVmFailed, "{}{}", attached.error().message, crash.empty() ? "" : " (" + crash + ")");
+    Error e = withCode(attached.error(), exit_code::kVmFailed);
+    if (!crash.empty()) e.message += " (" + crash + ")";
+    return std::unexpected(e);
   }
   commandCode_ = attached->code;
   forced_ = attached->forced;
   if (session_) session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
-  if (sandbox_->hasEgress()) {
-    std::string details = plan_.egressLogShown ? "shown above"
-                          : session_         ? SessionLayout{session_->dir()}.egressLog()
-                                             : "run again with --egress-log";
-    if (auto lines = sandbox_->blockedEgress(); !lines.empty()) deps_.ui.blockedEgress(lines, details);
-  }
   return commandCode_;
 }
 
 Result<> Runner::exportChanges() {
+  if (!sandbox_ || !session_ || plan_.workspaceMode != WorkspaceMode::kSnapshot)
+    return failWith(exit_code::kInternal, "exportChanges() needs a booted snapshot session");
   SessionLayout layout{session_->dir()};
   step("export", "collecting the guest's changes");
   auto exported = sandbox_->exportWorkspace(layout.changeSet(), forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
@@ -228,6 +257,8 @@ Result<> Runner::exportChanges() {
 }
 
 Result<workspace::GateOutcome> Runner::review() {
+  if (!session_ || plan_.workspaceMode != WorkspaceMode::kSnapshot)
+    return failWith(exit_code::kInternal, "review() needs a snapshot session");
   Session& s = *session_;
   SessionLayout layout{s.dir()};
   step("review", "review");
@@ -242,6 +273,7 @@ Result<workspace::GateOutcome> Runner::review() {
   bool byPolicy = plan_.review.mode == ws::ReviewMode::Auto || plan_.review.mode == ws::ReviewMode::All;
   if (commandCode_ != 0 && byPolicy && !plan_.review.acceptFailed) {
     request.mode = ws::ReviewMode::None;
+    request.modeName = "none";
     std::string line = fmt::format("{} exited with {}, so --review={} flushes nothing: its changes are kept pending "
                                    "(--accept-failed flushes them anyway)",
                                    plan_.review.who, commandCode_, plan_.review.modeName);
@@ -250,7 +282,8 @@ Result<workspace::GateOutcome> Runner::review() {
   }
   auto reviewed = reviewSession(deps_.host, request, deps_.ui);
   if (!reviewed) return std::unexpected(reviewed.error());
-  if (!reviewed->outcome) return ws::GateOutcome{};
+  if (!reviewed->outcome)  // the change set was just exported: there is always something to review
+    return failWith(exit_code::kInternal, "the change set of session {} was not found for the review", s.dir());
   deps_.ui.reviewed(*reviewed->outcome, s.workspace());
   return std::move(*reviewed->outcome);
 }
@@ -274,10 +307,7 @@ Result<RunOutcome> Runner::run() {
   } else {
     sandbox_->stop();
   }
-  if (session_) {
-    session_->endPhase();
-    out.timings = session_->timings();
-  }
+  out.timings = timings();
   out.exitCode = exit_code::mergeExitCodes(*code, reviewCode);
   if (session_)
     session_->log(fmt::format("exit {} ({})", out.exitCode,

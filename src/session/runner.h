@@ -42,7 +42,8 @@ class ImageProvider {
 /// Boots a sandbox (vm::Machine::launch in airlock; a fake in tests).
 using SandboxLauncher = std::function<Result<std::unique_ptr<vm::Sandbox>>(const vm::LaunchOptions&)>;
 
-/// What the runner works with besides the plan. All references outlive the runner.
+/// What the runner works with besides the plan. Every reference must
+/// outlive the runner (build the HostContext, UI and provider first).
 struct RunnerDeps {
   const HostContext& host;
   Ui& ui;
@@ -60,6 +61,8 @@ struct RunOutcome {
   std::string timings;     ///< per-phase durations (Session::timings)
 };
 
+/// Carries out one Plan (see the file comment); a step that needs an earlier
+/// one fails with kInternal when called out of order.
 class Runner {
  public:
   Runner(Plan plan, RunnerDeps deps);
@@ -67,24 +70,34 @@ class Runner {
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  /// Every step in order. A failed step stops the sandbox (if booted) and
-  /// removes the snapshot; the error carries the exit code (kVmFailed when
-  /// the sandbox or the command's channel failed, with the crash reason).
+  /// Every step in order. The error of a failed step carries its exit code
+  /// (kVmFailed when the sandbox or the command's channel failed, with the
+  /// crash reason); the sandbox is stopped and the snapshot removed when the
+  /// runner is destroyed, however it ended.
   Result<RunOutcome> run();
 
   /// The steps run() takes, in that order, for callers that need to stop
   /// between them (a detached session exports now and reviews later).
+  /// Opens the session (kSnapshot, kDirect): directory, log, workspace lock,
+  /// an interrupted flush settled, the snapshot taken. Nothing for other plans.
   Result<> open();
+  /// The image, the sandbox, the agent's home. After open().
   Result<> boot();
+  /// The command attached to the UI; returns its exit code. After boot().
   Result<int> runCommand();
+  /// The guest's changes into the session, then the sandbox stopped. kSnapshot, after runCommand().
   Result<> exportChanges();
+  /// The review gate on the exported changes. kSnapshot, after exportChanges().
   Result<workspace::GateOutcome> review();
   /// The session directory ("" before open(), and without a session).
   std::string sessionDir() const;
+  /// Per-phase durations so far, the current phase ended ("" without a session).
+  std::string timings();
 
  private:
   void step(const std::string& name, const std::string& line);
   Result<> takeSnapshot();
+  void reportBlocked();
   Result<> useImage(vm::LaunchOptions& launch);
   Result<> prepareHome();
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);

@@ -14,6 +14,7 @@
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "common/sha256.h"
+#include "session/layout.h"
 
 namespace airlock::session {
 namespace {
@@ -65,8 +66,10 @@ bool sessionRunning(const std::string& stateDir, const std::string& sessionDir) 
 }
 
 bool sessionHasPending(const std::string& sessionDir) {
-  auto has = [&](const char* name) { return ::access((sessionDir + "/" + name).c_str(), F_OK) == 0; };
-  return has("pending/changes.tar") || has("flush/journal") || (has("changes.tar") && !has("reviewed"));
+  SessionLayout layout{sessionDir};
+  auto has = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  return has(layout.pendingChangeSet()) || has(layout.flushJournal()) ||
+         (has(layout.changeSet()) && !has(layout.reviewed()));
 }
 
 std::string sessionsDir(const std::string& stateDir) { return stateDir + "/sessions"; }
@@ -89,7 +92,7 @@ Result<std::string> resolveSessionDir(const std::string& stateDir, const std::st
 }
 
 std::string recordedWorkspace(const std::string& sessionDir) {
-  auto text = readFile(sessionDir + "/" + kWorkspaceFile, 1 << 16);
+  auto text = readFile(SessionLayout{sessionDir}.workspace(), 1 << 16);
   if (!text) return "";
   std::string ws = *text;
   while (!ws.empty() && ws.back() == '\n') ws.pop_back();
@@ -97,11 +100,11 @@ std::string recordedWorkspace(const std::string& sessionDir) {
 }
 
 Result<> recordWorkspace(const std::string& sessionDir, const std::string& workspace) {
-  return writeFileAtomic(sessionDir + "/" + kWorkspaceFile, absolutePath(workspace) + "\n", 0600);
+  return writeFileAtomic(SessionLayout{sessionDir}.workspace(), absolutePath(workspace) + "\n", 0600);
 }
 
 void appendSessionLog(const std::string& sessionDir, const std::string& line) {
-  Fd log(::open((sessionDir + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  Fd log(::open(SessionLayout{sessionDir}.log().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (log) writeAll(log.get(), stampedLine(line));
 }
 
@@ -163,7 +166,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& stateDir, cons
   }
   if (ftruncate(s->lock_.get(), 0) == 0) (void)!pwrite(s->lock_.get(), s->id_.data(), s->id_.size(), 0);
   if (auto r = recordWorkspace(s->dir_, s->workspace_); !r) return std::unexpected(r.error());
-  s->log_.reset(::open((s->dir_ + "/session.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  s->log_.reset(::open(SessionLayout{s->dir_}.log().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   s->log("session " + s->id_ + " on " + s->workspace_);
   return s;
 }

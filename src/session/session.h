@@ -14,10 +14,6 @@
 
 namespace airlock::session {
 
-/// The file in a session directory that records the real path of its
-/// workspace (one line), so `airlock review -s SESSION` flushes there.
-inline constexpr const char* kWorkspaceFile = "workspace";
-
 /// The directory holding every run's session: <stateDir>/sessions
 /// (`stateDir` is HostDirs::state).
 std::string sessionsDir(const std::string& stateDir);

@@ -20,6 +20,9 @@ struct Attached {
   bool forced = false;  ///< the user ended the session before the command exited (code is 128+SIGTERM)
 };
 
+/// What a session shows and asks (progress, warnings, the attached command,
+/// the review terminal and the review's outcome). TerminalUi in src/cli is the
+/// real one; tests record what they were told.
 class Ui {
  public:
   virtual ~Ui() = default;

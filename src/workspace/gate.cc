@@ -53,17 +53,23 @@ void removeStaleStaging(const std::string& session) {
   for (const auto& path : stale) (void)removeTree(path);
 }
 
-Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules,
-                            ReviewTerminal* term) {
-  if (a.mode == ReviewMode::Interactive && !term)
-    return failWith(exit_code::kUsage, "interactive review needs a terminal (none is attached to this process); pass "
-                    "--review=auto (accept all but held-back paths) or --review=none (keep every change in the "
-                    "session, flush nothing)");
+Result<> checkGateRequest(const GateRequest& a, const ReviewTerminal* term) {
   if (a.changeSet.empty() == a.after.empty())
     return failWith(exit_code::kUsage, "give exactly one of --change-set LAYER.tar or --after DIR (a session with "
                     "pending changes needs neither)");
   if (!a.after.empty() && a.snapshot.empty())
     return failWith(exit_code::kUsage, "--after needs --session (its snapshot is the baseline to compare with)");
+  if (a.mode == ReviewMode::Interactive && !term)
+    return failWith(exit_code::kUsage, "interactive review needs a terminal (none is attached to this process); pass "
+                    "--review=auto (accept all but held-back paths) or --review=none (keep every change in the "
+                    "session, flush nothing)");
+  if (a.session.empty()) return failWith(exit_code::kInternal, "a review needs a session directory");
+  return {};
+}
+
+Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules,
+                            ReviewTerminal* term) {
+  if (auto r = checkGateRequest(a, term); !r) return std::unexpected(r.error());
 
   // The change set, staged in a directory removed however the review ends
   // short of a crash (and by the next review of the session after one).
@@ -99,6 +105,7 @@ Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, cons
   out.items = std::move(result->items);
   out.alreadyApplied = result->alreadyApplied;
   auto& items = out.items;
+  if (term) term->begin();
   auto decisions = decide(items, a.mode, diff, term, term != nullptr);
   if (!decisions) return std::unexpected(decisions.error());
   out.decisions = std::move(*decisions);

@@ -59,20 +59,25 @@ struct GateOutcome {
   int exitCode() const;
 };
 
+/// Checks that `request` can be reviewed before anything is staged: exactly
+/// one of changeSet and after, a snapshot for after, a terminal (`term`) for
+/// ReviewMode::Interactive, a session directory. kUsage errors that name the fix.
+Result<> checkGateRequest(const GateRequest& request, const ReviewTerminal* term);
+
 /// The ignore rules of a review: the session's saved patterns
 /// (`savedPatterns`, the text of SESSION/ignore), the workspace's live
 /// .airlockignore, and `excludes`. Warnings (bad patterns) are returned once
 /// each. Errors: kUsage for an unopenable workspace, kHostNotReady for an
 /// unusable .airlockignore (a FIFO, too big, unreadable).
 struct ReviewRules {
-  IgnoreRules rules;
-  std::vector<std::string> warnings;
+  IgnoreRules rules;                  ///< what the review ignores (never flushed)
+  std::vector<std::string> warnings;  ///< one line per bad pattern, each once
 };
 Result<ReviewRules> loadReviewRules(const std::string& workspace, const std::string& savedPatterns,
                                     const std::vector<std::string>& excludes);
 
 /// Runs the review of `request` against `baseline` with `rules`. `term` is
-/// needed for ReviewMode::Interactive (kUsage error without it). Staging
+/// needed for ReviewMode::Interactive; checkGateRequest() is applied first. Staging
 /// lives in a review-XXXXXX directory of the session, removed however the
 /// review ends short of a crash. Errors: kUsage (bad input), kUnsafeChangeSet
 /// (a refused change set: nothing flushed), kConflict is never an error (it is

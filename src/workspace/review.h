@@ -95,6 +95,10 @@ class ReviewTerminal {
   virtual std::optional<std::string> readLine() = 0;
   /// Shows a long text (a colored diff) through the user's pager.
   virtual void page(const std::string& text) = 0;
+  /// Called once, right before the first question (after the change set is
+  /// staged and diffed): a terminal resets what the agent left on it and
+  /// drops keys typed so far, so they cannot answer that question.
+  virtual void begin() {}
 };
 
 /// The user's terminal as one read/write descriptor (the cli opens

@@ -22,13 +22,15 @@ struct FakeScript {
   int agentCode = 0;                   ///< the command's exit code
   std::string changeSet;               ///< the OCI layer tar the export writes
   std::function<void()> whileRunning;  ///< runs when the agent command starts (e.g. a host edit)
+  int helperCode = 0;                  ///< exit code of airlock's helper commands (sh -c ...)
+  std::optional<Error> exportError;    ///< the export fails with this
+  std::vector<std::string> blocked;    ///< what the "firewall" blocked (hasEgress when non-empty)
   // What happened:
   std::vector<protocol::ExecRequest> execs;  ///< every command started, helpers included
   std::vector<std::string> stdinSeen;        ///< stdin each command got
   int exports = 0;
   bool forcedLimits = false;                 ///< the export ran with forcedExportLimits()
   int stops = 0;
-  bool stoppedBeforeReview = false;          ///< set by the test's UI: stop() came before the review
 };
 
 /// One command of FakeSandbox: exits at once with the script's code for the
@@ -70,11 +72,13 @@ class FakeSandbox final : public vm::Sandbox {
     script_.stdinSeen.emplace_back();
     bool agent = request.argv.empty() || request.argv[0] != "sh";
     if (agent && script_.whileRunning) script_.whileRunning();
-    return std::make_shared<FakeCommand>(script_, script_.execs.size() - 1, agent ? script_.agentCode : 0);
+    return std::make_shared<FakeCommand>(script_, script_.execs.size() - 1,
+                                         agent ? script_.agentCode : script_.helperCode);
   }
   Result<uint64_t> exportWorkspace(const std::string& destPath, const vm::ExportLimits& limits) override {
     ++script_.exports;
     script_.forcedLimits = limits.idle == vm::forcedExportLimits().idle;
+    if (script_.exportError) return std::unexpected(*script_.exportError);
     if (auto r = writeFileAtomic(destPath, script_.changeSet, 0600); !r) return std::unexpected(r.error());
     return script_.changeSet.size();
   }
@@ -82,9 +86,9 @@ class FakeSandbox final : public vm::Sandbox {
     if (!stopped_) ++script_.stops;
     stopped_ = true;
   }
-  std::string crashReason() const override { return ""; }
-  std::vector<std::string> blockedEgress() const override { return {}; }
-  bool hasEgress() const override { return false; }
+  std::string crashReason() const override { return "guest kernel panic"; }
+  std::vector<std::string> blockedEgress() const override { return script_.blocked; }
+  bool hasEgress() const override { return !script_.blocked.empty(); }
 
  private:
   FakeScript& script_;
@@ -101,27 +105,62 @@ inline SandboxLauncher fakeLauncher(FakeScript& script, std::optional<Error> boo
   };
 }
 
+/// A review terminal that answers every question with `answer` and records
+/// when begin() came (it must come after the diff, before the first question).
+class ScriptedTerminal final : public workspace::ReviewTerminal {
+ public:
+  void print(std::string_view text) override { shown += text; }
+  std::optional<std::string> readLine() override {
+    ++questions;
+    if (begins == 0) questionBeforeBegin = true;
+    return answer;
+  }
+  void page(const std::string& text) override { shown += text; }
+  void begin() override { ++begins; }
+
+  std::string answer = "a";
+  std::string shown;
+  int begins = 0, questions = 0;
+  bool questionBeforeBegin = false;
+};
+
 /// A UI that records every line and attaches by running the command to its end.
 class RecordingUi final : public Ui {
  public:
+  explicit RecordingUi(const FakeScript& script) : script_(script) {}
   void progress(const std::string& line) override { lines.push_back("progress: " + line); }
   void notice(const std::string& line) override { lines.push_back("notice: " + line); }
   void warn(const std::string& line) override { lines.push_back("warning: " + line); }
   void say(const std::string& line) override { lines.push_back(line); }
   Result<Attached> attach(vm::Sandbox& sandbox, protocol::ExecRequest request, bool) override {
+    if (attachError) return std::unexpected(*attachError);
     auto cmd = sandbox.exec(request, {});
     if (!cmd) return std::unexpected(cmd.error());
     auto status = (*cmd)->wait();
     if (!status) return std::unexpected(status.error());
     return Attached{status->shellCode(), forceEnd};
   }
-  workspace::ReviewTerminal* reviewTerminal() override { return nullptr; }
-  void reviewed(const workspace::GateOutcome& outcome, const std::string&) override { shown.push_back(outcome.summary); }
-  void blockedEgress(const std::vector<std::string>&, const std::string&) override {}
+  workspace::ReviewTerminal* reviewTerminal() override { return terminal; }
+  void reviewed(const workspace::GateOutcome& outcome, const std::string&) override {
+    shown.push_back(outcome.summary);
+    stopsAtReview = script_.stops;
+  }
+  void blockedEgress(const std::vector<std::string>& lines, const std::string& details) override {
+    blocked = lines;
+    blockedDetails = details;
+  }
 
-  bool forceEnd = false;             ///< attach reports that the user forced the end
-  std::vector<std::string> lines;    ///< every line, prefixed with its kind
-  std::vector<std::string> shown;    ///< the summaries of the reviews shown
+  bool forceEnd = false;                    ///< attach reports that the user forced the end
+  std::optional<Error> attachError;         ///< attach fails with this (a lost control channel)
+  workspace::ReviewTerminal* terminal = nullptr;  ///< the review terminal handed out
+  std::vector<std::string> lines;           ///< every line, prefixed with its kind
+  std::vector<std::string> shown;           ///< the summaries of the reviews shown
+  int stopsAtReview = -1;                   ///< sandbox stops counted when the review was shown
+  std::vector<std::string> blocked;         ///< the blocked-egress report
+  std::string blockedDetails;
+
+ private:
+  const FakeScript& script_;
 };
 
 /// An ImageProvider that hands out one path for everything.

@@ -47,7 +47,6 @@ class Runner_ : public ::testing::Test {
   /// A plan for a snapshot session reviewed by `mode`, booting a fixed image.
   Plan plan(ws::ReviewMode mode, const std::string& modeName) {
     Plan p;
-    p.name = "fake-agent";
     p.workspace = workspace_;
     p.workspaceMode = WorkspaceMode::kSnapshot;
     p.image = {ImageSource::Kind::kReference, "example.com/agent:1"};
@@ -69,7 +68,7 @@ class Runner_ : public ::testing::Test {
   SystemClock clock_;
   HostContext host_;
   FakeScript script_;
-  RecordingUi ui_;
+  RecordingUi ui_{script_};
   test::FixedImages images_;
   vm::LaunchOptions launched_;
 };
@@ -89,6 +88,7 @@ TEST_F(Runner_, AutoReviewFlushesTheChangesAndExitsZero) {
   EXPECT_EQ(launched_.rootImage, "/fake/root.erofs");
   EXPECT_EQ(launched_.workspaceSnapshot, SessionLayout{out->sessionDir}.snapshot());
   EXPECT_EQ(script_.exports, 1);
+  EXPECT_EQ(ui_.stopsAtReview, 1) << "the VM must be stopped before the review";
   EXPECT_EQ(script_.stops, 1);
   // The snapshot is scratch: gone when the session ends; the log stays.
   EXPECT_FALSE(fs::exists(SessionLayout{out->sessionDir}.snapshot()));
@@ -142,9 +142,11 @@ TEST_F(Runner_, BootFailureLeavesNoSnapshot) {
   auto out = run(plan(ws::ReviewMode::Auto, "auto"), Error{"qemu-system-x86_64 not found", exit_code::kHostNotReady});
   ASSERT_FALSE(out);
   EXPECT_EQ(out.error().code, exit_code::kHostNotReady);
-  std::error_code ec;
-  for (const auto& session : fs::directory_iterator(host_.dirs.state + "/sessions", ec))
-    EXPECT_FALSE(fs::exists(session.path() / "snapshot")) << session.path();
+  std::vector<fs::path> sessions;
+  for (const auto& session : fs::directory_iterator(host_.dirs.state + "/sessions")) sessions.push_back(session.path());
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_TRUE(fs::exists(sessions[0] / "session.log"));
+  EXPECT_FALSE(fs::exists(sessions[0] / "snapshot"));
   EXPECT_EQ(script_.execs.size(), 0u);
 }
 
@@ -173,6 +175,126 @@ TEST_F(Runner_, FailedAgentUnderAutoFlushesNothingAndExitsWithItsCode) {
   bool said = false;
   for (const auto& line : ui_.lines) said |= line.find("exited with 3, so --review=auto flushes nothing") != std::string::npos;
   EXPECT_TRUE(said);
+  ASSERT_EQ(ui_.shown.size(), 1u);
+  EXPECT_NE(ui_.shown[0].find("review (none): 0 flushed, 1 pending"), std::string::npos) << ui_.shown[0];
+}
+
+// An interactive review asks on the UI's terminal, and the terminal is
+// prepared (reset, type-ahead dropped) after the diff, right before the
+// first question.
+TEST_F(Runner_, InteractiveReviewPreparesTheTerminalRightBeforeTheFirstQuestion) {
+  test::ScriptedTerminal terminal;
+  ui_.terminal = &terminal;
+  script_.changeSet = makeTar({{"a.c", 'f', "a\n"}, {"b.c", 'f', "b\n"}});
+  auto out = run(plan(ws::ReviewMode::Interactive, "interactive"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 0);
+  EXPECT_EQ(terminal.begins, 1);
+  EXPECT_EQ(terminal.questions, 2);
+  EXPECT_FALSE(terminal.questionBeforeBegin);
+  EXPECT_EQ(readAll(workspace_ + "/a.c"), "a\n");
+}
+
+// Interactive without a terminal is refused before anything is staged.
+TEST_F(Runner_, InteractiveWithoutATerminalIsAUsageError) {
+  script_.changeSet = makeTar({{"a.c", 'f', "a\n"}});
+  auto out = run(plan(ws::ReviewMode::Interactive, "interactive"));
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kUsage);
+  EXPECT_FALSE(fs::exists(workspace_ + "/a.c"));
+}
+
+// Direct mode: the live workspace shared read-write, no snapshot, no export,
+// no review; the exit code is the agent's.
+TEST_F(Runner_, DirectModeSharesTheLiveWorkspaceAndSkipsTheReview) {
+  script_.agentCode = 4;
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.workspaceMode = WorkspaceMode::kDirect;
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 4);
+  EXPECT_EQ(launched_.workspaceDir, workspace_);
+  EXPECT_TRUE(launched_.workspaceReadWrite);
+  EXPECT_TRUE(launched_.workspaceSnapshot.empty());
+  EXPECT_EQ(script_.exports, 0);
+  EXPECT_FALSE(out->review);
+  EXPECT_FALSE(fs::exists(SessionLayout{out->sessionDir}.snapshot()));
+}
+
+// A shared workspace (run-image -w without --review): no session at all.
+TEST_F(Runner_, SharedWorkspaceHasNoSession) {
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.workspaceMode = WorkspaceMode::kShared;
+  p.image = {ImageSource::Kind::kRootfsDir, root_ + "/rootfs"};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_TRUE(out->sessionDir.empty());
+  EXPECT_EQ(launched_.workspaceDir, workspace_);
+  EXPECT_FALSE(launched_.workspaceReadWrite);
+  EXPECT_EQ(launched_.rootfsDir, root_ + "/rootfs");
+  EXPECT_FALSE(fs::exists(host_.dirs.state + "/sessions"));
+}
+
+// A lost control channel while the agent runs: exit 66 with the crash
+// reason, the sandbox stopped, the blocked-egress report still shown.
+TEST_F(Runner_, LostChannelIsAVmFailureWithTheCrashReason) {
+  ui_.attachError = Error{"the control channel closed"};
+  script_.blocked = {"evil.example (not on the allowlist): 2x"};
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"));
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kVmFailed);
+  EXPECT_NE(out.error().message.find("guest kernel panic"), std::string::npos) << out.error().message;
+  EXPECT_EQ(script_.stops, 1);
+  EXPECT_EQ(ui_.blocked, script_.blocked);
+}
+
+// What the firewall blocked is reported with where the full log is.
+TEST_F(Runner_, BlockedEgressIsReportedWithTheSessionLog) {
+  script_.blocked = {"evil.example (not on the allowlist): 2x"};
+  script_.changeSet = makeTar({});
+  auto out = run(plan(ws::ReviewMode::None, "none"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(ui_.blocked, script_.blocked);
+  EXPECT_EQ(ui_.blockedDetails, SessionLayout{out->sessionDir}.egressLog());
+}
+
+// An export the guest does not finish is a VM failure (66), an oversized one
+// is refused as unsafe (74); the sandbox is stopped either way.
+TEST_F(Runner_, ExportFailuresStopTheSandbox) {
+  script_.exportError = Error{"no export data for 30 s"};
+  auto out = run(plan(ws::ReviewMode::Auto, "auto"));
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kVmFailed);
+  EXPECT_EQ(script_.stops, 1);
+
+  FakeScript second;
+  second.exportError = Error{"over 16 GiB", exit_code::kUnsafeChangeSet};
+  RecordingUi ui{second};
+  Runner runner(plan(ws::ReviewMode::Auto, "auto"), {host_, ui, test::fakeLauncher(second), images_});
+  auto refused = runner.run();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, exit_code::kUnsafeChangeSet);
+  EXPECT_EQ(second.stops, 1);
+}
+
+// An image whose home cannot be given to the agent user is an image problem (67).
+TEST_F(Runner_, HomeThatCannotBePreparedIsAnImageFailure) {
+  script_.helperCode = 1;
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.chownHome = true;
+  auto out = run(std::move(p));
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, exit_code::kImage);
+  EXPECT_EQ(script_.execs.size(), 1u) << "the agent must not start";
+}
+
+// Steps called out of order fail instead of touching what does not exist.
+TEST_F(Runner_, StepsOutOfOrderFail) {
+  Runner runner(plan(ws::ReviewMode::Auto, "auto"), {host_, ui_, test::fakeLauncher(script_), images_});
+  EXPECT_EQ(runner.boot().error().code, exit_code::kInternal);
+  EXPECT_EQ(runner.runCommand().error().code, exit_code::kInternal);
+  EXPECT_EQ(runner.exportChanges().error().code, exit_code::kInternal);
+  EXPECT_EQ(runner.review().error().code, exit_code::kInternal);
 }
 
 // --accept-failed flushes a failing agent's changes; the exit code is still the agent's.
