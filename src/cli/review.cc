@@ -185,7 +185,7 @@ void removeStaleStaging(const std::string& session) {
 }
 
 /// The review itself, once the session, workspace and change set are known.
-int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
+int reviewChanges(const std::string& state, const ReviewArgs& a, ReviewOutcome& outcome) {
   auto mode = ws::parseReviewMode(a.mode);
   if (!mode) return report(mode.error());
   if (a.changeSet.empty() == a.after.empty())
@@ -199,13 +199,12 @@ int reviewChanges(const ReviewArgs& a, ReviewOutcome& outcome) {
     const char* pager = std::getenv("PAGER");
     term = std::make_unique<TtyTerminal>(std::move(tty), pager && *pager ? pager : "less -R");
   }
-  std::string state = stateDir();
 
   // 1. Session, rules, baseline.
   std::string session = a.session;
   if (session.empty()) {
-    if (auto r = makeDirs(session::sessionsDir(), 0700); !r) return report(r.error());
-    std::string tmpl = session::sessionsDir() + "/review-XXXXXX";
+    if (auto r = makeDirs(session::sessionsDir(state), 0700); !r) return report(r.error());
+    std::string tmpl = session::sessionsDir(state) + "/review-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return report(Error{"cannot create a session directory under " + state, exit_code::kInternal});
     session = tmpl;
     // Its pending changes must resume into this workspace, from anywhere.
@@ -402,17 +401,17 @@ Result<std::string> chooseWorkspace(const std::string& given, const std::string&
 
 bool haveControllingTerminal() { return static_cast<bool>(openControllingTerminal()); }
 
-void printResumeHint(const ReviewOutcome& outcome) {
+void printResumeHint(const std::string& stateDir, const ReviewOutcome& outcome) {
   size_t left = outcome.pending + outcome.conflicts;
   if (left == 0 || outcome.session.empty()) return;
   std::fflush(stdout);
   std::fprintf(stderr, "airlock: %zu change%s pending; review %s with: %s\n", left, left == 1 ? "" : "s",
                left == 1 ? "it" : "them",
-               session::resumeCommand(outcome.session).c_str());
+               session::resumeCommand(stateDir, outcome.session).c_str());
 }
 
-Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback) {
-  auto rec = ws::recoverFlush(workspace, stateDir(), rollback ? ws::RecoveryMode::RollBack
+Result<bool> settleInterruptedFlush(const std::string& stateDir, const std::string& workspace, bool rollback) {
+  auto rec = ws::recoverFlush(workspace, stateDir, rollback ? ws::RecoveryMode::RollBack
                                                               : ws::RecoveryMode::Complete);
   if (!rec) return std::unexpected(rec.error());
   if (!rec->found) return false;
@@ -426,14 +425,14 @@ Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback)
   return true;
 }
 
-int runReview(const ReviewArgs& a, ReviewOutcome* out) {
+int runReview(const std::string& stateDir, const ReviewArgs& a, ReviewOutcome* out) {
   ReviewOutcome local;
   ReviewOutcome& outcome = out ? *out : local;
   ReviewArgs args = a;
   if (args.onInterrupted != "complete" && args.onInterrupted != "rollback")
     return report(Error{"--on-interrupted must be complete or rollback", exit_code::kUsage});
   if (!args.session.empty()) {
-    auto dir = session::resolveSessionDir(args.session);
+    auto dir = session::resolveSessionDir(stateDir, args.session);
     if (!dir) return report(dir.error());
     args.session = *dir;
   }
@@ -442,7 +441,7 @@ int runReview(const ReviewArgs& a, ReviewOutcome* out) {
   args.workspace = *workspace;
 
   // An interrupted flush into this workspace is settled first.
-  auto settled = settleInterruptedFlush(args.workspace, args.onInterrupted == "rollback");
+  auto settled = settleInterruptedFlush(stateDir, args.workspace, args.onInterrupted == "rollback");
   if (!settled) return report(settled.error());
   if (!args.session.empty()) removeStaleStaging(args.session);
 
@@ -460,10 +459,10 @@ int runReview(const ReviewArgs& a, ReviewOutcome* out) {
       return 0;
     }
   }
-  return reviewChanges(args, outcome);
+  return reviewChanges(stateDir, args, outcome);
 }
 
-void addReviewCommand(CLI::App& app, int& exitCode) {
+void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto snap = std::make_shared<SnapshotArgs>();
   CLI::App* s = app.add_subcommand("snapshot", "Copy a workspace into a session directory and record its baseline manifest");
   s->add_option("--workspace,-w", snap->workspace, "the project directory (default: .)");
@@ -490,10 +489,10 @@ void addReviewCommand(CLI::App& app, int& exitCode) {
   r->add_option("--max-diff-bytes", rev->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
   r->add_option("--on-interrupted", rev->onInterrupted, "an interrupted earlier flush: complete (default) or rollback");
   r->add_flag("--json", rev->json, "machine-readable output (implies no pager)");
-  r->callback([rev, &exitCode] {
+  r->callback([rev, &exitCode, &host] {
     ReviewOutcome outcome;
-    exitCode = runReview(*rev, &outcome);
-    printResumeHint(outcome);
+    exitCode = runReview(host.dirs.state, *rev, &outcome);
+    printResumeHint(host.dirs.state, outcome);
   });
 }
 

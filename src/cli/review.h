@@ -35,19 +35,20 @@ struct ReviewOutcome {
 /// session id or directory; alone (no change set) it resumes what the session
 /// holds. Returns 0, or exit_code::kConflict / kReviewPending when changes
 /// were left, or another airlock exit code on failure (after printing the
-/// error). Fills `outcome` when given.
-int runReview(const ReviewArgs& args, ReviewOutcome* outcome = nullptr);
+/// error). Fills `outcome` when given. `stateDir` is HostDirs::state
+/// (sessions, flush journals).
+int runReview(const std::string& stateDir, const ReviewArgs& args, ReviewOutcome* outcome = nullptr);
 
 /// Prints "airlock: N changes pending; review them with: airlock review -s ID"
 /// ("1 change pending; review it with: ...")
-/// to stderr when the review left changes.
-void printResumeHint(const ReviewOutcome& outcome);
+/// to stderr when the review left changes (sessions under `stateDir` by id).
+void printResumeHint(const std::string& stateDir, const ReviewOutcome& outcome);
 
 /// Completes (or, if `rollback`, rolls back) an interrupted flush into
 /// `workspace`, says so on stderr and in its session's log, and removes the
 /// staging directories that session's killed review left. Returns whether
-/// there was one.
-Result<bool> settleInterruptedFlush(const std::string& workspace, bool rollback);
+/// there was one. The flush journals are under `stateDir`.
+Result<bool> settleInterruptedFlush(const std::string& stateDir, const std::string& workspace, bool rollback);
 
 /// True when this process has a controlling terminal (/dev/tty opens), which
 /// is all interactive review needs: stdin and stdout may be redirected.

@@ -37,7 +37,9 @@
 #include "common/visible_text.h"
 #include "config/effective.h"
 #include "config/egress_plan.h"
+#include "config/loader.h"
 #include "image/agent_image.h"
+#include "image/rootfs_image.h"
 #include "session/session.h"
 #include "vm/launcher.h"
 
@@ -122,12 +124,12 @@ agents::AgentSpec withConfigForwards(agents::AgentSpec spec, const config::Setti
 }
 
 /// Puts the configured `image` into `launch`: a path ('/' or '.' first) to a
-/// rootfs directory or an erofs file, else an OCI image reference pulled per
-/// the registry flags.
-Result<> useConfiguredImage(const std::string& image, const RegistryFlags& registry, const config::Settings& settings,
-                            bool quiet, vm::LaunchOptions& launch) {
+/// rootfs directory (turned into a cached erofs image) or an erofs file, else
+/// an OCI image reference pulled per the registry flags.
+Result<> useConfiguredImage(const HostContext& host, const std::string& image, const RegistryFlags& registry,
+                            const config::Settings& settings, bool quiet, vm::LaunchOptions& launch) {
   if (!image.starts_with('/') && !image.starts_with('.')) {
-    auto pulled = pulledImagePath(image, registry, settings, quiet);
+    auto pulled = pulledImagePath(host, image, registry, settings, quiet);
     if (!pulled) return std::unexpected(pulled.error());
     launch.rootImage = *pulled;
     return {};
@@ -136,10 +138,13 @@ Result<> useConfiguredImage(const std::string& image, const RegistryFlags& regis
   if (stat(image.c_str(), &st) != 0)
     return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
                     "image reference", image, errnoText(errno));
-  if (S_ISDIR(st.st_mode))
-    launch.rootfsDir = image;
-  else
+  if (!S_ISDIR(st.st_mode)) {
     launch.rootImage = image;
+    return {};
+  }
+  auto erofs = image::ensureRootfsImage(host.dirs.cache, image, {});
+  if (!erofs) return std::unexpected(erofs.error());
+  launch.rootImage = *erofs;
   return {};
 }
 
@@ -169,9 +174,10 @@ Result<> runInGuest(vm::ControlChannel& channel, const std::vector<std::string>&
   return {};
 }
 
-int runAgent(RunArgs args) {
+int runAgent(const HostContext& host, RunArgs args) {
   if (auto r = checkAllowHosts(args.egress); !r) return report(r.error());
-  auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
+  auto effective = config::loadEffectiveConfig(config::userConfigPath(host.dirs.config), args.agent, args.workspace,
+                                               flagLayer(args));
   if (!effective) return report(effective.error());
   for (const auto& ignored : effective->resolved.ignored)
     std::fprintf(stderr, "airlock: %s\n", config::describe(ignored).c_str());
@@ -210,7 +216,7 @@ int runAgent(RunArgs args) {
   if (!published) return report(published.error());
 
   // 1-2. Session and snapshot.
-  auto session = openSession(args.workspace, args.wait, args.quiet, direct, excludes);
+  auto session = openSession(host.dirs.state, args.workspace, args.wait, args.quiet, direct, excludes);
   if (!session) return report(session.error());
   auto& s = **session;
 
@@ -220,21 +226,21 @@ int runAgent(RunArgs args) {
   bool builtAgentImage = false;  // the agent's own image: its home already belongs to the agent
   if (!args.image.empty()) {
     s.phase("image", "image " + args.image);
-    auto image = pulledImagePath(args.image, args.registry, settings, args.quiet);
+    auto image = pulledImagePath(host, args.image, args.registry, settings, args.quiet);
     if (!image) return report(image.error());
     launch.rootImage = *image;
   } else if (settings.image) {
     s.phase("image", "image " + settings.image->value);
-    if (auto r = useConfiguredImage(settings.image->value, args.registry, settings, args.quiet, launch); !r)
+    if (auto r = useConfiguredImage(host, settings.image->value, args.registry, settings, args.quiet, launch); !r)
       return report(r.error());
   } else if (!spec.image.reference.empty()) {
     s.phase("image", "image " + spec.image.reference);
-    auto image = pulledImagePath(spec.image.reference, args.registry, settings, args.quiet);
+    auto image = pulledImagePath(host, spec.image.reference, args.registry, settings, args.quiet);
     if (!image) return report(image.error());
     launch.rootImage = *image;
   } else {
     s.phase("image", "image for " + spec.name);
-    auto image = image::ensureAgentImage(spec, [&](const std::string& line) {
+    auto image = image::ensureAgentImage(host.dirs.cache, spec, [&](const std::string& line) {
       if (!args.quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
     });
     if (!image) return report(image.error());
@@ -266,7 +272,7 @@ int runAgent(RunArgs args) {
   launch.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
   if (!args.quiet)
     launch.notice = [](const std::string& line) { std::fprintf(stderr, "airlock: note: %s\n", line.c_str()); };
-  auto machine = vm::Machine::launch(launch);
+  auto machine = vm::Machine::launch(host, launch);
   if (!machine) return report(machine.error());
   auto& control = (*machine)->vm().control();
   // An image airlock did not build for the agent (a rootfs DIR, built with
@@ -317,7 +323,7 @@ int runAgent(RunArgs args) {
 
   // 6-9. Export the changes, stop the VM, review and flush.
   ReviewOutcome outcome;
-  auto reviewed = exportAndReview(s, **machine, ReviewPolicy{args.review, *agentCode, args.acceptFailed, "the agent", attached->forced}, excludes,
+  auto reviewed = exportAndReview(host.dirs.state, s, **machine, ReviewPolicy{args.review, *agentCode, args.acceptFailed, "the agent", attached->forced}, excludes,
                                   outcome);
   if (!reviewed) return report(reviewed.error());
   int reviewCode = *reviewed;
@@ -327,7 +333,7 @@ int runAgent(RunArgs args) {
   // the last line says how to resume a review that left some.
   std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", s.timings().c_str());
-  printResumeHint(outcome);
+  printResumeHint(host.dirs.state, outcome);
   if (reviewCode != 0 && reviewCode != exit_code::kReviewPending && reviewCode != exit_code::kConflict)
     return reviewCode;
   if (*agentCode != 0) return *agentCode;
@@ -336,7 +342,8 @@ int runAgent(RunArgs args) {
 
 }  // namespace
 
-void addRunCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
+void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
+                   const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a coding agent in a microVM on a snapshot of your project, then review "
                                         "its changes");
@@ -372,9 +379,9 @@ Examples:
   cmd->add_flag("--wait", args->wait, "Wait for another session on the same workspace instead of failing");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
   addRegistryFlags(*cmd, args->registry);
-  cmd->callback([args, &exitCode, &afterDoubleDash] {
+  cmd->callback([args, &exitCode, &host, &afterDoubleDash] {
     args->agentArgs = afterDoubleDash;
-    exitCode = runAgent(*args);
+    exitCode = runAgent(host, *args);
   });
 }
 

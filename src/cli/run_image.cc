@@ -18,6 +18,7 @@
 #include "config/egress_plan.h"
 #include "image/oci/image_pull.h"
 #include "image/oci/image_store.h"
+#include "image/rootfs_image.h"
 #include "vm/launcher.h"
 
 namespace airlock::cli {
@@ -34,14 +35,14 @@ struct ImageDefaults {
   unsigned gid = 0;
 };
 
-Result<ImageDefaults> prepareImage(const RunImageArgs& args) {
+Result<ImageDefaults> prepareImage(const HostContext& host, const RunImageArgs& args) {
   auto ref = image::oci::parseImageRef(args.image);
   if (!ref) return std::unexpected(ref.error());
-  auto settings = userSettings();
+  auto settings = userSettings(host);
   if (!settings) return std::unexpected(settings.error());
-  auto pulled = pullVerified(args.image, args.registry, *settings, args.quiet);
+  auto pulled = pullVerified(host, args.image, args.registry, *settings, args.quiet);
   if (!pulled) return std::unexpected(pulled.error());
-  image::oci::ImageStore::openDefault().markUsed(pulled->record.manifestDigest);
+  image::oci::ImageStore::inCache(host.dirs.cache).markUsed(pulled->record.manifestDigest);
   const auto& config = pulled->record.config;
   ImageDefaults d;
   d.erofs = pulled->erofsPath;
@@ -83,7 +84,7 @@ bool hasEnv(const std::vector<std::string>& env, std::string_view name) {
   return false;
 }
 
-int runImage(const RunImageArgs& args) {
+int runImage(const HostContext& host, const RunImageArgs& args) {
   vm::AccelRequest accel;
   if (!vm::parseAccel(args.accel, accel)) {
     std::fprintf(stderr, "airlock: --accel must be auto, kvm or tcg (got '%s')\n", args.accel.c_str());
@@ -116,7 +117,7 @@ int runImage(const RunImageArgs& args) {
   image.argv = args.command;
   image.uid = image.gid = args.user;
   if (!args.image.empty()) {
-    auto prepared = prepareImage(args);
+    auto prepared = prepareImage(host, args);
     if (!prepared) {
       std::fprintf(stderr, "airlock: %s\n", prepared.error().message.c_str());
       return prepared.error().code == 1 ? exit_code::kImage : prepared.error().code;
@@ -156,13 +157,12 @@ int runImage(const RunImageArgs& args) {
                                            : "/";
 
   vm::LaunchOptions options;
-  options.rootfsDir = args.rootfs;
   options.rootImage = image.erofs;
   options.cpus = args.cpus;
   options.memoryMiB = args.memory;
   std::unique_ptr<session::Session> session;
   if (!args.review.empty()) {
-    auto opened = openSession(args.workspace, false, args.quiet, false, {});
+    auto opened = openSession(host.dirs.state, args.workspace, false, args.quiet, false, {});
     if (!opened) {
       std::fprintf(stderr, "airlock: %s\n", opened.error().message.c_str());
       return opened.error().code == 1 ? exit_code::kInternal : opened.error().code;
@@ -191,7 +191,15 @@ int runImage(const RunImageArgs& args) {
   options.warn = [](const std::string& line) { std::fprintf(stderr, "airlock: warning: %s\n", line.c_str()); };
   if (!args.quiet)
     options.notice = [](const std::string& line) { std::fprintf(stderr, "airlock: note: %s\n", line.c_str()); };
-  auto machine = vm::Machine::launch(options);
+  if (!args.rootfs.empty()) {
+    auto erofs = image::ensureRootfsImage(host.dirs.cache, args.rootfs, say);
+    if (!erofs) {
+      std::fprintf(stderr, "airlock: %s\n", erofs.error().message.c_str());
+      return erofs.error().code;
+    }
+    options.rootImage = *erofs;
+  }
+  auto machine = vm::Machine::launch(host, options);
   if (!machine) {
     std::fprintf(stderr, "airlock: %s\n", machine.error().message.c_str());
     return machine.error().code == 1 ? exit_code::kInternal : machine.error().code;
@@ -214,13 +222,13 @@ int runImage(const RunImageArgs& args) {
     return *code;
   }
   ReviewOutcome outcome;
-  auto reviewed = exportAndReview(*session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed, "the command", attached->forced}, {}, outcome);
+  auto reviewed = exportAndReview(host.dirs.state, *session, **machine, ReviewPolicy{args.review, *code, args.acceptFailed, "the command", attached->forced}, {}, outcome);
   if (!reviewed) {
     std::fprintf(stderr, "airlock: %s\n", reviewed.error().message.c_str());
     return reviewed.error().code;
   }
   session->endPhase();
-  printResumeHint(outcome);
+  printResumeHint(host.dirs.state, outcome);
   bool reviewFailed = *reviewed != 0 && *reviewed != exit_code::kReviewPending && *reviewed != exit_code::kConflict;
   return reviewFailed || *code == 0 ? *reviewed : *code;
 }
@@ -286,7 +294,8 @@ Result<> finishRunImageArgs(RunImageArgs& args, const CLI::App& cmd, const std::
   return {};
 }
 
-void addRunImageCommand(CLI::App& app, int& exitCode, const std::vector<std::string>& afterDoubleDash) {
+void addRunImageCommand(CLI::App& app, int& exitCode, const HostContext& host,
+                        const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");
   cmd->footer(std::string(R"(Usage: airlock run-image [OPTIONS] IMAGE [-- CMD [ARGS...]]
@@ -321,13 +330,13 @@ Examples:
   airlock run-image -w . --review=auto node:22 -- npx prettier --write .
   airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".");
   addRunImageOptions(*cmd, *args);
-  cmd->callback([args, cmd, &exitCode, &afterDoubleDash] {
+  cmd->callback([args, cmd, &exitCode, &host, &afterDoubleDash] {
     if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {
       std::fprintf(stderr, "airlock: %s\n", r.error().message.c_str());
       exitCode = r.error().code;
       return;
     }
-    exitCode = runImage(*args);
+    exitCode = runImage(host, *args);
   });
 }
 

@@ -63,13 +63,15 @@ Result<> takeSessionSnapshot(session::Session& s, const std::vector<std::string>
 
 }  // namespace
 
-Result<std::unique_ptr<session::Session>> openSession(const std::string& workspace, bool wait, bool quiet,
-                                                      bool direct, const std::vector<std::string>& excludes) {
-  auto session = session::Session::open(workspace, wait);
+Result<std::unique_ptr<session::Session>> openSession(const std::string& stateDir, const std::string& workspace,
+                                                      bool wait, bool quiet, bool direct,
+                                                      const std::vector<std::string>& excludes) {
+  auto session = session::Session::open(stateDir, workspace, wait);
   if (!session) return std::unexpected(session.error());
   auto& s = **session;
   s.setQuiet(quiet);
-  if (auto settled = settleInterruptedFlush(s.workspace(), false); !settled) return std::unexpected(settled.error());
+  if (auto settled = settleInterruptedFlush(stateDir, s.workspace(), false); !settled)
+    return std::unexpected(settled.error());
   if (direct) {
     s.log("direct mode: the live workspace is shared read-write; no snapshot, no review");
     return session;
@@ -79,8 +81,9 @@ Result<std::unique_ptr<session::Session>> openSession(const std::string& workspa
   return session;
 }
 
-Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const ReviewPolicy& policy,
-                            const std::vector<std::string>& excludes, ReviewOutcome& outcome) {
+Result<int> exportAndReview(const std::string& stateDir, session::Session& s, vm::Machine& machine,
+                            const ReviewPolicy& policy, const std::vector<std::string>& excludes,
+                            ReviewOutcome& outcome) {
   s.phase("export", "collecting the guest's changes");
   auto exported = machine.vm().control().exportWorkspace(s.dir() + "/changes.tar",
                                                          policy.forced ? vm::forcedExportLimits() : vm::ExportLimits{});
@@ -106,7 +109,7 @@ Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const Rev
     s.log(line);
     std::fprintf(stderr, "airlock: %s\n", line.c_str());
   }
-  return runReview(review, &outcome);
+  return runReview(stateDir, review, &outcome);
 }
 
 }  // namespace airlock::cli

@@ -19,12 +19,13 @@ namespace airlock::cli {
 /// chowned to it when airlock runs as root.
 inline constexpr uint32_t kAgentUid = 1000;
 
-/// Opens the session for `workspace` (exit 73 when another session holds it,
-/// unless `wait`), completes an interrupted flush, and unless `direct` takes
-/// the snapshot with .airlockignore and `excludes` applied (removed when the
-/// session ends).
-Result<std::unique_ptr<session::Session>> openSession(const std::string& workspace, bool wait, bool quiet,
-                                                      bool direct, const std::vector<std::string>& excludes);
+/// Opens the session for `workspace` under `stateDir` (HostDirs::state; exit
+/// 73 when another session holds it, unless `wait`), completes an
+/// interrupted flush, and unless `direct` takes the snapshot with
+/// .airlockignore and `excludes` applied (removed when the session ends).
+Result<std::unique_ptr<session::Session>> openSession(const std::string& stateDir, const std::string& workspace,
+                                                      bool wait, bool quiet, bool direct,
+                                                      const std::vector<std::string>& excludes);
 
 /// What the review after a run should know about the agent.
 struct ReviewPolicy {
@@ -41,7 +42,8 @@ struct ReviewPolicy {
 /// unless `acceptFailed`: the changes are kept pending and one line says so.
 /// Returns the review's exit code (0, 70 pending, 71 conflict, 74 unsafe...)
 /// and fills `outcome`; errors carry kVmFailed when the export failed.
-Result<int> exportAndReview(session::Session& s, vm::Machine& machine, const ReviewPolicy& policy,
-                            const std::vector<std::string>& excludes, ReviewOutcome& outcome);
+Result<int> exportAndReview(const std::string& stateDir, session::Session& s, vm::Machine& machine,
+                            const ReviewPolicy& policy, const std::vector<std::string>& excludes,
+                            ReviewOutcome& outcome);
 
 }  // namespace airlock::cli

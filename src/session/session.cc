@@ -46,16 +46,16 @@ std::string absolutePath(const std::string& path) {
   return out;
 }
 
-std::string lockPathFor(const std::string& realWorkspace) {
-  return stateDir() + "/locks/" + sha256Hex(realWorkspace).substr(0, 16) + ".lock";
+std::string lockPathFor(const std::string& stateDir, const std::string& realWorkspace) {
+  return stateDir + "/locks/" + sha256Hex(realWorkspace).substr(0, 16) + ".lock";
 }
 
 }  // namespace
 
-bool sessionRunning(const std::string& sessionDir) {
+bool sessionRunning(const std::string& stateDir, const std::string& sessionDir) {
   std::string ws = recordedWorkspace(sessionDir);
   if (ws.empty()) return false;
-  std::string lockPath = lockPathFor(ws);
+  std::string lockPath = lockPathFor(stateDir, ws);
   Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return false;
   if (flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
@@ -69,18 +69,18 @@ bool sessionHasPending(const std::string& sessionDir) {
   return has("pending/changes.tar") || has("flush/journal") || (has("changes.tar") && !has("reviewed"));
 }
 
-std::string sessionsDir() { return stateDir() + "/sessions"; }
+std::string sessionsDir(const std::string& stateDir) { return stateDir + "/sessions"; }
 
-Result<std::string> resolveSessionDir(const std::string& arg) {
+Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg) {
   struct stat st {};
   // A bare id names a session of the sessions dir, never a directory of the
   // current one: a change set may have flushed a look-alike session (with a
   // `workspace` file naming another directory) into the project.
   if (!arg.empty() && arg.find('/') == std::string::npos) {
-    std::string byId = sessionsDir() + "/" + arg;
+    std::string byId = sessionsDir(stateDir) + "/" + arg;
     if (arg == "." || arg == ".." || ::stat(byId.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       return failWith(exit_code::kUsage, "no session '{}' in {} (a session directory elsewhere: give its path, "
-                      "e.g. ./{})", arg, sessionsDir(), arg);
+                      "e.g. ./{})", arg, sessionsDir(stateDir), arg);
     return byId;
   }
   if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -120,22 +120,23 @@ std::string shellWord(const std::string& word) {
 
 }  // namespace
 
-std::string resumeCommand(const std::string& sessionDir) {
+std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir) {
   std::string dir = absolutePath(sessionDir);
-  std::string sessions = absolutePath(sessionsDir());
+  std::string sessions = absolutePath(sessionsDir(stateDir));
   if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos)
     return "airlock review -s " + shellWord(dir.substr(sessions.size() + 1));
   return "airlock review -s " + shellWord(dir);
 }
 
-Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, bool wait) {
+Result<std::unique_ptr<Session>> Session::open(const std::string& stateDir, const std::string& workspace,
+                                               bool wait) {
   char* real = realpath(workspace.c_str(), nullptr);
   if (!real) return failWith(exit_code::kUsage, "workspace {} does not exist: {}", workspace, errnoText(errno));
   std::unique_ptr<Session> s(new Session());
   s->workspace_ = real;
   free(real);
-  std::string lockPath = lockPathFor(s->workspace_);
-  if (auto r = makeDirs(stateDir() + "/locks", 0700); !r) return std::unexpected(r.error());
+  std::string lockPath = lockPathFor(stateDir, s->workspace_);
+  if (auto r = makeDirs(stateDir + "/locks", 0700); !r) return std::unexpected(r.error());
   s->lock_.reset(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!s->lock_) return fail("cannot open the workspace lock {}: {}", lockPath, errnoText(errno));
   if (flock(s->lock_.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -149,12 +150,12 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& workspace, boo
   }
   // The session directory is created exclusively: an existing directory of
   // that name (a collision, or one planted there) is never reused.
-  if (auto r = makeDirs(sessionsDir(), 0700); !r) return std::unexpected(r.error());
+  if (auto r = makeDirs(sessionsDir(stateDir), 0700); !r) return std::unexpected(r.error());
   for (int attempt = 0;; ++attempt) {
     auto id = newId();
     if (!id) return std::unexpected(id.error());
     s->id_ = std::move(*id);
-    s->dir_ = sessionsDir() + "/" + s->id_;
+    s->dir_ = sessionsDir(stateDir) + "/" + s->id_;
     if (::mkdir(s->dir_.c_str(), 0700) == 0) break;
     if (errno != EEXIST || attempt == 2)
       return fail("cannot create the session directory {}: {}", s->dir_, errnoText(errno));

@@ -1,6 +1,7 @@
 #pragma once
-// One `airlock run`: its state directory ($XDG_STATE_HOME/airlock/sessions/<id>),
-// its log file, the per-workspace lock, and the phase timings.
+// One `airlock run`: its state directory (<state>/sessions/<id>, <state>
+// being HostDirs::state), its log file, the per-workspace lock, and the
+// phase timings.
 
 #include <chrono>
 #include <memory>
@@ -17,14 +18,14 @@ namespace airlock::session {
 /// workspace (one line), so `airlock review -s SESSION` flushes there.
 inline constexpr const char* kWorkspaceFile = "workspace";
 
-/// The directory holding every run's session: <stateDir>/sessions.
-std::string sessionsDir();
+/// The directory holding every run's session: `stateDir`/sessions.
+std::string sessionsDir(const std::string& stateDir);
 
 /// A session named on the command line: a bare id (no '/') is looked up only
-/// under sessionsDir() (never in the current directory); anything with a '/'
-/// is a path. Returns the absolute path; fails with exit_code::kUsage naming
-/// `arg` when no such directory exists.
-Result<std::string> resolveSessionDir(const std::string& arg);
+/// under sessionsDir(stateDir) (never in the current directory); anything
+/// with a '/' is a path. Returns the absolute path; fails with
+/// exit_code::kUsage naming `arg` when no such directory exists.
+Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg);
 
 /// The workspace recorded in `sessionDir` ("" when none is recorded).
 std::string recordedWorkspace(const std::string& sessionDir);
@@ -36,13 +37,14 @@ Result<> recordWorkspace(const std::string& sessionDir, const std::string& works
 void appendSessionLog(const std::string& sessionDir, const std::string& line);
 
 /// The command that resumes the session's pending review: `airlock review -s ID`
-/// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`; the
-/// argument shell-quoted when it needs it, so the line can be pasted.
-std::string resumeCommand(const std::string& sessionDir);
+/// for a session under sessionsDir(stateDir), else `airlock review -s
+/// /ABS/PATH`; the argument shell-quoted when it needs it, so the line can be
+/// pasted.
+std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir);
 
 /// True while the airlock run that owns `sessionDir` is alive: it still holds
-/// its workspace's lock (which names the session id).
-bool sessionRunning(const std::string& sessionDir);
+/// its workspace's lock (which names the session id), under `stateDir`/locks.
+bool sessionRunning(const std::string& stateDir, const std::string& sessionDir);
 
 /// True when `sessionDir` holds changes nobody has accepted or rejected yet:
 /// a pending change set, a run's change set whose review never finished, or
@@ -51,11 +53,11 @@ bool sessionHasPending(const std::string& sessionDir);
 
 class Session {
  public:
-  /// Creates the session directory and takes the lock of `workspace` (its real
-  /// path). When another session holds it: waits if `wait`, else fails
-  /// (exit_code::kBusy)
-  /// naming the other session and the --wait flag.
-  static Result<std::unique_ptr<Session>> open(const std::string& workspace, bool wait);
+  /// Creates the session directory under `stateDir` (HostDirs::state) and
+  /// takes the lock of `workspace` (its real path). When another session
+  /// holds it: waits if `wait`, else fails (exit_code::kBusy) naming the
+  /// other session and the --wait flag.
+  static Result<std::unique_ptr<Session>> open(const std::string& stateDir, const std::string& workspace, bool wait);
   ~Session();
 
   const std::string& id() const { return id_; }

@@ -16,8 +16,6 @@ namespace {
 
 class SessionOpen : public ::testing::Test {
  protected:
-  void SetUp() override { ::setenv("XDG_STATE_HOME", state_.path().c_str(), 1); }
-  void TearDown() override { ::unsetenv("XDG_STATE_HOME"); }
   TempDir state_ = workspace::test::scratch(), workspace_ = workspace::test::scratch();
 };
 
@@ -26,7 +24,7 @@ class SessionOpen : public ::testing::Test {
 TEST_F(SessionOpen, IdCarriesSixtyFourRandomBits) {
   std::set<std::string> ids;
   for (int i = 0; i < 20; ++i) {
-    auto s = Session::open(workspace_.path(), false);
+    auto s = Session::open(state_.path(), workspace_.path(), false);
     ASSERT_TRUE(s) << s.error().message;
     EXPECT_TRUE(std::regex_match((*s)->id(), std::regex("[0-9]{8}-[0-9]{6}-[0-9a-f]{16}"))) << (*s)->id();
     ids.insert((*s)->id());
@@ -36,12 +34,12 @@ TEST_F(SessionOpen, IdCarriesSixtyFourRandomBits) {
 
 // The directory is made by this session alone, private to the user.
 TEST_F(SessionOpen, DirectoryIsNewAndPrivate) {
-  auto s = Session::open(workspace_.path(), false);
+  auto s = Session::open(state_.path(), workspace_.path(), false);
   ASSERT_TRUE(s) << s.error().message;
   struct stat st {};
   ASSERT_EQ(::stat((*s)->dir().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ((*s)->dir(), state_.path() + "/airlock/sessions/" + (*s)->id());
+  EXPECT_EQ((*s)->dir(), state_.path() + "/sessions/" + (*s)->id());
 }
 
 }  // namespace
