@@ -21,16 +21,18 @@ int runDoctorCommand(const HostContext& host, bool json) {
   if (json) {
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& r : results)
-      checks.push_back({{"check", r.name}, {"status", preflight::statusName(r.status)}, {"detail", r.detail},
-                        {"fix", r.fix}});
+      checks.push_back(
+          {{"check", r.name}, {"status", preflight::statusName(r.status)}, {"detail", r.detail}, {"fix", r.fix}});
     nlohmann::json out = {{"ok", !failed}, {"checks", checks}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     bool color = host.terminal.stdoutTty;
     for (const auto& r : results) {
       const char* status = preflight::statusName(r.status);
-      const char* on = !color ? "" : r.status == preflight::CheckStatus::kOk ? "\033[32m"
-                                 : r.status == preflight::CheckStatus::kWarn ? "\033[33m" : "\033[31m";
+      const char* on = !color                                      ? ""
+                       : r.status == preflight::CheckStatus::kOk   ? "\033[32m"
+                       : r.status == preflight::CheckStatus::kWarn ? "\033[33m"
+                                                                   : "\033[31m";
       std::printf("%s%-4s%s  %-16s %s\n", on, status, color ? "\033[0m" : "", r.name.c_str(), r.detail.c_str());
       if (!r.fix.empty()) std::printf("      %-16s fix: %s\n", "", r.fix.c_str());
     }

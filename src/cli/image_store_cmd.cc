@@ -28,7 +28,6 @@ int reportError(const Error& e) {
   return e.code == 1 ? exit_code::kInternal : e.code;
 }
 
-
 std::string when(int64_t t) {
   if (t == 0) return "never";
   int64_t ago = static_cast<int64_t>(std::time(nullptr)) - t;
@@ -86,8 +85,7 @@ int list(const ImageStore& store, bool asJson) {
     std::printf("%-50s %-20s %-19s %10s  %s\n", repo.c_str(), tag.c_str(), i.ref.manifestDigest.substr(0, 19).c_str(),
                 formatBytes(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
   }
-  std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(),
-               store.root().c_str());
+  std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(), store.root().c_str());
   return 0;
 }
 
@@ -230,9 +228,7 @@ Examples:
   in->add_option("IMAGE", *inspectRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX)")->required();
   in->add_option("--verify-key", inspectFlags->verifyKey, "Check the signature with this cosign public key (PEM)")
       ->check(CLI::ExistingFile);
-  in->callback([inspectRef, inspectFlags, &exitCode, &host] {
-    exitCode = inspect(host, *inspectRef, *inspectFlags);
-  });
+  in->callback([inspectRef, inspectFlags, &exitCode, &host] { exitCode = inspect(host, *inspectRef, *inspectFlags); });
 }
 
 }  // namespace airlock::cli

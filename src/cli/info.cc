@@ -57,8 +57,8 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   }
   auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
   auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
-  auto envelope = preflight::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
-                                        std::move(ports), args.yes);
+  auto envelope =
+      preflight::buildEnvelope(std::move(*effective), std::move(backend), std::move(image), std::move(ports), args.yes);
   if (!envelope) return report(envelope.error());
   if (args.json) {
     auto j = preflight::envelopeJson(*envelope);

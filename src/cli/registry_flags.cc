@@ -62,8 +62,10 @@ Result<VerifySetup> verifySetup(const HostContext& host, const RegistryFlags& fl
   const bool anyKeyless = settings.imageVerifyTrustedRoot || settings.imageVerifyIssuer || settings.imageVerifySubject;
   if (anyKeyless) {
     if (!settings.imageVerifyTrustedRoot || !settings.imageVerifyIssuer || !settings.imageVerifySubject)
-      return failWith(exit_code::kUsage, "keyless verification needs image_verify_trusted_root, image_verify_issuer and "
-                      "image_verify_subject together; set all three in {}", config::userConfigPath(host.dirs.config));
+      return failWith(exit_code::kUsage,
+                      "keyless verification needs image_verify_trusted_root, image_verify_issuer and "
+                      "image_verify_subject together; set all three in {}",
+                      config::userConfigPath(host.dirs.config));
     const std::string& rootPath = settings.imageVerifyTrustedRoot->value;
     auto text = readFile(rootPath, 4 << 20);
     if (!text) return failWith(exit_code::kUsage, "cannot read the trusted root {}: {}", rootPath, text.error().message);

@@ -28,7 +28,6 @@ struct ImageBuildOptions {
 /// the fix. `cacheDir` is airlock's cache directory (HostDirs::cache): the
 /// image, the base tarball and the npm downloads are kept there.
 Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec,
-                                     const vm::ProgressFn& progress,
-                                     const ImageBuildOptions& options = {});
+                                     const vm::ProgressFn& progress, const ImageBuildOptions& options = {});
 
 }  // namespace airlock::image

@@ -1,6 +1,5 @@
 #include "image/oci/registry_auth.h"
 
-
 #include <cctype>
 #include <fstream>
 #include <sstream>

@@ -25,8 +25,8 @@ TEST(HostContext, AirlockCacheDirWinsOverXdg) {
 }
 
 TEST(HostContext, XdgDirsGetAnAirlockFolder) {
-  auto host = contextOf({"HOME=/home/u", "XDG_CACHE_HOME=/xdg/cache", "XDG_STATE_HOME=/xdg/state",
-                         "XDG_CONFIG_HOME=/xdg/config"});
+  auto host = contextOf(
+      {"HOME=/home/u", "XDG_CACHE_HOME=/xdg/cache", "XDG_STATE_HOME=/xdg/state", "XDG_CONFIG_HOME=/xdg/config"});
   EXPECT_EQ(host.dirs.cache, "/xdg/cache/airlock");
   EXPECT_EQ(host.dirs.state, "/xdg/state/airlock");
   EXPECT_EQ(host.dirs.config, "/xdg/config/airlock");
