@@ -1,6 +1,8 @@
 #pragma once
 // One function per verb: each registers its subcommand on the root app and
-// sets a callback that stores the verb's exit code in `exitCode`.
+// sets a callback that stores the verb's exit code in `exitCode`. `host` (for
+// the verbs that need host facts) is the context main() read once; the
+// callbacks keep a reference to it, and it outlives the parse that runs them.
 
 #include <string>
 #include <vector>
@@ -14,19 +16,19 @@ namespace airlock::cli {
 /// `airlock run-image`: boot a rootfs and run one command (src/cli/run_image.cc).
 /// `afterDoubleDash` holds the arguments after the first `--` on the command
 /// line (the guest command), which main() keeps away from the parser.
-void addRunImageCommand(CLI::App& app, const HostContext& host, int& exitCode,
+void addRunImageCommand(CLI::App& app, int& exitCode, const HostContext& host,
                         const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock run AGENT`: the whole job (src/cli/run.cc). `afterDoubleDash`
 /// are the agent's own arguments.
-void addRunCommand(CLI::App& app, const HostContext& host, int& exitCode,
+void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
                    const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
-void addReviewCommand(CLI::App& app, const HostContext& host, int& exitCode);
+void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock snapshot`: a workspace's snapshot in a session directory (src/cli/snapshot.cc).
-void addSnapshotCommand(CLI::App& app, const HostContext& host, int& exitCode);
+void addSnapshotCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// The exit-code table (common/exit_codes.h) as a --help footer.
 std::string exitCodeFooter();
@@ -35,27 +37,27 @@ std::string exitCodeFooter();
 void addAgentsCommand(CLI::App& app, int& exitCode);
 
 /// `airlock image build AGENT`: build an agent's local erofs image (src/cli/image.cc).
-void addImageCommand(CLI::App& app, int& exitCode);
+void addImageCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock info [AGENT]`: the isolation envelope of a run, without booting (src/cli/info.cc).
-void addInfoCommand(CLI::App& app, int& exitCode);
+void addInfoCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock doctor`: host checks with a fix for each problem (src/cli/doctor.cc).
-void addDoctorCommand(CLI::App& app, int& exitCode);
+void addDoctorCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock config init`: write a commented user config (src/cli/config_cmd.cc).
-void addConfigCommand(CLI::App& app, int& exitCode);
+void addConfigCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock image pull|ls|rm|prune|inspect`: the OCI image store, added to
 /// the `image` subcommand (src/cli/image_store_cmd.cc).
-void addImageStoreCommands(CLI::App& image, int& exitCode);
+void addImageStoreCommands(CLI::App& image, int& exitCode, const HostContext& host);
 
 /// `airlock image save|load`: OCI image layout tars, added to the `image`
 /// subcommand (src/cli/image_archive_cmd.cc).
-void addImageArchiveCommands(CLI::App& image, int& exitCode);
+void addImageArchiveCommands(CLI::App& image, int& exitCode, const HostContext& host);
 
 /// `airlock system df|prune`: disk usage and pruning (src/cli/system.cc).
-void addSystemCommand(CLI::App& app, int& exitCode);
+void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);

@@ -9,14 +9,14 @@
 
 namespace airlock::cli {
 
-void addConfigCommand(CLI::App& app, int& exitCode) {
+void addConfigCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto* cmd = app.add_subcommand("config", "Manage airlock's user config");
   cmd->require_subcommand(1);
   auto force = std::make_shared<bool>(false);
   auto* init = cmd->add_subcommand("init", "Write a commented user config ($XDG_CONFIG_HOME/airlock/config.yaml)");
   init->add_flag("--force", *force, "Replace an existing file");
-  init->callback([force, &exitCode] {
-    std::string path = config::userConfigPath();
+  init->callback([force, &exitCode, &host] {
+    std::string path = config::userConfigPath(host.dirs.config);
     if (auto r = config::writeUserConfig(path, *force); !r) {
       std::fprintf(stderr, "airlock: %s\n", r.error().message.c_str());
       exitCode = r.error().code;

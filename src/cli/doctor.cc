@@ -1,8 +1,6 @@
 // `airlock doctor [--json]`: checks the host, one line per check, and says
 // what to do about each problem. Exits 65 (host not ready) when a check fails.
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
 
@@ -10,30 +8,31 @@
 
 #include "cli/commands.h"
 #include "common/exit_codes.h"
-#include "common/paths.h"
-#include "config/doctor.h"
+#include "preflight/doctor.h"
 
 namespace airlock::cli {
 namespace {
 
-int runDoctorCommand(bool json) {
-  config::SystemHostProbe probe;
-  auto results = config::runDoctor(probe, cacheDir(), stateDir());
+int runDoctorCommand(const HostContext& host, bool json) {
+  preflight::SystemHostProbe probe;
+  auto results = preflight::runDoctor(probe, host.dirs.cache, host.dirs.state);
   bool failed = false;
-  for (const auto& r : results) failed = failed || r.status == config::CheckStatus::kFail;
+  for (const auto& r : results) failed = failed || r.status == preflight::CheckStatus::kFail;
   if (json) {
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& r : results)
-      checks.push_back({{"check", r.name}, {"status", config::statusName(r.status)}, {"detail", r.detail},
-                        {"fix", r.fix}});
+      checks.push_back(
+          {{"check", r.name}, {"status", preflight::statusName(r.status)}, {"detail", r.detail}, {"fix", r.fix}});
     nlohmann::json out = {{"ok", !failed}, {"checks", checks}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    bool color = ::isatty(1);
+    bool color = host.terminal.stdoutTty;
     for (const auto& r : results) {
-      const char* status = config::statusName(r.status);
-      const char* on = !color ? "" : r.status == config::CheckStatus::kOk ? "\033[32m"
-                                 : r.status == config::CheckStatus::kWarn ? "\033[33m" : "\033[31m";
+      const char* status = preflight::statusName(r.status);
+      const char* on = !color                                      ? ""
+                       : r.status == preflight::CheckStatus::kOk   ? "\033[32m"
+                       : r.status == preflight::CheckStatus::kWarn ? "\033[33m"
+                                                                   : "\033[31m";
       std::printf("%s%-4s%s  %-16s %s\n", on, status, color ? "\033[0m" : "", r.name.c_str(), r.detail.c_str());
       if (!r.fix.empty()) std::printf("      %-16s fix: %s\n", "", r.fix.c_str());
     }
@@ -43,12 +42,12 @@ int runDoctorCommand(bool json) {
 
 }  // namespace
 
-void addDoctorCommand(CLI::App& app, int& exitCode) {
+void addDoctorCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto json = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("doctor", "Check that this host can run airlock, and say how to fix what is missing");
   cmd->footer("Each line is ok, warn or fail; the exit code is 65 only when a check fails.");
   cmd->add_flag("--json", *json, "Machine-readable output");
-  cmd->callback([json, &exitCode] { exitCode = runDoctorCommand(*json); });
+  cmd->callback([json, &exitCode, &host] { exitCode = runDoctorCommand(host, *json); });
 }
 
 }  // namespace airlock::cli

@@ -26,17 +26,17 @@ struct ImageBuildArgs {
   bool quiet = false;
 };
 
-int buildImage(const ImageBuildArgs& args) {
+int buildImage(const HostContext& host, const ImageBuildArgs& args) {
   auto registry = agents::AgentRegistry::builtin();
   if (!registry) return reportError(registry.error());
   auto spec = registry->find(args.agent);
   if (!spec) return reportError(spec.error());
-  const bool cached = !args.force && vm::pathExists(image::agentImagePath(*spec));
+  const bool cached = !args.force && vm::pathExists(image::agentImagePath(host.dirs.cache, *spec));
   auto say = [quiet = args.quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
   };
   const auto start = std::chrono::steady_clock::now();
-  auto path = image::ensureAgentImage(*spec, say, {.force = args.force});
+  auto path = image::ensureAgentImage(host.dirs.cache, *spec, say, {.force = args.force});
   if (!path) return reportError(path.error());
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   struct stat st {};
@@ -50,7 +50,7 @@ int buildImage(const ImageBuildArgs& args) {
 
 }  // namespace
 
-void addImageCommand(CLI::App& app, int& exitCode) {
+void addImageCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto args = std::make_shared<ImageBuildArgs>();
   auto* cmd = app.add_subcommand("image", "Images: pull from registries, list, remove, build agent images");
   cmd->require_subcommand(1);
@@ -65,9 +65,9 @@ Examples:
   build->add_option("AGENT", args->agent, "Agent name (see `airlock agents`)")->required();
   build->add_flag("--force", args->force, "Rebuild even when the image is cached");
   build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
-  build->callback([args, &exitCode] { exitCode = buildImage(*args); });
-  addImageStoreCommands(*cmd, exitCode);
-  addImageArchiveCommands(*cmd, exitCode);
+  build->callback([args, &exitCode, &host] { exitCode = buildImage(host, *args); });
+  addImageStoreCommands(*cmd, exitCode, host);
+  addImageArchiveCommands(*cmd, exitCode, host);
 }
 
 }  // namespace airlock::cli

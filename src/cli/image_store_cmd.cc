@@ -40,13 +40,13 @@ struct PullArgs {
   bool quiet = false;
 };
 
-int pull(const PullArgs& args) {
+int pull(const HostContext& host, const PullArgs& args) {
   auto ref = image::oci::parseImageRef(args.ref);
   if (!ref) return reportError(ref.error());
-  auto settings = userSettings();
+  auto settings = userSettings(host);
   if (!settings) return reportError(settings.error());
   const auto start = std::chrono::steady_clock::now();
-  auto pulled = pullVerified(args.ref, args.registry, *settings, args.quiet);
+  auto pulled = pullVerified(host, args.ref, args.registry, *settings, args.quiet);
   if (!pulled) return reportError(pulled.error());
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::printf("%s\n", pulled->ref.manifestDigest.c_str());
@@ -56,8 +56,8 @@ int pull(const PullArgs& args) {
   return 0;
 }
 
-int list(bool asJson) {
-  auto images = ImageStore::openDefault().list();
+int list(const ImageStore& store, bool asJson) {
+  auto images = store.list();
   if (!images) return reportError(images.error());
   if (asJson) {
     nlohmann::json out = nlohmann::json::array();
@@ -82,13 +82,11 @@ int list(bool asJson) {
     std::printf("%-50s %-20s %-19s %10s  %s\n", repo.c_str(), tag.c_str(), i.ref.manifestDigest.substr(0, 19).c_str(),
                 formatBytes(i.erofsBytes).c_str(), when(i.lastUsed).c_str());
   }
-  std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(),
-               ImageStore::openDefault().root().c_str());
+  std::fprintf(stderr, "airlock: %s in %s\n", imageListSummary(*images).c_str(), store.root().c_str());
   return 0;
 }
 
-int remove(const std::string& text) {
-  ImageStore store = ImageStore::openDefault();
+int remove(const ImageStore& store, const std::string& text) {
   auto byDigest = store.refsByDigest(text);  // the digest `image ls` shows: every ref of that image
   if (!byDigest) return reportError(byDigest.error());
   Result<image::oci::RemoveReport> report = std::unexpected(Error{});
@@ -106,9 +104,8 @@ int remove(const std::string& text) {
   return 0;
 }
 
-int prune(int olderThanDays) {
-  auto report = ImageStore::openDefault().prune(olderThanDays >= 0 ? std::optional<unsigned>(olderThanDays)
-                                                                   : std::nullopt);
+int prune(const ImageStore& store, int olderThanDays) {
+  auto report = store.prune(olderThanDays >= 0 ? std::optional<unsigned>(olderThanDays) : std::nullopt);
   if (!report) return reportError(report.error());
   for (const auto& r : report->refs) std::printf("untagged %s\n", r.c_str());
   for (const auto& d : report->images) std::printf("deleted %s\n", d.c_str());
@@ -118,11 +115,11 @@ int prune(int olderThanDays) {
 
 // Who signed the stored image, verified again offline from the store's copy
 // of its signatures with the current config (and --verify-key).
-nlohmann::json signatureStatus(const ImageStore& store, const image::oci::ImageRef& ref,
+nlohmann::json signatureStatus(const HostContext& host, const ImageStore& store, const image::oci::ImageRef& ref,
                                const image::oci::ImageRecord& record, const RegistryFlags& flags) {
-  auto settings = userSettings();
+  auto settings = userSettings(host);
   if (!settings) return {{"verified", false}, {"problem", settings.error().message}};
-  auto setup = verifySetup(flags, *settings);
+  auto setup = verifySetup(host, flags, *settings);
   if (!setup) return {{"verified", false}, {"problem", setup.error().message}};
   if (setup->mode == config::VerifyMode::kOff) return {{"verified", false}, {"problem", "verification is off"}};
   auto signer = verifyStoredImage(store, ref, record, *setup, {}, false);
@@ -141,8 +138,8 @@ nlohmann::json signatureStatus(const ImageStore& store, const image::oci::ImageR
   return j;
 }
 
-int inspect(const std::string& text, const RegistryFlags& flags) {
-  ImageStore store = ImageStore::openDefault();
+int inspect(const HostContext& host, const std::string& text, const RegistryFlags& flags) {
+  ImageStore store = ImageStore::inCache(host.dirs.cache);
   auto byDigest = store.refsByDigest(text);  // the digest `image ls` shows
   if (!byDigest) return reportError(byDigest.error());
   auto ref = image::oci::parseImageRef(*byDigest ? (*byDigest)->front().name : text);
@@ -166,7 +163,7 @@ int inspect(const std::string& text, const RegistryFlags& flags) {
                       {"entrypoint", rec->config.entrypoint},
                       {"cmd", rec->config.cmd},
                       {"workdir", rec->config.workingDir},
-                      {"signature", signatureStatus(store, *ref, *rec, flags)}};
+                      {"signature", signatureStatus(host, store, *ref, *rec, flags)}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }
@@ -183,7 +180,7 @@ std::string imageListSummary(const std::vector<image::oci::ImageSummary>& images
                      formatBytes(total));
 }
 
-void addImageStoreCommands(CLI::App& image, int& exitCode) {
+void addImageStoreCommands(CLI::App& image, int& exitCode, const HostContext& host) {
   auto pullArgs = std::make_shared<PullArgs>();
   auto* pullCmd = image.add_subcommand("pull", "Pull an OCI or Docker image from a registry into the image store");
   pullCmd->footer(R"(Resolves the reference (short names are Docker Hub: ubuntu = docker.io/library/ubuntu:latest),
@@ -202,24 +199,24 @@ Examples:
   pullArgs->registry.pull = "always";  // before addRegistryFlags, so --help shows it
   addRegistryFlags(*pullCmd, pullArgs->registry);
   pullCmd->add_flag("-q,--quiet", pullArgs->quiet, "Do not print progress lines");
-  pullCmd->callback([pullArgs, &exitCode] { exitCode = pull(*pullArgs); });
+  pullCmd->callback([pullArgs, &exitCode, &host] { exitCode = pull(host, *pullArgs); });
 
   auto asJson = std::make_shared<bool>(false);
   auto* ls = image.add_subcommand("ls", "List the images in the store (repository, tag, digest, size, last used)");
   ls->add_flag("--json", *asJson, "Print JSON");
-  ls->callback([asJson, &exitCode] { exitCode = list(*asJson); });
+  ls->callback([asJson, &exitCode, &host] { exitCode = list(ImageStore::inCache(host.dirs.cache), *asJson); });
 
   auto rmRef = std::make_shared<std::string>();
   auto* rm = image.add_subcommand("rm", "Remove an image reference, and its image and blobs when nothing else uses them");
   rm->add_option("IMAGE", *rmRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX; every reference "
                                   "of that image is removed)")->required();
-  rm->callback([rmRef, &exitCode] { exitCode = remove(*rmRef); });
+  rm->callback([rmRef, &exitCode, &host] { exitCode = remove(ImageStore::inCache(host.dirs.cache), *rmRef); });
 
   auto days = std::make_shared<int>(-1);
   auto* pr = image.add_subcommand("prune", "Remove unreferenced images and blobs (and with --older-than, unused images)");
   pr->add_option("--older-than", *days, "Also remove images not pulled or booted for this many days")
       ->check(CLI::NonNegativeNumber);
-  pr->callback([days, &exitCode] { exitCode = prune(*days); });
+  pr->callback([days, &exitCode, &host] { exitCode = prune(ImageStore::inCache(host.dirs.cache), *days); });
 
   auto inspectRef = std::make_shared<std::string>();
   auto inspectFlags = std::make_shared<RegistryFlags>();
@@ -228,7 +225,7 @@ Examples:
   in->add_option("IMAGE", *inspectRef, "Image reference, or the digest `image ls` shows (sha256:PREFIX)")->required();
   in->add_option("--verify-key", inspectFlags->verifyKey, "Check the signature with this cosign public key (PEM)")
       ->check(CLI::ExistingFile);
-  in->callback([inspectRef, inspectFlags, &exitCode] { exitCode = inspect(*inspectRef, *inspectFlags); });
+  in->callback([inspectRef, inspectFlags, &exitCode, &host] { exitCode = inspect(host, *inspectRef, *inspectFlags); });
 }
 
 }  // namespace airlock::cli

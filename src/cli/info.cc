@@ -11,7 +11,9 @@
 #include "cli/kept_out.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
-#include "config/envelope.h"
+#include "config/effective.h"
+#include "config/loader.h"
+#include "preflight/envelope.h"
 
 namespace airlock::cli {
 namespace {
@@ -25,11 +27,12 @@ struct InfoArgs : PolicyFlags {
   std::string accel = "auto";
 };
 
-int runInfo(const InfoArgs& args) {
+int runInfo(const HostContext& host, const InfoArgs& args) {
   if (auto r = checkAllowHosts(args.egress); !r) return reportError(r.error());
-  auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
+  auto effective = config::loadEffectiveConfig(config::userConfigPath(host.dirs.config), args.agent, args.workspace,
+                                               flagLayer(args));
   if (!effective) return reportError(effective.error());
-  config::RunPorts ports;
+  preflight::RunPorts ports;
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
   if (!hostPorts) return reportError(hostPorts.error());
   ports.hostPorts = std::move(*hostPorts);
@@ -48,17 +51,17 @@ int runInfo(const InfoArgs& args) {
     if (!k) return reportError(k.error());
     kept = std::move(*k);
   }
-  auto backend = config::describeBackend(facts, accel);
-  auto image = config::describeImage(*effective, args.image);
-  auto envelope = config::buildEnvelope(std::move(*effective), std::move(backend), std::move(image),
-                                        std::move(ports), args.yes);
+  auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
+  auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
+  auto envelope =
+      preflight::buildEnvelope(std::move(*effective), std::move(backend), std::move(image), std::move(ports), args.yes);
   if (!envelope) return reportError(envelope.error());
   if (args.json) {
-    auto j = config::envelopeJson(*envelope);
+    auto j = preflight::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::fputs(config::envelopeText(*envelope).c_str(), stdout);
+    std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
   }
   return 0;
@@ -66,7 +69,7 @@ int runInfo(const InfoArgs& args) {
 
 }  // namespace
 
-void addInfoCommand(CLI::App& app, int& exitCode) {
+void addInfoCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand("info", "Show the isolation envelope of `airlock run AGENT` without booting");
   cmd->footer(R"(Takes `airlock run`'s flags that change the envelope (--cpus, --memory,
@@ -98,7 +101,7 @@ Examples:
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_flag("--excluded", args->excluded,
                 "List the paths the snapshot keeps out and why (reads every file, as the snapshot does)");
-  cmd->callback([args, &exitCode] { exitCode = runInfo(*args); });
+  cmd->callback([args, &exitCode, &host] { exitCode = runInfo(host, *args); });
 }
 
 }  // namespace airlock::cli

@@ -3,6 +3,7 @@
 // are caught and turned into exit codes.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,8 +24,8 @@ namespace {
 
 /// The built-in agents plus the user config's custom agents; just the
 /// built-in ones when the user config does not load (the verb reports why).
-airlock::Result<airlock::agents::AgentRegistry> knownAgents() {
-  std::string path = airlock::config::userConfigPath();
+airlock::Result<airlock::agents::AgentRegistry> knownAgents(const airlock::HostContext& host) {
+  std::string path = airlock::config::userConfigPath(host.dirs.config);
   auto user = airlock::config::loadConfigFile(path);
   if (!user) return airlock::agents::AgentRegistry::builtin();
   auto registry = airlock::config::registryWithCustomAgents(*user, path);
@@ -36,13 +37,14 @@ airlock::Result<airlock::agents::AgentRegistry> knownAgents() {
 extern char** environ;
 
 int main(int argc, char** argv) {
-  // The host, read once: nothing below src/cli reads the environment.
-  const airlock::HostContext host = airlock::readHostContext(environ);
   // A peer that hung up (the guest's end of a proxied connection, a closed
   // pipe) must be an EPIPE error where it happens, not the end of airlock:
   // the session still has a VM to stop and changes to review. Programs
   // airlock starts get the default back (common/subprocess.cc).
   signal(SIGPIPE, SIG_IGN);
+  // The only read of the environment and the host's facts: everything below
+  // takes them from here.
+  const airlock::HostContext host = airlock::readHostContext(environ);
   CLI::App app{"airlock: run AI coding agents in microVMs; nothing reaches your files until you review it."};
   app.name("airlock");
   app.footer(airlock::cli::exitCodeFooter());
@@ -61,20 +63,20 @@ int main(int argc, char** argv) {
   // `airlock AGENT ...` is `airlock run AGENT ...`.
   std::vector<char*> args(argv, argv + argc);
   if (argc > 1) {
-    if (auto registry = knownAgents(); registry && registry->find(argv[1]))
+    if (auto registry = knownAgents(host); registry && registry->find(argv[1]))
       args.insert(args.begin() + 1, const_cast<char*>("run"));
   }
-  airlock::cli::addRunImageCommand(app, host, exitCode, afterDoubleDash);
-  airlock::cli::addRunCommand(app, host, exitCode, afterDoubleDash);
-  airlock::cli::addSnapshotCommand(app, host, exitCode);
-  airlock::cli::addReviewCommand(app, host, exitCode);
+  airlock::cli::addRunImageCommand(app, exitCode, host, afterDoubleDash);
+  airlock::cli::addRunCommand(app, exitCode, host, afterDoubleDash);
+  airlock::cli::addSnapshotCommand(app, exitCode, host);
+  airlock::cli::addReviewCommand(app, exitCode, host);
   airlock::cli::addJanitorCommand(app, exitCode);
-  airlock::cli::addSystemCommand(app, exitCode);
+  airlock::cli::addSystemCommand(app, exitCode, host);
   airlock::cli::addAgentsCommand(app, exitCode);
-  airlock::cli::addImageCommand(app, exitCode);
-  airlock::cli::addInfoCommand(app, exitCode);
-  airlock::cli::addDoctorCommand(app, exitCode);
-  airlock::cli::addConfigCommand(app, exitCode);
+  airlock::cli::addImageCommand(app, exitCode, host);
+  airlock::cli::addInfoCommand(app, exitCode, host);
+  airlock::cli::addDoctorCommand(app, exitCode, host);
+  airlock::cli::addConfigCommand(app, exitCode, host);
   // A first word that is neither a verb nor an agent: say so, with both lists.
   auto subcommands = app.get_subcommands({});
   bool known = std::any_of(subcommands.begin(), subcommands.end(),
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
     std::string verbs, agentNames;
     for (const auto* sub : subcommands)
       if (!sub->get_group().empty()) verbs += (verbs.empty() ? "" : ", ") + sub->get_name();
-    if (auto registry = knownAgents())
+    if (auto registry = knownAgents(host))
       for (const auto& name : registry->names()) agentNames += (agentNames.empty() ? "" : ", ") + name;
     std::fprintf(stderr,
                  "airlock: unknown command or agent '%s'\n  commands: %s\n  agents: %s\nRun airlock --help.\n",

@@ -9,6 +9,7 @@
 #include "config/loader.h"
 #include "config/merge.h"
 #include "image/oci/image_store.h"
+#include "image/oci/registry_auth.h"
 #include "image/oci/signature_fetch.h"
 
 namespace airlock::cli {
@@ -31,16 +32,16 @@ void addRegistryFlags(CLI::App& cmd, RegistryFlags& flags) {
       ->check(CLI::ExistingFile);
 }
 
-Result<config::Settings> userSettings() {
+Result<config::Settings> userSettings(const HostContext& host) {
   config::ConfigSources sources;
-  sources.userPath = config::userConfigPath();
+  sources.userPath = config::userConfigPath(host.dirs.config);
   auto user = config::loadConfigFile(sources.userPath);
   if (!user) return std::unexpected(user.error());
   sources.user = std::move(*user);
   return config::resolve(agents::AgentSpec{}, sources).settings;
 }
 
-Result<VerifySetup> verifySetup(const RegistryFlags& flags, const config::Settings& settings) {
+Result<VerifySetup> verifySetup(const HostContext& host, const RegistryFlags& flags, const config::Settings& settings) {
   VerifySetup v;
   v.mode = settings.imageVerify.value;
   v.modeFrom = fmt::format("image_verify: {} ({})", config::verifyModeName(v.mode), config::layerName(settings.imageVerify.layer));
@@ -61,8 +62,10 @@ Result<VerifySetup> verifySetup(const RegistryFlags& flags, const config::Settin
   const bool anyKeyless = settings.imageVerifyTrustedRoot || settings.imageVerifyIssuer || settings.imageVerifySubject;
   if (anyKeyless) {
     if (!settings.imageVerifyTrustedRoot || !settings.imageVerifyIssuer || !settings.imageVerifySubject)
-      return failWith(exit_code::kUsage, "keyless verification needs image_verify_trusted_root, image_verify_issuer and "
-                      "image_verify_subject together; set all three in {}", config::userConfigPath());
+      return failWith(exit_code::kUsage,
+                      "keyless verification needs image_verify_trusted_root, image_verify_issuer and "
+                      "image_verify_subject together; set all three in {}",
+                      config::userConfigPath(host.dirs.config));
     const std::string& rootPath = settings.imageVerifyTrustedRoot->value;
     auto text = readFile(rootPath, 4 << 20);
     if (!text) return failWith(exit_code::kUsage, "cannot read the trusted root {}: {}", rootPath, text.error().message);
@@ -112,15 +115,15 @@ Result<image::oci::Signer> verifyStoredImage(const image::oci::ImageStore& store
   return image::oci::verifySignatureSet(set, digests, setup.policy);
 }
 
-Result<image::oci::PulledImage> pullVerified(const std::string& reference, const RegistryFlags& flags,
-                                             const config::Settings& settings, bool quiet) {
+Result<image::oci::PulledImage> pullVerified(const HostContext& host, const std::string& reference,
+                                             const RegistryFlags& flags, const config::Settings& settings, bool quiet) {
   auto ref = image::oci::parseImageRef(reference);
   if (!ref) return std::unexpected(ref.error());
-  auto options = pullOptions(flags, quiet);
+  auto options = pullOptions(host, flags, quiet);
   if (!options) return std::unexpected(options.error());
-  auto setup = verifySetup(flags, settings);
+  auto setup = verifySetup(host, flags, settings);
   if (!setup) return std::unexpected(setup.error());
-  auto store = image::oci::ImageStore::openDefault();
+  auto store = image::oci::ImageStore::inCache(host.dirs.cache);
   std::optional<image::oci::Signer> signer;
   std::optional<std::string> problem;
   if (setup->mode != config::VerifyMode::kOff) {
@@ -162,7 +165,7 @@ Result<image::oci::PulledImage> pullVerified(const std::string& reference, const
   return pulled;
 }
 
-Result<image::oci::PullOptions> pullOptions(const RegistryFlags& flags, bool quiet) {
+Result<image::oci::PullOptions> pullOptions(const HostContext& host, const RegistryFlags& flags, bool quiet) {
   image::oci::PullOptions o;
   auto platform = image::oci::parsePlatform(flags.platform);
   if (!platform) return failWith(exit_code::kUsage, "--platform: {}", platform.error().message);
@@ -172,15 +175,16 @@ Result<image::oci::PullOptions> pullOptions(const RegistryFlags& flags, bool qui
   o.policy = *policy;
   o.registry.caCert = flags.caCert;
   o.registry.insecureRegistries = flags.insecureRegistries;
+  o.registry.dockerConfigDir = image::oci::dockerConfigDir(host.env, host.dirs.home);
   if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c_str()); };
   return o;
 }
 
-Result<std::string> pulledImagePath(const std::string& reference, const RegistryFlags& flags,
+Result<std::string> pulledImagePath(const HostContext& host, const std::string& reference, const RegistryFlags& flags,
                                     const config::Settings& settings, bool quiet) {
-  auto pulled = pullVerified(reference, flags, settings, quiet);
+  auto pulled = pullVerified(host, reference, flags, settings, quiet);
   if (!pulled) return std::unexpected(pulled.error());
-  image::oci::ImageStore::openDefault().markUsed(pulled->record.manifestDigest);
+  image::oci::ImageStore::inCache(host.dirs.cache).markUsed(pulled->record.manifestDigest);
   return pulled->erofsPath;
 }
 

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/error.h"
+#include "common/host_context.h"
 #include "config/settings.h"
 #include "image/oci/image_pull.h"
 #include "image/oci/signature.h"
@@ -35,12 +36,13 @@ struct VerifySetup {
 
 /// The verification settings of a pull: `settings` (the user config, and
 /// for `run` the repo config's tightening) with --verify / --verify-key over
-/// them. Reads the key and trusted root files (kUsage when unusable).
-Result<VerifySetup> verifySetup(const RegistryFlags& flags, const config::Settings& settings);
+/// them. Reads the key and trusted root files (kUsage when unusable; the
+/// error names the user config of `host`).
+Result<VerifySetup> verifySetup(const HostContext& host, const RegistryFlags& flags, const config::Settings& settings);
 
-/// Settings from the user config alone, for verbs without an agent (image
-/// pull/inspect, run-image).
-Result<config::Settings> userSettings();
+/// Settings from the user config of `host` alone, for verbs without an agent
+/// (image pull/inspect, run-image).
+Result<config::Settings> userSettings(const HostContext& host);
 
 /// Checks the signatures of an image in `store` offline (the store's copy of
 /// its signature manifest; fetched with a new client when there is none and
@@ -51,20 +53,22 @@ Result<image::oci::Signer> verifyStoredImage(const image::oci::ImageStore& store
 
 /// Pulls `reference` per `flags` and checks its signature per `settings` and
 /// the --verify flags: warn prints one line when it cannot be verified,
-/// require refuses (kVerification) before any layer is downloaded.
-Result<image::oci::PulledImage> pullVerified(const std::string& reference, const RegistryFlags& flags,
-                                             const config::Settings& settings, bool quiet);
+/// require refuses (kVerification) before any layer is downloaded. The image
+/// store is the one in host.dirs.cache.
+Result<image::oci::PulledImage> pullVerified(const HostContext& host, const std::string& reference,
+                                             const RegistryFlags& flags, const config::Settings& settings, bool quiet);
 
 /// Adds the flags to `cmd`, storing into `flags`.
 void addRegistryFlags(CLI::App& cmd, RegistryFlags& flags);
 
-/// Validates the flags into PullOptions (kUsage errors); `quiet` drops progress lines.
-Result<image::oci::PullOptions> pullOptions(const RegistryFlags& flags, bool quiet);
+/// Validates the flags into PullOptions (kUsage errors), with the docker
+/// config of `host` for credentials; `quiet` drops progress lines.
+Result<image::oci::PullOptions> pullOptions(const HostContext& host, const RegistryFlags& flags, bool quiet);
 
 /// Pulls `reference` per `flags` (when the store lacks it, or --pull=always),
 /// verifies it (pullVerified), records it as used now, and returns the path
 /// of its erofs root image.
-Result<std::string> pulledImagePath(const std::string& reference, const RegistryFlags& flags,
+Result<std::string> pulledImagePath(const HostContext& host, const std::string& reference, const RegistryFlags& flags,
                                     const config::Settings& settings, bool quiet);
 
 }  // namespace airlock::cli

@@ -68,7 +68,7 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
 
 }  // namespace
 
-void addReviewCommand(CLI::App& app, const HostContext& host, int& exitCode) {
+void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto rev = std::make_shared<ReviewArgs>();
   CLI::App* r = app.add_subcommand("review", "Review an agent's change set against the workspace and flush what you accept");
   r->footer(exitCodeFooter());

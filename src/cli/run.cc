@@ -38,6 +38,7 @@
 #include "common/exit_codes.h"
 #include "config/effective.h"
 #include "config/egress_plan.h"
+#include "config/loader.h"
 #include "session/runner.h"
 #include "vm/guest_contract.h"
 
@@ -116,7 +117,8 @@ struct RunSetup {
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   if (auto r = checkAllowHosts(args.egress); !r) return std::unexpected(r.error());
-  auto effective = config::loadEffectiveConfig(args.agent, args.workspace, flagLayer(args));
+  auto effective = config::loadEffectiveConfig(config::userConfigPath(host.dirs.config), args.agent, args.workspace,
+                                               flagLayer(args));
   if (!effective) return std::unexpected(effective.error());
   for (const auto& ignored : effective->resolved.ignored)
     std::fprintf(stderr, "airlock: %s\n", config::describe(ignored).c_str());
@@ -190,8 +192,8 @@ int runAgent(const HostContext& host, RunArgs args) {
   auto setup = planRun(host, args);
   if (!setup) return reportError(setup.error());
   TerminalUi ui(host, args.quiet);
-  CliImageProvider images(args.registry, setup->settings, setup->spec, ui, args.quiet);
-  session::Runner runner(setup->plan, {host, ui, launchMachine, images});
+  CliImageProvider images(host, args.registry, setup->settings, setup->spec, ui, args.quiet);
+  session::Runner runner(setup->plan, {host, ui, launchMachine(host), images});
   auto outcome = runner.run();
   std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", runner.timings().c_str());
@@ -204,7 +206,7 @@ int runAgent(const HostContext& host, RunArgs args) {
 
 }  // namespace
 
-void addRunCommand(CLI::App& app, const HostContext& host, int& exitCode,
+void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
                    const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a coding agent in a microVM on a snapshot of your project, then review "

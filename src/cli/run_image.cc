@@ -11,6 +11,7 @@
 
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/image_provider.h"
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
@@ -38,14 +39,14 @@ struct ImageDefaults {
   unsigned gid = 0;
 };
 
-Result<ImageDefaults> prepareImage(const RunImageArgs& args) {
+Result<ImageDefaults> prepareImage(const HostContext& host, const RunImageArgs& args) {
   auto ref = image::oci::parseImageRef(args.image);
   if (!ref) return std::unexpected(ref.error());
-  auto settings = userSettings();
+  auto settings = userSettings(host);
   if (!settings) return std::unexpected(settings.error());
-  auto pulled = pullVerified(args.image, args.registry, *settings, args.quiet);
+  auto pulled = pullVerified(host, args.image, args.registry, *settings, args.quiet);
   if (!pulled) return std::unexpected(pulled.error());
-  image::oci::ImageStore::openDefault().markUsed(pulled->record.manifestDigest);
+  image::oci::ImageStore::inCache(host.dirs.cache).markUsed(pulled->record.manifestDigest);
   const auto& config = pulled->record.config;
   ImageDefaults d;
   d.erofs = pulled->erofsPath;
@@ -117,7 +118,7 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
   image.argv = args.command;
   image.uid = image.gid = args.user;
   if (!args.image.empty()) {
-    auto prepared = prepareImage(args);
+    auto prepared = prepareImage(host, args);
     if (!prepared) return std::unexpected(withCode(prepared.error(), exit_code::kImage));
     image = std::move(*prepared);
     if (args.userGiven) image.uid = image.gid = args.user;
@@ -156,20 +157,12 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
   return plan;
 }
 
-/// Images of run-image are resolved while planning: nothing is left to provide.
-class NoImages final : public session::ImageProvider {
- public:
-  Result<std::string> erofsImage(const session::ImageSource& source) override {
-    return failWith(exit_code::kInternal, "run-image does not resolve image {} while running", source.value);
-  }
-};
-
 int runImage(const HostContext& host, const RunImageArgs& args) {
   auto plan = planRunImage(host, args);
   if (!plan) return reportError(plan.error());
   TerminalUi ui(host, args.quiet);
-  NoImages images;
-  session::Runner runner(std::move(*plan), {host, ui, launchMachine, images});
+  CliImageProvider images(host, args.registry, config::Settings{}, agents::AgentSpec{}, ui, args.quiet);
+  session::Runner runner(std::move(*plan), {host, ui, launchMachine(host), images});
   auto outcome = runner.run();
   if (!outcome) return reportError(outcome.error());
   if (outcome->review) printResumeHint(*outcome->review, host.dirs.state, outcome->sessionDir);
@@ -237,7 +230,7 @@ Result<> finishRunImageArgs(RunImageArgs& args, const CLI::App& cmd, const std::
   return {};
 }
 
-void addRunImageCommand(CLI::App& app, const HostContext& host, int& exitCode,
+void addRunImageCommand(CLI::App& app, int& exitCode, const HostContext& host,
                         const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");

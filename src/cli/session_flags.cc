@@ -50,10 +50,12 @@ Result<std::vector<std::pair<std::string, std::string>>> envFlags(const HostCont
   return out;
 }
 
-Result<std::unique_ptr<vm::Sandbox>> launchMachine(const vm::LaunchOptions& options) {
-  auto machine = vm::Machine::launch(options);
-  if (!machine) return std::unexpected(machine.error());
-  return std::unique_ptr<vm::Sandbox>(std::move(*machine));
+session::SandboxLauncher launchMachine(const HostContext& host) {
+  return [&host](const vm::LaunchOptions& options) -> Result<std::unique_ptr<vm::Sandbox>> {
+    auto machine = vm::Machine::launch(host, options);
+    if (!machine) return std::unexpected(machine.error());
+    return std::unique_ptr<vm::Sandbox>(std::move(*machine));
+  };
 }
 
 }  // namespace airlock::cli

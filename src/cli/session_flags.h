@@ -30,7 +30,7 @@ Result<std::vector<std::pair<std::string, std::string>>> envFlags(const HostCont
                                                                   const std::vector<std::string>& values,
                                                                   const std::string& flag);
 
-/// The real sandbox: vm::Machine::launch.
-Result<std::unique_ptr<vm::Sandbox>> launchMachine(const vm::LaunchOptions& options);
+/// The real sandbox: vm::Machine::launch with `host` (which must outlive the launcher).
+session::SandboxLauncher launchMachine(const HostContext& host);
 
 }  // namespace airlock::cli

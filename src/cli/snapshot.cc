@@ -99,7 +99,7 @@ int runSnapshot(const HostContext& host, const SnapshotArgs& a) {
 
 }  // namespace
 
-void addSnapshotCommand(CLI::App& app, const HostContext& host, int& exitCode) {
+void addSnapshotCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto snap = std::make_shared<SnapshotArgs>();
   CLI::App* s = app.add_subcommand("snapshot", "Copy a workspace into a session directory and record its baseline manifest");
   s->add_option("--workspace,-w", snap->workspace, "the project directory (default: .)");

@@ -3,8 +3,8 @@
 //
 //   sessions            finished runs (log, manifest, change set)
 //   pending sessions    runs whose changes still wait for `airlock review -s ID`
-//   OCI image store     pulled images (cacheDir()/oci; `airlock image rm`)
-//   agent images        built agent images (cacheDir()/images; rebuilt on demand)
+//   OCI image store     pulled images (<cache>/oci; `airlock image rm`)
+//   agent images        built agent images (<cache>/images; rebuilt on demand)
 //   rootfs erofs cache  images of --rootfs / `image: DIR` trees (rebuilt on demand)
 //   boot assets         the guest kernel and initramfs
 //
@@ -31,9 +31,9 @@
 #include "common/paths.h"
 #include "image/oci/image_store.h"
 #include "image/recipe.h"
+#include "image/rootfs_image.h"
 #include "session/session.h"
 #include "vm/boot_assets.h"
-#include "vm/rootfs_image.h"
 
 namespace airlock::cli {
 namespace {
@@ -90,15 +90,16 @@ std::vector<std::string> entries(const std::string& dir) {
   return out;
 }
 
-Inventory takeInventory(bool all) {
+Inventory takeInventory(const HostDirs& dirs, bool all) {
   Inventory inv;
-  Usage finished{"sessions", 0, 0, 0, session::sessionsDir(stateDir())};
-  Usage pending{"pending sessions", 0, 0, 0, session::sessionsDir(stateDir())};
-  for (const auto& dir : entries(session::sessionsDir(stateDir()))) {
+  const std::string sessions = session::sessionsDir(dirs.state);
+  Usage finished{"sessions", 0, 0, 0, sessions};
+  Usage pending{"pending sessions", 0, 0, 0, sessions};
+  for (const auto& dir : entries(sessions)) {
     std::error_code ec;
     if (!fs::is_directory(fs::symlink_status(dir, ec))) continue;
     uint64_t bytes = bytesOf(dir);
-    bool running = session::sessionRunning(stateDir(), dir);
+    bool running = session::sessionRunning(dirs.state, dir);
     bool hasPending = session::sessionHasPending(dir);
     Usage& u = hasPending ? pending : finished;
     ++u.count;
@@ -116,22 +117,24 @@ Inventory takeInventory(bool all) {
   inv.usage.push_back(finished);
   inv.usage.push_back(pending);
 
-  auto store = image::oci::ImageStore::openDefault();
+  auto store = image::oci::ImageStore::inCache(dirs.cache);
   inv.usage.push_back({"OCI image store", entries(store.imagesDir()).size(), bytesOf(store.root()), 0, store.root()});
 
-  Usage agent{"agent images", 0, 0, 0, image::imagesDir()};
-  for (const auto& f : entries(image::imagesDir())) {
+  const std::string agentImages = image::imagesDir(dirs.cache);
+  Usage agent{"agent images", 0, 0, 0, agentImages};
+  for (const auto& f : entries(agentImages)) {
     if (!f.ends_with(".erofs")) continue;
     ++agent.count;
     uint64_t b = bytesOf(f);
     if (all) inv.removals.push_back({"agent image", f, b});
   }
-  agent.bytes = bytesOf(image::imagesDir());
+  agent.bytes = bytesOf(agentImages);
   inv.usage.push_back(agent);
 
-  Usage rootfs{"rootfs erofs cache", 0, 0, 0, vm::rootfsCacheDir()};
-  bool building = lockBusy(vm::rootfsCacheDir() + "/.lock");
-  for (const auto& f : entries(vm::rootfsCacheDir())) {
+  const std::string rootfsCache = image::rootfsCacheDir(dirs.cache);
+  Usage rootfs{"rootfs erofs cache", 0, 0, 0, rootfsCache};
+  bool building = lockBusy(rootfsCache + "/.lock");
+  for (const auto& f : entries(rootfsCache)) {
     if (f.ends_with("/.lock")) continue;
     uint64_t b = bytesOf(f);
     ++rootfs.count;
@@ -142,13 +145,13 @@ Inventory takeInventory(bool all) {
   }
   inv.usage.push_back(rootfs);
 
-  inv.usage.push_back({"boot assets", entries(vm::bootAssetsDir()).size(), bytesOf(vm::bootAssetsDir()), 0,
-                       vm::bootAssetsDir()});
+  const std::string bootAssets = vm::bootAssetsDir(dirs.cache);
+  inv.usage.push_back({"boot assets", entries(bootAssets).size(), bytesOf(bootAssets), 0, bootAssets});
   return inv;
 }
 
-int runDf(bool asJson) {
-  auto inv = takeInventory(false);
+int runDf(const HostContext& host, bool asJson) {
+  auto inv = takeInventory(host.dirs, false);
   if (asJson) {
     json j = json::array();
     for (const auto& u : inv.usage)
@@ -170,8 +173,8 @@ struct PruneArgs {
   bool force = false;
 };
 
-int runPrune(const PruneArgs& a) {
-  auto inv = takeInventory(a.all);
+int runPrune(const HostContext& host, const PruneArgs& a) {
+  auto inv = takeInventory(host.dirs, a.all);
   uint64_t total = 0;
   for (const auto& r : inv.removals) total += r.bytes;
   if (inv.removals.empty()) {
@@ -184,7 +187,7 @@ int runPrune(const PruneArgs& a) {
     std::printf("would reclaim %s\n", formatBytes(total).c_str());
     return 0;
   }
-  if (!a.force && ::isatty(0)) {
+  if (!a.force && host.terminal.stdinTty) {
     std::fprintf(stderr, "This removes %zu item(s), %s:\n", inv.removals.size(), formatBytes(total).c_str());
     for (const auto& r : inv.removals) std::fprintf(stderr, "  %s %s\n", r.what.c_str(), r.path.c_str());
     std::fprintf(stderr, "Are you sure you want to continue? [y/N] ");
@@ -198,7 +201,8 @@ int runPrune(const PruneArgs& a) {
   int code = 0;
   for (const auto& r : inv.removals) {
     // Checked again right before: a session may have started meanwhile.
-    if ((r.what == "session" || r.what == "pending session") && session::sessionRunning(stateDir(), r.path)) continue;
+    bool aSession = r.what == "session" || r.what == "pending session";
+    if (aSession && session::sessionRunning(host.dirs.state, r.path)) continue;
     if (auto rm = removeTree(r.path); !rm) {
       std::fprintf(stderr, "airlock: cannot remove %s: %s\n", r.path.c_str(), rm.error().message.c_str());
       code = exit_code::kInternal;
@@ -213,13 +217,13 @@ int runPrune(const PruneArgs& a) {
 
 }  // namespace
 
-void addSystemCommand(CLI::App& app, int& exitCode) {
+void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto* sys = app.add_subcommand("system", "Disk usage of sessions and caches, and pruning what is no longer needed");
   sys->require_subcommand(1);
   auto json = std::make_shared<bool>(false);
   auto* df = sys->add_subcommand("df", "Show the space used by sessions, images and caches");
   df->add_flag("--json", *json, "machine-readable output");
-  df->callback([json, &exitCode] { exitCode = runDf(*json); });
+  df->callback([json, &exitCode, &host] { exitCode = runDf(host, *json); });
 
   auto args = std::make_shared<PruneArgs>();
   auto* prune = sys->add_subcommand("prune", "Remove finished sessions, stale snapshots and the rootfs erofs cache");
@@ -231,7 +235,7 @@ Asks for confirmation on a terminal unless -f.)");
   prune->add_flag("-a,--all", args->all, "Also remove sessions with pending changes and agent images");
   prune->add_flag("--dry-run", args->dryRun, "List what would be removed and the space freed; remove nothing");
   prune->add_flag("-f,--force", args->force, "Do not ask for confirmation");
-  prune->callback([args, &exitCode] { exitCode = runPrune(*args); });
+  prune->callback([args, &exitCode, &host] { exitCode = runPrune(host, *args); });
 }
 
 }  // namespace airlock::cli

@@ -52,11 +52,8 @@ HostContext readHostContext(char** environ) {
   ctx.dirs.home = home;
   ctx.dirs.cache = orDefault(ctx.env, "AIRLOCK_CACHE_DIR", orDefault(ctx.env, "XDG_CACHE_HOME", home + "/.cache") + "/airlock");
   ctx.dirs.state = orDefault(ctx.env, "XDG_STATE_HOME", home + "/.local/state") + "/airlock";
-  ctx.dirs.config = orDefault(ctx.env, "XDG_CONFIG_HOME", home + "/.config") + "/airlock";
-  std::string runtime = orDefault(ctx.env, "XDG_RUNTIME_DIR", "");
-  ctx.dirs.runtime = !runtime.empty() && ::access(runtime.c_str(), W_OK) == 0
-                         ? runtime + "/airlock"
-                         : "/tmp/airlock-" + std::to_string(ctx.uid);
+  std::string xdgConfig = orDefault(ctx.env, "XDG_CONFIG_HOME", "");
+  ctx.dirs.config = (xdgConfig.starts_with('/') ? xdgConfig : home + "/.config") + "/airlock";
 
   ctx.terminal.stdinTty = ::isatty(0);
   ctx.terminal.stdoutTty = ::isatty(1);
@@ -67,6 +64,7 @@ HostContext readHostContext(char** environ) {
 
   char exe[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ctx.selfDir = ".";
   if (n > 0) {
     std::string path(exe, static_cast<size_t>(n));
     ctx.selfDir = path.substr(0, path.rfind('/'));

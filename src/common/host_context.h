@@ -2,9 +2,9 @@
 // Everything airlock learns about the host it runs on, read once in
 // cli/main.cc (readHostContext) and passed down by reference: the XDG
 // directories, the environment, the clock, the user's umask and ids, and the
-// terminal facts. No code below src/cli reads the environment or calls
-// getenv(); it takes what it needs from here (mold's Context, leveldb's
-// Options::env), so tests build a HostContext of their own.
+// terminal facts. No code below src/cli reads the environment itself
+// (scripts/check-no-env-reads); it takes what it needs from here (mold's
+// Context, leveldb's Options::env), so tests build a HostContext of their own.
 
 #include <sys/types.h>
 
@@ -25,14 +25,11 @@ struct HostDirs {
   /// Sessions, flush journals, locks, logs: $XDG_STATE_HOME/airlock, else
   /// ~/.local/state/airlock.
   std::string state;
-  /// The user config file's directory: $XDG_CONFIG_HOME/airlock, else
-  /// ~/.config/airlock.
+  /// The user config file's directory: $XDG_CONFIG_HOME/airlock when that is
+  /// an absolute path (XDG ignores relative ones), else ~/.config/airlock.
   std::string config;
   /// The user's home directory ($HOME, else the passwd entry).
   std::string home;
-  /// Private sockets of running VMs: $XDG_RUNTIME_DIR/airlock when that is
-  /// writable, else /tmp/airlock-<uid> (created on first use, 0700).
-  std::string runtime;
 };
 
 /// What the standard streams are connected to, read once at start-up.
@@ -68,7 +65,7 @@ struct HostContext {
   uid_t euid = 0;             ///< geteuid(): 0 when airlock runs with root's privileges
   gid_t gid = 0;              ///< getgid()
   uint32_t umask = 022;       ///< the process's file creation mask
-  std::string selfDir;        ///< the directory of the running airlock executable
+  std::string selfDir;        ///< the directory of the running airlock executable ("." when unknown)
   const Clock* clock = nullptr;  ///< never null once built by readHostContext()
 
   /// The value of environment variable `name`, "" when unset.

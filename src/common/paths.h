@@ -1,22 +1,12 @@
 #pragma once
-// Where airlock keeps its files (XDG base directories).
+// Filesystem helpers: mkdir -p, rm -r, temporary directories. Where airlock
+// keeps its files (the XDG directories) is in HostContext::dirs.
 
 #include <string>
 
 #include "common/error.h"
 
 namespace airlock {
-
-/// $AIRLOCK_CACHE_DIR, else $XDG_CACHE_HOME/airlock, else ~/.cache/airlock.
-/// Downloads and built assets (kernel, initramfs, erofs images) live here.
-std::string cacheDir();
-
-/// $XDG_STATE_HOME/airlock, else ~/.local/state/airlock (sessions, journals, logs).
-std::string stateDir();
-
-/// A private directory for sockets of one VM: $XDG_RUNTIME_DIR/airlock or
-/// /tmp/airlock-<uid>, created 0700.
-Result<std::string> runtimeDir();
 
 /// mkdir -p with `mode` for the directories it creates.
 Result<> makeDirs(const std::string& path, unsigned mode = 0755);
@@ -39,8 +29,5 @@ class TempDir {
   explicit TempDir(std::string p) : path_(std::move(p)) {}
   std::string path_;
 };
-
-/// Directory holding the running airlock executable (for airlock-init).
-std::string selfDir();
 
 }  // namespace airlock

@@ -28,6 +28,14 @@ std::vector<char*> toArgv(const std::vector<std::string>& argv) {
   return out;
 }
 
+/// The PATH of the environment `envp` (NAME=value strings), else the
+/// default search path.
+std::string searchPath(char** envp) {
+  for (char** e = envp; e && *e; ++e)
+    if (std::strncmp(*e, "PATH=", 5) == 0 && (*e)[5] != '\0') return *e + 5;
+  return "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+}
+
 int decodeStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -37,9 +45,10 @@ int decodeStatus(int status) {
 }  // namespace
 
 std::string findProgram(const std::string& name) {
+  // Programs run with airlock's environment (runCommand), so they are found
+  // on its PATH.
   if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
+  std::stringstream ss(searchPath(environ));
   std::string dir;
   while (std::getline(ss, dir, ':')) {
     if (dir.empty()) continue;
@@ -126,10 +135,7 @@ Result<std::string> runChecked(const std::vector<std::string>& argv, const std::
   return std::move(out->stdoutText);
 }
 
-std::vector<std::string> minimalEnvironment() {
-  const char* path = std::getenv("PATH");
-  return {std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")};
-}
+std::vector<std::string> minimalEnvironment() { return {"PATH=" + searchPath(environ)}; }
 
 Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options) {
   int execPipe[2];

@@ -51,7 +51,8 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
 /// The environment given to helper processes: PATH only, as "PATH=...".
 std::vector<std::string> minimalEnvironment();
 
-/// Finds `name` on $PATH (or checks an absolute path). Empty when not found.
+/// Finds `name` on the PATH of the process environment, the one runCommand's
+/// children inherit (or checks an absolute path). Empty when not found.
 std::string findProgram(const std::string& name);
 
 }  // namespace airlock

@@ -19,14 +19,14 @@ Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<Confi
   return registry;
 }
 
-Result<EffectiveConfig> loadEffectiveConfig(const std::string& agentName, const std::string& workspace,
-                                            const ConfigLayer& flags) {
+Result<EffectiveConfig> loadEffectiveConfig(const std::string& userPath, const std::string& agentName,
+                                            const std::string& workspace, const ConfigLayer& flags) {
   EffectiveConfig out;
   char* real = realpath(workspace.c_str(), nullptr);
   if (!real) return failWith(exit_code::kUsage, "workspace {} does not exist: {}", workspace, errnoText(errno));
   out.workspace = real;
   free(real);
-  out.sources.userPath = userConfigPath();
+  out.sources.userPath = userPath;
   auto user = loadConfigFile(out.sources.userPath);
   if (!user) return std::unexpected(user.error());
   out.sources.user = std::move(*user);

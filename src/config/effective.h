@@ -26,10 +26,10 @@ struct EffectiveConfig {
 Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<ConfigLayer>& user,
                                                        const std::string& userPath);
 
-/// Loads the user config (userConfigPath()), finds `agentName`, loads the
-/// repo config of `workspace` and resolves them with `flags`. Errors carry
-/// exit_code::kUsage and name the file or agent.
-Result<EffectiveConfig> loadEffectiveConfig(const std::string& agentName, const std::string& workspace,
-                                            const ConfigLayer& flags);
+/// Loads the user config at `userPath` (userConfigPath()), finds
+/// `agentName`, loads the repo config of `workspace` and resolves them with
+/// `flags`. Errors carry exit_code::kUsage and name the file or agent.
+Result<EffectiveConfig> loadEffectiveConfig(const std::string& userPath, const std::string& agentName,
+                                            const std::string& workspace, const ConfigLayer& flags);
 
 }  // namespace airlock::config

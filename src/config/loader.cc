@@ -209,12 +209,7 @@ Result<std::optional<ConfigLayer>> parseIfPresent(Result<std::optional<std::stri
 
 }  // namespace
 
-std::string userConfigPath() {
-  const char* xdg = std::getenv("XDG_CONFIG_HOME");
-  if (xdg && *xdg == '/') return std::string(xdg) + "/airlock/config.yaml";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/root") + "/.config/airlock/config.yaml";
-}
+std::string userConfigPath(const std::string& configDir) { return configDir + "/config.yaml"; }
 
 Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName) {
   if (text.size() > kMaxConfigBytes)

@@ -42,8 +42,8 @@ inline constexpr std::string_view kRepoConfigName = ".airlock.yaml";
 /// both); a workspace with both files is refused.
 inline constexpr std::string_view kRepoConfigAltName = ".airlock.yml";
 
-/// $XDG_CONFIG_HOME/airlock/config.yaml, else ~/.config/airlock/config.yaml.
-std::string userConfigPath();
+/// The user config file in `configDir` (HostDirs::config): configDir/config.yaml.
+std::string userConfigPath(const std::string& configDir);
 
 /// Parses the text of one config file; `fileName` names it in errors.
 Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName);

@@ -19,24 +19,24 @@ namespace {
 
 /// Puts the agent's program into the tree at `root`: the native binary, or
 /// the Node runtime, the installed package and a wrapper script.
-Result<> installAgent(const agents::AgentSpec& spec, const std::string& root, const std::string& work,
-                      const vm::ProgressFn& progress) {
+Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
+                      const std::string& work, const vm::ProgressFn& progress) {
   const auto& r = spec.image;
   const std::string bin = root + "/usr/local/bin";
   if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
   if (!r.node) {
-    auto tarball = fetchNpmPackage(r.programPackage(), r.programVersion(), progress);
+    auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
     if (!tarball) return std::unexpected(tarball.error());
     vm::report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
     return extractPackageFile(*tarball, r.binary, bin + "/" + r.installAs, work, 0755);
   }
   const std::string nodePackage(kNodeRuntimePackage), nodeVersion(kNodeRuntimeVersion);
-  auto node = fetchNpmPackage(nodePackage, nodeVersion, progress);
+  auto node = fetchNpmPackage(cacheDir, nodePackage, nodeVersion, progress);
   if (!node) return std::unexpected(node.error());
   vm::report(progress, fmt::format("adding Node.js {} as /usr/local/bin/node", nodeVersion));
   if (auto done = extractPackageFile(*node, "bin/node", bin + "/node", work, 0755); !done) return done;
   const std::string prefix = "/opt/" + spec.name;
-  if (auto done = installNpmPackage(root + prefix, r.npmPackage, r.version, progress); !done) return done;
+  if (auto done = installNpmPackage(cacheDir, root + prefix, r.npmPackage, r.version, progress); !done) return done;
   const std::string script = fmt::format("{}/node_modules/{}/{}", prefix, r.npmPackage, r.binary);
   struct stat st {};
   if (::stat((root + script).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -47,8 +47,8 @@ Result<> installAgent(const agents::AgentSpec& spec, const std::string& root, co
 }
 
 /// Builds the image at `image` (the cache lock is held).
-Result<> buildAgentImage(const agents::AgentSpec& spec, const std::string& dir, const std::string& image,
-                         const vm::ProgressFn& progress) {
+Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& dir,
+                         const std::string& image, const vm::ProgressFn& progress) {
   if (auto r = vm::removeStaleBuilds(dir); !r) return r;
   for (const char* tool : {"tar", "mkfs.erofs"}) {
     if (findProgram(tool).empty())
@@ -63,7 +63,7 @@ Result<> buildAgentImage(const agents::AgentSpec& spec, const std::string& dir, 
     return failWith(exit_code::kImage, "cannot create {}: {}", root, errnoText(errno));
   vm::report(progress, "unpacking the base rootfs");
   if (auto r = unpackBase(*base, root); !r) return r;
-  if (auto r = installAgent(spec, root, work->path(), progress); !r) return r;
+  if (auto r = installAgent(cacheDir, spec, root, work->path(), progress); !r) return r;
   if (auto r = addAgentUser(root); !r) return r;
   vm::report(progress, "writing the erofs image");
   const std::string built = work->path() + "/image.erofs";
@@ -80,21 +80,21 @@ Result<> buildAgentImage(const agents::AgentSpec& spec, const std::string& dir, 
 
 }  // namespace
 
-Result<std::string> ensureAgentImage(const agents::AgentSpec& spec, const vm::ProgressFn& progress,
-                                     const ImageBuildOptions& options) {
-  const std::string image = agentImagePath(spec);
+Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec,
+                                     const vm::ProgressFn& progress, const ImageBuildOptions& options) {
+  const std::string image = agentImagePath(cacheDir, spec);
   if (!options.force && vm::pathExists(image)) return image;
   const auto start = std::chrono::steady_clock::now();
   vm::ProgressFn timed = [&progress, start, name = spec.name](const std::string& line) {
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     vm::report(progress, fmt::format("[{:6.1f}s] image {}: {}", elapsed.count(), name, line));
   };
-  const std::string dir = imagesDir();
+  const std::string dir = imagesDir(cacheDir);
   if (auto r = makeDirs(dir); !r) return failWith(exit_code::kImage, "{}", r.error().message);
   auto lock = vm::CacheLock::acquire(dir + "/.lock", "agent images", timed);
   if (!lock) return failWith(exit_code::kImage, "{}", lock.error().message);
   if (!options.force && vm::pathExists(image)) return image;
-  auto built = buildAgentImage(spec, dir, image, timed);
+  auto built = buildAgentImage(cacheDir, spec, dir, image, timed);
   if (!built) {
     Error e = built.error();
     if (e.code == Error{}.code) e.code = exit_code::kImage;

@@ -1,7 +1,7 @@
 #pragma once
 // Local agent images: a Debian 12 base (base_rootfs.h) plus the agent's
 // program from npm at its pinned version, with the `agent` user, as a
-// read-only erofs image cached under cacheDir()/images/<recipe digest>.erofs
+// read-only erofs image cached under <cache>/images/<recipe digest>.erofs
 // (recipe.h). This is what `airlock image build` and a first `airlock run`
 // call.
 
@@ -25,8 +25,9 @@ struct ImageBuildOptions {
 /// seconds since the build started. Safe when several airlock processes call
 /// it at once (they wait on the cache lock). Errors carry exit_code::kImage,
 /// or kHostNotReady for a missing host tool, and name the failed step and
-/// the fix.
-Result<std::string> ensureAgentImage(const agents::AgentSpec& spec, const vm::ProgressFn& progress,
-                                     const ImageBuildOptions& options = {});
+/// the fix. `cacheDir` is airlock's cache directory (HostDirs::cache): the
+/// image, the base tarball and the npm downloads are kept there.
+Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec,
+                                     const vm::ProgressFn& progress, const ImageBuildOptions& options = {});
 
 }  // namespace airlock::image

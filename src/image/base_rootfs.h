@@ -1,7 +1,7 @@
 #pragma once
 // The Debian 12 base root filesystem every agent image starts from, built
 // once with mmdebstrap and cached as an uncompressed tarball under
-// cacheDir()/images/base-<digest>.tar, so each agent image only adds its
+// <cache>/images/base-<digest>.tar, so each agent image only adds its
 // own files instead of bootstrapping again.
 
 #include <string>
@@ -21,7 +21,7 @@ const std::vector<std::string>& basePackages();
 /// a cached base keeps the package versions it was built with.
 std::string baseDigest();
 
-/// Path of the base tarball in `imagesDir` (cacheDir()/images).
+/// Path of the base tarball in `imagesDir` (imagesDir() of recipe.h).
 std::string baseTarballPath(const std::string& imagesDir);
 
 /// Returns the path of the base tarball, building it with mmdebstrap when

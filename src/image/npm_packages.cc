@@ -65,9 +65,9 @@ std::string npmTarballName(const std::string& name, const std::string& version) 
   return flat + "@" + version + ".tgz";
 }
 
-Result<std::string> fetchNpmPackage(const std::string& name, const std::string& version,
+Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::string& name, const std::string& version,
                                     const vm::ProgressFn& progress) {
-  const std::string dir = cacheDir() + "/npm";
+  const std::string dir = cacheDir + "/npm";
   const std::string cached = dir + "/" + npmTarballName(name, version);
   if (vm::pathExists(cached)) return cached;
   if (auto r = requireNpm(); !r) return std::unexpected(r.error());
@@ -98,14 +98,14 @@ Result<std::string> fetchNpmPackage(const std::string& name, const std::string& 
   return cached;
 }
 
-Result<> installNpmPackage(const std::string& prefix, const std::string& name, const std::string& version,
-                           const vm::ProgressFn& progress) {
+Result<> installNpmPackage(const std::string& cacheDir, const std::string& prefix, const std::string& name,
+                           const std::string& version, const vm::ProgressFn& progress) {
   if (auto r = requireNpm(); !r) return r;
   if (auto r = makeDirs(prefix); !r) return r;
   vm::report(progress, fmt::format("installing {}@{} and its dependencies with npm", name, version));
   std::vector<std::string> argv = {"npm",           "install",        "--prefix",          prefix,
                                    "--omit=dev",    "--ignore-scripts", "--no-package-lock", "--cache",
-                                   cacheDir() + "/npm/cache", name + "@" + version};
+                                   cacheDir + "/npm/cache", name + "@" + version};
   argv.insert(argv.end(), kQuiet.begin(), kQuiet.end());
   auto run = runCommand(argv, prefix);
   if (!run) return failWith(exit_code::kImage, "cannot start npm: {}", run.error().message);

@@ -1,8 +1,9 @@
 #pragma once
 // Agent programs from the npm registry, through the host's `npm` client (so
 // the user's registry, proxy and CA settings apply). Package tarballs are
-// cached under cacheDir()/npm/ by name and version; npm's own download cache
-// for installs is cacheDir()/npm/cache. npm never runs package scripts here.
+// cached under <cache>/npm/ by name and version (<cache>: HostDirs::cache);
+// npm's own download cache for installs is <cache>/npm/cache. npm never runs
+// package scripts here.
 
 #include <string>
 
@@ -16,16 +17,17 @@ namespace airlock::image {
 std::string npmTarballName(const std::string& name, const std::string& version);
 
 /// Returns the path of the tarball of `name`@`version` (exact version),
-/// downloading it with `npm pack` into cacheDir()/npm/ when missing. Safe when
+/// downloading it with `npm pack` into `cacheDir`/npm/ when missing. Safe when
 /// several airlock processes call it at once. Errors carry exit_code::kImage
 /// (kHostNotReady when npm is missing).
-Result<std::string> fetchNpmPackage(const std::string& name, const std::string& version,
+Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::string& name, const std::string& version,
                                     const vm::ProgressFn& progress);
 
 /// Installs `name`@`version` with its production dependencies into
-/// `prefix`/node_modules (`npm install --prefix ... --omit=dev --ignore-scripts`).
-Result<> installNpmPackage(const std::string& prefix, const std::string& name, const std::string& version,
-                           const vm::ProgressFn& progress);
+/// `prefix`/node_modules (`npm install --prefix ... --omit=dev --ignore-scripts`),
+/// with npm's download cache in `cacheDir`/npm/cache.
+Result<> installNpmPackage(const std::string& cacheDir, const std::string& prefix, const std::string& name,
+                           const std::string& version, const vm::ProgressFn& progress);
 
 /// Extracts `pathInPackage` (relative to the tarball's "package/" folder)
 /// from the npm tarball `tarball` to `dest` (same filesystem as `workDir`,

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "common/paths.h"
 #include "common/sha256.h"
 #include "image/base_rootfs.h"
 
@@ -34,8 +33,10 @@ std::string recipeDigest(const agents::AgentSpec& spec) {
   return h.hex();
 }
 
-std::string imagesDir() { return cacheDir() + "/images"; }
+std::string imagesDir(const std::string& cacheDir) { return cacheDir + "/images"; }
 
-std::string agentImagePath(const agents::AgentSpec& spec) { return imagesDir() + "/" + recipeDigest(spec) + ".erofs"; }
+std::string agentImagePath(const std::string& cacheDir, const agents::AgentSpec& spec) {
+  return imagesDir(cacheDir) + "/" + recipeDigest(spec) + ".erofs";
+}
 
 }  // namespace airlock::image

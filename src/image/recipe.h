@@ -1,6 +1,6 @@
 #pragma once
 // The recipe of an agent image and its digest: the cache key of the image
-// under cacheDir()/images/<digest>.erofs.
+// under <cache>/images/<digest>.erofs (<cache>: HostDirs::cache).
 
 #include <string>
 #include <string_view>
@@ -22,10 +22,10 @@ inline constexpr std::string_view kNodeRuntimeVersion = "22.23.5";
 /// egress are not part of it: changing them reuses the image.
 std::string recipeDigest(const agents::AgentSpec& spec);
 
-/// cacheDir()/images: agent images, the base tarball and the cache lock.
-std::string imagesDir();
+/// `cacheDir`/images: agent images, the base tarball and the cache lock.
+std::string imagesDir(const std::string& cacheDir);
 
-/// Where the agent's image is (or will be) cached: imagesDir()/<recipeDigest>.erofs.
-std::string agentImagePath(const agents::AgentSpec& spec);
+/// Where the agent's image is (or will be) cached: imagesDir(cacheDir)/<recipeDigest>.erofs.
+std::string agentImagePath(const std::string& cacheDir, const agents::AgentSpec& spec);
 
 }  // namespace airlock::image

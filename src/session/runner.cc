@@ -100,31 +100,25 @@ Result<> Runner::takeSnapshot() {
 Result<> Runner::useImage(vm::LaunchOptions& launch) {
   const ImageSource& image = plan_.image;
   if (image.value.empty()) return failWith(exit_code::kInternal, "the plan names no image");
-  switch (image.kind) {
-    case ImageSource::Kind::kRootfsDir:
-      launch.rootfsDir = image.value;
-      return {};
-    case ImageSource::Kind::kErofs:
+  if (image.kind == ImageSource::Kind::kErofs) {
+    launch.rootImage = image.value;
+    return {};
+  }
+  if (image.kind == ImageSource::Kind::kPath) {
+    struct stat st {};
+    if (::stat(image.value.c_str(), &st) != 0)
+      return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
+                      "image reference", image.value, errnoText(errno));
+    if (!S_ISDIR(st.st_mode)) {
       launch.rootImage = image.value;
       return {};
-    case ImageSource::Kind::kReference:
-    case ImageSource::Kind::kAgentBuild: {
-      auto erofs = deps_.images.erofsImage(image);
-      if (!erofs) return std::unexpected(withCode(erofs.error(), exit_code::kImage));
-      launch.rootImage = *erofs;
-      return {};
     }
-    case ImageSource::Kind::kPath:
-      break;
   }
-  struct stat st {};
-  if (::stat(image.value.c_str(), &st) != 0)
-    return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
-                    "image reference", image.value, errnoText(errno));
-  if (S_ISDIR(st.st_mode))
-    launch.rootfsDir = image.value;
-  else
-    launch.rootImage = image.value;
+  // A reference, the agent's own image, or a rootfs directory: the provider
+  // pulls, builds or packs it into an erofs image.
+  auto erofs = deps_.images.erofsImage(image);
+  if (!erofs) return std::unexpected(withCode(erofs.error(), exit_code::kImage));
+  launch.rootImage = *erofs;
   return {};
 }
 

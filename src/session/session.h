@@ -1,6 +1,7 @@
 #pragma once
-// One `airlock run`: its state directory ($XDG_STATE_HOME/airlock/sessions/<id>),
-// its log file, the per-workspace lock, and the phase timings.
+// One `airlock run`: its state directory (<state>/sessions/<id>, <state>
+// being HostDirs::state), its log file, the per-workspace lock, and the
+// phase timings.
 
 #include <chrono>
 #include <functional>
@@ -14,14 +15,13 @@
 
 namespace airlock::session {
 
-/// The directory holding every run's session: <stateDir>/sessions
-/// (`stateDir` is HostDirs::state).
+/// The directory holding every run's session: `stateDir`/sessions.
 std::string sessionsDir(const std::string& stateDir);
 
 /// A session named on the command line: a bare id (no '/') is looked up only
-/// under sessionsDir() (never in the current directory); anything with a '/'
-/// is a path. Returns the absolute path; fails with exit_code::kUsage naming
-/// `arg` when no such directory exists.
+/// under sessionsDir(stateDir) (never in the current directory); anything
+/// with a '/' is a path. Returns the absolute path; fails with
+/// exit_code::kUsage naming `arg` when no such directory exists.
 Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg);
 
 /// The workspace recorded in `sessionDir` ("" when none is recorded).
@@ -34,12 +34,13 @@ Result<> recordWorkspace(const std::string& sessionDir, const std::string& works
 void appendSessionLog(const std::string& sessionDir, const std::string& line);
 
 /// The command that resumes the session's pending review: `airlock review -s ID`
-/// for a session under sessionsDir(), else `airlock review -s /ABS/PATH`; the
-/// argument shell-quoted when it needs it, so the line can be pasted.
+/// for a session under sessionsDir(stateDir), else `airlock review -s
+/// /ABS/PATH`; the argument shell-quoted when it needs it, so the line can be
+/// pasted.
 std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir);
 
 /// True while the airlock run that owns `sessionDir` is alive: it still holds
-/// its workspace's lock (which names the session id).
+/// its workspace's lock (which names the session id), under `stateDir`/locks.
 bool sessionRunning(const std::string& stateDir, const std::string& sessionDir);
 
 /// True when `sessionDir` holds changes nobody has accepted or rejected yet:

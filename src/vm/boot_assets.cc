@@ -178,10 +178,11 @@ Result<KernelPackage> resolveKernelPackage(const std::string& assetsDir, const P
   return *pkg;
 }
 
-/// Path of the kernel package in cacheDir()/downloads, downloading it when it is
-/// missing or does not have the SHA-256 apt expects.
-Result<std::string> ensureKernelPackageFile(const KernelPackage& pkg, const ProgressFn& progress) {
-  std::string downloads = cacheDir() + "/downloads";
+/// Path of the kernel package in `cacheDir`/downloads, downloading it when it
+/// is missing or does not have the SHA-256 apt expects.
+Result<std::string> ensureKernelPackageFile(const std::string& cacheDir, const KernelPackage& pkg,
+                                            const ProgressFn& progress) {
+  std::string downloads = cacheDir + "/downloads";
   if (auto r = makeDirs(downloads); !r) return std::unexpected(r.error());
   if (auto r = removeStaleBuilds(downloads); !r) return std::unexpected(r.error());
   std::string path = downloads + "/" + pkg.fileName;
@@ -507,10 +508,11 @@ Result<> writeInitramfs(const std::string& path, const std::string& initBinary,
 
 namespace {
 
-Result<BootAssets> findOrBuildBootAssets(const std::string& initBinary, const ProgressFn& progress) {
+Result<BootAssets> findOrBuildBootAssets(const std::string& cacheDir, const std::string& initBinary,
+                                         const ProgressFn& progress) {
   auto initSha = sha256File(initBinary);
   if (!initSha) return fail("cannot read airlock-init ({}); build airlock with scripts/build", initSha.error().message);
-  const std::string assetsDir = bootAssetsDir();
+  const std::string assetsDir = bootAssetsDir(cacheDir);
   if (auto r = makeDirs(assetsDir); !r) return std::unexpected(r.error());
 
   std::optional<CacheLock> lock;
@@ -540,7 +542,7 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& initBinary, const Pr
 
   if (auto r = takeLock(); !r) return std::unexpected(r.error());
   if (!pathExists(kernelDir)) {
-    auto deb = ensureKernelPackageFile(*pkg, progress);
+    auto deb = ensureKernelPackageFile(cacheDir, *pkg, progress);
     if (!deb) return std::unexpected(deb.error());
     auto work = TempDir::create(assetsDir, "tmp-");
     if (!work) return std::unexpected(work.error());
@@ -559,10 +561,11 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& initBinary, const Pr
 
 }  // namespace
 
-std::string bootAssetsDir() { return cacheDir() + "/assets"; }
+std::string bootAssetsDir(const std::string& cacheDir) { return cacheDir + "/assets"; }
 
-Result<BootAssets> ensureBootAssets(const std::string& initBinary, const ProgressFn& progress) {
-  auto assets = findOrBuildBootAssets(initBinary, progress);
+Result<BootAssets> ensureBootAssets(const std::string& cacheDir, const std::string& initBinary,
+                                    const ProgressFn& progress) {
+  auto assets = findOrBuildBootAssets(cacheDir, initBinary, progress);
   if (!assets && assets.error().code == Error{}.code) assets.error().code = exit_code::kHostNotReady;
   return assets;
 }

@@ -2,7 +2,7 @@
 // Boot assets of the guest: an uncompressed vmlinux from Debian's
 // linux-image-cloud-amd64 (booted through its PVH entry point) and an
 // uncompressed newc initramfs holding airlock-init and the kernel modules it
-// loads. Both are built once and cached under cacheDir()/assets:
+// loads. Both are built once and cached under <cache> (HostDirs::cache):
 //
 //   downloads/<package>_<version>_<arch>.deb       the kernel package, kept for rebuilds
 //   assets/kernel-package                          last `apt-cache` resolution of the package
@@ -39,11 +39,13 @@ struct BootAssets {
 /// (~27 MB) and needs `apt-get update` to have run once; later calls cost ~2 ms
 /// (stat of the apt lists, SHA-256 of airlock-init). Errors carry
 /// exit_code::kHostNotReady and say which step failed and how to fix it.
-/// Where the boot assets are cached: cacheDir()/assets (the kernel package
-/// download goes to cacheDir()/downloads).
-std::string bootAssetsDir();
+/// `cacheDir` is airlock's cache directory (HostDirs::cache).
+Result<BootAssets> ensureBootAssets(const std::string& cacheDir, const std::string& initBinary,
+                                    const ProgressFn& progress);
 
-Result<BootAssets> ensureBootAssets(const std::string& initBinary, const ProgressFn& progress);
+/// Where the boot assets are cached: `cacheDir`/assets (the kernel package
+/// download goes to `cacheDir`/downloads).
+std::string bootAssetsDir(const std::string& cacheDir);
 
 /// Names of the modules the guest loads, before dependency resolution. Built-in
 /// drivers (ext4 in Debian's cloud kernel) are skipped.

@@ -14,7 +14,6 @@
 #include "common/sha256.h"
 #include "common/subprocess.h"
 #include "vm/boot_assets.h"
-#include "vm/rootfs_image.h"
 
 namespace airlock::vm {
 namespace {
@@ -31,9 +30,9 @@ Result<> makeScratchDisk(const std::string& path, unsigned sizeMiB) {
 }
 
 /// Boots the kernel under KVM with airlock.probe=1 and reports whether init
-/// was reached. The answer is cached per kernel under cacheDir()/accel.
-bool kvmBootProbe(const BootAssets& assets, const std::string& runDir) {
-  std::string cacheFile = cacheDir() + "/accel/kvm-probe-" + sha256Hex(assets.kernel + assets.kernelRelease);
+/// was reached. The answer is cached per kernel under `cacheDir`/accel.
+bool kvmBootProbe(const std::string& cacheDir, const BootAssets& assets, const std::string& runDir) {
+  std::string cacheFile = cacheDir + "/accel/kvm-probe-" + sha256Hex(assets.kernel + assets.kernelRelease);
   if (auto cached = readFile(cacheFile)) return *cached == "ok";
   VmConfig probe;
   probe.accel = Accel::kKvm;
@@ -57,45 +56,43 @@ bool kvmBootProbe(const BootAssets& assets, const std::string& runDir) {
     auto console = readFile(probe.consoleLog);
     ok = console && console->find("boot probe reached init") != std::string::npos;
   }
-  (void)makeDirs(cacheDir() + "/accel");
+  (void)makeDirs(cacheDir + "/accel");
   (void)writeFileAtomic(cacheFile, ok ? "ok" : "fail");
   return ok;
 }
 
 }  // namespace
 
-Result<std::string> findInitBinary() {
-  if (const char* env = std::getenv("AIRLOCK_INIT"); env && *env) {
-    if (access(env, R_OK) != 0) return failWith(exit_code::kHostNotReady, "AIRLOCK_INIT={} is not readable", env);
-    return std::string(env);
+Result<std::string> findInitBinary(const HostContext& host) {
+  if (std::string env = host.getEnv("AIRLOCK_INIT"); !env.empty()) {
+    if (access(env.c_str(), R_OK) != 0)
+      return failWith(exit_code::kHostNotReady, "AIRLOCK_INIT={} is not readable", env);
+    return env;
   }
-  for (const std::string& candidate : {selfDir() + "/airlock-init", selfDir() + "/../lib/airlock/airlock-init"})
+  for (const std::string& candidate : {host.selfDir + "/airlock-init", host.selfDir + "/../lib/airlock/airlock-init"})
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   return failWith(exit_code::kHostNotReady,
-                  "airlock-init not found next to {}; build it with scripts/build (target airlock-init)", selfDir());
+                  "airlock-init not found next to {}; build it with scripts/build (target airlock-init)", host.selfDir);
 }
 
-Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
+Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const LaunchOptions& options) {
   if (options.cpus < 1 || options.cpus > 64) return failWith(exit_code::kUsage, "--cpus must be between 1 and 64");
   if (options.memoryMiB < 128 || options.memoryMiB > 65536)
     return failWith(exit_code::kUsage, "--memory must be between 128 and 65536 MiB");
   if (auto r = checkAccelRequest(options.accel, probeHost()); !r) return std::unexpected(r.error());
-  auto init = findInitBinary();
+  auto init = findInitBinary(host);
   if (!init) return std::unexpected(init.error());
-  auto assets = ensureBootAssets(*init, options.progress);
+  auto assets = ensureBootAssets(host.dirs.cache, *init, options.progress);
   if (!assets) return std::unexpected(assets.error());
-  Result<std::string> image = options.rootImage;
-  if (options.rootImage.empty()) image = ensureRootfsImage(options.rootfsDir, options.progress);
-  if (!image) return std::unexpected(image.error());
-  auto runDir = TempDir::create(stateDir() + "/vms", "vm-");
+  auto runDir = TempDir::create(host.dirs.state + "/vms", "vm-");
   if (!runDir) return failWith(exit_code::kHostNotReady, "{}", runDir.error().message);
   if (runDir->path().size() + 16 > 107)
     return failWith(exit_code::kHostNotReady, "the state directory path {} is too long for unix sockets; set "
                     "XDG_STATE_HOME to a shorter path", runDir->path());
   // The janitor is `airlock __janitor`; $AIRLOCK_EXE names the binary when the
   // caller is not airlock itself (the VM tests).
-  const char* exe = std::getenv("AIRLOCK_EXE");
-  auto janitor = Janitor::start(exe && *exe ? exe : "/proc/self/exe");
+  std::string exe = host.getEnv("AIRLOCK_EXE");
+  auto janitor = Janitor::start(!exe.empty() ? exe : "/proc/self/exe");
   if (!janitor) return std::unexpected(janitor.error());
   janitor->watchDir(runDir->path());
   // The session's snapshot is a full copy of the workspace: if airlock dies
@@ -110,14 +107,15 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   config.consoleLimits = options.console;
   config.kernel = assets->kernel;
   config.initramfs = assets->initramfs;
-  AccelChoice accel = chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(*assets, dir); });
+  AccelChoice accel =
+      chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(host.dirs.cache, *assets, dir); });
   config.accel = accel.accel;
   if (config.accel == Accel::kTcg) config.tscKhz = hostTscKhz();
   // The TCG fallback only costs speed: a notice (silenced by -q), not a warning.
   if (!accel.warning.empty()) report(options.notice, accel.warning);
   if (auto disk = makeScratchDisk(dir + "/scratch.ext4", options.scratchMiB); !disk)
     return std::unexpected(disk.error());
-  config.disks.push_back({*image, "root", true, "raw"});
+  config.disks.push_back({options.rootImage, "root", true, "raw"});
   config.disks.push_back({dir + "/scratch.ext4", "scratch", false, "raw"});
   const std::string& shared = options.workspaceSnapshot.empty() ? options.workspaceDir : options.workspaceSnapshot;
   if (!shared.empty()) {
@@ -149,7 +147,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const LaunchOptions& options) {
   }
   report(options.progress, accel.accel == Accel::kKvm ? "booting VM (KVM)" : "booting VM (TCG emulation)");
   auto bootTimeout = accel.accel == Accel::kKvm ? std::chrono::seconds(30) : std::chrono::seconds(120);
-  auto vm = QemuVm::start(config, dir, machine->janitor_, bootTimeout);
+  auto vm = QemuVm::start(config, dir, host.dirs.state, machine->janitor_, bootTimeout);
   if (!vm) return std::unexpected(vm.error());
   machine->vm_ = std::move(*vm);
   return machine;

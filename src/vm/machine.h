@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/host_context.h"
 #include "common/paths.h"
 #include "egress/policy.h"
 #include "egress/port_publisher.h"
@@ -23,8 +24,8 @@
 namespace airlock::vm {
 
 struct LaunchOptions {
-  std::string rootfsDir;             ///< host directory turned into the erofs root, or:
-  std::string rootImage;             ///< a ready erofs image (takes precedence over rootfsDir)
+  /// The erofs root image (image::ensureRootfsImage turns a rootfs directory into one).
+  std::string rootImage;
   unsigned cpus = 1;                 ///< vCPUs (1-64)
   unsigned memoryMiB = 512;          ///< guest RAM in MiB (128-65536)
   std::string workspaceDir;          ///< shared at /workspace when set (read-only unless workspaceReadWrite), or:
@@ -53,9 +54,11 @@ struct LaunchOptions {
 /// A booted VM plus everything it needs on the host.
 class Machine final : public Sandbox {
  public:
-  /// Prepares assets and boots. Errors carry airlock exit codes
-  /// (kHostNotReady, kImage, kVmFailed) and say what to do.
-  static Result<std::unique_ptr<Machine>> launch(const LaunchOptions& options);
+  /// Prepares assets and boots. From `host`: the cache (boot assets, the KVM
+  /// probe's answer), the state directory (the run directory under
+  /// state/vms), airlock-init (findInitBinary) and $AIRLOCK_EXE. Errors carry
+  /// airlock exit codes (kHostNotReady, kImage, kVmFailed) and say what to do.
+  static Result<std::unique_ptr<Machine>> launch(const HostContext& host, const LaunchOptions& options);
   ~Machine() override;
   QemuVm& vm() { return *vm_; }
   /// The session network behind the egress firewall (null without LaunchOptions::egress).
@@ -79,8 +82,8 @@ class Machine final : public Sandbox {
   std::unique_ptr<QemuVm> vm_;
 };
 
-/// Path of the airlock-init binary: $AIRLOCK_INIT, else next to the airlock
-/// executable, else <prefix>/lib/airlock/airlock-init.
-Result<std::string> findInitBinary();
+/// Path of the airlock-init binary: $AIRLOCK_INIT (of host.env), else next
+/// to the airlock executable (host.selfDir), else <prefix>/lib/airlock/airlock-init.
+Result<std::string> findInitBinary(const HostContext& host);
 
 }  // namespace airlock::vm

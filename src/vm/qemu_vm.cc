@@ -113,8 +113,8 @@ Result<pid_t> startVirtiofsd(const Share& share, const std::string& runDir, size
 
 }  // namespace
 
-Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string& runDir, Janitor& janitor,
-                                              std::chrono::milliseconds bootTimeout) {
+Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string& runDir, const std::string& stateDir,
+                                              Janitor& janitor, std::chrono::milliseconds bootTimeout) {
   std::string qemu = findProgram(config.qemuBinary);
   if (qemu.empty())
     return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-x86)",
@@ -164,9 +164,9 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     std::string reason = vm->crashReason();
     vm->stop();
     // The run directory goes away with the VM: keep the console for the user.
-    std::string kept = stateDir() + "/last-boot-failure.log";
+    std::string kept = stateDir + "/last-boot-failure.log";
     auto console = readFile(vm->config_.consoleLog, 16 << 20);  // capped by the drain
-    bool saved = console && makeDirs(stateDir(), 0700) && writeFileAtomic(kept, *console, 0600);
+    bool saved = console && makeDirs(stateDir, 0700) && writeFileAtomic(kept, *console, 0600);
     return failWith(exit_code::kVmFailed, "the VM failed to boot: {}{}{}", ready.error().message,
                     reason.empty() ? "" : " (" + reason + ")", saved ? "; guest console saved to " + kept : "");
   }

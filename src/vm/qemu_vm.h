@@ -25,9 +25,11 @@ class QemuVm {
   /// Starts the VM described by `config` (sockets and logs go in `runDir`,
   /// which the caller owns) and waits until airlock-init says hello, at most
   /// `bootTimeout`. Errors (exit code 66) quote the guest console when it
-  /// explains the failure (kernel panic, airlock-init fatal error).
-  static Result<std::unique_ptr<QemuVm>> start(VmConfig config, const std::string& runDir, Janitor& janitor,
-                                               std::chrono::milliseconds bootTimeout);
+  /// explains the failure (kernel panic, airlock-init fatal error); the
+  /// console of a failed boot is kept as `stateDir`/last-boot-failure.log
+  /// (`stateDir`: HostDirs::state), since `runDir` goes away with the VM.
+  static Result<std::unique_ptr<QemuVm>> start(VmConfig config, const std::string& runDir, const std::string& stateDir,
+                                               Janitor& janitor, std::chrono::milliseconds bootTimeout);
   ~QemuVm();
   QemuVm(const QemuVm&) = delete;
   QemuVm& operator=(const QemuVm&) = delete;

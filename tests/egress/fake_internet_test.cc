@@ -412,7 +412,7 @@ TEST_F(CappedFakeInternetTest, ConnectionsBeyondTheCapAreRefusedAndLogged) {
 }
 
 TEST_F(FakeInternetTest, TwoConcurrentSessionsCannotReachEachOther) {
-  auto second = vm::Machine::launch(launchOptions());
+  auto second = vm::Machine::launch(host_, launchOptions());
   ASSERT_TRUE(second) << second.error().message;
   vm::Machine& a = *machine_;
   vm::Machine& b = **second;
@@ -530,13 +530,14 @@ TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
   auto dir = TempDir::create("/tmp", "airlock-unpriv-");
   ASSERT_TRUE(dir);
   chmod(dir->path().c_str(), 0755);
-  auto init = vm::findInitBinary();
+  const HostContext host = testHost(dir->path() + "/root-state");
+  auto init = vm::findInitBinary(host);
   ASSERT_TRUE(init) << init.error().message;
-  auto assets = vm::ensureBootAssets(*init, {});
+  auto assets = vm::ensureBootAssets(host.dirs.cache, *init, {});
   ASSERT_TRUE(assets) << assets.error().message;
   const std::string& d = dir->path();
   for (const char* sub : {"/home", "/state", "/cache"}) ASSERT_TRUE(makeDirs(d + sub));
-  ASSERT_TRUE(runChecked({"cp", "-a", cacheDir() + "/assets", d + "/cache/assets"}));
+  ASSERT_TRUE(runChecked({"cp", "-a", vm::bootAssetsDir(host.dirs.cache), d + "/cache/assets"}));
   ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
   // The user runs its own copy of the binaries: the build tree may sit in a
   // directory only root can enter (a CI checkout under a 0700 mktemp -d).

@@ -34,11 +34,8 @@ double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 class HostileInit : public MachineFixture {
  protected:
   void SetUp() override {
-    const char* real = std::getenv("AIRLOCK_INIT");
-    std::string saved = real ? real : "";
-    setenv("AIRLOCK_INIT", HOSTILE_INIT_BINARY, 1);
+    init_ = HOSTILE_INIT_BINARY;
     MachineFixture::SetUp();
-    setenv("AIRLOCK_INIT", saved.c_str(), 1);
   }
   /// Stops the VM and checks it is gone within `seconds`.
   void expectStoppedWithin(double seconds) {

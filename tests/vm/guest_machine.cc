@@ -38,7 +38,7 @@ GuestResult runShell(vm::Machine& machine, const std::string& script) {
 
 vm::LaunchOptions MachineFixture::launchOptions() {
   vm::LaunchOptions options;
-  options.rootfsDir = testRootfs();
+  options.rootImage = testRootImage();
   configure(options);
   return options;
 }
@@ -46,7 +46,8 @@ vm::LaunchOptions MachineFixture::launchOptions() {
 void MachineFixture::SetUp() {
   SKIP_WITHOUT_VMS();
   state_ = freshStateDir();
-  auto machine = vm::Machine::launch(launchOptions());
+  host_ = testHost(state_, init_);
+  auto machine = vm::Machine::launch(host_, launchOptions());
   ASSERT_TRUE(machine) << machine.error().message;
   machine_ = std::move(*machine);
 }

@@ -56,7 +56,9 @@ class MachineFixture : public testing::Test {
   /// The options SetUp boots with: the test rootfs plus configure().
   vm::LaunchOptions launchOptions();
   GuestResult sh(const std::string& script) { return runShell(*machine_, script); }
+  std::string init_;  ///< the airlock-init to boot (set before SetUp); empty: this build's
   std::string state_;
+  HostContext host_;  ///< what SetUp launched with (testHost)
   std::unique_ptr<vm::Machine> machine_;
 };
 

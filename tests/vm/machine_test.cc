@@ -113,10 +113,10 @@ TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
   ASSERT_TRUE(workspace);
   std::ofstream(workspace->path() + "/from-host.txt") << "host\n";
   vm::LaunchOptions options;
-  options.rootfsDir = testRootfs();
+  options.rootImage = testRootImage();
   options.workspaceDir = workspace->path();
   options.workspaceReadWrite = true;
-  auto machine = vm::Machine::launch(options);
+  auto machine = vm::Machine::launch(testHost(state), options);
   ASSERT_TRUE(machine) << machine.error().message;
   auto r = runShell(**machine, "cat /workspace/from-host.txt && echo guest > /workspace/from-guest.txt && "
                                "rm /workspace/from-host.txt && echo DONE");

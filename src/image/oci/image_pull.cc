@@ -15,7 +15,7 @@
 #include "common/paths.h"
 #include "common/subprocess.h"
 #include "image/oci/layer_unpack.h"
-#include "vm/rootfs_image.h"
+#include "image/rootfs_image.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -110,7 +110,7 @@ Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vec
   auto user = resolveImageUser(rootFd.get(), record.config.user);
   if (!user) return std::unexpected(user.error());
   record.user = *user;
-  if (auto r = vm::checkRootfsDir(staging); !r)
+  if (auto r = checkRootfsDir(staging); !r)
     return failWith(exit_code::kImage, "the image cannot boot: {} (airlock needs /bin/sh in the image)", r.error().message);
   vm::report(options.progress, "building the erofs root image");
   const std::string erofs = tmp->path() + "/rootfs.erofs";

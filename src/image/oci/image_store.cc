@@ -62,8 +62,6 @@ std::vector<std::string> strings(const json& j, const char* key) {
 
 }  // namespace
 
-ImageStore ImageStore::openDefault() { return ImageStore(cacheDir() + "/oci"); }
-
 std::string ImageStore::blobPath(const std::string& digest) const { return root_ + "/blobs/sha256/" + hexOf(digest); }
 
 std::string ImageStore::imageDir(const std::string& manifestDigest) const {

@@ -1,5 +1,5 @@
 #pragma once
-// The content-addressed image store under cacheDir()/oci:
+// The content-addressed image store under <cache>/oci (<cache>: HostDirs::cache):
 //
 //   blobs/sha256/<hex>            manifests, configs and layers, verified by digest
 //   images/<hex>/rootfs.erofs     one read-only root image per manifest digest
@@ -62,8 +62,8 @@ class ImageStore {
  public:
   /// A store at `root` (created on first write).
   explicit ImageStore(std::string root) : root_(std::move(root)) {}
-  /// The store at cacheDir()/oci.
-  static ImageStore openDefault();
+  /// The store of airlock's cache directory `cacheDir` (HostDirs::cache): `cacheDir`/oci.
+  static ImageStore inCache(const std::string& cacheDir) { return ImageStore(cacheDir + "/oci"); }
 
   const std::string& root() const { return root_; }
   std::string blobPath(const std::string& digest) const;

@@ -1,8 +1,6 @@
 #include "image/oci/registry_auth.h"
 
-
 #include <cctype>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -15,13 +13,6 @@ namespace airlock::image::oci {
 namespace {
 
 using nlohmann::json;
-
-std::string configPath(const std::string& configDir) {
-  if (!configDir.empty()) return configDir + "/config.json";
-  if (const char* d = std::getenv("DOCKER_CONFIG"); d && *d) return std::string(d) + "/config.json";
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "") + "/.docker/config.json";
-}
 
 // The keys docker writes for a registry: its host, with or without scheme,
 // and the legacy index URL for Docker Hub.
@@ -61,8 +52,14 @@ Result<Credentials> runHelper(const std::string& helper, const std::string& regi
 
 }  // namespace
 
+std::string dockerConfigDir(const EnvMap& env, const std::string& home) {
+  auto it = env.find("DOCKER_CONFIG");
+  return it != env.end() && !it->second.empty() ? it->second : home + "/.docker";
+}
+
 Result<Credentials> lookupCredentials(const std::string& registry, const std::string& configDir) {
-  const std::string path = configPath(configDir);
+  if (configDir.empty()) return Credentials{};
+  const std::string path = configDir + "/config.json";
   std::ifstream in(path);
   if (!in) return Credentials{};
   std::stringstream ss;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/host_context.h"
 
 namespace airlock::image::oci {
 
@@ -20,10 +21,15 @@ struct Credentials {
 };
 
 /// Finds credentials for `registry` ("docker.io", "ghcr.io", "127.0.0.1:5000")
-/// in the docker config file of `configDir` (empty = $DOCKER_CONFIG, else
-/// ~/.docker). No config file or no entry gives empty credentials (anonymous);
-/// a malformed file or a failing credential helper is an error naming it.
-Result<Credentials> lookupCredentials(const std::string& registry, const std::string& configDir = {});
+/// in the docker config file of `configDir` (`configDir`/config.json; see
+/// dockerConfigDir). No `configDir`, no config file or no entry gives empty
+/// credentials (anonymous); a malformed file or a failing credential helper
+/// is an error naming it.
+Result<Credentials> lookupCredentials(const std::string& registry, const std::string& configDir);
+
+/// The docker CLI's config directory for the environment `env` and home
+/// directory `home`: $DOCKER_CONFIG, else `home`/.docker.
+std::string dockerConfigDir(const EnvMap& env, const std::string& home);
 
 /// One WWW-Authenticate challenge.
 struct AuthChallenge {

@@ -30,7 +30,7 @@ namespace airlock::image::oci {
 struct RegistryOptions {
   std::string caCert;                            ///< extra CA bundle (PEM) for TLS; empty = system store only
   std::vector<std::string> insecureRegistries;   ///< hosts that may be spoken to over plain HTTP
-  std::string dockerConfigDir;                   ///< empty = $DOCKER_CONFIG, else ~/.docker
+  std::string dockerConfigDir;                   ///< docker config directory (dockerConfigDir()); empty = anonymous
   int attempts = 4;                              ///< tries per request (transient failures)
   std::chrono::milliseconds backoff{250};        ///< first retry delay; doubles each time
 };

@@ -52,10 +52,9 @@ TEST(RecipeDigest, IgnoresRunTimeFields) {
 }
 
 TEST(RecipeDigest, ImagePathIsUnderImagesDir) {
-  setenv("AIRLOCK_CACHE_DIR", "/tmp/airlock-cache-test", 1);
-  EXPECT_EQ(agentImagePath(demoSpec()), "/tmp/airlock-cache-test/images/" + recipeDigest(demoSpec()) + ".erofs");
-  EXPECT_EQ(baseTarballPath(imagesDir()), "/tmp/airlock-cache-test/images/base-" + baseDigest() + ".tar");
-  unsetenv("AIRLOCK_CACHE_DIR");
+  const std::string cache = "/tmp/airlock-cache-test";
+  EXPECT_EQ(agentImagePath(cache, demoSpec()), cache + "/images/" + recipeDigest(demoSpec()) + ".erofs");
+  EXPECT_EQ(baseTarballPath(imagesDir(cache)), cache + "/images/base-" + baseDigest() + ".tar");
 }
 
 TEST(BaseRecipe, PackagesAndDigest) {

@@ -25,16 +25,16 @@ void parse(CLI::App& app, std::vector<std::string> words) {
 /// The root app with every verb registered and every callback cleared.
 struct Verbs {
   CLI::App app{"airlock"};
-  HostContext host;
   int exitCode = 0;
+  HostContext host;  ///< never read: the callbacks are cleared
   std::vector<std::string> afterDoubleDash;
   Verbs() {
-    addRunCommand(app, host, exitCode, afterDoubleDash);
-    addSnapshotCommand(app, host, exitCode);
-    addReviewCommand(app, host, exitCode);
-    addImageCommand(app, exitCode);
-    addInfoCommand(app, exitCode);
-    addConfigCommand(app, exitCode);
+    addRunCommand(app, exitCode, host, afterDoubleDash);
+    addSnapshotCommand(app, exitCode, host);
+    addReviewCommand(app, exitCode, host);
+    addImageCommand(app, exitCode, host);
+    addInfoCommand(app, exitCode, host);
+    addConfigCommand(app, exitCode, host);
     clear(app);
   }
   static void clear(CLI::App& a) {
@@ -138,7 +138,7 @@ TEST(RunImageParse, HelpShowsOptionsBeforeImage) {
   Verbs v;
   int code = 0;
   std::vector<std::string> dd;
-  addRunImageCommand(v.app, v.host, code, dd);
+  addRunImageCommand(v.app, code, v.host, dd);
   std::string help = v.app.get_subcommand("run-image")->help();
   EXPECT_NE(help.find("airlock run-image [OPTIONS] IMAGE [-- CMD"), std::string::npos) << help;
   EXPECT_EQ(help.find("IMAGE [OPTIONS]"), std::string::npos);
@@ -195,7 +195,7 @@ TEST(RegistryFlagsHelp, ShowsEachVerbsRealPullDefault) {
   Verbs v;
   int code = 0;
   std::vector<std::string> dd;
-  addRunImageCommand(v.app, v.host, code, dd);
+  addRunImageCommand(v.app, code, v.host, dd);
   EXPECT_EQ(v.sub("image pull").get_option("--pull")->get_default_str(), "always");
   EXPECT_EQ(v.sub("run-image").get_option("--pull")->get_default_str(), "missing");
   EXPECT_EQ(v.sub("run").get_option("--pull")->get_default_str(), "missing");

@@ -8,7 +8,8 @@
 #include "cli/run_flags.h"
 #include "common/paths.h"
 #include "config/effective.h"
-#include "config/envelope.h"
+#include "config/loader.h"
+#include "preflight/envelope.h"
 
 namespace airlock::cli {
 namespace {
@@ -22,8 +23,6 @@ class RunFlagsTest : public ::testing::Test {
     ASSERT_TRUE(dir);
     dir_.emplace(std::move(*dir));
     for (const char* sub : {"/config", "/cache", "/workspace"}) ASSERT_TRUE(makeDirs(dir_->path() + sub));
-    setenv("XDG_CONFIG_HOME", (dir_->path() + "/config").c_str(), 1);
-    setenv("AIRLOCK_CACHE_DIR", (dir_->path() + "/cache").c_str(), 1);
   }
 
   /// Parses `argv` as a verb with addPolicyFlags (what run and info register).
@@ -45,7 +44,8 @@ TEST_F(RunFlagsTest, EveryEnvelopeFlagReachesTheSettingsAndTheEnvelope) {
                       "-e", "FOO=secret-value", "--env", "BAR", "--host-port", "5432", "--image",
                       "ghcr.io/acme/agent:1"});
   config::ConfigLayer layer = flagLayer(flags);
-  auto effective = config::loadEffectiveConfig("claude-code", dir_->path() + "/workspace", layer);
+  auto effective = config::loadEffectiveConfig(config::userConfigPath(dir_->path() + "/config"), "claude-code",
+                                               dir_->path() + "/workspace", layer);
   ASSERT_TRUE(effective) << effective.error().message;
   const config::Settings settings = effective->resolved.settings;
   EXPECT_EQ(settings.cpus.value, 3u);
@@ -57,11 +57,12 @@ TEST_F(RunFlagsTest, EveryEnvelopeFlagReachesTheSettingsAndTheEnvelope) {
 
   auto hostPorts = parseHostPorts(flags.egress.hostPorts);
   ASSERT_TRUE(hostPorts);
-  auto image = config::describeImage(*effective, flags.image);
-  auto envelope = config::buildEnvelope(std::move(*effective), config::describeBackend({}), image,
-                                        config::RunPorts{*hostPorts, {}}, false);
+  const std::string cache = dir_->path() + "/cache";
+  auto image = preflight::describeImage(cache, *effective, flags.image);
+  auto envelope = preflight::buildEnvelope(std::move(*effective), preflight::describeBackend(cache, {}), image,
+                                           preflight::RunPorts{*hostPorts, {}}, false);
   ASSERT_TRUE(envelope) << envelope.error().message;
-  json j = config::envelopeJson(*envelope);
+  json j = preflight::envelopeJson(*envelope);
   EXPECT_EQ(j["vcpus"], (json{{"value", 3}, {"from", "flag"}}));
   EXPECT_EQ(j["memory_mib"], (json{{"value", 2048}, {"from", "flag"}}));
   EXPECT_EQ(j["review"], (json{{"policy", "auto"}, {"from", "flag"}}));

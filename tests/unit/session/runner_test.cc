@@ -231,7 +231,7 @@ TEST_F(Runner_, SharedWorkspaceHasNoSession) {
   EXPECT_TRUE(out->sessionDir.empty());
   EXPECT_EQ(launched_.workspaceDir, workspace_);
   EXPECT_FALSE(launched_.workspaceReadWrite);
-  EXPECT_EQ(launched_.rootfsDir, root_ + "/rootfs");
+  EXPECT_EQ(launched_.rootImage, "/fake/root.erofs");
   EXPECT_FALSE(fs::exists(host_.dirs.state + "/sessions"));
 }
 

@@ -248,10 +248,11 @@ TEST_F(SessionReview, BareIdNeverNamesADirectoryOfTheCurrentOne) {
 // The printed resume command pastes into a shell as one word, whatever the
 // session directory is called.
 TEST(ResumeCommand, QuotesTheSessionForTheShell) {
-  EXPECT_EQ(session::resumeCommand("/nonexistent-state", "/tmp/plain-dir_1"), "airlock review -s /tmp/plain-dir_1");
-  EXPECT_EQ(session::resumeCommand("/nonexistent-state", "/tmp/sp ace"), "airlock review -s '/tmp/sp ace'");
-  EXPECT_EQ(session::resumeCommand("/nonexistent-state", "/tmp/it's"), "airlock review -s '/tmp/it'\\''s'");
-  EXPECT_EQ(session::resumeCommand("/nonexistent-state", "/tmp/$(x)"), "airlock review -s '/tmp/$(x)'");
+  const std::string state = "/nonexistent/airlock-state";
+  EXPECT_EQ(session::resumeCommand(state, "/tmp/plain-dir_1"), "airlock review -s /tmp/plain-dir_1");
+  EXPECT_EQ(session::resumeCommand(state, "/tmp/sp ace"), "airlock review -s '/tmp/sp ace'");
+  EXPECT_EQ(session::resumeCommand(state, "/tmp/it's"), "airlock review -s '/tmp/it'\\''s'");
+  EXPECT_EQ(session::resumeCommand(state, "/tmp/$(x)"), "airlock review -s '/tmp/$(x)'");
 }
 
 // Item 5: a -w naming another directory than the session's is refused.

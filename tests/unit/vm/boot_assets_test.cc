@@ -325,13 +325,12 @@ struct ProgressLog {
 // then checks that only missing pieces are rebuilt.
 TEST(EnsureBootAssets, BuildsFromTheDebianCloudKernelAndRebuildsOnlyWhatIsMissing) {
   TempDir cache = makeTemp();
-  ASSERT_EQ(::setenv("AIRLOCK_CACHE_DIR", cache.path().c_str(), 1), 0);
   // Any static executable stands in for airlock-init here.
   std::string init = cache.path() + "/init";
   ASSERT_TRUE(runChecked({"cp", "/bin/busybox", init}).has_value());
 
   ProgressLog log;
-  auto assets = ensureBootAssets(init, log.fn());
+  auto assets = ensureBootAssets(cache.path(), init, log.fn());
   log.tick("initramfs build");
   ASSERT_TRUE(assets.has_value()) << assets.error().message;
   EXPECT_TRUE(log.mentions("downloading"));
@@ -358,7 +357,7 @@ TEST(EnsureBootAssets, BuildsFromTheDebianCloudKernelAndRebuildsOnlyWhatIsMissin
   // Everything present: no work, no progress, same paths.
   log.lines.clear();
   auto start = std::chrono::steady_clock::now();
-  auto again = ensureBootAssets(init, log.fn());
+  auto again = ensureBootAssets(cache.path(), init, log.fn());
   std::printf("  cached lookup took %.3f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   ASSERT_TRUE(again.has_value()) << again.error().message;
@@ -372,7 +371,7 @@ TEST(EnsureBootAssets, BuildsFromTheDebianCloudKernelAndRebuildsOnlyWhatIsMissin
     ASSERT_TRUE(fd && writeAll(fd.get(), "x"));
   }
   log.last = std::chrono::steady_clock::now();
-  auto newInit = ensureBootAssets(init, log.fn());
+  auto newInit = ensureBootAssets(cache.path(), init, log.fn());
   log.tick("initramfs rebuild");
   ASSERT_TRUE(newInit.has_value()) << newInit.error().message;
   EXPECT_EQ(newInit->kernel, assets->kernel);
@@ -383,7 +382,7 @@ TEST(EnsureBootAssets, BuildsFromTheDebianCloudKernelAndRebuildsOnlyWhatIsMissin
   // A lost kernel directory is rebuilt from the cached package, without a download.
   ASSERT_TRUE(removeTree(assets->kernel.substr(0, assets->kernel.rfind('/'))).has_value());
   log.lines.clear();
-  auto rebuilt = ensureBootAssets(init, log.fn());
+  auto rebuilt = ensureBootAssets(cache.path(), init, log.fn());
   log.tick("kernel rebuild from the cached package");
   ASSERT_TRUE(rebuilt.has_value()) << rebuilt.error().message;
   EXPECT_EQ(rebuilt->kernel, assets->kernel);

@@ -1,15 +1,25 @@
-#include "config/envelope.h"
+#include "preflight/envelope.h"
 
 #include <sys/stat.h>
 
 #include <filesystem>
 
-#include "common/paths.h"
 #include "common/fd.h"
 #include "image/recipe.h"
+#include "vm/boot_assets.h"
 #include "workspace/ignore.h"
 
-namespace airlock::config {
+namespace airlock::preflight {
+
+using config::AllowedHost;
+using config::EffectiveConfig;
+using config::EgressProfile;
+using config::Layer;
+using config::layerName;
+using config::Settings;
+using config::Sourced;
+using config::WorkspaceMode;
+
 namespace {
 
 using json = nlohmann::json;
@@ -21,13 +31,13 @@ json sourced(const Sourced<T>& s) {
   return {{"value", s.value}, {"from", from(s.layer)}};
 }
 
-/// The release of the newest kernel in cacheDir()/assets, or empty.
-std::string cachedKernelRelease() {
+/// The release of the newest kernel in the boot assets of `cacheDir`, or empty.
+std::string cachedKernelRelease(const std::string& cacheDir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::string best;
   fs::file_time_type bestTime;
-  for (const auto& entry : fs::directory_iterator(cacheDir() + "/assets", ec)) {
+  for (const auto& entry : fs::directory_iterator(vm::bootAssetsDir(cacheDir), ec)) {
     if (!entry.path().filename().string().starts_with("kernel-")) continue;
     auto release = entry.path() / "release";
     auto when = fs::last_write_time(release, ec);
@@ -81,18 +91,18 @@ std::string imageSourceName(ImageSource source) {
 
 }  // namespace
 
-BackendView describeBackend(const vm::HostFacts& facts, vm::AccelRequest request) {
+BackendView describeBackend(const std::string& cacheDir, const vm::HostFacts& facts, vm::AccelRequest request) {
   BackendView view;
   auto choice = vm::chooseAccel(request, facts, [] { return true; });
   view.accel = choice.accel == vm::Accel::kKvm ? "kvm" : "tcg";
   view.note = choice.warning;
-  std::string release = cachedKernelRelease();
+  std::string release = cachedKernelRelease(cacheDir);
   view.kernel = release.empty() ? "Debian linux-image-cloud-amd64 (not built yet: the first run downloads ~27 MB)"
                                 : release;
   return view;
 }
 
-ImageView describeImage(const EffectiveConfig& config, const std::string& imageFlag) {
+ImageView describeImage(const std::string& cacheDir, const EffectiveConfig& config, const std::string& imageFlag) {
   ImageView view;
   const auto& image = config.resolved.settings.image;
   const std::string verify = fmt::format("checked when pulled (image_verify: {})",
@@ -122,7 +132,7 @@ ImageView describeImage(const EffectiveConfig& config, const std::string& imageF
   view.reference = "local:" + config.agent.name;
   view.digest = "sha256:" + image::recipeDigest(config.agent);
   struct stat st {};
-  view.cached = stat(image::agentImagePath(config.agent).c_str(), &st) == 0;
+  view.cached = stat(image::agentImagePath(cacheDir, config.agent).c_str(), &st) == 0;
   view.signature = "unsigned (built on this host from the agent's pinned recipe)";
   return view;
 }
@@ -269,4 +279,4 @@ std::string envelopeText(const Envelope& e) {
   return out;
 }
 
-}  // namespace airlock::config
+}  // namespace airlock::preflight

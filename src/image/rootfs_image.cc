@@ -1,4 +1,4 @@
-#include "vm/rootfs_image.h"
+#include "image/rootfs_image.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include "common/sha256.h"
 #include "common/subprocess.h"
 
-namespace airlock::vm {
+namespace airlock::image {
 namespace {
 
 /// Bump when the mkfs.erofs options or the digest's contents change.
@@ -197,40 +197,42 @@ Result<std::string> rootfsDigest(const std::string& dir) { return DigestWalk(dir
 
 namespace {
 
-Result<std::string> findOrBuildRootfsImage(const std::string& dir, const ProgressFn& progress) {
+Result<std::string> findOrBuildRootfsImage(const std::string& cacheDir, const std::string& dir,
+                                           const vm::ProgressFn& progress) {
   if (auto r = checkRootfsDir(dir); !r) return std::unexpected(r.error());
   auto digest = rootfsDigest(dir);
   if (!digest) return std::unexpected(digest.error());
-  const std::string cache = rootfsCacheDir();
+  const std::string cache = rootfsCacheDir(cacheDir);
   const std::string image = cache + "/" + *digest + ".erofs";
-  if (pathExists(image)) return image;
+  if (vm::pathExists(image)) return image;
 
   if (auto r = makeDirs(cache); !r) return std::unexpected(r.error());
-  auto lock = CacheLock::acquire(cache + "/.lock", "rootfs images", progress);
+  auto lock = vm::CacheLock::acquire(cache + "/.lock", "rootfs images", progress);
   if (!lock) return std::unexpected(lock.error());
-  if (pathExists(image)) return image;
-  if (auto r = removeStaleBuilds(cache); !r) return std::unexpected(r.error());
+  if (vm::pathExists(image)) return image;
+  if (auto r = vm::removeStaleBuilds(cache); !r) return std::unexpected(r.error());
   auto work = TempDir::create(cache, "tmp-");
   if (!work) return std::unexpected(work.error());
   std::string built = work->path() + "/image.erofs";
-  report(progress, fmt::format("building erofs image of {}", dir));
+  vm::report(progress, fmt::format("building erofs image of {}", dir));
   if (auto r = runChecked({"mkfs.erofs", "--quiet", "--all-root", "--preserve-mtime", built, dir}); !r)
     return fail("cannot build the erofs image of {}: {}", dir, r.error().message);
-  if (auto r = syncPath(built); !r) return std::unexpected(r.error());
+  if (auto r = vm::syncPath(built); !r) return std::unexpected(r.error());
   if (::rename(built.c_str(), image.c_str()) != 0)
     return fail("cannot rename {} to {}: {}", built, image, errnoText(errno));
-  if (auto r = syncPath(cache); !r) return std::unexpected(r.error());
+  if (auto r = vm::syncPath(cache); !r) return std::unexpected(r.error());
   return image;
 }
 
 }  // namespace
 
-std::string rootfsCacheDir() { return cacheDir() + "/rootfs"; }
+std::string rootfsCacheDir(const std::string& cacheDir) { return cacheDir + "/rootfs"; }
 
-Result<std::string> ensureRootfsImage(const std::string& dir, const ProgressFn& progress) {
-  auto image = findOrBuildRootfsImage(dir, progress);
+Result<std::string> ensureRootfsImage(const std::string& cacheDir, const std::string& dir,
+                                      const vm::ProgressFn& progress) {
+  auto image = findOrBuildRootfsImage(cacheDir, dir, progress);
   if (!image && image.error().code == Error{}.code) image.error().code = exit_code::kImage;
   return image;
 }
 
-}  // namespace airlock::vm
+}  // namespace airlock::image

@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "vm/accel.h"
 
-namespace airlock::config {
+namespace airlock::preflight {
 
 /// The host as the doctor sees it.
 class HostProbe {
@@ -83,4 +83,4 @@ std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir
 /// Parses "QEMU emulator version 7.2.22 (...)" into "7.2.22"; empty when absent.
 std::string parseQemuVersion(const std::string& versionOutput);
 
-}  // namespace airlock::config
+}  // namespace airlock::preflight

@@ -1,5 +1,5 @@
 // `airlock info --json` snapshots: the envelope of each built-in agent with
-// no config, compared against tests/unit/config/expected/<agent>.json with
+// no config, compared against tests/unit/preflight/expected/<agent>.json with
 // the volatile fields (paths, host, digests) normalised. Regenerate with
 // AIRLOCK_UPDATE_SNAPSHOTS=1.
 
@@ -11,12 +11,14 @@
 
 #include "agents/registry.h"
 #include "common/paths.h"
-#include "config/envelope.h"
+#include "config/effective.h"
 #include "config/loader.h"
+#include "preflight/envelope.h"
 
-namespace airlock::config {
+namespace airlock::preflight {
 namespace {
 
+using namespace airlock::config;
 using json = nlohmann::json;
 
 class EnvelopeTest : public ::testing::Test {
@@ -27,10 +29,12 @@ class EnvelopeTest : public ::testing::Test {
     dir_.emplace(std::move(*dir));
     for (const char* sub : {"/config", "/cache", "/state", "/workspace"})
       ASSERT_TRUE(makeDirs(dir_->path() + sub));
-    setenv("XDG_CONFIG_HOME", (dir_->path() + "/config").c_str(), 1);
-    setenv("AIRLOCK_CACHE_DIR", (dir_->path() + "/cache").c_str(), 1);
-    setenv("XDG_STATE_HOME", (dir_->path() + "/state").c_str(), 1);
   }
+
+  /// The user config file, as HostDirs::config = <dir>/config/airlock gives it.
+  std::string userPath() const { return userConfigPath(dir_->path() + "/config/airlock"); }
+  /// HostDirs::cache.
+  std::string cache() const { return dir_->path() + "/cache"; }
 
   void writeFile(const std::string& rel, const std::string& text) {
     std::string path = dir_->path() + "/" + rel;
@@ -40,10 +44,10 @@ class EnvelopeTest : public ::testing::Test {
 
   /// What `airlock info AGENT --json` prints, normalised.
   json info(const std::string& agent, const ConfigLayer& flags = {}, RunPorts ports = {}) {
-    auto effective = loadEffectiveConfig(agent, dir_->path() + "/workspace", flags);
+    auto effective = loadEffectiveConfig(userPath(), agent, dir_->path() + "/workspace", flags);
     EXPECT_TRUE(effective) << effective.error().message;
-    auto backend = describeBackend(vm::HostFacts{});
-    auto image = describeImage(*effective);
+    auto backend = describeBackend(cache(), vm::HostFacts{});
+    auto image = describeImage(cache(), *effective);
     auto envelope = buildEnvelope(std::move(*effective), backend, image, std::move(ports), false);
     EXPECT_TRUE(envelope) << envelope.error().message;
     json j = envelopeJson(*envelope);
@@ -62,7 +66,7 @@ TEST_F(EnvelopeTest, MatchesSnapshotForEachBuiltinAgent) {
   ASSERT_TRUE(registry);
   for (const auto& name : registry->names()) {
     json actual = info(name);
-    std::string path = std::string(AIRLOCK_CONFIG_TEST_DIR) + "/expected/" + name + ".json";
+    std::string path = std::string(AIRLOCK_PREFLIGHT_TEST_DIR) + "/expected/" + name + ".json";
     if (const char* update = getenv("AIRLOCK_UPDATE_SNAPSHOTS"); update && *update == '1') {
       std::ofstream(path) << actual.dump(2) << "\n";
       continue;
@@ -77,9 +81,9 @@ TEST_F(EnvelopeTest, MatchesSnapshotForEachBuiltinAgent) {
 
 TEST_F(EnvelopeTest, EnvelopeNamesTheBackendAndNoValues) {
   setenv("ANTHROPIC_API_KEY", "sk-secret-value", 1);
-  auto effective = loadEffectiveConfig("claude-code", dir_->path() + "/workspace", {});
+  auto effective = loadEffectiveConfig(userPath(), "claude-code", dir_->path() + "/workspace", {});
   ASSERT_TRUE(effective);
-  auto backend = describeBackend(vm::HostFacts{true, false, true});
+  auto backend = describeBackend(cache(), vm::HostFacts{true, false, true});
   EXPECT_EQ(backend.accel, "tcg");
   EXPECT_NE(backend.note.find("kvm_pvm"), std::string::npos);
   auto envelope = buildEnvelope(std::move(*effective), backend, {}, {}, false);
@@ -93,9 +97,10 @@ TEST_F(EnvelopeTest, EnvelopeNamesTheBackendAndNoValues) {
 // `airlock info --accel tcg` previews a forced TCG run even where KVM works.
 TEST(DescribeBackend, FollowsTheAccelRequest) {
   vm::HostFacts kvmHost{true, true, false};
-  EXPECT_EQ(describeBackend(kvmHost).accel, "kvm");
-  EXPECT_EQ(describeBackend(kvmHost, vm::AccelRequest::kTcg).accel, "tcg");
-  EXPECT_EQ(describeBackend(vm::HostFacts{}, vm::AccelRequest::kAuto).accel, "tcg");
+  const std::string noCache = "/nonexistent/airlock-cache";
+  EXPECT_EQ(describeBackend(noCache, kvmHost).accel, "kvm");
+  EXPECT_EQ(describeBackend(noCache, kvmHost, vm::AccelRequest::kTcg).accel, "tcg");
+  EXPECT_EQ(describeBackend(noCache, vm::HostFacts{}, vm::AccelRequest::kAuto).accel, "tcg");
 }
 
 TEST_F(EnvelopeTest, RepoWideningEgressIsIgnoredAndShown) {
@@ -193,7 +198,7 @@ TEST_F(EnvelopeTest, EgressIsWhatRunEnforces) {
     flags.egressProfile = parseEgressProfile(profile);
     flags.allowHosts = {"extra.example.org"};
     std::vector<egress::HostPort> flagPorts = {{5432, 15432}};
-    auto effective = loadEffectiveConfig("claude-code", dir_->path() + "/workspace", flags);
+    auto effective = loadEffectiveConfig(userPath(), "claude-code", dir_->path() + "/workspace", flags);
     ASSERT_TRUE(effective);
     auto policy = runEgressPolicy(effective->agent, effective->resolved.settings, flagPorts);
     ASSERT_TRUE(policy) << policy.error().message;
@@ -202,7 +207,7 @@ TEST_F(EnvelopeTest, EgressIsWhatRunEnforces) {
     EXPECT_EQ(j["egress"]["enforced"], true);
     EXPECT_EQ(j["host_ports"][0]["from"], "flag");
     EXPECT_EQ(j["host_ports"][1], (json{{"port", 11434}, {"guest", "10.0.2.2:11434"}, {"from", "user"}}));
-    std::string text = envelopeText(*buildEnvelope(std::move(*effective), describeBackend({}), {},
+    std::string text = envelopeText(*buildEnvelope(std::move(*effective), describeBackend(cache(), {}), {},
                                                    RunPorts{flagPorts, {{8080, 3000}}}, false));
     EXPECT_EQ(text.find("not enforced"), std::string::npos) << text;
     EXPECT_NE(text.find("enforced by the session firewall"), std::string::npos) << text;
@@ -214,9 +219,9 @@ TEST_F(EnvelopeTest, EgressIsWhatRunEnforces) {
 TEST_F(EnvelopeTest, ImageSourcesAreLabelled) {
   auto view = [&](const std::string& config, const std::string& flag = "", const std::string& agent = "claude-code") {
     writeFile("config/airlock/config.yaml", config);
-    auto effective = loadEffectiveConfig(agent, dir_->path() + "/workspace", {});
+    auto effective = loadEffectiveConfig(userPath(), agent, dir_->path() + "/workspace", {});
     EXPECT_TRUE(effective) << effective.error().message;
-    return describeImage(*effective, flag);
+    return describeImage(cache(), *effective, flag);
   };
   auto registry = view("image: ghcr.io/acme/agent:1\n");
   EXPECT_EQ(registry.source, ImageSource::kRegistry);
@@ -245,9 +250,9 @@ TEST_F(EnvelopeTest, ImageSourcesAreLabelled) {
   EXPECT_EQ(recipe.reference, "local:claude-code");
 
   // The text: a missing path is an error line, never "not built yet".
-  auto effective = loadEffectiveConfig("claude-code", dir_->path() + "/workspace", {});
+  auto effective = loadEffectiveConfig(userPath(), "claude-code", dir_->path() + "/workspace", {});
   ASSERT_TRUE(effective);
-  auto e = buildEnvelope(std::move(*effective), describeBackend({}), missing, {}, false);
+  auto e = buildEnvelope(std::move(*effective), describeBackend(cache(), {}), missing, {}, false);
   ASSERT_TRUE(e);
   std::string text = envelopeText(*e);
   std::string imageLine = text.substr(text.find("  image"));
@@ -257,4 +262,4 @@ TEST_F(EnvelopeTest, ImageSourcesAreLabelled) {
 }
 
 }  // namespace
-}  // namespace airlock::config
+}  // namespace airlock::preflight

@@ -1,4 +1,4 @@
-#include "config/doctor.h"
+#include "preflight/doctor.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -16,7 +16,7 @@
 #include "common/fd.h"
 #include "common/subprocess.h"
 
-namespace airlock::config {
+namespace airlock::preflight {
 namespace {
 
 namespace fs = std::filesystem;
@@ -305,4 +305,4 @@ std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir
   return out;
 }
 
-}  // namespace airlock::config
+}  // namespace airlock::preflight

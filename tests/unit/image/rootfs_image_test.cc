@@ -1,4 +1,4 @@
-#include "vm/rootfs_image.h"
+#include "image/rootfs_image.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include "common/paths.h"
 #include "common/subprocess.h"
 
-namespace airlock::vm {
+namespace airlock::image {
 namespace {
 
 class RootfsTest : public ::testing::Test {
@@ -126,7 +126,7 @@ TEST_F(RootfsTest, CheckRejectsAMissingBinShEvenIfTheHostHasOne) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message, root_ + " does not look like a root filesystem: no /bin/sh");
 
-  auto image = ensureRootfsImage(root_, {});
+  auto image = ensureRootfsImage(temp_->path() + "/cache", root_, {});
   ASSERT_FALSE(image.has_value());
   EXPECT_EQ(image.error().message, root_ + " does not look like a root filesystem: no /bin/sh");
 }
@@ -146,7 +146,7 @@ TEST_F(RootfsTest, CheckRejectsAMissingDirectory) {
 TEST(RootfsImage, BuildsTheTestRootfsOnceAndReusesIt) {
   auto temp = TempDir::create(::testing::TempDir(), "rootfs-image-test-");
   ASSERT_TRUE(temp.has_value());
-  ASSERT_EQ(::setenv("AIRLOCK_CACHE_DIR", (temp->path() + "/cache").c_str(), 1), 0);
+  const std::string cache = temp->path() + "/cache";
   std::string rootfs = temp->path() + "/rootfs";
   std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/vm/make-test-rootfs.sh";
   auto made = runChecked({script, rootfs});
@@ -161,7 +161,7 @@ TEST(RootfsImage, BuildsTheTestRootfsOnceAndReusesIt) {
   std::atomic<int> builds = 0;
   for (auto& result : results) {
     threads.emplace_back([&] {
-      result = ensureRootfsImage(rootfs, [&](const std::string& line) {
+      result = ensureRootfsImage(cache, rootfs, [&](const std::string& line) {
         if (line.starts_with("building")) ++builds;
       });
     });
@@ -171,12 +171,13 @@ TEST(RootfsImage, BuildsTheTestRootfsOnceAndReusesIt) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   for (const auto& r : results) {
     ASSERT_TRUE(r.has_value()) << r.error().message;
-    EXPECT_EQ(*r, temp->path() + "/cache/rootfs/" + firstDigest + ".erofs");
+    EXPECT_EQ(*r, cache + "/rootfs/" + firstDigest + ".erofs");
   }
   EXPECT_EQ(builds.load(), 1);
 
   start = std::chrono::steady_clock::now();
-  auto cached = ensureRootfsImage(rootfs, [](const std::string& line) { ADD_FAILURE() << "rebuilt: " << line; });
+  auto cached =
+      ensureRootfsImage(cache, rootfs, [](const std::string& line) { ADD_FAILURE() << "rebuilt: " << line; });
   std::printf("  cached lookup (digest walk) took %.3f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   ASSERT_TRUE(cached.has_value());
@@ -194,4 +195,4 @@ TEST(RootfsImage, BuildsTheTestRootfsOnceAndReusesIt) {
 }
 
 }  // namespace
-}  // namespace airlock::vm
+}  // namespace airlock::image

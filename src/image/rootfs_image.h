@@ -1,6 +1,8 @@
 #pragma once
 // Read-only erofs images of host root filesystem directories, built with
-// mkfs.erofs and cached by content under cacheDir()/rootfs/<digest>.erofs.
+// mkfs.erofs and cached by content under <cache>/rootfs/<digest>.erofs
+// (<cache>: HostDirs::cache). `airlock run-image DIR`, a rootfs directory as
+// the configured image, and OCI pulls (checkRootfsDir) use them.
 //
 // The digest covers everything mkfs.erofs puts in the image: for every entry of
 // the tree (walked without following symlinks, in byte order of names) its
@@ -21,18 +23,20 @@
 #include "common/error.h"
 #include "vm/asset_cache.h"
 
-namespace airlock::vm {
+namespace airlock::image {
 
-/// Where the rootfs erofs images are cached: cacheDir()/rootfs.
-std::string rootfsCacheDir();
+/// Where the rootfs erofs images are cached: `cacheDir`/rootfs.
+std::string rootfsCacheDir(const std::string& cacheDir);
 
 /// Returns the path of a read-only erofs image of the root filesystem directory
 /// `dir`, building it with `mkfs.erofs` unless the cache already holds one with
-/// the same digest. Safe when several airlock processes call it at once.
+/// the same digest, in rootfsCacheDir(`cacheDir`). Safe when several airlock
+/// processes call it at once.
 /// Errors carry exit_code::kImage: `dir` missing, not a directory, without /bin/sh
 /// ("DIR does not look like a root filesystem: no /bin/sh"), unreadable, or
 /// mkfs.erofs failing (kHostNotReady only for a host kernel without openat2).
-Result<std::string> ensureRootfsImage(const std::string& dir, const ProgressFn& progress);
+Result<std::string> ensureRootfsImage(const std::string& cacheDir, const std::string& dir,
+                                      const vm::ProgressFn& progress);
 
 /// Fails unless `dir` is a directory whose /bin/sh, resolved inside `dir` (an
 /// absolute symlink target counts from `dir`, as it will in the guest), is an
@@ -43,4 +47,4 @@ Result<> checkRootfsDir(const std::string& dir);
 /// what it covers. Fails, naming the entry, when part of the tree cannot be read.
 Result<std::string> rootfsDigest(const std::string& dir);
 
-}  // namespace airlock::vm
+}  // namespace airlock::image

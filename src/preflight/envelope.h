@@ -12,7 +12,7 @@
 #include "config/egress_plan.h"
 #include "vm/accel.h"
 
-namespace airlock::config {
+namespace airlock::preflight {
 
 /// The VM backend that would run.
 struct BackendView {
@@ -36,15 +36,16 @@ struct ImageView {
   bool cached = false;    ///< recipe image: built already; local path: exists
   std::string signature;  ///< signature status, in words
   std::string problem;    ///< why `airlock run` would fail with this image (a missing path), else empty
-  Layer layer = Layer::kBuiltin;  ///< who chose it: flag (--image), the config layer of `image`, or built-in
+  /// Who chose it: flag (--image), the config layer of `image`, or built-in.
+  config::Layer layer = config::Layer::kBuiltin;
 };
 
 /// Everything `airlock info` prints.
 struct Envelope {
-  EffectiveConfig config;
+  config::EffectiveConfig config;
   BackendView backend;
   ImageView image;
-  EgressPlan egress;
+  config::EgressPlan egress;
   egress::Policy policy;                    ///< what the firewall enforces (config::runEgressPolicy)
   size_t flagHostPorts = 0;                 ///< how many of policy.hostPorts came from --host-port (the first)
   std::vector<egress::HostPort> published;  ///< --publish: guest servers reachable on the host's 127.0.0.1
@@ -52,15 +53,18 @@ struct Envelope {
 };
 
 /// The backend `request` gets on a host with `facts` (under kAuto, KVM is
-/// assumed to pass its boot probe) and the kernel found in cacheDir()/assets.
-BackendView describeBackend(const vm::HostFacts& facts, vm::AccelRequest request = vm::AccelRequest::kAuto);
+/// assumed to pass its boot probe) and the kernel found in the boot assets of
+/// `cacheDir` (HostDirs::cache).
+BackendView describeBackend(const std::string& cacheDir, const vm::HostFacts& facts,
+                            vm::AccelRequest request = vm::AccelRequest::kAuto);
 
 /// The image `airlock run` would boot, in its order: `imageFlag` (--image, a
 /// registry reference), else the configured `image` (a path when it starts
 /// with '/' or '.', else a registry reference), else the agent's `image:`
 /// reference, else the agent's recipe image (its digest and whether the
-/// cache holds it).
-ImageView describeImage(const EffectiveConfig& config, const std::string& imageFlag = "");
+/// cache `cacheDir` holds it).
+ImageView describeImage(const std::string& cacheDir, const config::EffectiveConfig& config,
+                        const std::string& imageFlag = "");
 
 /// What the command line adds to the envelope beyond its config layer.
 struct RunPorts {
@@ -71,7 +75,7 @@ struct RunPorts {
 /// Assembles the envelope: the egress plan and the policy `airlock run` would
 /// enforce (runEgressPolicy with `ports.hostPorts`), the direct-mode guards
 /// with `yes`. Fails (kUsage) as `airlock run` would on an invalid host entry.
-Result<Envelope> buildEnvelope(EffectiveConfig config, BackendView backend, ImageView image, RunPorts ports,
+Result<Envelope> buildEnvelope(config::EffectiveConfig config, BackendView backend, ImageView image, RunPorts ports,
                                bool yes);
 
 /// The envelope as JSON (`airlock info --json`; keys documented in README.md).
@@ -80,4 +84,4 @@ nlohmann::json envelopeJson(const Envelope& envelope);
 /// The envelope as text lines for a terminal.
 std::string envelopeText(const Envelope& envelope);
 
-}  // namespace airlock::config
+}  // namespace airlock::preflight

@@ -12,9 +12,9 @@
 
 #include "common/fd.h"
 #include "common/paths.h"
-#include "config/doctor.h"
+#include "preflight/doctor.h"
 
-namespace airlock::config {
+namespace airlock::preflight {
 namespace {
 
 /// A host where everything is ready, until a test takes something away.
@@ -281,4 +281,4 @@ TEST(ParseQemuVersion, ReadsTheVersion) {
 }
 
 }  // namespace
-}  // namespace airlock::config
+}  // namespace airlock::preflight
