@@ -88,6 +88,10 @@ std::string RemoteCommand::startError() const {
 
 ControlChannel::ControlChannel(Fd fd) : fd_(std::move(fd)) { reader_ = std::thread([this] { readerLoop(); }); }
 
+std::unique_ptr<ControlChannel> ControlChannel::fromFd(Fd fd) {
+  return std::unique_ptr<ControlChannel>(new ControlChannel(std::move(fd)));
+}
+
 ControlChannel::~ControlChannel() {
   ::shutdown(fd_.get(), SHUT_RDWR);
   if (reader_.joinable()) reader_.join();
@@ -105,7 +109,7 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::connect(const std::strin
     Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) return fail("cannot create a socket: {}", errnoText(errno));
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
-      return std::unique_ptr<ControlChannel>(new ControlChannel(std::move(fd)));
+      return fromFd(std::move(fd));
     int e = errno;
     if (!alive()) return failWith(exit_code::kVmFailed, "QEMU exited before its control socket was ready");
     if (std::chrono::steady_clock::now() > deadline)
@@ -268,7 +272,14 @@ void ControlChannel::readerLoop() {
   char buf[65536];
   for (;;) {
     ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
-    if (n == 0) return close("the control channel closed (the VM powered off or QEMU exited)");
+    if (n == 0) {
+      // The end of the stream inside a frame is a truncated frame: say so
+      // rather than report a clean power-off.
+      if (decoder.pending() != 0)
+        return close(fmt::format("the guest sent a malformed frame: the control channel closed {} bytes into a frame",
+                                 decoder.pending()));
+      return close("the control channel closed (the VM powered off or QEMU exited)");
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       return close("reading the control channel failed: " + errnoText(errno));

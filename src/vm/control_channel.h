@@ -67,6 +67,11 @@ class ControlChannel {
   static Result<std::unique_ptr<ControlChannel>> connect(const std::string& socketPath,
                                                           std::chrono::milliseconds timeout,
                                                           const std::function<bool()>& alive);
+  /// Takes over an already connected stream socket (a unix socket to QEMU's
+  /// control port, or one end of a socketpair in tests) and starts reading it
+  /// at once; the peer plays the guest. The channel owns `fd` and shuts it
+  /// down on destruction. Never fails: a dead fd shows as a closed channel.
+  static std::unique_ptr<ControlChannel> fromFd(Fd fd);
   ~ControlChannel();
   ControlChannel(const ControlChannel&) = delete;
   ControlChannel& operator=(const ControlChannel&) = delete;
