@@ -15,7 +15,7 @@
 #include "common/exit_codes.h"
 #include "image/agent_image.h"
 #include "image/recipe.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::cli {
 namespace {
@@ -31,7 +31,7 @@ int buildImage(const HostContext& host, const ImageBuildArgs& args) {
   if (!registry) return reportError(registry.error());
   auto spec = registry->find(args.agent);
   if (!spec) return reportError(spec.error());
-  const bool cached = !args.force && vm::pathExists(image::agentImagePath(host.dirs.cache, *spec));
+  const bool cached = !args.force && pathExists(image::agentImagePath(host.dirs.cache, *spec));
   auto say = [quiet = args.quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
   };

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 
@@ -54,8 +57,13 @@ Result<std::string> readFile(const std::string& path, size_t limit) {
 }
 
 Result<> writeFileAtomic(const std::string& path, std::string_view data, unsigned mode) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  Fd fd;
+  do {
+    tmp = fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter.fetch_add(1));
+    fd = Fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  } while (!fd && errno == EEXIST);
   if (!fd) return fail("cannot write {}: {}", tmp, errnoText(errno));
   if (!writeAll(fd.get(), data) || ::fsync(fd.get()) != 0) {
     int e = errno;

@@ -47,7 +47,9 @@ ssize_t readFull(int fd, void* buf, size_t size);
 /// Reads a whole file (at most `limit` bytes) into a string.
 Result<std::string> readFile(const std::string& path, size_t limit = 64 << 20);
 
-/// Writes `data` to `path` atomically: temp file in the same directory, fsync, rename.
+/// Writes `data` to `path` atomically: a temp file of its own in the same
+/// directory (created with O_EXCL, so concurrent writers never share one;
+/// `mode` is masked by the umask as open(2) does), fsync, rename.
 Result<> writeFileAtomic(const std::string& path, std::string_view data, unsigned mode = 0644);
 
 }  // namespace airlock

@@ -1,10 +1,12 @@
 #include "common/paths.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 
 namespace airlock {
@@ -26,6 +28,19 @@ Result<> removeTree(const std::string& path) {
   std::filesystem::remove_all(path, ec);
   if (ec) return fail("cannot remove {}: {}", path, ec.message());
   return {};
+}
+
+Result<std::vector<std::string>> listDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return fail("cannot list {}: {}", dir, errnoText(errno));
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 Result<TempDir> TempDir::create(const std::string& parent, const std::string& prefix) {

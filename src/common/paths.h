@@ -3,6 +3,7 @@
 // keeps its files (the XDG directories) is in HostContext::dirs.
 
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -13,6 +14,10 @@ Result<> makeDirs(const std::string& path, unsigned mode = 0755);
 
 /// Removes a directory tree (never follows symlinks). Missing is not an error.
 Result<> removeTree(const std::string& path);
+
+/// The names in directory `dir`, sorted bytewise, without "." and "..".
+/// Fails (with errno's text) when `dir` cannot be opened.
+Result<std::vector<std::string>> listDir(const std::string& dir);
 
 /// A temporary directory removed with its contents on destruction.
 class TempDir {

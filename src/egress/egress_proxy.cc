@@ -149,7 +149,6 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
   return proxy;
 }
 
-int EgressProxy::activeConnections() const { return shared_->active.load(); }
 
 EgressProxy::~EgressProxy() {
   shutdown(shared_->listener.get(), SHUT_RDWR);

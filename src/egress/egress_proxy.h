@@ -42,8 +42,6 @@ class EgressProxy {
                                                     std::set<IpAddress> hostAddresses, EgressLogFn log,
                                                     std::shared_ptr<BlockedLog> blocked = nullptr,
                                                     int maxConnections = kDefaultMaxConnections);
-  /// Guest connections being handled now.
-  int activeConnections() const;
   /// Stops accepting (new connections are refused: fail closed); connections
   /// in flight end with the session.
   ~EgressProxy();

@@ -19,6 +19,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "egress/addresses.h"
+#include "vm/guest_contract.h"
+
 namespace airlock::guest {
 namespace {
 
@@ -118,7 +121,7 @@ BootConfig parseCmdline(const std::string& cmdline) {
     } else if (key == "airlock.workspace") {
       config.workspaceTag = value;
     } else if (key == "airlock.net") {
-      config.net = value == "user" ? NetMode::kUser : value == "tap" ? NetMode::kTap : NetMode::kNone;
+      config.net = value == "tap" ? NetMode::kTap : NetMode::kNone;
     } else if (key == "airlock.probe") {
       config.probe = value == "1";
     } else if (key == "airlock.share") {
@@ -291,17 +294,19 @@ void setupIpv6(const char* address, unsigned prefix, const char* gateway) {
   close(s6);
 }
 
-/// eth0 with 10.0.2.15/24 and a default route via `gateway`; `resolvConf`
-/// becomes /etc/resolv.conf. With airlock.net=user the gateway is QEMU's
-/// slirp (DNS at 10.0.2.3); with airlock.net=tap it is the egress firewall's
-/// tap in the session namespace (see egress/addresses.h), which also
-/// answers DNS, and IPv6 gets fd00:a1::15/64 via fd00:a1::1.
-void setupEth0(int s, NetMode mode) {
+/// eth0 with the guest addresses of egress/addresses.h (10.0.2.15/24 and
+/// fd00:a1::15/64), default routes via the egress firewall's tap in the
+/// session namespace (10.0.2.2 and fd00:a1::1), which also answers DNS
+/// (/etc/resolv.conf).
+void setupEth0(int s) {
   for (int attempt = 0; attempt < 500 && access("/sys/class/net/eth0", F_OK) != 0; ++attempt) usleep(10000);
   // Static addresses on a point-to-point link: skip duplicate address detection
   // (it would hold the IPv6 address tentative for a second).
-  if (mode == NetMode::kTap) writeProc("/proc/sys/net/ipv6/conf/eth0/accept_dad", "0");
-  if (!setInterface(s, "eth0", "10.0.2.15", "255.255.255.0")) {
+  writeProc("/proc/sys/net/ipv6/conf/eth0/accept_dad", "0");
+  in_addr netmask{htonl(~uint32_t{0} << (32 - egress::kPrefixV4))};
+  char maskText[INET_ADDRSTRLEN] = "";
+  inet_ntop(AF_INET, &netmask, maskText, sizeof maskText);
+  if (!setInterface(s, "eth0", egress::kGuestV4, maskText)) {
     logLine(std::string("cannot configure eth0: ") + std::strerror(errno));
     return;
   }
@@ -310,15 +315,15 @@ void setupEth0(int s, NetMode mode) {
   auto* gw = reinterpret_cast<sockaddr_in*>(&route.rt_gateway);
   auto* mask = reinterpret_cast<sockaddr_in*>(&route.rt_genmask);
   dst->sin_family = gw->sin_family = mask->sin_family = AF_INET;
-  inet_pton(AF_INET, "10.0.2.2", &gw->sin_addr);
+  inet_pton(AF_INET, egress::kGatewayV4, &gw->sin_addr);
   route.rt_flags = RTF_UP | RTF_GATEWAY;
   if (ioctl(s, SIOCADDRT, &route) != 0) logLine(std::string("cannot add the default route: ") + std::strerror(errno));
-  if (mode == NetMode::kTap) setupIpv6("fd00:a1::15", 64, "fd00:a1::1");
+  setupIpv6(egress::kGuestV6, egress::kPrefixV6, egress::kGatewayV6);
   unlink("/etc/resolv.conf");
   int fd = open("/etc/resolv.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {
-    const char* text = mode == NetMode::kTap ? "nameserver 10.0.2.2\nnameserver fd00:a1::1\n" : "nameserver 10.0.2.3\n";
-    (void)!write(fd, text, std::strlen(text));
+    std::string text = std::string("nameserver ") + egress::kGatewayV4 + "\nnameserver " + egress::kGatewayV6 + "\n";
+    (void)!write(fd, text.data(), text.size());
     close(fd);
   }
 }
@@ -330,13 +335,13 @@ void setupHost(const BootConfig& config) {
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return;
   setInterface(s, "lo", nullptr, nullptr);
-  if (config.net != NetMode::kNone) setupEth0(s, config.net);
+  if (config.net == NetMode::kTap) setupEth0(s);
   close(s);
 }
 
 void powerOff() {
   sync();
-  for (const char* path : {"/workspace", "/run/airlock/scratch", "/tmp"}) umount2(path, MNT_DETACH);
+  for (const char* path : {guest::kWorkspace, "/run/airlock/scratch", "/tmp"}) umount2(path, MNT_DETACH);
   sync();
   reboot(RB_POWER_OFF);
   for (;;) pause();

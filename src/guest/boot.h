@@ -23,12 +23,11 @@ struct ShareMount {
 ///   airlock.share=TAG:PATH:ro|rw  a virtio-fs share (repeatable)
 ///   airlock.workspace=TAG   virtio-fs TAG (the snapshot, read-only) is the lower layer
 ///                           of an overlay at /workspace whose upper layer is on the scratch disk
-///   airlock.net=user        configure eth0 for QEMU user networking (10.0.2.15/24, gw 10.0.2.2)
 ///   airlock.net=tap         configure eth0 behind the egress firewall: 10.0.2.15/24 and
 ///                           fd00:a1::15/64, gateway and resolver 10.0.2.2 / fd00:a1::1
 ///   airlock.probe=1         boot probe: power off as soon as init runs
 /// How airlock-init configures eth0.
-enum class NetMode { kNone, kUser, kTap };
+enum class NetMode { kNone, kTap };
 
 struct BootConfig {
   std::string rootSerial = "root";
@@ -54,7 +53,7 @@ bool loadModules(const BootConfig& config, std::string& error);
 /// root into it (mount --move + chroot). After this, / is the overlay.
 bool switchToOverlayRoot(const BootConfig& config, std::string& error);
 
-/// Sets the hostname, brings up loopback and, with airlock.net=user|tap,
+/// Sets the hostname, brings up loopback and, with airlock.net=tap,
 /// eth0 with its addresses, default routes and /etc/resolv.conf.
 void setupHost(const BootConfig& config);
 

@@ -17,6 +17,7 @@
 
 #include "guest/boot.h"
 #include "guest/layer_export.h"
+#include "vm/guest_contract.h"
 
 namespace airlock::guest {
 
@@ -47,7 +48,7 @@ void closeFd(int& fd) {
 /// Looks up `name` on the PATH found in `env` (or a default PATH).
 std::string resolveProgram(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
-  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::string path = guest::kDefaultPath;
   for (const auto& e : env)
     if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
   std::stringstream ss(path);

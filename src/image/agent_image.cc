@@ -20,20 +20,20 @@ namespace {
 /// Puts the agent's program into the tree at `root`: the native binary, or
 /// the Node runtime, the installed package and a wrapper script.
 Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
-                      const std::string& work, const vm::ProgressFn& progress) {
+                      const std::string& work, const ProgressFn& progress) {
   const auto& r = spec.image;
   const std::string bin = root + "/usr/local/bin";
   if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
   if (!r.node) {
     auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
     if (!tarball) return std::unexpected(tarball.error());
-    vm::report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
+    report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
     return extractPackageFile(*tarball, r.binary, bin + "/" + r.installAs, work, 0755);
   }
   const std::string nodePackage(kNodeRuntimePackage), nodeVersion(kNodeRuntimeVersion);
   auto node = fetchNpmPackage(cacheDir, nodePackage, nodeVersion, progress);
   if (!node) return std::unexpected(node.error());
-  vm::report(progress, fmt::format("adding Node.js {} as /usr/local/bin/node", nodeVersion));
+  report(progress, fmt::format("adding Node.js {} as /usr/local/bin/node", nodeVersion));
   if (auto done = extractPackageFile(*node, "bin/node", bin + "/node", work, 0755); !done) return done;
   const std::string prefix = "/opt/" + spec.name;
   if (auto done = installNpmPackage(cacheDir, root + prefix, r.npmPackage, r.version, progress); !done) return done;
@@ -48,8 +48,8 @@ Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec
 
 /// Builds the image at `image` (the cache lock is held).
 Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& dir,
-                         const std::string& image, const vm::ProgressFn& progress) {
-  if (auto r = vm::removeStaleBuilds(dir); !r) return r;
+                         const std::string& image, const ProgressFn& progress) {
+  if (auto r = removeStaleBuilds(dir); !r) return r;
   for (const char* tool : {"tar", "mkfs.erofs"}) {
     if (findProgram(tool).empty())
       return failWith(exit_code::kHostNotReady, "{} is not installed; run scripts/setup", tool);
@@ -61,39 +61,39 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
   const std::string root = work->path() + "/root";
   if (::mkdir(root.c_str(), 0755) != 0 || ::chmod(root.c_str(), 0755) != 0)
     return failWith(exit_code::kImage, "cannot create {}: {}", root, errnoText(errno));
-  vm::report(progress, "unpacking the base rootfs");
+  report(progress, "unpacking the base rootfs");
   if (auto r = unpackBase(*base, root); !r) return r;
   if (auto r = installAgent(cacheDir, spec, root, work->path(), progress); !r) return r;
   if (auto r = addAgentUser(root); !r) return r;
-  vm::report(progress, "writing the erofs image");
+  report(progress, "writing the erofs image");
   const std::string built = work->path() + "/image.erofs";
   std::vector<std::string> mkfs = {"mkfs.erofs", "--quiet", "--preserve-mtime"};
   if (::geteuid() != 0) mkfs.push_back("--all-root");
   mkfs.insert(mkfs.end(), {built, root});
   if (auto r = runChecked(mkfs); !r)
     return failWith(exit_code::kImage, "mkfs.erofs failed for the {} image: {}", spec.name, r.error().message);
-  if (auto r = vm::syncPath(built); !r) return r;
+  if (auto r = syncPath(built); !r) return r;
   if (::rename(built.c_str(), image.c_str()) != 0)
     return failWith(exit_code::kImage, "cannot rename {} to {}: {}", built, image, errnoText(errno));
-  return vm::syncPath(dir);
+  return syncPath(dir);
 }
 
 }  // namespace
 
 Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec,
-                                     const vm::ProgressFn& progress, const ImageBuildOptions& options) {
+                                     const ProgressFn& progress, const ImageBuildOptions& options) {
   const std::string image = agentImagePath(cacheDir, spec);
-  if (!options.force && vm::pathExists(image)) return image;
+  if (!options.force && pathExists(image)) return image;
   const auto start = std::chrono::steady_clock::now();
-  vm::ProgressFn timed = [&progress, start, name = spec.name](const std::string& line) {
+  ProgressFn timed = [&progress, start, name = spec.name](const std::string& line) {
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    vm::report(progress, fmt::format("[{:6.1f}s] image {}: {}", elapsed.count(), name, line));
+    report(progress, fmt::format("[{:6.1f}s] image {}: {}", elapsed.count(), name, line));
   };
   const std::string dir = imagesDir(cacheDir);
   if (auto r = makeDirs(dir); !r) return failWith(exit_code::kImage, "{}", r.error().message);
-  auto lock = vm::CacheLock::acquire(dir + "/.lock", "agent images", timed);
+  auto lock = FileLock::acquire(dir + "/.lock", "agent images", timed);
   if (!lock) return failWith(exit_code::kImage, "{}", lock.error().message);
-  if (!options.force && vm::pathExists(image)) return image;
+  if (!options.force && pathExists(image)) return image;
   auto built = buildAgentImage(cacheDir, spec, dir, image, timed);
   if (!built) {
     Error e = built.error();

@@ -9,7 +9,7 @@
 
 #include "agents/agent_spec.h"
 #include "common/error.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::image {
 
@@ -28,6 +28,6 @@ struct ImageBuildOptions {
 /// the fix. `cacheDir` is airlock's cache directory (HostDirs::cache): the
 /// image, the base tarball and the npm downloads are kept there.
 Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec,
-                                     const vm::ProgressFn& progress, const ImageBuildOptions& options = {});
+                                     const ProgressFn& progress, const ImageBuildOptions& options = {});
 
 }  // namespace airlock::image

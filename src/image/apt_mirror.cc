@@ -1,6 +1,5 @@
 #include "image/apt_mirror.h"
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <sstream>
@@ -8,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/fd.h"
+#include "common/paths.h"
 
 namespace airlock::image {
 namespace {
@@ -103,13 +103,7 @@ std::vector<AptSource> hostAptSources() {
   auto append = [&out](std::vector<AptSource> more) { out.insert(out.end(), more.begin(), more.end()); };
   if (auto text = readFile("/etc/apt/sources.list", 1 << 20)) append(parseSourcesList(*text));
   const std::string dir = "/etc/apt/sources.list.d";
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  for (const auto& name : names) {
+  for (const auto& name : listDir(dir).value_or(std::vector<std::string>{})) {
     bool list = name.ends_with(".list");
     if (!list && !name.ends_with(".sources")) continue;
     auto text = readFile(dir + "/" + name, 1 << 20);

@@ -63,9 +63,9 @@ std::string baseDigest() {
 
 std::string baseTarballPath(const std::string& imagesDir) { return imagesDir + "/base-" + baseDigest() + ".tar"; }
 
-Result<std::string> ensureBaseTarball(const std::string& imagesDir, const vm::ProgressFn& progress) {
+Result<std::string> ensureBaseTarball(const std::string& imagesDir, const ProgressFn& progress) {
   const std::string tarball = baseTarballPath(imagesDir);
-  if (vm::pathExists(tarball)) return tarball;
+  if (pathExists(tarball)) return tarball;
   if (findProgram("mmdebstrap").empty())
     return failWith(exit_code::kHostNotReady,
                     "mmdebstrap is not installed; it builds the Debian base of agent images: run scripts/setup "
@@ -75,7 +75,7 @@ Result<std::string> ensureBaseTarball(const std::string& imagesDir, const vm::Pr
   const std::string built = work->path() + "/base.tar";
   auto sources = debianSourceLines(hostAptSources(), kDebianSuite);
   const std::string mirror = sources.front().substr(4, sources.front().find(' ', 4) - 4);
-  vm::report(progress, fmt::format("bootstrapping the Debian 12 base rootfs with mmdebstrap from {} (once for all "
+  report(progress, fmt::format("bootstrapping the Debian 12 base rootfs with mmdebstrap from {} (once for all "
                                    "agents)",
                                    mirror));
   std::vector<std::string> argv = {"mmdebstrap",
@@ -93,10 +93,10 @@ Result<std::string> ensureBaseTarball(const std::string& imagesDir, const vm::Pr
                     "mmdebstrap failed (exit {}): {}; check that `apt-get update` works and that {} is reachable{}",
                     run->exitCode, mmdebstrapErrors(run->stderrText), mirror,
                     ::geteuid() == 0 ? "" : ", and that unprivileged user namespaces are enabled (or run as root)");
-  if (auto r = vm::syncPath(built); !r) return std::unexpected(r.error());
+  if (auto r = syncPath(built); !r) return std::unexpected(r.error());
   if (::rename(built.c_str(), tarball.c_str()) != 0)
     return failWith(exit_code::kImage, "cannot rename {} to {}: {}", built, tarball, errnoText(errno));
-  if (auto r = vm::syncPath(imagesDir); !r) return std::unexpected(r.error());
+  if (auto r = syncPath(imagesDir); !r) return std::unexpected(r.error());
   return tarball;
 }
 

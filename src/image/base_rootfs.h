@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::image {
 
@@ -26,8 +26,8 @@ std::string baseTarballPath(const std::string& imagesDir);
 
 /// Returns the path of the base tarball, building it with mmdebstrap when
 /// missing (about a minute with a warm network). The caller holds the lock
-/// of `imagesDir` (CacheLock on imagesDir/.lock). Errors carry
+/// of `imagesDir` (FileLock on imagesDir/.lock). Errors carry
 /// exit_code::kImage (kHostNotReady when mmdebstrap is missing) and name the fix.
-Result<std::string> ensureBaseTarball(const std::string& imagesDir, const vm::ProgressFn& progress);
+Result<std::string> ensureBaseTarball(const std::string& imagesDir, const ProgressFn& progress);
 
 }  // namespace airlock::image

@@ -1,6 +1,5 @@
 #include "image/npm_packages.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,14 +42,11 @@ Result<> requireNpm() {
 
 /// The one *.tgz file in `dir`.
 Result<std::string> packedFile(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return failWith(exit_code::kImage, "cannot list {}: {}", dir, errnoText(errno));
+  auto names = listDir(dir);
+  if (!names) return failWith(exit_code::kImage, "{}", names.error().message);
   std::string found;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
+  for (const auto& name : *names)
     if (name.ends_with(".tgz")) found = dir + "/" + name;
-  }
-  ::closedir(d);
   if (found.empty()) return failWith(exit_code::kImage, "npm pack wrote no tarball into {}", dir);
   return found;
 }
@@ -66,19 +62,19 @@ std::string npmTarballName(const std::string& name, const std::string& version) 
 }
 
 Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::string& name, const std::string& version,
-                                    const vm::ProgressFn& progress) {
+                                    const ProgressFn& progress) {
   const std::string dir = cacheDir + "/npm";
   const std::string cached = dir + "/" + npmTarballName(name, version);
-  if (vm::pathExists(cached)) return cached;
+  if (pathExists(cached)) return cached;
   if (auto r = requireNpm(); !r) return std::unexpected(r.error());
   if (auto r = makeDirs(dir); !r) return std::unexpected(r.error());
-  auto lock = vm::CacheLock::acquire(dir + "/.lock", "npm packages", progress);
+  auto lock = FileLock::acquire(dir + "/.lock", "npm packages", progress);
   if (!lock) return std::unexpected(lock.error());
-  if (vm::pathExists(cached)) return cached;
-  if (auto r = vm::removeStaleBuilds(dir); !r) return std::unexpected(r.error());
+  if (pathExists(cached)) return cached;
+  if (auto r = removeStaleBuilds(dir); !r) return std::unexpected(r.error());
   auto work = TempDir::create(dir, "tmp-");
   if (!work) return std::unexpected(work.error());
-  vm::report(progress, fmt::format("downloading {}@{} from the npm registry", name, version));
+  report(progress, fmt::format("downloading {}@{} from the npm registry", name, version));
   // A throwaway npm cache: the tarball is kept once, in `dir`, not twice.
   std::vector<std::string> argv = {"npm", "pack", name + "@" + version, "--pack-destination", work->path(),
                                    "--cache", work->path() + "/npm-cache"};
@@ -92,17 +88,17 @@ Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::stri
                     name, version, npmErrors(*run), name, version);
   auto packed = packedFile(work->path());
   if (!packed) return std::unexpected(packed.error());
-  if (auto r = vm::syncPath(*packed); !r) return std::unexpected(r.error());
+  if (auto r = syncPath(*packed); !r) return std::unexpected(r.error());
   if (::rename(packed->c_str(), cached.c_str()) != 0)
     return failWith(exit_code::kImage, "cannot rename {} to {}: {}", *packed, cached, errnoText(errno));
   return cached;
 }
 
 Result<> installNpmPackage(const std::string& cacheDir, const std::string& prefix, const std::string& name,
-                           const std::string& version, const vm::ProgressFn& progress) {
+                           const std::string& version, const ProgressFn& progress) {
   if (auto r = requireNpm(); !r) return r;
   if (auto r = makeDirs(prefix); !r) return r;
-  vm::report(progress, fmt::format("installing {}@{} and its dependencies with npm", name, version));
+  report(progress, fmt::format("installing {}@{} and its dependencies with npm", name, version));
   std::vector<std::string> argv = {"npm",           "install",        "--prefix",          prefix,
                                    "--omit=dev",    "--ignore-scripts", "--no-package-lock", "--cache",
                                    cacheDir + "/npm/cache", name + "@" + version};

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::image {
 
@@ -21,13 +21,13 @@ std::string npmTarballName(const std::string& name, const std::string& version);
 /// several airlock processes call it at once. Errors carry exit_code::kImage
 /// (kHostNotReady when npm is missing).
 Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::string& name, const std::string& version,
-                                    const vm::ProgressFn& progress);
+                                    const ProgressFn& progress);
 
 /// Installs `name`@`version` with its production dependencies into
 /// `prefix`/node_modules (`npm install --prefix ... --omit=dev --ignore-scripts`),
 /// with npm's download cache in `cacheDir`/npm/cache.
 Result<> installNpmPackage(const std::string& cacheDir, const std::string& prefix, const std::string& name,
-                           const std::string& version, const vm::ProgressFn& progress);
+                           const std::string& version, const ProgressFn& progress);
 
 /// Extracts `pathInPackage` (relative to the tarball's "package/" folder)
 /// from the npm tarball `tarball` to `dest` (same filesystem as `workDir`,

@@ -198,29 +198,29 @@ Result<std::string> rootfsDigest(const std::string& dir) { return DigestWalk(dir
 namespace {
 
 Result<std::string> findOrBuildRootfsImage(const std::string& cacheDir, const std::string& dir,
-                                           const vm::ProgressFn& progress) {
+                                           const ProgressFn& progress) {
   if (auto r = checkRootfsDir(dir); !r) return std::unexpected(r.error());
   auto digest = rootfsDigest(dir);
   if (!digest) return std::unexpected(digest.error());
   const std::string cache = rootfsCacheDir(cacheDir);
   const std::string image = cache + "/" + *digest + ".erofs";
-  if (vm::pathExists(image)) return image;
+  if (pathExists(image)) return image;
 
   if (auto r = makeDirs(cache); !r) return std::unexpected(r.error());
-  auto lock = vm::CacheLock::acquire(cache + "/.lock", "rootfs images", progress);
+  auto lock = FileLock::acquire(cache + "/.lock", "rootfs images", progress);
   if (!lock) return std::unexpected(lock.error());
-  if (vm::pathExists(image)) return image;
-  if (auto r = vm::removeStaleBuilds(cache); !r) return std::unexpected(r.error());
+  if (pathExists(image)) return image;
+  if (auto r = removeStaleBuilds(cache); !r) return std::unexpected(r.error());
   auto work = TempDir::create(cache, "tmp-");
   if (!work) return std::unexpected(work.error());
   std::string built = work->path() + "/image.erofs";
-  vm::report(progress, fmt::format("building erofs image of {}", dir));
+  report(progress, fmt::format("building erofs image of {}", dir));
   if (auto r = runChecked({"mkfs.erofs", "--quiet", "--all-root", "--preserve-mtime", built, dir}); !r)
     return fail("cannot build the erofs image of {}: {}", dir, r.error().message);
-  if (auto r = vm::syncPath(built); !r) return std::unexpected(r.error());
+  if (auto r = syncPath(built); !r) return std::unexpected(r.error());
   if (::rename(built.c_str(), image.c_str()) != 0)
     return fail("cannot rename {} to {}: {}", built, image, errnoText(errno));
-  if (auto r = vm::syncPath(cache); !r) return std::unexpected(r.error());
+  if (auto r = syncPath(cache); !r) return std::unexpected(r.error());
   return image;
 }
 
@@ -229,7 +229,7 @@ Result<std::string> findOrBuildRootfsImage(const std::string& cacheDir, const st
 std::string rootfsCacheDir(const std::string& cacheDir) { return cacheDir + "/rootfs"; }
 
 Result<std::string> ensureRootfsImage(const std::string& cacheDir, const std::string& dir,
-                                      const vm::ProgressFn& progress) {
+                                      const ProgressFn& progress) {
   auto image = findOrBuildRootfsImage(cacheDir, dir, progress);
   if (!image && image.error().code == Error{}.code) image.error().code = exit_code::kImage;
   return image;

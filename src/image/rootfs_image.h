@@ -21,7 +21,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::image {
 
@@ -36,7 +36,7 @@ std::string rootfsCacheDir(const std::string& cacheDir);
 /// ("DIR does not look like a root filesystem: no /bin/sh"), unreadable, or
 /// mkfs.erofs failing (kHostNotReady only for a host kernel without openat2).
 Result<std::string> ensureRootfsImage(const std::string& cacheDir, const std::string& dir,
-                                      const vm::ProgressFn& progress);
+                                      const ProgressFn& progress);
 
 /// Fails unless `dir` is a directory whose /bin/sh, resolved inside `dir` (an
 /// absolute symlink target counts from `dir`, as it will in the guest), is an

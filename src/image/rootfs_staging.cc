@@ -10,6 +10,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "vm/guest_contract.h"
 
 namespace airlock::image {
 namespace {
@@ -46,7 +47,7 @@ Result<> appendEntry(const std::string& root, const std::string& file, const std
   }
   auto text = readFile(path, 16 << 20);
   if (!text) return failWith(exit_code::kImage, "{}", text.error().message);
-  if (hasEntry(*text, kAgentUser, id)) return {};
+  if (hasEntry(*text, guest::kAgentUser, id)) return {};
   if (!text->empty() && text->back() != '\n') *text += '\n';
   *text += line + "\n";
   if (auto r = writeFileAtomic(path, *text, st.st_mode & 07777); !r)
@@ -74,19 +75,19 @@ Result<> unpackBase(const std::string& tarball, const std::string& root) {
 }
 
 Result<> addAgentUser(const std::string& root) {
-  const std::string id = std::to_string(kAgentUid);
-  const std::string user(kAgentUser), home(kAgentHome);
+  const std::string id = std::to_string(guest::kAgentUid);
+  const std::string user(guest::kAgentUser), home(guest::kAgentHome);
   if (auto r = appendEntry(root, "passwd", fmt::format("{}:x:{}:{}:airlock agent:{}:/bin/bash", user, id, id, home),
-                           false, kAgentUid);
+                           false, guest::kAgentUid);
       !r)
     return r;
-  if (auto r = appendEntry(root, "group", fmt::format("{}:x:{}:", user, id), false, kAgentUid); !r) return r;
+  if (auto r = appendEntry(root, "group", fmt::format("{}:x:{}:", user, id), false, guest::kAgentUid); !r) return r;
   if (auto r = appendEntry(root, "shadow", fmt::format("{}:*:19000:0:99999:7:::", user), true, std::nullopt); !r)
     return r;
   if (auto r = appendEntry(root, "gshadow", fmt::format("{}:!::", user), true, std::nullopt); !r) return r;
   const std::string homeDir = root + home;
   if (auto r = makeDirs(homeDir, 0755); !r) return failWith(exit_code::kImage, "{}", r.error().message);
-  if (::geteuid() == 0 && ::chown(homeDir.c_str(), kAgentUid, kAgentUid) != 0)
+  if (::geteuid() == 0 && ::chown(homeDir.c_str(), guest::kAgentUid, guest::kAgentUid) != 0)
     return failWith(exit_code::kImage, "cannot chown {}: {}", homeDir, errnoText(errno));
   return {};
 }

@@ -9,11 +9,6 @@
 
 namespace airlock::image {
 
-/// The agent user airlock-init runs the agent as.
-inline constexpr std::string_view kAgentUser = "agent";
-inline constexpr unsigned kAgentUid = 1000;  ///< also its gid
-inline constexpr std::string_view kAgentHome = "/home/agent";
-
 /// Unpacks the base tarball into the empty directory `root`. Owners are kept
 /// when running as root; device nodes (/dev/*) are left out: the guest mounts
 /// devtmpfs there.

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vm/machine.h"
+#include "vm/launch_options.h"
 #include "vm/protocol.h"
 #include "workspace/review.h"
 

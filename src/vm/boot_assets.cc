@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -70,19 +69,6 @@ Result<> writeFile(const std::string& path, std::string_view data) {
 Result<> renameInto(const std::string& from, const std::string& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) return fail("cannot rename {} to {}: {}", from, to, errnoText(errno));
   return {};
-}
-
-Result<std::vector<std::string>> listDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return fail("cannot list {}: {}", dir, errnoText(errno));
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 /// Changes whenever `apt-get update` changes the package lists: names, sizes
@@ -515,10 +501,10 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& cacheDir, const std:
   const std::string assetsDir = bootAssetsDir(cacheDir);
   if (auto r = makeDirs(assetsDir); !r) return std::unexpected(r.error());
 
-  std::optional<CacheLock> lock;
+  std::optional<FileLock> lock;
   auto takeLock = [&]() -> Result<> {
     if (lock) return {};
-    auto l = CacheLock::acquire(assetsDir + "/.lock", "boot assets", progress);
+    auto l = FileLock::acquire(assetsDir + "/.lock", "boot assets", progress);
     if (!l) return std::unexpected(l.error());
     lock.emplace(std::move(*l));
     return removeStaleBuilds(assetsDir);

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::vm {
 

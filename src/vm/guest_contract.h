@@ -1,12 +1,15 @@
 #pragma once
 // The guest contract (DESIGN.md, "Guest contract"): the facts host and guest
-// must agree on, in one place.
+// must agree on, in one place, included by both (airlock-init in src/guest,
+// the image builder, the session runner). The guest's network addresses are
+// in egress/addresses.h, also shared with airlock-init. Header only, std only.
 
 #include <cstdint>
 
 namespace airlock::guest {
 
-inline constexpr uint32_t kAgentUid = 1000;             ///< the agent user (and group) airlock-init creates
+inline constexpr const char* kAgentUser = "agent";      ///< the user (and group) name images are built with
+inline constexpr uint32_t kAgentUid = 1000;             ///< the agent user (and group) airlock-init runs the agent as
 inline constexpr const char* kAgentHome = "/home/agent";  ///< its home, on the scratch disk
 inline constexpr const char* kWorkspace = "/workspace";   ///< where the workspace is mounted
 /// PATH of the agent and of commands whose image sets none.

@@ -129,7 +129,6 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
     bool readOnly = snapshot || !options.workspaceReadWrite;
     config.shares.push_back({"workspace", hostPath, "/workspace", readOnly, "", snapshot});
   }
-  config.userNetwork = options.userNetwork;
   if (options.egress) {
     if (auto r = egress::becomeNamespaceRoot(); !r) return std::unexpected(r.error());
     auto network = egress::SessionNetwork::start(*options.egress, options.egressNetwork);

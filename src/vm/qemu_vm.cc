@@ -165,8 +165,8 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     vm->stop();
     // The run directory goes away with the VM: keep the console for the user.
     std::string kept = stateDir + "/last-boot-failure.log";
-    auto console = readFile(vm->config_.consoleLog, 16 << 20);  // capped by the drain
-    bool saved = console && makeDirs(stateDir, 0700) && writeFileAtomic(kept, *console, 0600);
+    auto consoleText = readFile(vm->config_.consoleLog, 16 << 20);  // capped by the drain
+    bool saved = consoleText && makeDirs(stateDir, 0700) && writeFileAtomic(kept, *consoleText, 0600);
     return failWith(exit_code::kVmFailed, "the VM failed to boot: {}{}{}", ready.error().message,
                     reason.empty() ? "" : " (" + reason + ")", saved ? "; guest console saved to " + kept : "");
   }

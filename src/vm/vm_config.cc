@@ -13,10 +13,7 @@ std::string kernelCmdline(const VmConfig& c) {
     else
       cmdline += fmt::format(" airlock.share={}:{}:{}", share.tag, share.guestPath, share.readOnly ? "ro" : "rw");
   }
-  if (c.tapFd >= 0)
-    cmdline += " airlock.net=tap";
-  else if (c.userNetwork)
-    cmdline += " airlock.net=user";
+  if (c.tapFd >= 0) cmdline += " airlock.net=tap";
   if (!c.extraCmdline.empty()) cmdline += " " + c.extraCmdline;
   return cmdline;
 }
@@ -53,8 +50,6 @@ std::vector<std::string> buildQemuArgs(const VmConfig& c) {
   }
   if (c.tapFd >= 0)
     add({"-netdev", fmt::format("tap,id=net0,fd={}", c.tapFd), "-device", "virtio-net-device,netdev=net0"});
-  else if (c.userNetwork)
-    add({"-netdev", "user,id=net0", "-device", "virtio-net-device,netdev=net0"});
   if (!c.ports.empty()) {
     add({"-device", "virtio-serial-device,max_ports=8"});
     for (size_t i = 0; i < c.ports.size(); ++i) {

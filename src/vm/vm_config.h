@@ -52,12 +52,9 @@ struct VmConfig {
   std::vector<Disk> disks;
   std::vector<Share> shares;
   std::vector<SerialPort> ports;
-  /// QEMU user-mode networking (outbound NAT; the host's loopback is reachable
-  /// at the gateway 10.0.2.2). Replaced by the egress firewall later.
-  bool userNetwork = false;
   /// A tap device (open fd, inherited by QEMU) in the session's network
   /// namespace behind the egress firewall; the guest configures itself with
-  /// airlock.net=tap. Takes precedence over userNetwork. -1 = none.
+  /// airlock.net=tap. -1 = none: the guest has no network device.
   int tapFd = -1;
   std::string qmpSocket;          ///< QMP control socket path
   std::string consoleLog;         ///< guest serial console (kernel log) goes here

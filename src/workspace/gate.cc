@@ -1,6 +1,5 @@
 #include "workspace/gate.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -44,13 +43,8 @@ Result<ReviewRules> loadReviewRules(const std::string& workspace, const std::str
 }
 
 void removeStaleStaging(const std::string& session) {
-  DIR* d = ::opendir(session.c_str());
-  if (!d) return;
-  std::vector<std::string> stale;
-  while (dirent* e = ::readdir(d))
-    if (std::string_view(e->d_name).starts_with("review-")) stale.push_back(session + "/" + e->d_name);
-  ::closedir(d);
-  for (const auto& path : stale) (void)removeTree(path);
+  for (const auto& name : listDir(session).value_or(std::vector<std::string>{}))
+    if (name.starts_with("review-")) (void)removeTree(session + "/" + name);
 }
 
 Result<> checkGateRequest(const GateRequest& a, const ReviewTerminal* term) {

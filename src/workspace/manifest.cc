@@ -47,7 +47,7 @@ std::string Manifest::serialize() const {
     std::string extra = e.type == EntryType::File      ? e.sha256
                         : e.type == EntryType::Symlink ? percentEncode(e.target)
                                                        : std::string("-");
-    if (extra.empty()) extra = "%";  // an empty symlink target encodes as a lone '%'
+    if (extra.empty()) extra.push_back('%');  // an empty symlink target encodes as a lone '%'
     out += fmt::format("{} {:o} {} {} {} {}\n", static_cast<char>(e.type), e.mode, e.size, e.mtimeNs, extra,
                        percentEncode(path));
   }

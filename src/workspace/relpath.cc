@@ -47,11 +47,6 @@ size_t pathDepth(std::string_view rel) {
   return rel.empty() ? 0 : 1 + static_cast<size_t>(std::count(rel.begin(), rel.end(), '/'));
 }
 
-bool isWithin(std::string_view rel, std::string_view dir) {
-  if (dir.empty()) return true;
-  return rel.starts_with(dir) && (rel.size() == dir.size() || rel[dir.size()] == '/');
-}
-
 std::string percentEncode(std::string_view raw) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;

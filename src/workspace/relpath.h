@@ -27,9 +27,6 @@ std::string_view baseName(std::string_view rel);
 /// Number of components ("a/b" -> 2, "" -> 0).
 size_t pathDepth(std::string_view rel);
 
-/// True when `rel` equals `dir` or lies below it (dir "" contains everything).
-bool isWithin(std::string_view rel, std::string_view dir);
-
 /// Encodes '%', bytes below 0x21, 0x7f and above as %XX so the result contains
 /// no whitespace, newline or non-ASCII byte. Reversible with percentDecode().
 std::string percentEncode(std::string_view raw);

@@ -442,9 +442,9 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
     }
     for (;;) {
       std::string flags = flagsText(it);
-      std::string mode = modeCell(it);
+      std::string modeText = modeCell(it);
       term->print(fmt::format("[{}/{}] {}{}{} {} {}{}{}\n  accept? [a,r,d,A,R,q,?] ", i + 1, items.size(),
-                              changeKindName(it.kind), mode.empty() ? "" : " ", mode, displayPath(it.path),
+                              changeKindName(it.kind), modeText.empty() ? "" : " ", modeText, displayPath(it.path),
                               linesText(it), flags.empty() ? "" : " ", flags));
       auto line = term->readLine();
       if (!line) {  // end of input (Ctrl-D): the rest stays pending, on a line of its own

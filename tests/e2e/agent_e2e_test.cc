@@ -215,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(std::pair<std::string, std::vector<std::string>>{"codex", {"Do the scripted task."}},
                     std::pair<std::string, std::vector<std::string>>{"gemini", {"-p", "Do the scripted task."}},
                     std::pair<std::string, std::vector<std::string>>{"opencode", {"Do the scripted task."}}),
-    [](const auto& info) { return info.param.first; });
+    [](const auto& p) { return p.param.first; });
 
 }  // namespace
 }  // namespace airlock::test

@@ -17,7 +17,7 @@
 #include "image/oci/image_archive.h"
 #include "image/oci/image_pull.h"
 #include "local_registry.h"
-#include "tar_builder.h"
+#include "support/tar_builder.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -88,8 +88,8 @@ class ImageArchive : public test::RegistryFixture {
                         R"(,"annotations":{"org.opencontainers.image.ref.name":"example.test/hand/made:v1"}}]})";
     std::vector<test::TarEntry> e = {{"oci-layout", 'f', R"({"imageLayoutVersion":"1.0.0"})"},
                                      {"index.json", 'f', index},
-                                     {"blobs/", 'd', "", 0755},
-                                     {"blobs/sha256/", 'd', "", 0755}};
+                                     {"blobs/", 'd', "", "", 0755},
+                                     {"blobs/sha256/", 'd', "", "", 0755}};
     auto ls = runCommand({"ls", layout_->dir() + "/blobs/sha256"});
     std::istringstream in(ls->stdoutText);
     for (std::string hex; std::getline(in, hex);)
@@ -158,14 +158,14 @@ TEST_F(ImageArchive, SkopeoPushesASavedTarAndWritesOneAirlockLoads) {
   ImageStore c(tmp_->path() + "/store-c");
   auto loaded = load(c, fromSkopeo, "example.test/from-skopeo:v1");
   ASSERT_TRUE(loaded) << loaded.error().message;
-  EXPECT_TRUE(vm::pathExists(c.erofsPath((*loaded)[0].manifestDigest)));
+  EXPECT_TRUE(pathExists(c.erofsPath((*loaded)[0].manifestDigest)));
 }
 
 TEST_F(ImageArchive, TamperedBlobIsRefusedAndNothingIsKept) {
   auto m = layout_->addImage({layout_->addBlob(busyboxLayer(), kGzipLayer)});
   auto entries = layoutEntries(m);
   for (auto& e : entries)
-    if (e.name.starts_with("blobs/sha256/") && e.data.size() > 10000) e.data[e.data.size() / 2] ^= 0x5a;  // the layer
+    if (e.name.starts_with("blobs/sha256/") && e.content.size() > 10000) e.content[e.content.size() / 2] ^= 0x5a;  // the layer
   auto r = load(*b_, writeTar(entries));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, exit_code::kImage);
@@ -187,9 +187,9 @@ TEST_F(ImageArchive, UnsafeOrForeignEntriesAreRefusedWithTheHostUntouched) {
   } cases[] = {
       {{{"../../../../tmp/airlock-archive-escape", 'f', "x"}}, ".."},
       {{{"/etc/airlock-archive-abs", 'f', "x"}}, "airlock-archive-abs"},
-      {{{"blobs/sha256/evil", 'l', victim}}, "not a regular file"},
+      {{{"blobs/sha256/evil", 'l', "", victim}}, "not a regular file"},
       {{{"run.sh", 'f', "#!/bin/sh"}}, "not part of an OCI image layout"},
-      {{{"blobs/sha256/" + std::string(64, 'a'), 'h', "index.json"}}, "not a regular file"},
+      {{{"blobs/sha256/" + std::string(64, 'a'), 'h', "", "index.json"}}, "not a regular file"},
   };
   for (const auto& c : cases) {
     auto entries = layoutEntries(m);

@@ -21,7 +21,7 @@
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
-#include "tar_builder.h"
+#include "support/tar_builder.h"
 
 namespace airlock::test {
 namespace {
@@ -363,8 +363,8 @@ void OciLayout::push(const LocalRegistry& registry, const std::string& repo, con
 
 std::string busyboxLayer() {
   std::string busybox = readAll(findProgram("busybox").empty() ? "/bin/busybox" : findProgram("busybox"));
-  return makeTar({{"bin/", 'd', "", 0755}, {"bin/busybox", 'f', busybox, 0755}, {"bin/sh", 'l', "busybox"},
-                  {"etc/", 'd', "", 0755}, {"etc/passwd", 'f', "root:x:0:0:root:/root:/bin/sh\napp:x:1234:99::/home/app:/bin/sh\n"}},
+  return makeTar({{"bin/", 'd', "", "", 0755}, {"bin/busybox", 'f', busybox, "", 0755}, {"bin/sh", 'l', "", "busybox"},
+                  {"etc/", 'd', "", "", 0755}, {"etc/passwd", 'f', "root:x:0:0:root:/root:/bin/sh\napp:x:1234:99::/home/app:/bin/sh\n"}},
                  "gzip");
 }
 

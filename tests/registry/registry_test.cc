@@ -17,7 +17,7 @@
 #include "image/oci/image_pull.h"
 #include "image/oci/image_store.h"
 #include "local_registry.h"
-#include "tar_builder.h"
+#include "support/tar_builder.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -213,7 +213,7 @@ TEST_F(RegistryTest, InterruptedDownloadResumesWithRange) {
   ASSERT_TRUE(img) << img.error().message;
   EXPECT_LT(img->bytesDownloaded, big.size - (3 << 20) + 2'000'000) << "the partial download was not resumed";
   EXPECT_EQ(slurp(extract(*img) + "/noise").size(), noise.size());
-  EXPECT_FALSE(vm::pathExists(store_->blobPath(big.digest) + ".partial"));
+  EXPECT_FALSE(pathExists(store_->blobPath(big.digest) + ".partial"));
 }
 
 TEST_F(RegistryTest, StalePartialDownloadIsReplaced) {
@@ -227,7 +227,7 @@ TEST_F(RegistryTest, StalePartialDownloadIsReplaced) {
   ASSERT_TRUE(writeFileAtomic(store_->blobPath(layer.digest) + ".partial", std::string(1000, 'x')));
   auto img = pull("team/stale:v1");
   ASSERT_TRUE(img) << img.error().message;
-  EXPECT_TRUE(vm::pathExists(store_->blobPath(layer.digest)));
+  EXPECT_TRUE(pathExists(store_->blobPath(layer.digest)));
 }
 
 TEST_F(RegistryTest, ConcurrentPullsOfTheSameImage) {
@@ -251,7 +251,7 @@ TEST_F(RegistryTest, MaliciousLayersAreRefusedWithTheHostUntouched) {
   auto base = layout_->addBlob(busyboxLayer(), kGzipLayer);
   auto dotdot = layout_->addImage({base, layout_->addBlob(makeTar({{"../../etc/x", 'f', "pwned"}}, "gzip"), kGzipLayer)});
   auto through = layout_->addImage(
-      {base, layout_->addBlob(makeTar({{"evil", 'l', victim}, {"evil/planted", 'f', "pwned"}}, "gzip"), kGzipLayer)});
+      {base, layout_->addBlob(makeTar({{"evil", 'l', "", victim}, {"evil/planted", 'f', "pwned"}}, "gzip"), kGzipLayer)});
   layout_->tag(dotdot, "dotdot");
   layout_->tag(through, "symlink");
   layout_->push(*registry_, "team/evil", "dotdot");

@@ -77,7 +77,7 @@ TEST_P(SecureRegistry, PullsWithTheRightCredentialsAndTheCa) {
   auto img = pull(registry_->security().password, true);
   ASSERT_TRUE(img) << img.error().message;
   EXPECT_EQ(img->record.manifestDigest, manifest_);
-  EXPECT_TRUE(vm::pathExists(img->erofsPath));
+  EXPECT_TRUE(pathExists(img->erofsPath));
   auto out = cli(registry_->security().password, true);
   EXPECT_EQ(out.exitCode, 0) << out.stderrText;
 }
@@ -114,8 +114,8 @@ TEST_P(SecureRegistry, TlsWithoutTheCaNamesTheFix) {
 
 INSTANTIATE_TEST_SUITE_P(Auth, SecureRegistry,
                          ::testing::Values(RegistrySecurity::Auth::Htpasswd, RegistrySecurity::Auth::Token),
-                         [](const auto& info) {
-                           return info.param == RegistrySecurity::Auth::Token ? std::string("TokenFlow")
+                         [](const auto& p) {
+                           return p.param == RegistrySecurity::Auth::Token ? std::string("TokenFlow")
                                                                               : std::string("Htpasswd");
                          });
 

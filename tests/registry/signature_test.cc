@@ -21,7 +21,7 @@
 #include "image/oci/signature.h"
 #include "local_registry.h"
 #include "sigstore_fixture.h"
-#include "tar_builder.h"
+#include "support/tar_builder.h"
 
 namespace airlock::image::oci {
 namespace {

@@ -17,7 +17,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/sha256.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 #include "workspace/relpath.h"
 #include "workspace/tar_reader.h"
 
@@ -69,7 +69,7 @@ class TempFile {
   // fsyncs and renames to `path`; with `keepExisting`, an existing `path` wins.
   Result<> commit(const std::string& path, bool keepExisting) {
     if (::fsync(fd_.get()) != 0) return failWith(exit_code::kImage, "cannot write {}: {}", path, errnoText(errno));
-    if (keepExisting && vm::pathExists(path)) return {};
+    if (keepExisting && pathExists(path)) return {};
     if (::fchmod(fd_.get(), 0644) != 0 || ::rename(name_.c_str(), path.c_str()) != 0)
       return failWith(exit_code::kImage, "cannot move {} into place: {}", path, errnoText(errno));
     name_.clear();
@@ -285,7 +285,7 @@ Result<std::vector<IndexEntry>> readIndex(const std::string& text) {
 }
 
 Result<std::string> readBlob(const ImageStore& store, const std::set<std::string>& loaded, const Descriptor& d) {
-  if (!loaded.count(d.digest) && !vm::pathExists(store.blobPath(d.digest)))
+  if (!loaded.count(d.digest) && !pathExists(store.blobPath(d.digest)))
     return fail("it names blob {}, which it does not hold", d.digest);
   auto body = readFile(store.blobPath(d.digest), 4 << 20);
   if (!body) return std::unexpected(body.error());
@@ -324,12 +324,12 @@ Result<StoredRef> loadOne(const ImageStore& store, const std::set<std::string>& 
     record.layerBytes += l.size;
   }
   for (const auto& d : needed) {
-    if (!loaded.count(d.digest) && !vm::pathExists(store.blobPath(d.digest)))
+    if (!loaded.count(d.digest) && !pathExists(store.blobPath(d.digest)))
       return fail("it names blob {}, which it does not hold", d.digest);
     blobs.push_back(d.digest);
   }
   record.blobs = blobs;
-  if (!vm::pathExists(store.erofsPath(manifestDigest)))
+  if (!pathExists(store.erofsPath(manifestDigest)))
     if (auto r = buildStoredImage(store, record, *doc, name, options.build); !r) return std::unexpected(r.error());
   StoredRef ref{name, manifestDigest, static_cast<int64_t>(std::time(nullptr))};
   if (auto r = store.writeRef(ref); !r) return std::unexpected(r.error());
@@ -420,7 +420,7 @@ Result<std::vector<StoredRef>> loadImageArchive(const ImageStore& store, const s
       return failWith(exit_code::kUsage, "{}: image {} has no name in index.json (annotation {}); give one with --name",
                       path, e.descriptor.digest, kRefName);
     }
-    vm::report(options.build.progress, fmt::format("loading {} ({})", name, e.descriptor.digest));
+    report(options.build.progress, fmt::format("loading {} ({})", name, e.descriptor.digest));
     auto ref = loadOne(store, reader.blobs(), e, name, options);
     if (!ref) return refuse(ref.error().message);
     out.push_back(std::move(*ref));

@@ -25,7 +25,7 @@ std::string shortDigest(const std::string& digest) { return digest.substr(7, 12)
 
 Result<> saveBlob(const ImageStore& store, const FetchedManifest& m) {
   const std::string path = store.blobPath(m.digest);
-  if (vm::pathExists(path)) return {};
+  if (pathExists(path)) return {};
   return ImageStore::writeAtomically(path, m.body);
 }
 
@@ -34,8 +34,8 @@ Result<uint64_t> downloadBlobs(const ImageStore& store, RegistryClient& client, 
                                const PullOptions& options) {
   std::vector<size_t> todo;
   for (size_t i = 0; i < blobs.size(); ++i)
-    if (!vm::pathExists(store.blobPath(blobs[i].digest))) todo.push_back(i);
-    else vm::report(options.progress, fmt::format("blob {}: already in the store", shortDigest(blobs[i].digest)));
+    if (!pathExists(store.blobPath(blobs[i].digest))) todo.push_back(i);
+    else report(options.progress, fmt::format("blob {}: already in the store", shortDigest(blobs[i].digest)));
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> bytes{0};
   std::mutex mu;
@@ -50,14 +50,14 @@ Result<uint64_t> downloadBlobs(const ImageStore& store, RegistryClient& client, 
       }
       const Descriptor& d = blobs[todo[k]];
       const std::string label = fmt::format("blob {}", shortDigest(d.digest));
-      vm::report(options.progress, fmt::format("{}: downloading {}", label, formatBytes(d.size)));
+      report(options.progress, fmt::format("{}: downloading {}", label, formatBytes(d.size)));
       int lastQuarter = 0;
       auto start = std::chrono::steady_clock::now();
       auto r = client.fetchBlob(d, store.blobPath(d.digest), [&](uint64_t done, uint64_t total) {
         int quarter = total ? static_cast<int>(done * 4 / total) : 4;
         if (quarter > lastQuarter && quarter < 4) {
           lastQuarter = quarter;
-          vm::report(options.progress, fmt::format("{}: {} / {}", label, formatBytes(done), formatBytes(total)));
+          report(options.progress, fmt::format("{}: {} / {}", label, formatBytes(done), formatBytes(total)));
         }
       });
       std::lock_guard lock(mu);
@@ -67,7 +67,7 @@ Result<uint64_t> downloadBlobs(const ImageStore& store, RegistryClient& client, 
       }
       bytes += *r;
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      vm::report(options.progress, fmt::format("{}: done ({} in {:.1f} s, verified)", label, formatBytes(d.size), took.count()));
+      report(options.progress, fmt::format("{}: done ({} in {:.1f} s, verified)", label, formatBytes(d.size), took.count()));
     }
   };
   std::vector<std::thread> threads;
@@ -82,7 +82,7 @@ Result<uint64_t> downloadBlobs(const ImageStore& store, RegistryClient& client, 
 // record in a tmp- directory of the store, and renames it into place.
 Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vector<Descriptor>& layers,
                     const PullOptions& options) {
-  if (auto r = vm::removeStaleBuilds(store.imagesDir()); !r) return failWith(exit_code::kImage, "{}", r.error().message);
+  if (auto r = removeStaleBuilds(store.imagesDir()); !r) return failWith(exit_code::kImage, "{}", r.error().message);
   auto tmp = TempDir::create(store.imagesDir(), "tmp-");
   if (!tmp) return failWith(exit_code::kImage, "{}", tmp.error().message);
   const std::string staging = tmp->path() + "/rootfs";
@@ -98,7 +98,7 @@ Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vec
                     record.configDigest, diffIds.size(), layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string name = fmt::format("layer {} of {} ({})", i + 1, layers.size(), layers[i].digest);
-    vm::report(options.progress, fmt::format("unpacking layer {}/{} ({})", i + 1, layers.size(), shortDigest(layers[i].digest)));
+    report(options.progress, fmt::format("unpacking layer {}/{} ({})", i + 1, layers.size(), shortDigest(layers[i].digest)));
     auto stats = applyLayer(rootFd.get(), store.blobPath(layers[i].digest), name);
     if (!stats) return std::unexpected(stats.error());
     if (stats->diffId != diffIds[i])
@@ -112,7 +112,7 @@ Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vec
   record.user = *user;
   if (auto r = checkRootfsDir(staging); !r)
     return failWith(exit_code::kImage, "the image cannot boot: {} (airlock needs /bin/sh in the image)", r.error().message);
-  vm::report(options.progress, "building the erofs root image");
+  report(options.progress, "building the erofs root image");
   const std::string erofs = tmp->path() + "/rootfs.erofs";
   std::vector<std::string> argv = {"mkfs.erofs", "--quiet", "--preserve-mtime"};
   if (::geteuid() != 0) argv.push_back("--all-root");  // owners could not be kept while unpacking
@@ -124,7 +124,7 @@ Result<> buildImage(const ImageStore& store, ImageRecord& record, const std::vec
   const std::string dest = store.imageDir(record.manifestDigest);
   if (::rename(tmp->path().c_str(), dest.c_str()) != 0)
     return failWith(exit_code::kImage, "cannot move the built image to {}: {}", dest, errnoText(errno));
-  (void)vm::syncPath(store.imagesDir());
+  (void)syncPath(store.imagesDir());
   return {};
 }
 
@@ -143,7 +143,7 @@ Result<> buildStoredImage(const ImageStore& store, ImageRecord& record, const Ma
   record.config = std::move(*config);
   auto lock = store.lock(options.progress);
   if (!lock) return std::unexpected(lock.error());
-  if (vm::pathExists(store.erofsPath(record.manifestDigest))) return {};  // built by another pull while we waited
+  if (pathExists(store.erofsPath(record.manifestDigest))) return {};  // built by another pull while we waited
   if (auto r = buildImage(store, record, doc.layers, options); !r) {
     store.dropUnusedBlobs(record.blobs);  // a refused image leaves nothing in the store
     return std::unexpected(r.error());
@@ -170,7 +170,7 @@ Result<PulledImage> pullImage(const ImageStore& store, const ImageRef& ref, cons
   }
   if (auto r = store.ensureLayout(); !r) return std::unexpected(r.error());
   RegistryClient client(ref, options.registry);
-  vm::report(options.progress, fmt::format("resolving {}", ref.str()));
+  report(options.progress, fmt::format("resolving {}", ref.str()));
   auto top = client.fetchManifest(ref.reference());
   if (!top) return std::unexpected(top.error());
   auto doc = parseManifest(top->body, top->contentType);
@@ -212,7 +212,7 @@ Result<PulledImage> pullImage(const ImageStore& store, const ImageRef& ref, cons
   out.fetched = true;
   out.ref = {ref.name(), manifest.digest, static_cast<int64_t>(std::time(nullptr))};
   out.erofsPath = store.erofsPath(manifest.digest);
-  if (!vm::pathExists(out.erofsPath)) {
+  if (!pathExists(out.erofsPath)) {
     std::vector<Descriptor> toFetch = {doc->config};
     toFetch.insert(toFetch.end(), doc->layers.begin(), doc->layers.end());
     auto bytes = downloadBlobs(store, client, toFetch, options);

@@ -16,7 +16,7 @@
 #include "image/oci/image_store.h"
 #include "image/oci/manifest.h"
 #include "image/oci/registry_client.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::image::oci {
 
@@ -36,7 +36,7 @@ struct PullOptions {
   RegistryOptions registry;
   PullPolicy policy = PullPolicy::Missing;
   unsigned jobs = 3;                       ///< concurrent blob downloads
-  vm::ProgressFn progress;                 ///< one line per phase and layer
+  ProgressFn progress;                 ///< one line per phase and layer
   /// Called when the registry was contacted and the reference resolved,
   /// before any blob is downloaded: the client and the digests a signature
   /// may name (the index digest when there is one, then the platform

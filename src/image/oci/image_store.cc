@@ -1,6 +1,5 @@
 #include "image/oci/image_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,25 +23,15 @@ using nlohmann::json;
 
 std::string hexOf(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
 
-std::vector<std::string> listDir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
+/// The names in `dir`; none when it cannot be listed (missing is empty).
+std::vector<std::string> namesIn(const std::string& dir) { return listDir(dir).value_or(std::vector<std::string>{}); }
 
 uint64_t treeBytes(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return 0;
   if (!S_ISDIR(st.st_mode)) return static_cast<uint64_t>(st.st_size);
   uint64_t total = 0;
-  for (const auto& n : listDir(path)) total += treeBytes(path + "/" + n);
+  for (const auto& n : namesIn(path)) total += treeBytes(path + "/" + n);
   return total;
 }
 
@@ -78,22 +67,13 @@ Result<> ImageStore::ensureLayout() const {
   return {};
 }
 
-Result<vm::CacheLock> ImageStore::lock(const vm::ProgressFn& progress) const {
+Result<FileLock> ImageStore::lock(const ProgressFn& progress) const {
   if (auto r = ensureLayout(); !r) return std::unexpected(r.error());
-  return vm::CacheLock::acquire(root_ + "/lock", "the image store", progress);
+  return FileLock::acquire(root_ + "/lock", "the image store", progress);
 }
 
 Result<> ImageStore::writeAtomically(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp-XXXXXX";
-  Fd fd(::mkstemp(tmp.data()));
-  if (!fd) return failWith(exit_code::kImage, "cannot create a file next to {}: {}", path, errnoText(errno));
-  bool ok = ::fchmod(fd.get(), 0644) == 0 && writeAll(fd.get(), data) && ::fsync(fd.get()) == 0 &&
-            ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return failWith(exit_code::kImage, "cannot write {}: {}", path, errnoText(err));
-  }
+  if (auto r = writeFileAtomic(path, data, 0644); !r) return std::unexpected(withCode(r.error(), exit_code::kImage));
   return {};
 }
 
@@ -144,7 +124,7 @@ Result<ImageRecord> ImageStore::readRecord(const std::string& manifestDigest) co
 
 std::vector<StoredRef> ImageStore::readRefs() const {
   std::vector<StoredRef> refs;
-  for (const auto& n : listDir(root_ + "/refs")) {
+  for (const auto& n : namesIn(root_ + "/refs")) {
     if (!n.ends_with(".json")) continue;  // temporary files of writeAtomically
     auto text = readFile(root_ + "/refs/" + n, 1 << 16);
     if (!text) continue;
@@ -160,12 +140,12 @@ std::optional<StoredRef> ImageStore::findRef(const ImageRef& ref) const {
   for (auto& r : readRefs())
     if (r.name == ref.name()) {
       if (!ref.digest.empty() && r.manifestDigest != ref.digest) continue;
-      if (vm::pathExists(erofsPath(r.manifestDigest))) return r;
+      if (pathExists(erofsPath(r.manifestDigest))) return r;
     }
   if (!ref.digest.empty()) {
     for (auto& r : readRefs())  // pinned by the digest of a platform manifest, or of the index it came from
       if (r.name.starts_with(ref.registry + "/" + ref.repository) && r.manifestDigest == ref.digest) return r;
-    if (vm::pathExists(erofsPath(ref.digest))) return StoredRef{ref.name(), ref.digest, mtimeOf(imageDir(ref.digest))};
+    if (pathExists(erofsPath(ref.digest))) return StoredRef{ref.name(), ref.digest, mtimeOf(imageDir(ref.digest))};
   }
   return std::nullopt;
 }
@@ -256,7 +236,7 @@ Result<RemoveReport> ImageStore::prune(std::optional<unsigned> olderThanDays) co
 
 void ImageStore::dropUnusedBlobs(const std::vector<std::string>& digests) const {
   std::set<std::string> live;
-  for (const auto& hex : listDir(imagesDir()))
+  for (const auto& hex : namesIn(imagesDir()))
     if (auto rec = readRecord("sha256:" + hex))
       for (const auto& b : rec->blobs) live.insert(hexOf(b));
   for (const auto& d : digests)
@@ -266,9 +246,9 @@ void ImageStore::dropUnusedBlobs(const std::vector<std::string>& digests) const 
 Result<> ImageStore::collectGarbage(RemoveReport& report) const {
   std::set<std::string> liveImages;
   for (const auto& r : readRefs()) liveImages.insert(hexOf(r.manifestDigest));
-  if (auto r = vm::removeStaleBuilds(imagesDir()); !r) return r;
+  if (auto r = removeStaleBuilds(imagesDir()); !r) return r;
   std::set<std::string> liveBlobs;
-  for (const auto& hex : listDir(imagesDir())) {
+  for (const auto& hex : namesIn(imagesDir())) {
     if (!liveImages.count(hex)) {
       report.bytesFreed += treeBytes(imagesDir() + "/" + hex);
       if (auto r = removeTree(imagesDir() + "/" + hex); !r) return r;
@@ -279,7 +259,7 @@ Result<> ImageStore::collectGarbage(RemoveReport& report) const {
       for (const auto& b : rec->blobs) liveBlobs.insert(hexOf(b));
   }
   const std::string blobs = root_ + "/blobs/sha256";
-  for (const auto& name : listDir(blobs)) {
+  for (const auto& name : namesIn(blobs)) {
     // Partial downloads are kept a day for resuming; so are files being written.
     if (name.find(".tmp-") != std::string::npos && std::time(nullptr) - mtimeOf(blobs + "/" + name) < 3600) continue;
     std::string hex = name.substr(0, name.find('.'));

@@ -20,7 +20,7 @@
 #include "image/oci/image_ref.h"
 #include "image/oci/image_user.h"
 #include "image/oci/manifest.h"
-#include "vm/asset_cache.h"
+#include "common/file_lock.h"
 
 namespace airlock::image::oci {
 
@@ -74,7 +74,7 @@ class ImageStore {
   /// Creates the store's directories.
   Result<> ensureLayout() const;
   /// Takes the store's lock (refs and images change only under it).
-  Result<vm::CacheLock> lock(const vm::ProgressFn& progress) const;
+  Result<FileLock> lock(const ProgressFn& progress) const;
 
   /// The record of a built image, or an error when it is not in the store.
   Result<ImageRecord> readRecord(const std::string& manifestDigest) const;

@@ -6,6 +6,7 @@
 
 #include "common/exit_codes.h"
 #include "image/oci/image_store.h"
+#include "support/scratch.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -13,15 +14,13 @@ namespace {
 class ImageDigest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/airlock-digest-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = scratch_.path();
     store_ = std::make_unique<ImageStore>(root_);
     ASSERT_TRUE(store_->writeRef({"docker.io/library/busybox:1", a_, 1}));
     ASSERT_TRUE(store_->writeRef({"docker.io/library/busybox:latest", a_, 1}));
     ASSERT_TRUE(store_->writeRef({"docker.io/library/alpine:3", b_, 1}));
   }
-  void TearDown() override { (void)std::system(("rm -rf " + root_).c_str()); }
+  TempDir scratch_ = airlock::test::scratchDir("airlock-digest-");
   std::string root_;
   std::unique_ptr<ImageStore> store_;
   const std::string a_ = "sha256:abcd" + std::string(60, '1');

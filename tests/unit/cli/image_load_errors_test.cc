@@ -9,15 +9,15 @@
 #include "common/exit_codes.h"
 #include "common/sha256.h"
 #include "image/oci/image_archive.h"
-#include "tar_builder.h"
+#include "support/tar_builder.h"
+#include "support/scratch.h"
 
 namespace airlock::image::oci {
 namespace {
 
 TEST(ImageLoadErrors, UnnamedImageIsAUsageErrorNamingTheNameFlag) {
-  char tmpl[] = "/tmp/airlock-load-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  TempDir scratch = airlock::test::scratchDir("airlock-load-");
+  const std::string root = scratch.path();
   const std::string manifest =
       R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":)"
       R"("application/vnd.oci.image.config.v1+json","digest":"sha256:)" + std::string(64, 'a') + R"(","size":2},)"

@@ -12,6 +12,7 @@
 
 #include "common/sha256.h"
 #include "image/oci/image_archive.h"
+#include "support/scratch.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -22,9 +23,8 @@ void writeFile(const std::string& path, const std::string& data) {
 }
 
 TEST(ImageSave, DashWritesTheTarToStdoutAndNoFileNamedDash) {
-  char tmpl[] = "/tmp/airlock-save-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  TempDir scratch = airlock::test::scratchDir("airlock-save-");
+  const std::string root = scratch.path();
   ImageStore store(root + "/store");
   ASSERT_TRUE(store.ensureLayout());
   const std::string config = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}})";

@@ -1,4 +1,5 @@
 #include "common/sha256.h"
+#include "support/scratch.h"
 
 #include <gtest/gtest.h>
 
@@ -11,13 +12,10 @@ TEST(Sha256, KnownVectors) {
 }
 
 TEST(Sha256, FileRefusesSymlink) {
-  char dir[] = "/tmp/airlock-sha-XXXXXX";
-  ASSERT_TRUE(mkdtemp(dir));
-  std::string link = std::string(dir) + "/link";
+  TempDir dir = airlock::test::scratchDir("airlock-sha-");
+  std::string link = dir.path() + "/link";
   ASSERT_EQ(symlink("/etc/hostname", link.c_str()), 0);
   EXPECT_FALSE(sha256File(link));
-  unlink(link.c_str());
-  rmdir(dir);
 }
 
 }  // namespace

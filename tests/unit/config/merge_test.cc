@@ -219,7 +219,7 @@ const Row kRows[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),
-                         [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<Row>& p) { return std::string(p.param.name); });
 
 TEST(Resolve, BuiltinDefaults) {
   Resolved r = resolve(testAgent(), {});

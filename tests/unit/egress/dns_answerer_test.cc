@@ -190,6 +190,41 @@ TEST_F(DnsAnswererTest, GarbageAndResponsesGetNoAnswer) {
   EXPECT_EQ(answerer_.answer(response), "");
 }
 
+/// `wire` with `count` empty TSIG records (RFC 8945 section 4.2) appended to
+/// its additional section.
+std::string withTsigRecords(std::string wire, int count) {
+  const std::string tsig("\0\0\xfa\0\xff\0\0\0\0\0\x11"  // root owner, TSIG, ANY, TTL 0, RDLENGTH 17
+                         "\0\0\0\0\0\0\0\x01\x2c\0\0\0\0\0\0\0\0",  // algorithm ., time, fudge, MAC, id, error, other
+                         28);
+  for (int i = 0; i < count; ++i) wire += tsig;
+  uint16_t arcount = static_cast<uint16_t>((uint8_t(wire[10]) << 8 | uint8_t(wire[11])) + count);
+  wire[10] = static_cast<char>(arcount >> 8);
+  wire[11] = static_cast<char>(arcount & 0xff);
+  return wire;
+}
+
+// ldns 1.8.3 leaks all but the last TSIG record of a message (found by
+// dns_fuzz: 400 bytes per query); such messages are format errors and dropped.
+TEST_F(DnsAnswererTest, MessagesWithMisplacedTsigRecordsAreDropped) {
+  upstream_.zone = {"api.example.com. 300 IN A 192.0.2.10"};
+  std::string query = makeQuery("api.example.com.", LDNS_RR_TYPE_A);
+  EXPECT_EQ(parseResponse(answerer_.answer(withTsigRecords(query, 1))).answers.size(), 1u);
+  DnsOutcome outcome;
+  EXPECT_EQ(answerer_.answer(withTsigRecords(query, 2), &outcome), "");
+  EXPECT_EQ(outcome.verdict, "dropped");
+
+  struct TsigUpstream : Upstream {
+    FakeUpstream inner;
+    Result<std::string> exchange(const std::string& wire) override {
+      auto answer = inner.exchange(wire);
+      return answer ? Result<std::string>(withTsigRecords(*answer, 2)) : answer;
+    }
+  } tsigUpstream;
+  tsigUpstream.inner.zone = upstream_.zone;
+  DnsAnswerer answerer(policy_, book_, tsigUpstream);
+  EXPECT_EQ(parseResponse(answerer.answer(query)).rcode, LDNS_RCODE_SERVFAIL);
+}
+
 TEST_F(DnsAnswererTest, UpstreamFailureIsServfail) {
   struct Broken : Upstream {
     Result<std::string> exchange(const std::string&) override { return fail("down"); }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "image/oci/registry_auth.h"
+#include "support/scratch.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -61,9 +62,8 @@ TEST(RegistryAuth, ParsesBearerChallenge) {
 }
 
 TEST(RegistryAuth, ReadsDockerConfigAuths) {
-  char tmpl[] = "/tmp/airlock-auth-XXXXXX";
-  ASSERT_TRUE(mkdtemp(tmpl));
-  std::string dir = tmpl;
+  TempDir scratch = airlock::test::scratchDir("airlock-auth-");
+  const std::string& dir = scratch.path();
   FILE* f = fopen((dir + "/config.json").c_str(), "w");
   // "alice:s3cret"
   fputs(R"({"auths":{"registry.example:5000":{"auth":"YWxpY2U6czNjcmV0"},"https://index.docker.io/v1/":{"auth":"Ym9iOnB3"}}})", f);
@@ -76,13 +76,11 @@ TEST(RegistryAuth, ReadsDockerConfigAuths) {
   EXPECT_TRUE(lookupCredentials("other.example", dir)->empty());
   EXPECT_TRUE(lookupCredentials("x", dir + "/missing")->empty());
   std::remove((dir + "/config.json").c_str());
-  rmdir(dir.c_str());
 }
 
 TEST(RegistryAuth, AsksTheCredentialHelper) {
-  char tmpl[] = "/tmp/airlock-helper-XXXXXX";
-  ASSERT_TRUE(mkdtemp(tmpl));
-  std::string dir = tmpl;
+  TempDir scratch = airlock::test::scratchDir("airlock-helper-");
+  const std::string& dir = scratch.path();
   FILE* f = fopen((dir + "/config.json").c_str(), "w");
   fputs(R"({"credHelpers":{"private.example":"airlocktest"},"credsStore":"airlocktest"})", f);
   fclose(f);
@@ -105,7 +103,6 @@ TEST(RegistryAuth, AsksTheCredentialHelper) {
   EXPECT_EQ(hub->username, "u-https://index.docker.io/v1/");
   std::remove(helper.c_str());
   std::remove((dir + "/config.json").c_str());
-  rmdir(dir.c_str());
 }
 
 }  // namespace

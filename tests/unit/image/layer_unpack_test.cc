@@ -11,7 +11,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/sha256.h"
-#include "tar_builder.h"
+#include "support/tar_builder.h"
 
 namespace airlock::image::oci {
 namespace {
@@ -50,10 +50,10 @@ class LayerUnpack : public ::testing::Test {
 TEST_F(LayerUnpack, AppliesFilesDirsLinksInEachCompression) {
   for (std::string c : {"none", "gzip", "zstd"}) {
     std::string sub = "d-" + c;
-    auto r = apply(makeTar({{sub + "/", 'd', "", 0755},
-                            {sub + "/f", 'f', "hello " + c, 0640},
-                            {sub + "/l", 'l', "f"},
-                            {sub + "/h", 'h', sub + "/f"},
+    auto r = apply(makeTar({{sub + "/", 'd', "", "", 0755},
+                            {sub + "/f", 'f', "hello " + c, "", 0640},
+                            {sub + "/l", 'l', "", "f"},
+                            {sub + "/h", 'h', "", sub + "/f"},
                             {sub + "/null", 'c', ""}},
                            c));
     ASSERT_TRUE(r) << c << ": " << r.error().message;
@@ -102,7 +102,7 @@ TEST_F(LayerUnpack, RefusesTraversalNamingLayerAndEntry) {
 TEST_F(LayerUnpack, RefusesWritingThroughASymlinkOfTheSameLayer) {
   const std::string outside = tmp_->path() + "/outside";
   ASSERT_EQ(::mkdir(outside.c_str(), 0755), 0);
-  auto r = apply(makeTar({{"evil", 'l', outside}, {"evil/planted", 'f', "x"}}), 1);
+  auto r = apply(makeTar({{"evil", 'l', "", outside}, {"evil/planted", 'f', "x"}}), 1);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("evil/planted"), std::string::npos) << r.error().message;
   EXPECT_FALSE(exists("../outside/planted"));
@@ -113,7 +113,7 @@ TEST_F(LayerUnpack, RefusesWritingThroughASymlinkOfTheSameLayer) {
 TEST_F(LayerUnpack, SymlinkOfALowerLayerResolvesInsideTheTree) {
   const std::string outside = tmp_->path() + "/outside";
   ASSERT_EQ(::mkdir(outside.c_str(), 0755), 0);
-  ASSERT_TRUE(apply(makeTar({{"evil", 'l', outside}, {"up", 'l', "../../.."}}), 1));
+  ASSERT_TRUE(apply(makeTar({{"evil", 'l', "", outside}, {"up", 'l', "", "../../.."}}), 1));
   // "evil" points at a host path, which inside the tree does not exist: refused.
   auto r = apply(makeTar({{"evil/planted", 'f', "x"}}), 2);
   ASSERT_FALSE(r);
@@ -128,13 +128,13 @@ TEST_F(LayerUnpack, SymlinkOfALowerLayerResolvesInsideTheTree) {
 }
 
 TEST_F(LayerUnpack, RefusesHardLinkToOutsideOrLaterEntries) {
-  EXPECT_FALSE(apply(makeTar({{"h", 'h', "../../etc/passwd"}}), 1));
-  EXPECT_FALSE(apply(makeTar({{"h", 'h', "later"}, {"later", 'f', "x"}}), 2));
+  EXPECT_FALSE(apply(makeTar({{"h", 'h', "", "../../etc/passwd"}}), 1));
+  EXPECT_FALSE(apply(makeTar({{"h", 'h', "", "later"}, {"later", 'f', "x"}}), 2));
 }
 
 // The diff_id is the digest of the uncompressed tar, whatever the compression.
 TEST_F(LayerUnpack, ReportsTheDigestOfTheUncompressedStream) {
-  const std::vector<TarEntry> entries = {{"a/", 'd', "", 0755}, {"a/f", 'f', std::string(300000, 'x')}};
+  const std::vector<TarEntry> entries = {{"a/", 'd', "", "", 0755}, {"a/f", 'f', std::string(300000, 'x')}};
   const std::string expected = "sha256:" + sha256Hex(makeTar(entries, "none"));
   int n = 0;
   for (std::string c : {"none", "gzip", "zstd"}) {

@@ -145,8 +145,8 @@ class RecordingUi final : public Ui {
     shown.push_back(outcome.summary);
     stopsAtReview = script_.stops;
   }
-  void blockedEgress(const std::vector<std::string>& lines, const std::string& details) override {
-    blocked = lines;
+  void blockedEgress(const std::vector<std::string>& summary, const std::string& details) override {
+    blocked = summary;
     blockedDetails = details;
   }
 

@@ -207,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, ExtractVmlinux,
                                            std::vector<std::string>{"gzip", "-c"},
                                            std::vector<std::string>{"xz", "-c", "--check=crc32"},
                                            std::vector<std::string>{"zstd", "-q", "-c"}),
-                         [](const auto& info) { return info.param[0]; });
+                         [](const auto& p) { return p.param[0]; });
 
 TEST(ExtractVmlinuxErrors, NamesTheImageWhenNoPayloadDecompresses) {
   TempDir dir = makeTemp();

@@ -453,7 +453,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadStream{"flags", header(protocol::kVersion, 4, 1, 1, 0), "flags must be 0"},
         // The header promises 100 bytes, 10 arrive, then the guest hangs up.
         BadStream{"truncated", header(protocol::kVersion, 4, 0, 1, 100) + std::string(10, 'p'), "22 bytes into a frame"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& p) { return std::string(p.param.name); });
 
 TEST_F(ControlChannelTest, AnInvalidExitStatusEndsTheCommandWithCode255) {
   boot();

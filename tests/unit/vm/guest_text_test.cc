@@ -15,6 +15,7 @@
 #include "common/fd.h"
 #include "vm/control_channel.h"
 #include "vm/protocol.h"
+#include "support/scratch.h"
 
 namespace airlock::vm {
 namespace {
@@ -22,9 +23,8 @@ namespace {
 using protocol::FrameType;
 
 TEST(GuestText, StartErrorWithTerminalEscapesIsShownEscaped) {
-  char dir[] = "/tmp/airlock-guest-text-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  std::string path = std::string(dir) + "/control.sock";
+  TempDir dir = airlock::test::scratchDir("airlock-guest-text-");
+  std::string path = dir.path() + "/control.sock";
   Fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -68,7 +68,6 @@ TEST(GuestText, StartErrorWithTerminalEscapesIsShownEscaped) {
   EXPECT_EQ(err, "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[8mno such file\\u009b1m");
   guest.join();
   ch->reset();
-  std::system(("rm -rf " + std::string(dir)).c_str());
 }
 
 }  // namespace

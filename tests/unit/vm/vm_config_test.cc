@@ -78,20 +78,16 @@ TEST(KernelCmdline, CarriesSharesTscAndNoSecrets) {
   EXPECT_EQ(kernelCmdline(c).find("tsc_early_khz"), std::string::npos);
 }
 
-TEST(QemuArgs, NetworkIsUserModeOrTheEgressTap) {
+TEST(QemuArgs, NetworkIsNoneOrTheEgressTap) {
   auto c = sample();
   EXPECT_FALSE(contains(buildQemuArgs(c), "netdev"));
   EXPECT_EQ(kernelCmdline(c).find("airlock.net"), std::string::npos);
-  c.userNetwork = true;
-  EXPECT_TRUE(hasPair(buildQemuArgs(c), "-netdev", "user,id=net0"));
-  EXPECT_NE(kernelCmdline(c).find("airlock.net=user"), std::string::npos);
-  c.tapFd = 7;  // the egress tap wins over user networking
+  c.tapFd = 7;
   auto a = buildQemuArgs(c);
   EXPECT_TRUE(hasPair(a, "-netdev", "tap,id=net0,fd=7"));
   EXPECT_TRUE(hasPair(a, "-device", "virtio-net-device,netdev=net0"));
   EXPECT_FALSE(contains(a, "user,id=net0"));
   EXPECT_NE(kernelCmdline(c).find("airlock.net=tap"), std::string::npos);
-  EXPECT_EQ(kernelCmdline(c).find("airlock.net=user"), std::string::npos);
 }
 
 }  // namespace

@@ -289,7 +289,9 @@ TEST(Gate, VscodeSymlinkToEditorDirHoldsBackTasks) {
   expectHeldBackAndNotFlushed(s, {".vscode", "editor/tasks.json"});
   auto d = s.diff();
   for (const auto& it : d.items) {
-    if (it.path == "editor/tasks.json") EXPECT_EQ(it.heldBackAs, ".vscode/tasks.json");
+    if (it.path == "editor/tasks.json") {
+      EXPECT_EQ(it.heldBackAs, ".vscode/tasks.json");
+    }
   }
   EXPECT_NE(summaryTable(d.items).find("held back: reached as .vscode/tasks.json"), std::string::npos);
 }

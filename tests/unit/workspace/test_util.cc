@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include "support/scratch.h"
 #include "workspace/git_config_paths.h"
 
 #include <archive.h>
@@ -18,12 +19,7 @@
 
 namespace airlock::workspace::test {
 
-TempDir scratch() {
-  const char* t = std::getenv("TMPDIR");
-  auto d = TempDir::create(t && *t ? t : "/tmp", "airlock-ws-test-");
-  if (!d) std::abort();
-  return std::move(*d);
-}
+TempDir scratch() { return airlock::test::scratchDir("airlock-ws-test-"); }
 
 void writeFile(const std::string& path, const std::string& content, unsigned mode) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -36,77 +32,6 @@ std::string readAll(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string makeTar(const std::vector<TarEntry>& entries) {
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY");
-  std::string out;
-  out.resize(64 << 20);
-  size_t used = 0;
-  archive_write_set_bytes_in_last_block(a, 1);
-  archive_write_open_memory(a, out.data(), out.size(), &used);
-  for (const auto& t : entries) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_copy_pathname(e, t.name.c_str());
-    archive_entry_set_perm(e, t.mode);
-    switch (t.type) {
-      case 'd': archive_entry_set_filetype(e, AE_IFDIR); break;
-      case 'l': archive_entry_set_filetype(e, AE_IFLNK), archive_entry_copy_symlink(e, t.link.c_str()); break;
-      case 'h': archive_entry_set_filetype(e, AE_IFREG), archive_entry_copy_hardlink(e, t.link.c_str()); break;
-      case 'c': archive_entry_set_filetype(e, AE_IFCHR), archive_entry_set_rdev(e, makedev(1, 3)); break;
-      case 'b': archive_entry_set_filetype(e, AE_IFBLK), archive_entry_set_rdev(e, makedev(8, 0)); break;
-      case 'p': archive_entry_set_filetype(e, AE_IFIFO); break;
-      default: archive_entry_set_filetype(e, AE_IFREG), archive_entry_set_size(e, t.content.size()); break;
-    }
-    EXPECT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
-    if (t.type == 'f' && !t.content.empty()) archive_write_data(a, t.content.data(), t.content.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  out.resize(used);
-  return out;
-}
-
-std::string makeSparseLinkTar(uint64_t size, int links) {
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  std::string out(1 << 20, '\0');
-  size_t used = 0;
-  archive_write_set_bytes_in_last_block(a, 1);
-  archive_write_open_memory(a, out.data(), out.size(), &used);
-  archive_entry* e = archive_entry_new();
-  archive_entry_copy_pathname(e, "big");
-  archive_entry_set_filetype(e, AE_IFREG);
-  archive_entry_set_perm(e, 0644);
-  archive_entry_set_size(e, static_cast<la_int64_t>(size));
-  archive_entry_sparse_add_entry(e, 0, 4096);
-  archive_entry_sparse_add_entry(e, static_cast<la_int64_t>(size), 0);
-  EXPECT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
-  std::string data(4096, 'x');
-  archive_write_data(a, data.data(), data.size());
-  std::string zeros(1 << 20, '\0');
-  for (uint64_t left = size - data.size(); left > 0;) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros.size()));
-    archive_write_data(a, zeros.data(), n);  // the hole: skipped by the writer
-    left -= n;
-  }
-  archive_entry_free(e);
-  for (int i = 0; i < links; ++i) {
-    archive_entry* l = archive_entry_new();
-    archive_entry_copy_pathname(l, ("link" + std::to_string(i)).c_str());
-    archive_entry_set_filetype(l, AE_IFREG);
-    archive_entry_set_perm(l, 0644);
-    archive_entry_copy_hardlink(l, "big");
-    EXPECT_EQ(archive_write_header(a, l), ARCHIVE_OK) << archive_error_string(a);
-    archive_entry_free(l);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  out.resize(used);
-  return out;
 }
 
 uint64_t diskBytes(const std::string& path) {

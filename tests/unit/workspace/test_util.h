@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/paths.h"
+#include "support/tar_builder.h"
 #include "workspace/changeset.h"
 #include "workspace/diff.h"
 #include "workspace/flush.h"
@@ -25,22 +26,9 @@ void writeFile(const std::string& path, const std::string& content, unsigned mod
 /// Reads a whole file; "" when missing.
 std::string readAll(const std::string& path);
 
-/// One entry of a tar built by makeTar().
-struct TarEntry {
-  std::string name;
-  char type = 'f';        ///< f file, d dir, l symlink, h hard link, c char dev, b block dev, p FIFO
-  std::string content;    ///< file content
-  std::string link;       ///< symlink / hard link target
-  unsigned mode = 0644;
-};
-
-/// Builds a pax tar in memory with exactly these headers (names unchanged).
-std::string makeTar(const std::vector<TarEntry>& entries);
-
-/// The hard-link amplifier: a pax tar of a few KiB holding "big", a sparse
-/// file of `size` bytes (4 KiB of data at its start, the rest one hole), and
-/// `links` hard links "link0".."linkN-1" to it.
-std::string makeSparseLinkTar(uint64_t size, int links);
+using airlock::test::makeSparseLinkTar;
+using airlock::test::makeTar;
+using airlock::test::TarEntry;
 
 /// Bytes a file or directory tree really occupies on disk (st_blocks * 512).
 uint64_t diskBytes(const std::string& path);

@@ -1,6 +1,7 @@
 #pragma once
-// Shared plumbing of airlock's build caches (boot assets, rootfs images):
-// a per-cache lock, cleanup of interrupted builds, and progress lines.
+// Exclusive file locks between airlock processes (flock(2)), announced on the
+// progress line while waiting, and the plumbing of airlock's build caches
+// (boot assets, rootfs images, the image store).
 //
 // Every cache entry is built in a "tmp-XXXXXX" directory next to it and
 // renamed into place, so readers never see half an entry. Builders hold the
@@ -14,7 +15,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 
-namespace airlock::vm {
+namespace airlock {
 
 /// Progress callback: one human-readable line per phase ("downloading kernel package ...").
 using ProgressFn = std::function<void(const std::string&)>;
@@ -23,14 +24,16 @@ using ProgressFn = std::function<void(const std::string&)>;
 void report(const ProgressFn& progress, const std::string& line);
 
 /// An exclusive flock(2) on a lock file, held until destruction.
-class CacheLock {
+class FileLock {
  public:
-  /// Locks `path` (created 0600 if missing), waiting for another holder to
-  /// finish; `what` names the cache in the progress line shown while waiting.
-  static Result<CacheLock> acquire(const std::string& path, const std::string& what, const ProgressFn& progress);
+  /// Locks `path` (created 0600 if missing, never through a symlink), waiting
+  /// for another holder to finish; `what` names what the lock guards in the
+  /// progress line shown while waiting ("waiting for another airlock process
+  /// building <what>").
+  static Result<FileLock> acquire(const std::string& path, const std::string& what, const ProgressFn& progress);
 
  private:
-  explicit CacheLock(Fd fd) : fd_(std::move(fd)) {}
+  explicit FileLock(Fd fd) : fd_(std::move(fd)) {}
   Fd fd_;
 };
 
@@ -44,4 +47,4 @@ bool pathExists(const std::string& path);
 /// fsyncs the file or directory at `path`, so a renamed cache entry survives a crash.
 Result<> syncPath(const std::string& path);
 
-}  // namespace airlock::vm
+}  // namespace airlock
