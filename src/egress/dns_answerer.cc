@@ -14,7 +14,7 @@ struct PktDeleter {
 using Pkt = std::unique_ptr<ldns_pkt, PktDeleter>;
 
 /// True when `wire` has a TSIG record anywhere but as the message's last
-/// record. RFC 8945 section 5.1 makes that a format error; ldns 1.8.3's
+/// record (questions are not records). RFC 8945 section 5.1 makes that a format error; ldns 1.8.3's
 /// ldns_wire2pkt keeps only the last TSIG it reads and leaks the others
 /// (400 bytes per hostile query, found by dns_fuzz), so such a message is
 /// turned away before ldns builds a packet from it. Unparseable records also
@@ -36,7 +36,9 @@ bool misplacedTsig(std::string_view wire) {
     for (size_t i = 0; i < s.count; ++i, --left) {
       ldns_rr* rr = nullptr;
       if (ldns_wire2rr(&rr, bytes, wire.size(), &pos, s.section) != LDNS_STATUS_OK) return true;
-      bool tsig = ldns_rr_get_type(rr) == LDNS_RR_TYPE_TSIG;
+      // A question may ask for type TSIG (it gets an answer like any other
+      // type); only records are checked.
+      bool tsig = s.section != LDNS_SECTION_QUESTION && ldns_rr_get_type(rr) == LDNS_RR_TYPE_TSIG;
       ldns_rr_free(rr);
       if (tsig && (s.section != LDNS_SECTION_ADDITIONAL || left != 1)) return true;
     }

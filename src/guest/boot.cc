@@ -303,6 +303,7 @@ void setupEth0(int s) {
   // Static addresses on a point-to-point link: skip duplicate address detection
   // (it would hold the IPv6 address tentative for a second).
   writeProc("/proc/sys/net/ipv6/conf/eth0/accept_dad", "0");
+  static_assert(egress::kPrefixV4 > 0 && egress::kPrefixV4 < 32);
   in_addr netmask{htonl(~uint32_t{0} << (32 - egress::kPrefixV4))};
   char maskText[INET_ADDRSTRLEN] = "";
   inet_ntop(AF_INET, &netmask, maskText, sizeof maskText);

@@ -1,6 +1,5 @@
 #include "image/apt_mirror.h"
 
-
 #include <algorithm>
 #include <sstream>
 

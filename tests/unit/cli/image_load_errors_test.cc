@@ -37,7 +37,6 @@ TEST(ImageLoadErrors, UnnamedImageIsAUsageErrorNamingTheNameFlag) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, exit_code::kUsage) << r.error().message;
   EXPECT_NE(r.error().message.find("--name"), std::string::npos) << r.error().message;
-  (void)std::system(("rm -rf " + root).c_str());
 }
 
 }  // namespace

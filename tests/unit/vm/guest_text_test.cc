@@ -25,6 +25,7 @@ using protocol::FrameType;
 TEST(GuestText, StartErrorWithTerminalEscapesIsShownEscaped) {
   TempDir dir = airlock::test::scratchDir("airlock-guest-text-");
   std::string path = dir.path() + "/control.sock";
+  ASSERT_LT(path.size(), sizeof(sockaddr_un{}.sun_path)) << "TMPDIR too long for a unix socket path";
   Fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
