@@ -20,6 +20,7 @@
 #include "common/paths.h"
 #include "common/subprocess.h"
 #include "common/visible_text.h"
+#include "vm/jail.h"
 #include "vm/qmp.h"
 
 namespace airlock::vm {
@@ -134,7 +135,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
   config.consoleSocket = runDir + "/console.sock";
   vm->config_ = config;
-  SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", {}, {}};
+  SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", confineBeforeExec, {}};
   if (config.tapFd >= 0) qemuOptions.keepFds.push_back(config.tapFd);
   auto pid = spawnTied(buildQemuArgs(config), qemuOptions);
   if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);

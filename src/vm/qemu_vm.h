@@ -40,6 +40,8 @@ class QemuVm {
   void stop();
   /// Whether the QEMU process is still running.
   bool running();
+  /// The QEMU process (for tests that inspect its confinement in /proc).
+  pid_t qemuPid() const { return qemu_; }
   /// The last lines of the guest console, for error messages (read from
   /// the end of the capped log, lines cut at 1 KiB), each escaped with
   /// visibleText().

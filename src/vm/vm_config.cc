@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "vm/jail.h"
+
 namespace airlock::vm {
 
 std::string kernelCmdline(const VmConfig& c) {
@@ -29,6 +31,7 @@ std::vector<std::string> buildQemuArgs(const VmConfig& c) {
   add({"-smp", std::to_string(c.cpus), "-m", fmt::format("{}M", c.memoryMiB)});
   add({"-object", fmt::format("memory-backend-memfd,id=mem,size={}M,share=on", c.memoryMiB)});
   add({"-nodefaults", "-no-user-config", "-nographic", "-no-reboot"});
+  add({"-sandbox", kQemuSandbox});
   add({"-global", "virtio-mmio.force-legacy=false"});
   if (!c.consoleSocket.empty())
     add({"-chardev", fmt::format("socket,id=console,path={},server=on,wait=on", c.consoleSocket), "-serial",

@@ -112,6 +112,36 @@ struct Runner {
   Journal* journal = nullptr;
   const FlushHooks* hooks = nullptr;
   std::vector<std::string> createdDirs;
+  std::optional<FileOwner> owner;  ///< FlushContext::owner
+
+  /// Gives the entry `name` of `dir` (a symlink itself, not its target) to
+  /// `who`; 0 or an errno value. Nothing to do without an owner.
+  static int chownEntry(int dir, const std::string& name, const std::optional<FileOwner>& who) {
+    if (!who) return 0;
+    return ::fchownat(dir, name.c_str(), who->uid, who->gid, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+  }
+
+  /// Records the directories makeParents() created and gives them to the owner.
+  StepResult recordCreatedDirs(const std::vector<std::string>& made) {
+    for (auto& d : made) {
+      createdDirs.push_back(d);
+      if (auto r = journal->append("mkdir " + enc(d)); !r) return ioError(r.error().message);
+      Fd parent;
+      int e = openParentRw(d, parent);
+      if (e == 0) e = chownEntry(parent.get(), std::string(baseName(d)), owner);
+      if (e != 0) return ioError(fmt::format("cannot give directory '{}' to its owner: {}", displayPath(d), errnoText(e)));
+    }
+    return {};
+  }
+
+  /// Who the new inode written for `name` in `dir` belongs to: the entry it
+  /// replaces keeps its owner; a new entry gets `owner`.
+  std::optional<FileOwner> ownerFor(int dir, const std::string& name) const {
+    if (!owner) return std::nullopt;
+    struct stat st {};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return FileOwner{st.st_uid, st.st_gid};
+    return owner;
+  }
 
   std::string tmpName(size_t id) const { return tmpPrefix + std::to_string(id); }
   std::string backupPath(size_t id) const { return backupDir + "/" + std::to_string(id); }
@@ -149,10 +179,7 @@ struct Runner {
                        bool injectFaults) {
     std::vector<std::string> made;
     int err = makeParents(rootFd, path, made);
-    for (auto& d : made) {
-      createdDirs.push_back(d);
-      if (auto r = journal->append("mkdir " + enc(d)); !r) return ioError(r.error().message);
-    }
+    if (auto r = recordCreatedDirs(made); r.outcome != Outcome::Ok) return r;
     if (err == ELOOP || err == ENOTDIR || err == EXDEV)
       return conflict(fmt::format("a parent of '{}' is a symlink or not a directory on the host; not written",
                                   displayPath(path)));
@@ -164,9 +191,14 @@ struct Runner {
                                   displayPath(path), errnoText(e)));
     std::string tmp = tmpName(id);
     ::unlinkat(dir.get(), tmp.c_str(), 0);
+    const std::optional<FileOwner> who = ownerFor(dir.get(), std::string(baseName(path)));
     if (want.type == EntryType::Symlink) {
       if (::symlinkat(want.target.c_str(), dir.get(), tmp.c_str()) != 0)
         return ioError(fmt::format("cannot create symlink '{}': {}", displayPath(path), errnoText(errno)));
+      if (int e = chownEntry(dir.get(), tmp, who)) {
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
+        return ioError(fmt::format("cannot give symlink '{}' to its owner: {}", displayPath(path), errnoText(e)));
+      }
       return {};
     }
     Fd src(::open(content.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -190,7 +222,8 @@ struct Runner {
       cleanup();
       return conflict(fmt::format("the staged content of '{}' changed after review; not written", displayPath(path)));
     }
-    if (::fchmod(out.get(), want.mode & 0777) != 0 || ::fsync(out.get()) != 0) {
+    if ((who && ::fchown(out.get(), who->uid, who->gid) != 0) || ::fchmod(out.get(), want.mode & 0777) != 0 ||
+        ::fsync(out.get()) != 0) {
       int e = errno;
       cleanup();
       return ioError(fmt::format("cannot write '{}': {}", displayPath(path), errnoText(e)));
@@ -221,7 +254,8 @@ struct Runner {
                                   displayPath(s.path)));
     }
     timespec times[2] = {st.st_atim, st.st_mtim};
-    if (::fchmod(out.get(), to.mode & 0777) != 0 || ::futimens(out.get(), times) != 0 || ::fsync(out.get()) != 0) {
+    if ((owner && ::fchown(out.get(), st.st_uid, st.st_gid) != 0) || ::fchmod(out.get(), to.mode & 0777) != 0 ||
+        ::futimens(out.get(), times) != 0 || ::fsync(out.get()) != 0) {
       int e = errno;
       cleanup();
       return ioError(fmt::format("cannot write '{}': {}", displayPath(s.path), errnoText(e)));
@@ -264,12 +298,10 @@ struct Runner {
       if (auto r = writeTemp(s.path, s.id, to, content, injectFaults); r.outcome != Outcome::Ok) return r;
     } else if (to.exists && to.type == EntryType::Dir && !from.exists) {
       std::vector<std::string> made;
-      if (int e = makeParents(rootFd, s.path, made))
+      int e = makeParents(rootFd, s.path, made);
+      if (auto r = recordCreatedDirs(made); r.outcome != Outcome::Ok) return r;
+      if (e != 0)
         return conflict(fmt::format("cannot create the parents of '{}': {}", displayPath(s.path), errnoText(e)));
-      for (auto& d : made) {
-        createdDirs.push_back(d);
-        if (auto r = journal->append("mkdir " + enc(d)); !r) return ioError(r.error().message);
-      }
     }
     if (auto r = journal->append(fmt::format("begin {}", s.id)); !r) return ioError(r.error().message);
     Fd dir;
@@ -309,8 +341,13 @@ struct Runner {
         if (::renameat(dir.get(), tmpName(s.id).c_str(), dir.get(), name.c_str()) != 0)
           return ioError(fmt::format("cannot move the new '{}' into place: {}", displayPath(s.path), errnoText(errno)));
       } else if (to.exists && to.type == EntryType::Dir) {
-        if (::mkdirat(dir.get(), name.c_str(), (to.mode & 0777) | 0700) != 0 && errno != EEXIST)
+        bool created = ::mkdirat(dir.get(), name.c_str(), (to.mode & 0777) | 0700) == 0;
+        if (!created && errno != EEXIST)
           return ioError(fmt::format("cannot create directory '{}': {}", displayPath(s.path), errnoText(errno)));
+        if (created) {
+          if (int e = chownEntry(dir.get(), name, owner))
+            return ioError(fmt::format("cannot give directory '{}' to its owner: {}", displayPath(s.path), errnoText(e)));
+        }
         Fd d;
         if (openBeneath(rootFd, s.path, O_RDONLY | O_DIRECTORY, 0, d) == 0) ::fchmod(d.get(), (to.mode & 0777) | 0700);
       }
@@ -531,7 +568,7 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   if (auto r = journal.create(p.journal, header); !r) return std::unexpected(r.error());
   if (auto r = writeFileAtomic(p.pointer, sessionDir + "\n", 0600); !r) return std::unexpected(r.error());
 
-  Runner run{root.get(), ".airlock-flush-" + id + "-", p.backupDir, &journal, &ctx.hooks, {}};
+  Runner run{root.get(), ".airlock-flush-" + id + "-", p.backupDir, &journal, &ctx.hooks, {}, ctx.owner};
   std::vector<std::string> itemConflict(items.size());
   std::set<size_t> begun;
   size_t doneCount = 0;
@@ -569,7 +606,14 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   return report;
 }
 
-Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode) {
+std::optional<FileOwner> workspaceOwnerForFlush(const std::string& workspace, uint32_t euid) {
+  struct stat st {};
+  if (euid != 0 || ::stat(workspace.c_str(), &st) != 0 || st.st_uid == 0) return std::nullopt;
+  return FileOwner{st.st_uid, st.st_gid};
+}
+
+Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode,
+                                    std::optional<FileOwner> owner) {
   RecoveryReport report;
   Paths probe = pathsFor("/nonexistent", stateDir, workspace);
   if (::access(probe.pointer.c_str(), F_OK) != 0) return report;
@@ -601,7 +645,7 @@ Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::str
   if (!root) return fail("cannot open workspace {}: {}", workspace, errnoText(errno));
   Journal journal;
   if (auto r = journal.reopen(p.journal); !r) return std::unexpected(r.error());
-  Runner run{root.get(), ".airlock-flush-" + st->id + "-", p.backupDir, &journal, nullptr, st->createdDirs};
+  Runner run{root.get(), ".airlock-flush-" + st->id + "-", p.backupDir, &journal, nullptr, st->createdDirs, owner};
   if (mode == RecoveryMode::RollBack || !st->planned || st->rollingBack) {
     rollBack(run, st->steps, st->begun, report.undone, report.notes);
     if (auto r = journal.append("rolledback"); !r) return std::unexpected(r.error());

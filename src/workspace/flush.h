@@ -16,7 +16,9 @@
 // which the next airlock invocation on that workspace runs.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,13 +38,30 @@ struct FlushHooks {
   std::function<int(std::string_view rel)> writeFault;
 };
 
+/// A uid and gid files are given to (chown).
+struct FileOwner {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
 /// Where a flush runs and keeps its records.
 struct FlushContext {
   std::string workspace;   ///< the live workspace root
   std::string sessionDir;  ///< journal and backups go to <sessionDir>/flush
   std::string stateDir;    ///< in-progress pointers go to <stateDir>/flush
   FlushHooks hooks;
+  /// Who owns what the flush writes when airlock runs as root for another
+  /// user's workspace (workspaceOwnerForFlush()): new files, directories and
+  /// symlinks get this owner, a replaced file keeps its own. Unset: the
+  /// process's uid and gid, as for any program the user runs.
+  std::optional<FileOwner> owner;
 };
+
+/// The owner the flush should give new files in `workspace`: its root
+/// directory's uid and gid when the process runs as root (`euid` 0) for a
+/// workspace that is not root's; nullopt otherwise (the process's own ids
+/// are right) or when the workspace cannot be inspected.
+std::optional<FileOwner> workspaceOwnerForFlush(const std::string& workspace, uint32_t euid);
 
 /// The outcome for one item handed to flush().
 struct FlushItemResult {
@@ -79,6 +98,8 @@ struct RecoveryReport {
 
 /// Finds an interrupted flush into `workspace` (via `stateDir`) and completes
 /// or rolls it back; a no-op (found = false) when there is none.
-Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode);
+/// `owner` as in FlushContext::owner.
+Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode,
+                                    std::optional<FileOwner> owner = std::nullopt);
 
 }  // namespace airlock::workspace

@@ -35,6 +35,7 @@ struct GateRequest {
   std::string modeName = "interactive";  ///< as given, for the summary line
   uint64_t maxDiffBytes = 1 << 20;       ///< larger files get a summary, not a diff
   uint32_t umask = 022;                  ///< the user's umask: the mode new files land with
+  std::optional<FileOwner> owner;        ///< who new files belong to (FlushContext::owner)
 };
 
 /// What one review did, for the caller to show and to turn into an exit code.

@@ -2,6 +2,7 @@
 // read-write workspace share of direct mode.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <mutex>
@@ -27,6 +28,34 @@ class MachineTest : public MachineFixture {
 };
 
 protocol::ExecRequest shell(const std::string& script) { return shellRequest(script); }
+
+/// The value of `field` ("CapEff") in /proc/`pid`/status.
+std::string procStatus(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(field + ":")) return line.substr(line.find_first_not_of(" \t", field.size() + 1));
+  return "";
+}
+
+// A guest that escapes into QEMU finds a process that holds no capability,
+// cannot gain one and cannot spawn programs (issue 14, item 3).
+TEST_F(MachineTest, QemuRunsWithoutCapabilitiesUnderItsSeccompSandbox) {
+  pid_t qemu = machine_->vm().qemuPid();
+  ASSERT_GT(qemu, 0);
+  EXPECT_EQ(procStatus(qemu, "CapEff"), "0000000000000000");
+  EXPECT_EQ(procStatus(qemu, "CapPrm"), "0000000000000000");
+  if (::geteuid() == 0) {
+    EXPECT_EQ(procStatus(qemu, "CapBnd"), "0000000000000000") << "uid 0 could regain capabilities";
+  }
+  EXPECT_EQ(procStatus(qemu, "NoNewPrivs"), "1");
+  EXPECT_EQ(procStatus(qemu, "Seccomp"), "2");
+  // And the guest still works.
+  auto output = std::make_shared<Output>();
+  auto cmd = start(shell("echo alive"), output);
+  ASSERT_TRUE(cmd);
+  ASSERT_TRUE(cmd->wait());
+  EXPECT_EQ(output->outText(), "alive\n");
+}
 
 TEST_F(MachineTest, FourConcurrentCommandsInOneVm) {
   std::shared_ptr<Output> outputs[4];

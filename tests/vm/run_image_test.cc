@@ -226,6 +226,32 @@ TEST_F(RunImage, AutoReviewKeepsTheWorkOfAFailedCommandPending) {
   EXPECT_EQ(slurp(ws + "/file.txt"), "accepted\n");
 }
 
+// Issue 14 item 4: run by root (sudo) on a user's project, the agent's new
+// and edited files used to land owned by root. They belong to the workspace's
+// owner now, with the mode the user's umask gives.
+TEST_F(RunImage, AsRootFlushedFilesBelongToTheWorkspaceOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the workspace belongs to another user";
+  std::string ws = state_ + "/owned-ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/file.txt") << "original\n"; }
+  ASSERT_EQ(::chown(ws.c_str(), 1001, 1001), 0);
+  ASSERT_EQ(::chown((ws + "/file.txt").c_str(), 1001, 1001), 0);
+  auto r = run({"sh", "-c", "echo changed > /workspace/file.txt; mkdir -p /workspace/src/lib; "
+                            "echo new > /workspace/src/lib/b.c; ln -s b.c /workspace/src/lib/link"},
+               {"-w", ws, "--review=auto"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(ws + "/src/lib/b.c"), "new\n");
+  for (const char* path : {"file.txt", "src", "src/lib", "src/lib/b.c", "src/lib/link"}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat((ws + "/" + path).c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, 1001u) << path;
+    EXPECT_EQ(st.st_gid, 1001u) << path;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((ws + "/src/lib/b.c").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
 TEST_F(RunImage, ReviewWithoutWorkspaceIsAUsageError) {
   auto r = run({"true"}, {"--review=auto"});
   EXPECT_EQ(r.exitCode, 64);

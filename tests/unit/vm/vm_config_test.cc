@@ -78,6 +78,11 @@ TEST(KernelCmdline, CarriesSharesTscAndNoSecrets) {
   EXPECT_EQ(kernelCmdline(c).find("tsc_early_khz"), std::string::npos);
 }
 
+TEST(QemuArgs, SeccompSandboxDeniesSpawnAndPrivilegeRaising) {
+  EXPECT_TRUE(hasPair(buildQemuArgs(sample()), "-sandbox",
+                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+}
+
 TEST(QemuArgs, NetworkIsNoneOrTheEgressTap) {
   auto c = sample();
   EXPECT_FALSE(contains(buildQemuArgs(c), "netdev"));

@@ -210,6 +210,87 @@ void flushAndDie(Scenario& s, const DiffResult& d, size_t steps) {
   ASSERT_TRUE(WIFSIGNALED(status)) << "the child must have been killed mid-flush";
 }
 
+/// "uid:gid" of `path` (not following a symlink).
+std::string ownerOf(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "missing";
+  return std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid);
+}
+
+/// Every path under `root` owned by uid 0.
+std::vector<std::string> rootOwned(const std::string& root) {
+  std::vector<std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(root))
+    if (ownerOf(e.path().string()).starts_with("0:")) out.push_back(e.path().string());
+  return out;
+}
+
+/// A workspace owned by 1001:1001 with one file of its owner and one of
+/// 1002:1003, and an agent that edits both, adds nested files, a symlink and
+/// a directory.
+void setUpOwnedWorkspace(Scenario& s) {
+  writeFile(s.ws + "/mine.txt", "old\n");
+  writeFile(s.ws + "/theirs.txt", "old\n");
+  ASSERT_EQ(::chown(s.ws.c_str(), 1001, 1001), 0);
+  ASSERT_EQ(::chown((s.ws + "/mine.txt").c_str(), 1001, 1001), 0);
+  ASSERT_EQ(::chown((s.ws + "/theirs.txt").c_str(), 1002, 1003), 0);
+  s.snapshot();
+  ASSERT_EQ(s.loadTar(makeTar({{"mine.txt", 'f', "new\n"},
+                               {"theirs.txt", 'f', "new\n"},
+                               {"a/b/new.c", 'f', "int x;\n"},
+                               {"link", 'l', "", "mine.txt", 0777},
+                               {"newdir/", 'd', "", "", 0755}})),
+            "");
+}
+
+void expectOwnedWorkspace(const Scenario& s) {
+  EXPECT_EQ(readAll(s.ws + "/a/b/new.c"), "int x;\n");
+  for (const char* p : {"a", "a/b", "a/b/new.c", "link", "newdir", "mine.txt"}) EXPECT_EQ(ownerOf(s.ws + "/" + p), "1001:1001") << p;
+  EXPECT_EQ(ownerOf(s.ws + "/theirs.txt"), "1002:1003") << "a replaced file keeps its owner";
+  EXPECT_EQ(rootOwned(s.ws), std::vector<std::string>{});
+}
+
+// Issue 14 item 4: `sudo airlock run` left every file the agent created in
+// the user's project owned by root (and every file it edited).
+TEST(Flush, AsRootNewFilesBelongToTheWorkspaceOwnerAndReplacedOnesKeepTheirs) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: gives files to other users";
+  Scenario s;
+  setUpOwnedWorkspace(s);
+  auto owner = workspaceOwnerForFlush(s.ws, 0);
+  ASSERT_TRUE(owner);
+  EXPECT_EQ(owner->uid, 1001u);
+  EXPECT_EQ(owner->gid, 1001u);
+  s.owner = owner;
+  auto rep = s.flushAll(s.diff(), {});
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->conflicts, 0u);
+  expectOwnedWorkspace(s);
+}
+
+TEST(Flush, AsRootAnInterruptedFlushIsCompletedWithTheSameOwners) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: gives files to other users";
+  Scenario s;
+  setUpOwnedWorkspace(s);
+  s.owner = workspaceOwnerForFlush(s.ws, 0);
+  auto d = s.diff();
+  flushAndDie(s, d, 2);
+  auto rec = recoverFlush(s.ws, s.state, RecoveryMode::Complete, s.owner);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->found);
+  expectOwnedWorkspace(s);
+}
+
+TEST(Flush, OwnerIsOnlyGivenWhenRootFlushesAnotherUsersWorkspace) {
+  Scenario s;
+  EXPECT_FALSE(workspaceOwnerForFlush(s.ws, 1001)) << "a user's own files are already theirs";
+  if (::geteuid() == 0) {
+    EXPECT_FALSE(workspaceOwnerForFlush(s.ws, 0)) << "root's workspace needs no chown";
+    ASSERT_EQ(::chown(s.ws.c_str(), 1001, 1002), 0);
+    EXPECT_EQ(workspaceOwnerForFlush(s.ws, 0)->gid, 1002u);
+  }
+  EXPECT_FALSE(workspaceOwnerForFlush(s.ws + "/missing", 0));
+}
+
 TEST(Flush, KilledMidFlushIsCompletedByRecovery) {
   for (size_t n : {1u, 5u, 11u}) {
     Scenario s;

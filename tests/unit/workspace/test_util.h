@@ -46,6 +46,7 @@ struct Scenario {
   std::optional<ChangeSet> changes;
   Fd wsFd, snapFd;
   uint32_t umask = 0;  ///< the user's umask the diff applies to created paths
+  std::optional<FileOwner> owner;  ///< FlushContext::owner of flushAll()
 
   /// Snapshot of ws into session/snapshot; sets baseline.
   void snapshot();
