@@ -115,6 +115,14 @@ CheckResult userNamespaces(HostProbe& probe) {
     return {"user namespaces", CheckStatus::kFail, "unprivileged user namespaces are disabled "
             "(kernel.unprivileged_userns_clone=0); the session network and the base-image build need them when "
             "not root", fix};
+  // Ubuntu 23.10 and later: AppArmor lets only profiled programs create
+  // user namespaces unless this sysctl is 0.
+  auto apparmor = probe.readText("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  if (apparmor && std::atol(apparmor->c_str()) != 0)
+    return {"user namespaces", CheckStatus::kFail,
+            "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1); the "
+            "session network and the base-image build need them when not root",
+            "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (persist it in /etc/sysctl.d/)"};
   return {"user namespaces", CheckStatus::kOk, "enabled", ""};
 }
 

@@ -227,6 +227,22 @@ TEST_F(DoctorTest, UserNamespacesDisabledFailsOnlyWhenNotRoot) {
   EXPECT_NE(check("user namespaces").fix.find("sysctl"), std::string::npos);
 }
 
+// Ubuntu 23.10+ restricts user namespaces through AppArmor even when the
+// usual sysctls allow them.
+TEST_F(DoctorTest, AppArmorUserNamespaceRestrictionFailsWithTheSysctlFix) {
+  probe_.uid = 1000;
+  probe_.user = "alice";
+  probe_.files["/proc/sys/kernel/apparmor_restrict_unprivileged_userns"] = "1\n";
+  EXPECT_EQ(check("user namespaces").status, CheckStatus::kFail);
+  EXPECT_NE(check("user namespaces").detail.find("AppArmor"), std::string::npos);
+  EXPECT_NE(check("user namespaces").fix.find("kernel.apparmor_restrict_unprivileged_userns=0"), std::string::npos);
+  probe_.files["/proc/sys/kernel/apparmor_restrict_unprivileged_userns"] = "0\n";
+  EXPECT_EQ(check("user namespaces").status, CheckStatus::kOk);
+  probe_.uid = 0;
+  probe_.files["/proc/sys/kernel/apparmor_restrict_unprivileged_userns"] = "1\n";
+  EXPECT_EQ(check("user namespaces").status, CheckStatus::kOk) << "root needs no unprivileged user namespace";
+}
+
 TEST_F(DoctorTest, FullDiskFails) {
   probe_.free = 100ull << 20;
   EXPECT_EQ(check("disk (cache)").status, CheckStatus::kFail);
