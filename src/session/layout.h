@@ -20,6 +20,7 @@ struct SessionLayout {
   std::string reviewed() const { return dir + "/reviewed"; }      ///< the last review's summary line
   std::string pendingChangeSet() const { return dir + "/pending/changes.tar"; }  ///< changes kept for later
   std::string flushJournal() const { return dir + "/flush/journal"; }            ///< an interrupted flush
+  std::string reviewLock() const { return dir + "/review.lock"; }  ///< flock held while a review of the session runs
 };
 
 }  // namespace airlock::session

@@ -67,6 +67,12 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
     if (!dir) return std::unexpected(dir.error());
     a.session = *dir;
   }
+  Fd reviewLock;  // held until the review returns
+  if (!a.session.empty()) {
+    auto lock = lockForReview(a.session);
+    if (!lock) return std::unexpected(lock.error());
+    reviewLock = std::move(*lock);
+  }
   auto workspace = chooseWorkspace(a.workspace, a.session);
   if (!workspace) return std::unexpected(workspace.error());
   a.workspace = *workspace;
@@ -118,6 +124,9 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
       return failWith(exit_code::kInternal, "cannot create a session directory under {}: {}", sessions,
                       errnoText(errno));
     gate.session = tmpl;
+    auto lock = lockForReview(gate.session);
+    if (!lock) return std::unexpected(lock.error());
+    reviewLock = std::move(*lock);
     if (auto r = recordWorkspace(gate.session, a.workspace); !r) return std::unexpected(r.error());
   }
   out.session = gate.session;

@@ -53,7 +53,31 @@ std::string lockPathFor(const std::string& stateDir, const std::string& realWork
 
 }  // namespace
 
+Result<Fd> lockForReview(const std::string& sessionDir) {
+  std::string path = SessionLayout{sessionDir}.reviewLock();
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return fail("cannot open the review lock {}: {}", path, errnoText(errno));
+  if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      return failWith(exit_code::kBusy, "session {} is being reviewed by another airlock process; finish that "
+                      "review first", sessionDir);
+    return fail("cannot lock {}: {}", path, errnoText(errno));
+  }
+  return fd;
+}
+
+namespace {
+
+/// True when another process holds the review lock of `sessionDir`.
+bool underReview(const std::string& sessionDir) {
+  Fd fd(::open(SessionLayout{sessionDir}.reviewLock().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  return fd && flock(fd.get(), LOCK_SH | LOCK_NB) != 0;
+}
+
+}  // namespace
+
 bool sessionRunning(const std::string& stateDir, const std::string& sessionDir) {
+  if (underReview(sessionDir)) return true;
   std::string ws = recordedWorkspace(sessionDir);
   if (ws.empty()) return false;
   std::string lockPath = lockPathFor(stateDir, ws);
@@ -68,11 +92,31 @@ bool sessionRunning(const std::string& stateDir, const std::string& sessionDir) 
 bool sessionHasPending(const std::string& sessionDir) {
   SessionLayout layout{sessionDir};
   auto has = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
-  return has(layout.pendingChangeSet()) || has(layout.flushJournal()) ||
-         (has(layout.changeSet()) && !has(layout.reviewed()));
+  if (has(layout.pendingChangeSet()) || has(layout.flushJournal()) ||
+      (has(layout.changeSet()) && !has(layout.reviewed())))
+    return true;
+  // A flush runs in the review's staging directory (review-XXXXXX/flush).
+  for (const auto& name : listDir(sessionDir).value_or(std::vector<std::string>{}))
+    if (name.starts_with("review-") && has(sessionDir + "/" + name + "/flush/journal")) return true;
+  return false;
 }
 
 std::string sessionsDir(const std::string& stateDir) { return stateDir + "/sessions"; }
+
+namespace {
+
+/// `dir` itself when it is a session directory (it records its workspace),
+/// else a usage error: a review deletes and writes files in the session
+/// directory, so an ordinary directory must never be taken for one.
+Result<std::string> checkedSessionDir(const std::string& dir, const std::string& arg) {
+  struct stat st {};
+  if (::lstat(SessionLayout{dir}.workspace().c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return failWith(exit_code::kUsage, "{} is not an airlock session (it records no workspace); give the id or "
+                    "directory of a session made by airlock run, snapshot or review", arg);
+  return dir;
+}
+
+}  // namespace
 
 Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg) {
   struct stat st {};
@@ -84,11 +128,11 @@ Result<std::string> resolveSessionDir(const std::string& stateDir, const std::st
     if (arg == "." || arg == ".." || ::stat(byId.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       return failWith(exit_code::kUsage, "no session '{}' in {} (a session directory elsewhere: give its path, "
                       "e.g. ./{})", arg, sessionsDir(stateDir), arg);
-    return byId;
+    return checkedSessionDir(byId, arg);
   }
   if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return failWith(exit_code::kUsage, "no session directory {}", arg);
-  return absolutePath(arg);
+  return checkedSessionDir(absolutePath(arg), arg);
 }
 
 std::string recordedWorkspace(const std::string& sessionDir) {

@@ -39,13 +39,20 @@ void appendSessionLog(const std::string& sessionDir, const std::string& line);
 /// pasted.
 std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir);
 
-/// True while the airlock run that owns `sessionDir` is alive: it still holds
-/// its workspace's lock (which names the session id), under `stateDir`/locks.
+/// Takes the review lock of `sessionDir` (an exclusive flock on its
+/// review.lock, held until the Fd closes): a review deletes and replaces the
+/// session's staging and pending changes, so two at once would destroy each
+/// other's. kBusy when another process reviews the session now.
+Result<Fd> lockForReview(const std::string& sessionDir);
+
+/// True while the session is in use: the airlock run that owns `sessionDir`
+/// is alive (it still holds its workspace's lock, which names the session
+/// id, under `stateDir`/locks), or a review of it runs (lockForReview()).
 bool sessionRunning(const std::string& stateDir, const std::string& sessionDir);
 
 /// True when `sessionDir` holds changes nobody has accepted or rejected yet:
 /// a pending change set, a run's change set whose review never finished, or
-/// an interrupted flush journal.
+/// an interrupted flush journal (in a review-XXXXXX staging directory).
 bool sessionHasPending(const std::string& sessionDir);
 
 class Session {

@@ -49,6 +49,16 @@ const std::vector<TreeNode>& FinalTree::states(std::string_view rel) const {
   return it == nodes_.end() ? absent : it->second;
 }
 
+bool FinalTree::mayHaveEntriesBelow(std::string_view dir) const {
+  std::string prefix = dir.empty() ? std::string() : std::string(dir) + "/";
+  for (auto it = nodes_.lower_bound(prefix); it != nodes_.end() && it->first.starts_with(prefix); ++it) {
+    if (it->first.size() == prefix.size()) continue;  // "" itself
+    for (const TreeNode& n : it->second)
+      if (n.exists) return true;
+  }
+  return false;
+}
+
 void FinalTree::setKnownElsewhere(std::function<bool(const std::string&)> known) { known_ = std::move(known); }
 
 bool FinalTree::knownElsewhere(const std::string& path) const {

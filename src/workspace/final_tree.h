@@ -97,6 +97,10 @@ class FinalTree {
   /// The possible states of `rel` (a missing path: one absent state).
   const std::vector<TreeNode>& states(std::string_view rel) const;
 
+  /// True when some path strictly below `dir` may exist: then `dir` exists as
+  /// a directory too, whether or not a tar declared it.
+  bool mayHaveEntriesBelow(std::string_view dir) const;
+
  private:
   std::vector<Resolution> walk(std::string_view dir, std::string_view rest) const;
 

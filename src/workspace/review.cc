@@ -167,13 +167,15 @@ bool foldedWithin(std::string_view rel, std::string_view dir) {
 }
 
 /// True when `dir` may be a git directory after the flush: HEAD with objects/
-/// and refs/ (or with commondir), in any possible state.
+/// and refs/ (or with commondir), in any possible state. A directory counts
+/// as present when anything below it may be: a hostile tar need not declare
+/// "objects/" to have "objects/.keep" create it.
 bool mayBeGitDir(const FinalTree& tree, std::string_view dir) {
   auto may = [&](std::string_view name) {
     std::string p = dir.empty() ? std::string(name) : std::string(dir) + "/" + std::string(name);
     for (const TreeNode& n : tree.states(p))
       if (n.exists) return true;
-    return false;
+    return tree.mayHaveEntriesBelow(p);
   };
   return may("HEAD") && ((may("objects") && may("refs")) || may("commondir"));
 }

@@ -245,6 +245,45 @@ TEST_F(SessionReview, BareIdNeverNamesADirectoryOfTheCurrentOne) {
   EXPECT_TRUE(fs::is_empty(victim)) << "flushed into the directory a look-alike session named";
 }
 
+// Found by a breaker: `review -s ./` took the project for a session and
+// deleted its pending/ and review-* directories.
+TEST_F(SessionReview, ADirectoryThatIsNoSessionIsRefusedAndLeftAlone) {
+  fs::create_directories(workspace + "/pending");
+  fs::create_directories(workspace + "/review-notes");
+  writeFile(workspace + "/pending/todo.txt", "mine\n");
+  writeFile(root + "/empty.tar", makeTar({}));
+  auto r = airlock({"review", "-s", "./", "-c", root + "/empty.tar", "--review=auto"}, workspace);
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find("is not an airlock session"), std::string::npos) << r.err;
+  EXPECT_EQ(readAll(workspace + "/pending/todo.txt"), "mine\n");
+  EXPECT_TRUE(fs::exists(workspace + "/review-notes"));
+  EXPECT_FALSE(fs::exists(workspace + "/reviewed"));
+  EXPECT_FALSE(fs::exists(workspace + "/session.log"));
+}
+
+// Found by a breaker: a second review of a session while the first waited at
+// its prompt deleted the first one's staging and pending changes, and
+// `system prune` removed a session under review (or one whose flush was
+// interrupted in its staging directory).
+TEST_F(SessionReview, ASessionUnderReviewIsRefusedToASecondReviewAndKeptByPrune) {
+  runLeftChanges({{"file.txt", 'f', "agent\n"}});
+  auto held = session::lockForReview(session);  // a review of it, waiting at its prompt
+  ASSERT_TRUE(held) << held.error().message;
+  auto second = airlock({"review", "-s", kId, "--review=auto"}, elsewhere);
+  EXPECT_EQ(second.exitCode, 73) << second.err;
+  EXPECT_NE(second.err.find("being reviewed by another airlock process"), std::string::npos) << second.err;
+  EXPECT_EQ(readAll(workspace + "/file.txt"), "original\n");
+  EXPECT_TRUE(fs::exists(session + "/changes.tar"));
+  auto prune = airlock({"system", "prune", "--all", "-f"}, elsewhere);
+  EXPECT_EQ(prune.exitCode, 0) << prune.err;
+  EXPECT_TRUE(fs::exists(session + "/changes.tar")) << "prune removed a session under review";
+  held->reset();
+  // An interrupted flush lives in the review's staging directory: pending.
+  writeFile(session + "/review-abc123/flush/journal", "airlock flush journal\n");
+  writeFile(session + "/reviewed", "review (auto): 1 flushed\n");
+  EXPECT_TRUE(session::sessionHasPending(session));
+}
+
 // The printed resume command pastes into a shell as one word, whatever the
 // session directory is called.
 TEST(ResumeCommand, QuotesTheSessionForTheShell) {

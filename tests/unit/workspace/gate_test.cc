@@ -519,6 +519,33 @@ TEST(Gate, EmbeddedBareRepositoryIsGitMetadata) {
   }
 }
 
+// Found by a breaker: without "objects/" and "refs/" entries in the tar (only
+// files below them) the bare repository was flushed, and `git -p config -l`
+// in docs/ then ran the planted pager.
+TEST(Gate, EmbeddedBareRepositoryWithoutDirectoryEntriesIsGitMetadata) {
+  for (ReviewMode mode : kEveryMode) {
+    Scenario s;
+    writeFile(s.ws + "/docs/index.md", "# docs\n");
+    s.snapshot();
+    ASSERT_EQ(s.loadTar(makeTar({{"docs/HEAD", 'f', "ref: refs/heads/main\n"},
+                                 {"docs/config", 'f', "[core]\n\tpager = \"touch /tmp/pwned\"\n"},
+                                 {"docs/objects/.keep", 'f', ""},
+                                 {"docs/refs/.keep", 'f', ""},
+                                 {"src/ok.c", 'f', "ok\n"}})),
+              "");
+    auto d = s.diff();
+    auto dec = reviewAndFlush(s, d, mode);
+    for (const auto& [p, v] : byPath(d, dec)) {
+      if (p.starts_with("docs/")) {
+        EXPECT_EQ(v.second, Decision::GitMetadata) << p;
+      }
+    }
+    EXPECT_FALSE(fs::exists(s.ws + "/docs/HEAD"));
+    EXPECT_FALSE(fs::exists(s.ws + "/docs/config"));
+    EXPECT_EQ(readAll(s.ws + "/src/ok.c"), "ok\n");
+  }
+}
+
 // ---- links through paths the model does not know -----------------------------
 
 TEST(Gate, LinkThroughIgnoredHostSymlinkIsUnresolvable) {
