@@ -53,6 +53,15 @@ int runSnapshot(const HostContext& host, const SnapshotArgs& a) {
                                          "directory, or remove it first",
                                          a.session),
                              exit_code::kUsage});
+  // An existing directory must be the user's own (not a symlink): another
+  // user's /tmp/session made 0777 beforehand would let them read the copy
+  // and swap its workspace record. It becomes private like a new one.
+  struct stat own {};
+  if (existed && (::lstat(a.session.c_str(), &own) != 0 || !S_ISDIR(own.st_mode) || own.st_uid != host.euid ||
+                  ::chmod(a.session.c_str(), 0700) != 0))
+    return reportError(Error{fmt::format("--session {} exists and is not a directory of yours; pass a new directory",
+                                         a.session),
+                             exit_code::kUsage});
   if (auto r = makeDirs(a.session, 0700); !r)
     return reportError(Error{fmt::format("cannot create the session directory {}: {}; pass a directory you can "
                                          "create",

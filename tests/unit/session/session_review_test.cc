@@ -417,6 +417,25 @@ TEST_F(SessionReview, SnapshotUserErrorsNameThePathAndTheFix) {
   EXPECT_EQ(impossible.exitCode, 64) << impossible.err;
   EXPECT_NE(impossible.err.find(root + "/plainfile/sub"), std::string::npos) << impossible.err;
 
+  // An existing empty directory of the user's becomes private; one of another
+  // user (made 0777 in /tmp beforehand) or a symlink is refused.
+  fs::create_directories(root + "/mine");
+  ::chmod((root + "/mine").c_str(), 0777);
+  auto mine = airlock({"snapshot", "-w", workspace, "-s", root + "/mine"}, elsewhere);
+  EXPECT_EQ(mine.exitCode, 0) << mine.err;
+  EXPECT_EQ(fs::status(root + "/mine").permissions(), fs::perms::owner_all);
+  fs::create_directory_symlink(root + "/elsewhere", root + "/link");
+  auto link = airlock({"snapshot", "-w", workspace, "-s", root + "/link"}, elsewhere);
+  EXPECT_EQ(link.exitCode, 64) << link.err;
+  if (::geteuid() == 0) {
+    fs::create_directories(root + "/theirs");
+    ASSERT_EQ(::chown((root + "/theirs").c_str(), 1001, 1001), 0);
+    auto theirs = airlock({"snapshot", "-w", workspace, "-s", root + "/theirs"}, elsewhere);
+    EXPECT_EQ(theirs.exitCode, 64) << theirs.err;
+    EXPECT_NE(theirs.err.find("not a directory of yours"), std::string::npos) << theirs.err;
+    EXPECT_FALSE(fs::exists(root + "/theirs/snapshot"));
+  }
+
   ASSERT_EQ(::mkfifo((workspace + "/.airlockignore").c_str(), 0644), 0);
   auto fifo = airlock({"snapshot", "-w", workspace, "-s", root + "/s2"}, elsewhere);
   EXPECT_EQ(fifo.exitCode, 65) << fifo.err;  // -1 would mean it hung until the deadline
