@@ -124,24 +124,29 @@ Result<std::string> keepPending(const std::vector<DiffItem>& items, const std::v
   if (archive_write_open_filename(a.get(), tarPath.c_str()) != ARCHIVE_OK)
     return fail("cannot create {}: {}", tarPath, archive_error_string(a.get()));
   std::string patch, list;
-  std::string deletedDir;  // the last kept deleted path: its whiteout covers everything below it
+  // The last kept path that removes whatever lies below it: a deletion (its
+  // whiteout covers everything below) or a file or symlink that replaces a
+  // directory (the change set parser refuses entries below a file; the
+  // deletions below it follow from the type change).
+  std::string coveringPath;
   // Hard links share one staged file: the first kept path carries the
   // content, the others are hard link entries to it.
   std::map<std::string, std::string> firstWithContent;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!keep[i] || items[i].kind == ChangeKind::Skipped) continue;
     const DiffItem& it = items[i];
-    bool below = !deletedDir.empty() && it.path.starts_with(deletedDir + "/");
+    bool below = !coveringPath.empty() && it.path.starts_with(coveringPath + "/");
     list += fmt::format("{} {}\n", decisionName(decisions[i]), percentEncode(it.path));
     auto p = diff.patch(it, false);
     patch += p ? *p : p.error().message + "\n";
     patch += "\n";
     const Side& ag = it.agent;
     Result<> r;
+    if (ag.exists && ag.type != EntryType::Dir) coveringPath = it.path;
     if (!ag.exists && below) {
-      // items are sorted by path: the parent's whiteout, written earlier, deletes this too
+      // items are sorted by path: the parent's whiteout or replacement, written earlier, deletes this too
     } else if (!ag.exists) {
-      deletedDir = it.path;
+      coveringPath = it.path;
       r = writeEntry(a.get(), join(parentPath(it.path), ".wh." + std::string(baseName(it.path))), AE_IFREG, 0644, "",
                      "", 0);
     } else if (ag.type == EntryType::Dir) {

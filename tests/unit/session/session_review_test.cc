@@ -284,6 +284,22 @@ TEST_F(SessionReview, ASessionUnderReviewIsRefusedToASecondReviewAndKeptByPrune)
   EXPECT_TRUE(session::sessionHasPending(session));
 }
 
+// Found by a breaker: kept changes that replace a directory by a file or a
+// symlink were written with whiteouts below that file, and resuming them
+// failed with 74 ("lies below 'd', which is a file").
+TEST_F(SessionReview, KeptChangesThatReplaceADirectoryResume) {
+  writeFile(workspace + "/d/x", "x\n");
+  writeFile(workspace + "/e/sub/y", "y\n");
+  runLeftChanges({{"d", 'f', "now a file\n"}, {"e/sub", 'l', "", "../d", 0777}});
+  auto kept = airlock({"review", "-s", kId, "--review=none"}, elsewhere);
+  EXPECT_EQ(kept.exitCode, 70) << kept.err;
+  EXPECT_TRUE(fs::is_directory(workspace + "/d"));
+  auto resumed = airlock({"review", "-s", kId, "--review=all"}, elsewhere);
+  EXPECT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_EQ(readAll(workspace + "/d"), "now a file\n");
+  EXPECT_TRUE(fs::is_symlink(workspace + "/e/sub"));
+}
+
 // The printed resume command pastes into a shell as one word, whatever the
 // session directory is called.
 TEST(ResumeCommand, QuotesTheSessionForTheShell) {
