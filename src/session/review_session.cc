@@ -132,7 +132,8 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
   out.session = gate.session;
 
   // Rules and baseline. A session of a review without one (review-XXXXXX)
-  // has no manifest: its baseline is the workspace as it is now.
+  // has no manifest at first: its baseline is the workspace as it is now,
+  // saved as the session's manifest for later reviews of it.
   std::string saved;
   if (!a.session.empty())
     if (auto text = readFile(layout.ignore(), 1 << 20)) saved = *text;
@@ -152,6 +153,10 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
     auto scan = ws::scanTree(a.workspace, rules->rules);
     if (!scan) return std::unexpected(scan.error());
     baseline = std::move(scan->manifest);
+    // Kept for a later `review -s` of this session: what the host had when
+    // these changes were first reviewed, so edits made on the host in
+    // between are conflicts, not overwritten.
+    if (auto r = baseline.save(SessionLayout{gate.session}.manifest()); !r) return std::unexpected(r.error());
   }
 
   auto outcome = ws::runGate(gate, baseline, rules->rules, term);

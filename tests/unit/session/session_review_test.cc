@@ -300,6 +300,24 @@ TEST_F(SessionReview, KeptChangesThatReplaceADirectoryResume) {
   EXPECT_TRUE(fs::is_symlink(workspace + "/e/sub"));
 }
 
+// Found by a breaker: changes kept by a review without a session
+// (review-XXXXXX) overwrote edits made on the host before they were resumed:
+// that session kept no baseline.
+TEST_F(SessionReview, ResumingAReviewWithoutSnapshotDetectsHostEditsMadeInBetween) {
+  writeFile(root + "/r.tar", makeTar({{"file.txt", 'f', "agent\n"}}));
+  auto kept = airlock({"review", "-c", root + "/r.tar", "--review=none"}, workspace);
+  EXPECT_EQ(kept.exitCode, 70) << kept.err;
+  const std::string resume = "airlock review -s ";
+  auto at = kept.err.rfind(resume);
+  ASSERT_NE(at, std::string::npos) << kept.err;
+  std::string id = kept.err.substr(at + resume.size());
+  id = id.substr(0, id.find('\n'));
+  writeFile(workspace + "/file.txt", "mine\n");
+  auto resumed = airlock({"review", "-s", id, "--review=auto"}, elsewhere);
+  EXPECT_EQ(resumed.exitCode, 71) << resumed.err;
+  EXPECT_EQ(readAll(workspace + "/file.txt"), "mine\n") << "the host edit was overwritten";
+}
+
 // The printed resume command pastes into a shell as one word, whatever the
 // session directory is called.
 TEST(ResumeCommand, QuotesTheSessionForTheShell) {
