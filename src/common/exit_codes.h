@@ -44,7 +44,7 @@ inline constexpr ExitCodeRow kExitCodeTable[] = {
     {kReviewPending, "review left changes pending (rejected or held back; kept in the session)"},
     {kConflict, "flush conflict: a file changed on the host; not overwritten"},
     {kInternal, "internal error"},
-    {kBusy, "another airlock session is running on this workspace (see --wait)"},
+    {kBusy, "another airlock session is running on this workspace (see --wait), flushing into it, or reviewing the session"},
     {kUnsafeChangeSet, "the change set was refused as unsafe (nothing flushed), or a file of it was skipped for "
                        "its size (never flushed)"},
 };

@@ -516,7 +516,7 @@ Result<Fd> lockWorkspace(const Paths& p, const std::string& workspace) {
   Fd fd(::open(p.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return fail("cannot create lock {}: {}", p.lock, errnoText(errno));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
-    return fail("another airlock process is flushing into {}; wait for it to finish", workspace);
+    return failWith(exit_code::kBusy, "another airlock process is flushing into {}; wait for it to finish", workspace);
   return fd;
 }
 

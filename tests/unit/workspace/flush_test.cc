@@ -291,6 +291,40 @@ TEST(Flush, OwnerIsOnlyGivenWhenRootFlushesAnotherUsersWorkspace) {
   EXPECT_FALSE(workspaceOwnerForFlush(s.ws + "/missing", 0));
 }
 
+// Found by a breaker: a flush refused because another one runs into the same
+// workspace exited 72 (internal error), not 73 (busy).
+TEST(Flush, ASecondFlushWhileOneRunsIsBusy) {
+  Scenario s;
+  setUpRich(s);
+  auto d = s.diff();
+  int started[2], release[2];
+  ASSERT_EQ(::pipe(started), 0);
+  ASSERT_EQ(::pipe(release), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    FlushHooks hooks;
+    hooks.afterStep = [&](size_t n) {
+      if (n != 1) return;
+      char c = 1;
+      (void)!::write(started[1], &c, 1);
+      (void)!::read(release[0], &c, 1);
+    };
+    (void)s.flushAll(d, hooks);
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(started[0], &c, 1), 1);
+  auto second = s.flushAll(d, {});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, exit_code::kBusy) << second.error().message;
+  EXPECT_NE(second.error().message.find("another airlock process is flushing"), std::string::npos);
+  ASSERT_EQ(::write(release[1], &c, 1), 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  for (int fd : {started[0], started[1], release[0], release[1]}) ::close(fd);
+}
+
 TEST(Flush, KilledMidFlushIsCompletedByRecovery) {
   for (size_t n : {1u, 5u, 11u}) {
     Scenario s;
