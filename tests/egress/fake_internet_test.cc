@@ -39,6 +39,14 @@
 namespace airlock::test {
 namespace {
 
+// A peer that hangs up must fail the write (EPIPE), not kill the test
+// process: a test killed by SIGPIPE never runs its destructors and left its
+// airlock-test-inet-PID namespace mounted under /run/netns.
+const int kSigpipeIgnored = [] {
+  ::signal(SIGPIPE, SIG_IGN);
+  return 0;
+}();
+
 /// The namespaces of the fake internet; the calling thread (the test's main
 /// thread) lives in the upstream one until destruction.
 class FakeInternet {
