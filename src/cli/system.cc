@@ -28,6 +28,7 @@
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/file_lock.h"
 #include "common/paths.h"
 #include "image/oci/image_store.h"
 #include "image/recipe.h"
@@ -51,12 +52,6 @@ uint64_t bytesOf(const std::string& path) {
     total += it->file_size(ec);
   }
   return total;
-}
-
-/// True when another process holds the flock lock `path` (a build in progress).
-bool lockBusy(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  return fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;
 }
 
 /// One thing prune may remove.
@@ -133,7 +128,7 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
 
   const std::string rootfsCache = image::rootfsCacheDir(dirs.cache);
   Usage rootfs{"rootfs erofs cache", 0, 0, 0, rootfsCache};
-  bool building = lockBusy(rootfsCache + "/.lock");
+  bool building = lockHeld(rootfsCache + "/.lock");
   for (const auto& f : entries(rootfsCache)) {
     if (f.ends_with("/.lock")) continue;
     uint64_t b = bytesOf(f);

@@ -29,6 +29,11 @@ Result<FileLock> FileLock::acquire(const std::string& path, const std::string& w
   return FileLock(std::move(fd));
 }
 
+bool lockHeld(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  return fd && ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0;
+}
+
 Result<> removeStaleBuilds(const std::string& dir) {
   auto names = listDir(dir);
   if (!names) return std::unexpected(names.error());

@@ -37,6 +37,11 @@ class FileLock {
   Fd fd_;
 };
 
+/// True when some process holds an flock(2) lock on the file `path` (the
+/// holders here always lock exclusively; probed with a non-blocking shared
+/// lock). A missing or unreadable file: false.
+bool lockHeld(const std::string& path);
+
 /// Removes the "tmp-*" entries of `dir` left by interrupted builds.
 /// Call only while holding the lock of that cache.
 Result<> removeStaleBuilds(const std::string& dir);

@@ -14,6 +14,7 @@
 
 #include "common/encoding.h"
 #include "common/fd.h"
+#include "common/file_lock.h"
 #include "common/subprocess.h"
 
 namespace airlock::preflight {
@@ -34,18 +35,6 @@ uint64_t treeBytes(const std::string& dir) {
     total += it->file_size(ec);
   }
   return total;
-}
-
-/// True when the flock lock file `path` is held by some process.
-bool lockHeld(const std::string& path, std::string* content = nullptr) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return false;
-  if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
-  if (content) {
-    auto text = readFile(path, 4096);
-    if (text) *content = *text;
-  }
-  return true;
 }
 
 /// `name` on PATH; `inSetup`: scripts/setup installs `package`.
@@ -194,8 +183,9 @@ CheckResult staleSessions(const std::string& stateDir) {
   std::set<std::string> active;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(stateDir + "/locks", ec)) {
-    std::string id;
-    if (lockHeld(entry.path().string(), &id) && !id.empty()) active.insert(id);
+    if (!lockHeld(entry.path().string())) continue;
+    auto id = readFile(entry.path().string(), 4096);
+    if (id && !id->empty()) active.insert(*id);
   }
   std::vector<std::string> stale;
   uint64_t bytes = 0;

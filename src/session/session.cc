@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "common/exit_codes.h"
+#include "common/file_lock.h"
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "session/layout.h"
@@ -66,24 +67,12 @@ Result<Fd> lockForReview(const std::string& sessionDir) {
   return fd;
 }
 
-namespace {
-
-/// True when another process holds the review lock of `sessionDir`.
-bool underReview(const std::string& sessionDir) {
-  Fd fd(::open(SessionLayout{sessionDir}.reviewLock().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  return fd && flock(fd.get(), LOCK_SH | LOCK_NB) != 0;
-}
-
-}  // namespace
-
 bool sessionRunning(const std::string& stateDir, const std::string& sessionDir) {
-  if (underReview(sessionDir)) return true;
+  if (lockHeld(SessionLayout{sessionDir}.reviewLock())) return true;
   std::string ws = recordedWorkspace(sessionDir);
   if (ws.empty()) return false;
   std::string lockPath = lockPathFor(stateDir, ws);
-  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return false;
-  if (flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
+  if (!lockHeld(lockPath)) return false;
   auto holder = readFile(lockPath, 4096);
   std::string id = sessionDir.substr(sessionDir.rfind('/') + 1);
   return holder && *holder == id;
