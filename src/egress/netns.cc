@@ -30,7 +30,7 @@ Result<> becomeNamespaceRoot() {
   gid_t gid = getegid();
   if (uid == 0) return {};
   if (unshare(CLONE_NEWUSER) != 0)
-    return failWith(exit_code::kEgress, "cannot create a user namespace for the session network (unshare "
+    return failWith(exit_code::kEgress, "cannot create a user namespace for the VM's jail and network (unshare "
                     "CLONE_NEWUSER): {}; enable unprivileged user namespaces (sysctl "
                     "kernel.unprivileged_userns_clone=1 / user.max_user_namespaces) or run as root", errnoText(errno));
   if (auto r = writeProcFile("/proc/self/setgroups", "deny"); !r) return r;

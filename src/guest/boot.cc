@@ -119,7 +119,7 @@ BootConfig parseCmdline(const std::string& cmdline) {
     } else if (key == "airlock.scratch") {
       config.scratchSerial = value;
     } else if (key == "airlock.workspace") {
-      config.workspaceTag = value;
+      config.workspaceSerial = value;
     } else if (key == "airlock.net") {
       config.net = value == "tap" ? NetMode::kTap : NetMode::kNone;
     } else if (key == "airlock.probe") {
@@ -146,7 +146,7 @@ bool loadModules(const BootConfig& config, std::string& error) {
   // Under TCG every module costs tens of milliseconds: load only what this
   // boot uses (networking and virtio-fs are optional).
   bool wantNet = config.net != NetMode::kNone;
-  bool wantFs = !config.shares.empty() || !config.workspaceTag.empty();
+  bool wantFs = !config.shares.empty();
   std::ifstream order("/lib/modules/load-order");
   std::string name;
   while (std::getline(order, name)) {
@@ -182,6 +182,12 @@ bool switchToOverlayRoot(const BootConfig& config, std::string& error) {
     error = "no virtio-blk disk with serial '" + config.scratchSerial + "' (the scratch disk) appeared";
     return false;
   }
+  // Found before /sys moves into the new root.
+  std::string workspaceDisk;
+  if (!config.workspaceSerial.empty() && (workspaceDisk = findDiskBySerial(config.workspaceSerial)).empty()) {
+    error = "no virtio-blk disk with serial '" + config.workspaceSerial + "' (the workspace snapshot) appeared";
+    return false;
+  }
   if (!mountAt(rootDisk.c_str(), "/mnt/lower", "erofs", MS_RDONLY, nullptr, error) ||
       !mountAt(scratchDisk.c_str(), "/mnt/scratch", "ext4", MS_NOSUID | MS_NODEV, nullptr, error))
     return false;
@@ -201,11 +207,12 @@ bool switchToOverlayRoot(const BootConfig& config, std::string& error) {
       !mountAt("tmpfs", "/newroot/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", error) ||
       !moveMount("/mnt/scratch", "/newroot/run/airlock/scratch", error))
     return false;
-  if (!config.workspaceTag.empty()) {
-    // /workspace = overlay(lower: the snapshot over virtio-fs, read-only;
+  if (!config.workspaceSerial.empty()) {
+    // /workspace = overlay(lower: the snapshot's erofs image, read-only;
     // upper: the scratch disk). Copy-up semantics only (no redirect_dir,
     // metacopy or index), so the upper layer alone is the complete change set.
-    if (!mountAt(config.workspaceTag.c_str(), "/newroot/run/airlock/workspace-lower", "virtiofs",
+    // /dev lives in the new root by now.
+    if (!mountAt(("/newroot" + workspaceDisk).c_str(), "/newroot/run/airlock/workspace-lower", "erofs",
                  MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr, error))
       return false;
     if (!mkdirs("/newroot/run/airlock/scratch/workspace/upper") ||

@@ -21,8 +21,9 @@ struct ShareMount {
 ///   airlock.root=SERIAL     virtio-blk serial of the erofs root image (default "root")
 ///   airlock.scratch=SERIAL  virtio-blk serial of the ext4 scratch disk (default "scratch")
 ///   airlock.share=TAG:PATH:ro|rw  a virtio-fs share (repeatable)
-///   airlock.workspace=TAG   virtio-fs TAG (the snapshot, read-only) is the lower layer
-///                           of an overlay at /workspace whose upper layer is on the scratch disk
+///   airlock.workspace=SERIAL  the virtio-blk disk with this serial holds an erofs image of
+///                           the snapshot (read-only): the lower layer of an overlay at
+///                           /workspace whose upper layer is on the scratch disk
 ///   airlock.net=tap         configure eth0 behind the egress firewall: 10.0.2.15/24 and
 ///                           fd00:a1::15/64, gateway and resolver 10.0.2.2 / fd00:a1::1
 ///   airlock.probe=1         boot probe: power off as soon as init runs
@@ -33,7 +34,7 @@ struct BootConfig {
   std::string rootSerial = "root";
   std::string scratchSerial = "scratch";
   std::vector<ShareMount> shares;
-  std::string workspaceTag;
+  std::string workspaceSerial;  ///< empty: no snapshot workspace
   NetMode net = NetMode::kNone;
   bool probe = false;
 };

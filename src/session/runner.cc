@@ -1,7 +1,6 @@
 #include "session/runner.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,18 +20,6 @@ namespace airlock::session {
 namespace {
 
 namespace ws = airlock::workspace;
-
-/// Gives the snapshot to the guest's agent user, so it can edit the files
-/// (the overlay copies them up with their owner).
-void chownTree(const std::string& root) {
-  nftw(
-      root.c_str(),
-      [](const char* path, const struct stat*, int, FTW*) {
-        (void)!lchown(path, guest::kAgentUid, guest::kAgentUid);
-        return 0;
-      },
-      64, FTW_PHYS);
-}
 
 }  // namespace
 
@@ -86,7 +73,6 @@ Result<> Runner::takeSnapshot() {
   for (const auto& w : snap->warnings) deps_.ui.warn(w);
   if (auto r = snap->manifest.save(layout.manifest()); !r) return r;
   if (auto r = writeFileAtomic(layout.ignore(), rules.userText(), 0600); !r) return r;
-  if (deps_.host.euid == 0) chownTree(layout.snapshot());
   s.log(fmt::format("snapshot: {} entries, {} excluded", snap->manifest.size(), snap->excluded.size()));
   // What never reaches the guest, and why; the names only on request.
   if (std::string kept = ws::keptOutSummary(*snap); !kept.empty()) {

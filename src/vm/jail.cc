@@ -1,33 +1,186 @@
 #include "vm/jail.h"
 
+#include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <memory>
 
 namespace airlock::vm {
+namespace {
 
-int confineBeforeExec() noexcept {
-  const rlimit noCore{0, 0};
-  if (::setrlimit(RLIMIT_CORE, &noCore) != 0) return errno;
-  // The bounding set limits what any later exec can grant (uid 0 otherwise
-  // regains every capability at exec). Dropping needs CAP_SETPCAP; a process
-  // without it has an empty permitted set already.
+/// Empties the capability bounding set (needs CAP_SETPCAP; a process without
+/// it has an empty permitted set already). Returns 0 or an errno.
+int dropBoundingSet() noexcept {
   for (int cap = 0; cap <= 63; ++cap) {
     if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
     if (errno == EINVAL) break;  // past the kernel's last capability
     if (errno == EPERM) break;   // no CAP_SETPCAP
     return errno;
   }
+  return 0;
+}
+
+/// One system call of the jail's construction, with its arguments prepared.
+struct Step {
+  enum Kind { kMkdir, kTouch, kSymlink, kBind, kReadOnly, kReadOnlyTop, kNoSuid } kind;
+  std::string a, b;
+};
+
+/// Everything the child needs, allocated before fork.
+struct Plan {
+  std::string root;
+  std::vector<Step> steps;
+  std::optional<uid_t> dropTo;
+  std::vector<gid_t> groups;
+};
+
+int setAttributes(const char* path, unsigned flags, uint64_t set) noexcept {
+  mount_attr attr{};
+  attr.attr_set = set;
+  return ::mount_setattr(AT_FDCWD, path, flags, &attr, sizeof attr) == 0 ? 0 : errno;
+}
+
+int run(const Step& s) noexcept {
+  switch (s.kind) {
+    case Step::kMkdir:
+      return ::mkdir(s.a.c_str(), 0755) == 0 || errno == EEXIST ? 0 : errno;
+    case Step::kTouch: {
+      int fd = ::open(s.a.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      if (fd < 0) return errno;
+      ::close(fd);
+      return 0;
+    }
+    case Step::kSymlink:
+      return ::symlink(s.b.c_str(), s.a.c_str()) == 0 ? 0 : errno;
+    case Step::kBind:
+      return ::mount(s.b.c_str(), s.a.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0 ? 0 : errno;
+    case Step::kReadOnly:
+      return setAttributes(s.a.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    case Step::kReadOnlyTop:
+      return setAttributes(s.a.c_str(), 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    case Step::kNoSuid:
+      return setAttributes(s.a.c_str(), AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+  }
+  return EINVAL;
+}
+
+int enter(const Plan& p) noexcept {
+  if (::unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET) != 0) return errno;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  if (::mount("tmpfs", p.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) return errno;
+  for (const Step& s : p.steps)
+    if (int e = run(s); e != 0) return e;
+  if (::chdir(p.root.c_str()) != 0) return errno;
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) return errno;
+  if (::umount2(".", MNT_DETACH) != 0) return errno;
+  if (::chdir("/") != 0) return errno;
+  if (int e = dropBoundingSet(); e != 0) return e;
+  if (p.dropTo) {
+    if (::setgroups(p.groups.size(), p.groups.data()) != 0) return errno;
+    if (::setresgid(*p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
+    if (::setresuid(*p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
+    // A change of uid clears the parent-death signal spawnTied set.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  }
+  return confineBeforeExec();
+}
+
+bool isSymlink(const std::string& path, std::string& target) {
+  char buf[4096];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n < 0) return false;
+  target.assign(buf, static_cast<size_t>(n));
+  return true;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+int confineBeforeExec() noexcept {
+  const rlimit noCore{0, 0};
+  if (::setrlimit(RLIMIT_CORE, &noCore) != 0) return errno;
+  // The bounding set limits what any later exec can grant (uid 0 otherwise
+  // regains every capability at exec).
+  if (int e = dropBoundingSet(); e != 0) return e;
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return errno;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
   if (::syscall(SYS_capset, &header, none) != 0) return errno;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
   return 0;
+}
+
+uid_t jailUidFor(pid_t airlockPid) {
+  // Above systemd's dynamic-user and container ranges' usual allocations,
+  // below 2^31 (some tools read uids as signed).
+  constexpr uid_t kBase = 0x7f000000;
+  return kBase + static_cast<uid_t>(airlockPid % 65536);
+}
+
+std::function<int()> jailBeforeExec(const JailSpec& spec) {
+  auto plan = std::make_shared<Plan>();
+  plan->root = spec.root;
+  plan->dropTo = spec.dropTo;
+  plan->groups = spec.groups;
+  const std::string& r = spec.root;
+  auto& steps = plan->steps;
+  auto mkdirOnce = [&](const std::string& jailDir) {
+    for (const auto& s : steps)
+      if (s.kind == Step::kMkdir && s.a == r + jailDir) return;
+    steps.push_back({Step::kMkdir, r + jailDir, ""});
+  };
+  // The program and its libraries.
+  mkdirOnce("/usr");
+  steps.push_back({Step::kBind, r + "/usr", "/usr"});
+  steps.push_back({Step::kReadOnly, r + "/usr", ""});
+  for (const char* top : {"/bin", "/sbin", "/lib", "/lib64"}) {
+    std::string target;
+    if (isSymlink(top, target)) {
+      steps.push_back({Step::kSymlink, r + top, target});
+    } else if (exists(top)) {
+      mkdirOnce(top);
+      steps.push_back({Step::kBind, r + top, top});
+      steps.push_back({Step::kReadOnly, r + top, ""});
+    }
+  }
+  std::vector<JailSpec::File> files = spec.files;
+  if (exists("/etc/ld.so.cache")) files.push_back({"/etc/ld.so.cache", "/etc/ld.so.cache", false});
+  // Device nodes keep their mount's flags (a nodev bind would disable them).
+  mkdirOnce("/dev");
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/kvm"}) {
+    if (!exists(dev)) continue;
+    steps.push_back({Step::kTouch, r + dev, ""});
+    steps.push_back({Step::kBind, r + dev, dev});
+  }
+  mkdirOnce(spec.ownPath);
+  steps.push_back({Step::kBind, r + spec.ownPath, spec.ownDir});
+  steps.push_back({Step::kNoSuid, r + spec.ownPath, ""});
+  for (const auto& f : files) {
+    auto slash = f.jailPath.rfind('/');
+    if (slash != 0 && slash != std::string::npos) mkdirOnce(f.jailPath.substr(0, slash));
+    struct stat st {};
+    bool dir = ::stat(f.hostPath.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    steps.push_back({dir ? Step::kMkdir : Step::kTouch, r + f.jailPath, ""});
+    steps.push_back({Step::kBind, r + f.jailPath, f.hostPath});
+    steps.push_back({f.writable ? Step::kNoSuid : Step::kReadOnly, r + f.jailPath, ""});
+  }
+  steps.push_back({Step::kReadOnlyTop, r, ""});
+  return [plan]() -> int { return enter(*plan); };
 }
 
 }  // namespace airlock::vm

@@ -2,12 +2,23 @@
 // Confinement of the host processes that run guest-facing code (QEMU): a
 // guest that escapes through a device-emulation bug lands in a process that
 // cannot gain privileges, holds no capabilities, cannot dump core, and (with
-// QEMU's own seccomp sandbox) cannot spawn programs or change its uid.
-// Anchors: libvirt's QEMU command line and Firecracker's jailer.
+// QEMU's own seccomp sandbox) cannot spawn programs or change its uid; it
+// sees a root holding only its program, the VM's files and four device
+// nodes, has no network but its tap, and runs as an unprivileged uid even
+// when airlock runs as root. Anchors: libvirt's QEMU command line and
+// Firecracker's jailer.
 //
-// Not yet here (issue 14): a separate unprivileged uid when airlock runs as
-// root, and new mount/PID/IPC/UTS namespaces with a root holding only the
-// VM's files.
+// Not here (issue 14): a PID namespace (QEMU cannot fork under its sandbox,
+// and sees no /proc), cgroup limits.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
 
 namespace airlock::vm {
 
@@ -27,5 +38,42 @@ inline constexpr const char* kQemuSandbox = "on,obsolete=deny,elevateprivileges=
 /// is: such a process has no capabilities to lose. Returns 0 or the errno
 /// of the step that failed.
 int confineBeforeExec() noexcept;
+
+/// The uid and gid of a jailed process when airlock runs as root: outside
+/// the range of login accounts and system users, one per airlock process
+/// (`base + pid % 65536`), so two sessions' QEMUs cannot signal each other.
+uid_t jailUidFor(pid_t airlockPid);
+
+/// What a jailed process sees: a fresh tmpfs root (read-only once built)
+/// holding /usr (and the /bin, /lib, /lib64, /sbin links or binds) and
+/// /etc/ld.so.cache read-only, /dev/{null,zero,urandom,kvm}, its own
+/// directory read-write at `ownPath`, and the files of `files`; nothing else of the host
+/// (no /etc, /home, /root, /proc, /sys, /tmp). New mount, IPC, UTS and
+/// network namespaces (unix sockets by path still work; abstract sockets and
+/// the host's network do not), and, when airlock runs as root, the uid and
+/// gid `dropTo` with the supplementary groups `groups` (the /dev/kvm group).
+struct JailSpec {
+  std::string root;                 ///< empty host directory the jail's tmpfs is mounted on
+  std::string ownDir;               ///< host directory bound read-write at ownPath
+  std::string ownPath = "/vm";      ///< where ownDir appears in the jail
+  /// Files bound into the jail: `jailPath` is absolute, one directory below /
+  /// (e.g. /in/kernel); read-only unless `writable`.
+  struct File {
+    std::string hostPath;
+    std::string jailPath;
+    bool writable = false;
+  };
+  std::vector<File> files;
+  std::optional<uid_t> dropTo;      ///< uid (= gid) to become; empty: keep airlock's
+  std::vector<gid_t> groups;        ///< supplementary groups with dropTo
+};
+
+/// A beforeExec step (see SpawnOptions) that builds the jail of `spec` in
+/// the child and enters it, then calls confineBeforeExec. The caller must
+/// hold CAP_SYS_ADMIN in its user namespace: root, or an unprivileged
+/// airlock after egress::becomeNamespaceRoot. Everything it
+/// needs is prepared here, so the step itself makes system calls only.
+/// Errors (in the returned step): the errno of the first call that failed.
+std::function<int()> jailBeforeExec(const JailSpec& spec);
 
 }  // namespace airlock::vm

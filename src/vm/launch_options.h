@@ -23,9 +23,9 @@ struct LaunchOptions {
   unsigned cpus = 1;                 ///< vCPUs (1-64)
   unsigned memoryMiB = 512;          ///< guest RAM in MiB (128-65536)
   std::string workspaceDir;          ///< shared at /workspace when set (read-only unless workspaceReadWrite), or:
-  /// the snapshot shared read-only as the lower layer of an overlay at
-  /// /workspace (writes go to the scratch disk; export them with
-  /// ControlChannel::exportWorkspace)
+  /// the snapshot, as an erofs image on a read-only disk (vm/workspace_image.h),
+  /// is the lower layer of an overlay at /workspace (writes go to the
+  /// scratch disk; export them with Sandbox::exportWorkspace)
   std::string workspaceSnapshot;
   /// Share workspaceDir read-write (direct mode: the guest edits the live
   /// files). Ignored for workspaceSnapshot, which is always read-only.

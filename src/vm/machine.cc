@@ -14,9 +14,16 @@
 #include "common/sha256.h"
 #include "common/subprocess.h"
 #include "vm/boot_assets.h"
+#include "vm/jail.h"
+#include "vm/workspace_image.h"
 
 namespace airlock::vm {
 namespace {
+
+bool isDirectory(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 Result<> makeScratchDisk(const std::string& path, unsigned sizeMiB) {
   Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
@@ -86,7 +93,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   if (!assets) return std::unexpected(assets.error());
   auto runDir = TempDir::create(host.dirs.state + "/vms", "vm-");
   if (!runDir) return failWith(exit_code::kHostNotReady, "{}", runDir.error().message);
-  if (runDir->path().size() + 16 > 107)
+  if (runDir->path().size() + 20 > 107)
     return failWith(exit_code::kHostNotReady, "the state directory path {} is too long for unix sockets; set "
                     "XDG_STATE_HOME to a shorter path", runDir->path());
   // The janitor is `airlock __janitor`; $AIRLOCK_EXE names the binary when the
@@ -107,6 +114,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   config.consoleLimits = options.console;
   config.kernel = assets->kernel;
   config.initramfs = assets->initramfs;
+  if (host.euid == 0) config.qemuUid = jailUidFor(getpid());
   AccelChoice accel =
       chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(host.dirs.cache, *assets, dir); });
   config.accel = accel.accel;
@@ -117,20 +125,27 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
     return std::unexpected(disk.error());
   config.disks.push_back({options.rootImage, "root", true, "raw"});
   config.disks.push_back({dir + "/scratch.ext4", "scratch", false, "raw"});
-  const std::string& shared = options.workspaceSnapshot.empty() ? options.workspaceDir : options.workspaceSnapshot;
-  if (!shared.empty()) {
-    struct stat st {};
-    if (stat(shared.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      return failWith(exit_code::kUsage, "workspace {} is not a directory", shared);
-    char* real = realpath(shared.c_str(), nullptr);
-    std::string hostPath = real ? real : shared;
+  if (!options.workspaceSnapshot.empty()) {
+    if (!isDirectory(options.workspaceSnapshot))
+      return failWith(exit_code::kUsage, "workspace snapshot {} is not a directory", options.workspaceSnapshot);
+    report(options.progress, "writing the workspace image");
+    const std::string image = dir + "/workspace.erofs";
+    if (auto r = buildWorkspaceImage(options.workspaceSnapshot, image); !r) return std::unexpected(r.error());
+    config.disks.push_back({image, "workspace", true, "raw"});
+    config.workspaceSerial = "workspace";
+  } else if (!options.workspaceDir.empty()) {
+    if (!isDirectory(options.workspaceDir))
+      return failWith(exit_code::kUsage, "workspace {} is not a directory", options.workspaceDir);
+    char* real = realpath(options.workspaceDir.c_str(), nullptr);
+    std::string hostPath = real ? real : options.workspaceDir;
     free(real);
-    bool snapshot = !options.workspaceSnapshot.empty();
-    bool readOnly = snapshot || !options.workspaceReadWrite;
-    config.shares.push_back({"workspace", hostPath, "/workspace", readOnly, "", snapshot});
+    config.shares.push_back({"workspace", hostPath, "/workspace", !options.workspaceReadWrite, ""});
   }
+  // QEMU's jail needs mount namespaces: an unprivileged airlock becomes root
+  // of its own user namespace first (the egress network needs it too).
+  if (auto r = egress::becomeNamespaceRoot(); !r)
+    return std::unexpected(options.egress ? r.error() : withCode(r.error(), exit_code::kHostNotReady));
   if (options.egress) {
-    if (auto r = egress::becomeNamespaceRoot(); !r) return std::unexpected(r.error());
     auto network = egress::SessionNetwork::start(*options.egress, options.egressNetwork);
     if (!network) return std::unexpected(network.error());
     machine->network_ = std::move(*network);

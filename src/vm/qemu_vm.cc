@@ -112,6 +112,52 @@ Result<pid_t> startVirtiofsd(const Share& share, const std::string& runDir, size
 }
 
 
+/// QEMU's view of `config` from inside its jail, and the jail: the sockets
+/// of `ownDir` at /vm, the kernel, initramfs and disks at /in (the writable
+/// ones handed to the jail's uid). Host-side paths stay in `config`.
+Result<std::pair<VmConfig, JailSpec>> jailView(const VmConfig& config, const std::string& ownDir,
+                                               const std::string& jailRoot) {
+  VmConfig jailed = config;
+  JailSpec spec;
+  spec.root = jailRoot;
+  spec.ownDir = ownDir;
+  if (config.qemuUid) {
+    spec.dropTo = *config.qemuUid;
+    struct stat kvm {};
+    if (stat("/dev/kvm", &kvm) == 0) spec.groups.push_back(kvm.st_gid);
+  }
+  auto inside = [&](const std::string& hostPath) {
+    return hostPath.starts_with(ownDir + "/") ? spec.ownPath + hostPath.substr(ownDir.size()) : hostPath;
+  };
+  auto bindIn = [&](const std::string& hostPath, const std::string& name, bool writable) -> Result<std::string> {
+    if (writable && config.qemuUid && chown(hostPath.c_str(), *config.qemuUid, *config.qemuUid) != 0)
+      return fail("cannot give {} to the VM's jail: {}", hostPath, errnoText(errno));
+    spec.files.push_back({hostPath, "/in/" + name, writable});
+    return "/in/" + name;
+  };
+  if (!jailed.qemuBinary.starts_with("/usr/")) {
+    auto q = bindIn(jailed.qemuBinary, "qemu", false);
+    if (!q) return std::unexpected(q.error());
+    jailed.qemuBinary = *q;
+  }
+  for (auto* path : {&jailed.kernel, &jailed.initramfs}) {
+    auto p = bindIn(*path, path == &jailed.kernel ? "kernel" : "initramfs", false);
+    if (!p) return std::unexpected(p.error());
+    *path = *p;
+  }
+  for (size_t i = 0; i < jailed.disks.size(); ++i) {
+    auto p = bindIn(jailed.disks[i].path, "disk" + std::to_string(i), !jailed.disks[i].readOnly);
+    if (!p) return std::unexpected(p.error());
+    jailed.disks[i].path = *p;
+  }
+  for (auto& share : jailed.shares) share.socketPath = inside(share.socketPath);
+  for (auto& port : jailed.ports) port.socketPath = inside(port.socketPath);
+  jailed.qmpSocket = inside(jailed.qmpSocket);
+  jailed.consoleSocket = inside(jailed.consoleSocket);
+  jailed.consoleLog = inside(jailed.consoleLog);
+  return std::pair{std::move(jailed), std::move(spec)};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string& runDir, const std::string& stateDir,
@@ -122,22 +168,32 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
                     config.qemuBinary);
   config.qemuBinary = qemu;
   std::unique_ptr<QemuVm> vm(new QemuVm());
+  // QEMU's own directory (its sockets) and the mount point of its jail's root.
+  const std::string ownDir = runDir + "/qemu", jailRoot = runDir + "/jail";
+  if (mkdir(ownDir.c_str(), 0700) != 0 || mkdir(jailRoot.c_str(), 0755) != 0)
+    return fail("cannot create the VM's directories in {}: {}", runDir, errnoText(errno));
+  if (config.qemuUid && chown(ownDir.c_str(), *config.qemuUid, *config.qemuUid) != 0)
+    return fail("cannot give {} to the VM's jail: {}", ownDir, errnoText(errno));
   for (size_t i = 0; i < config.shares.size(); ++i) {
     auto& share = config.shares[i];
-    share.socketPath = runDir + "/fs" + std::to_string(i) + ".sock";
+    share.socketPath = ownDir + "/fs" + std::to_string(i) + ".sock";
     auto pid = startVirtiofsd(share, runDir, i);
     if (!pid) return std::unexpected(pid.error());
     janitor.watchPid(*pid);
     vm->helpers_.push_back(*pid);
+    if (config.qemuUid && lchown(share.socketPath.c_str(), *config.qemuUid, *config.qemuUid) != 0)
+      return fail("cannot give {} to the VM's jail: {}", share.socketPath, errnoText(errno));
   }
-  config.ports.push_back({protocol::kPortName, runDir + "/control.sock"});
-  config.qmpSocket = runDir + "/qmp.sock";
+  config.ports.push_back({protocol::kPortName, ownDir + "/control.sock"});
+  config.qmpSocket = ownDir + "/qmp.sock";
   if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
-  config.consoleSocket = runDir + "/console.sock";
+  config.consoleSocket = ownDir + "/console.sock";
   vm->config_ = config;
-  SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", confineBeforeExec, {}};
+  auto jail = jailView(config, ownDir, jailRoot);
+  if (!jail) return failWith(exit_code::kHostNotReady, "{}", jail.error().message);
+  SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", jailBeforeExec(jail->second), {}};
   if (config.tapFd >= 0) qemuOptions.keepFds.push_back(config.tapFd);
-  auto pid = spawnTied(buildQemuArgs(config), qemuOptions);
+  auto pid = spawnTied(buildQemuArgs(jail->first), qemuOptions);
   if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);
   vm->qemu_ = *pid;
   janitor.watchPid(*pid);
@@ -154,7 +210,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
                     qemuLog.empty() ? "" : " (QEMU said: " + qemuLog.back() + ")");
   }
   auto alive = [raw = vm.get()] { return raw->running(); };
-  auto control = ControlChannel::connect(runDir + "/control.sock", std::chrono::seconds(30), alive);
+  auto control = ControlChannel::connect(ownDir + "/control.sock", std::chrono::seconds(30), alive);
   if (!control) {
     auto qemuLog = lastLines(runDir + "/qemu.log", 3);
     std::string detail = qemuLog.empty() ? "" : " (QEMU said: " + visibleText(qemuLog.back()) + ")";

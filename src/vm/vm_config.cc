@@ -9,12 +9,9 @@ namespace airlock::vm {
 std::string kernelCmdline(const VmConfig& c) {
   std::string cmdline = "console=ttyS0 quiet panic=-1 reboot=t rw";
   if (c.tscKhz) cmdline += fmt::format(" tsc_early_khz={}", c.tscKhz);
-  for (const auto& share : c.shares) {
-    if (share.workspaceLower)
-      cmdline += fmt::format(" airlock.workspace={}", share.tag);
-    else
-      cmdline += fmt::format(" airlock.share={}:{}:{}", share.tag, share.guestPath, share.readOnly ? "ro" : "rw");
-  }
+  for (const auto& share : c.shares)
+    cmdline += fmt::format(" airlock.share={}:{}:{}", share.tag, share.guestPath, share.readOnly ? "ro" : "rw");
+  if (!c.workspaceSerial.empty()) cmdline += fmt::format(" airlock.workspace={}", c.workspaceSerial);
   if (c.tapFd >= 0) cmdline += " airlock.net=tap";
   if (!c.extraCmdline.empty()) cmdline += " " + c.extraCmdline;
   return cmdline;

@@ -1,6 +1,8 @@
 #pragma once
 // Typed description of one microVM, and the QEMU command line built from it.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +29,6 @@ struct Share {
   std::string guestPath;
   bool readOnly = true;
   std::string socketPath;
-  /// True: the share is the read-only lower layer of the guest's /workspace
-  /// overlay (airlock.workspace=TAG) instead of a plain mount at guestPath.
-  bool workspaceLower = false;
 };
 
 /// A virtio-serial port backed by a unix socket QEMU listens on.
@@ -51,6 +50,10 @@ struct VmConfig {
   unsigned tscKhz = 0;
   std::vector<Disk> disks;
   std::vector<Share> shares;
+  /// Serial of the disk (in `disks`) holding the erofs image of the
+  /// workspace snapshot: the read-only lower layer of the guest's /workspace
+  /// overlay (airlock.workspace=SERIAL). Empty: no snapshot workspace.
+  std::string workspaceSerial;
   std::vector<SerialPort> ports;
   /// A tap device (open fd, inherited by QEMU) in the session's network
   /// namespace behind the egress firewall; the guest configures itself with
@@ -64,6 +67,10 @@ struct VmConfig {
   std::string consoleSocket;
   ConsoleLimits consoleLimits;
   std::string qemuBinary = "qemu-system-x86_64";
+  /// The uid (and gid) QEMU runs as when airlock runs as root (vm::jailUidFor);
+  /// empty: airlock's own (an unprivileged user). Either way QEMU is jailed
+  /// (vm/jail.h).
+  std::optional<uint32_t> qemuUid;
 };
 
 /// The full argv (argv[0] = qemuBinary) for `qemu-system-x86_64 -M microvm`.

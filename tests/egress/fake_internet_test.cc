@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/fd.h"
@@ -527,40 +528,49 @@ class WorldUsableTun {
   bool changed_ = false;
 };
 
-TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
-  SKIP_WITHOUT_VMS();
-  FakeInternet internet;
-  ASSERT_EQ(internet.error(), "");
-  LoopbackService service;
-  constexpr uid_t kUser = 4242;
-  // Everything the unprivileged airlock touches: its own home, state and
-  // cache (a copy of the boot assets), and a copy of the test rootfs.
-  auto dir = TempDir::create("/tmp", "airlock-unpriv-");
-  ASSERT_TRUE(dir);
-  chmod(dir->path().c_str(), 0755);
-  const HostContext host = testHost(dir->path() + "/root-state");
-  auto init = vm::findInitBinary(host);
-  ASSERT_TRUE(init) << init.error().message;
-  auto assets = vm::ensureBootAssets(host.dirs.cache, *init, {});
-  ASSERT_TRUE(assets) << assets.error().message;
-  const std::string& d = dir->path();
-  for (const char* sub : {"/home", "/state", "/cache"}) ASSERT_TRUE(makeDirs(d + sub));
-  ASSERT_TRUE(runChecked({"cp", "-a", vm::bootAssetsDir(host.dirs.cache), d + "/cache/assets"}));
-  ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
-  // The user runs its own copy of the binaries: the build tree may sit in a
-  // directory only root can enter (a CI checkout under a 0700 mktemp -d).
-  ASSERT_TRUE(makeDirs(d + "/bin"));
-  const std::string airlockBin = d + "/bin/airlock", initBin = d + "/bin/airlock-init";
-  ASSERT_TRUE(runChecked({"cp", AIRLOCK_BINARY, airlockBin}));
-  ASSERT_TRUE(runChecked({"cp", *init, initBin}));
-  ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(kUser) + ":" + std::to_string(kUser), d}));
-  std::string command = fmt::format(
-      "wget -qO- http://10.0.2.2:{0}/; wget -qO- -T 5 http://10.0.2.2:{1}/ || echo other-port-blocked; "
-      "wget -qO- -T 5 http://192.0.2.10/ || echo literal-blocked",
-      service.port(), service.port() + 1);
-  // Runs the command in a VM as kUser; returns the exit code and the output.
-  auto runAsUser = [&]() -> std::pair<int, std::string> {
-    std::string outPath = d + "/out.txt";
+/// A home for airlock run by the unprivileged uid `user`: its own home,
+/// state and cache (a copy of the boot assets), a copy of the test rootfs,
+/// and its own copy of the binaries (the build tree may sit in a directory
+/// only root can enter: a CI checkout under a 0700 mktemp -d), all owned by
+/// `user`, under a fresh directory in /tmp.
+class UnprivilegedHome {
+ public:
+  static constexpr uid_t kUser = 4242;
+
+  void prepare() {
+    auto made = TempDir::create("/tmp", "airlock-unpriv-");
+    ASSERT_TRUE(made);
+    dir_.emplace(std::move(*made));
+    chmod(dir_->path().c_str(), 0755);
+    const HostContext host = testHost(dir_->path() + "/root-state");
+    auto init = vm::findInitBinary(host);
+    ASSERT_TRUE(init) << init.error().message;
+    auto assets = vm::ensureBootAssets(host.dirs.cache, *init, {});
+    ASSERT_TRUE(assets) << assets.error().message;
+    const std::string& d = dir_->path();
+    for (const char* sub : {"/home", "/state", "/cache", "/bin"}) ASSERT_TRUE(makeDirs(d + sub));
+    ASSERT_TRUE(runChecked({"cp", "-a", vm::bootAssetsDir(host.dirs.cache), d + "/cache/assets"}));
+    ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
+    ASSERT_TRUE(runChecked({"cp", AIRLOCK_BINARY, d + "/bin/airlock"}));
+    ASSERT_TRUE(runChecked({"cp", *init, d + "/bin/airlock-init"}));
+    ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(kUser) + ":" + std::to_string(kUser), d}));
+  }
+
+  const std::string& dir() const { return dir_->path(); }
+
+  /// Runs `airlock ARGS` as kUser (no supplementary groups); returns the exit
+  /// code and the combined output.
+  std::pair<int, std::string> airlock(const std::vector<std::string>& args) const {
+    const std::string& d = dir_->path();
+    std::string outPath = d + "/out.txt", bin = d + "/bin/airlock";
+    std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d + "/home",
+                                    "XDG_STATE_HOME=" + d + "/state", "AIRLOCK_CACHE_DIR=" + d + "/cache",
+                                    "AIRLOCK_INIT=" + d + "/bin/airlock-init", "AIRLOCK_EXE=" + bin};
+    std::vector<const char*> argv = {"airlock"}, envp;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(e.c_str());
+    envp.push_back(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
       int out = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -568,19 +578,33 @@ TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
       dup2(out, 2);
       if (setgroups(0, nullptr) != 0 || setresgid(kUser, kUser, kUser) != 0 || setresuid(kUser, kUser, kUser) != 0)
         _exit(120);
-      std::string home = "HOME=" + d + "/home", state = "XDG_STATE_HOME=" + d + "/state",
-                  cache = "AIRLOCK_CACHE_DIR=" + d + "/cache", initEnv = "AIRLOCK_INIT=" + initBin,
-                  exe = "AIRLOCK_EXE=" + airlockBin, rootfs = d + "/rootfs",
-                  port = std::to_string(service.port());
-      const char* env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", home.c_str(), state.c_str(), cache.c_str(),
-                           initEnv.c_str(), exe.c_str(), nullptr};
-      execle(airlockBin.c_str(), "airlock", "run-image", "-q", "--rootfs", rootfs.c_str(), "--egress-profile", "locked",
-             "--host-port", port.c_str(), "--", "sh", "-c", command.c_str(), nullptr, env);
+      execve(bin.c_str(), const_cast<char* const*>(argv.data()), const_cast<char* const*>(envp.data()));
       _exit(127);
     }
     int status = 0;
     waitpid(pid, &status, 0);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(outPath)};
+  }
+
+ private:
+  std::optional<TempDir> dir_;
+};
+
+TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
+  SKIP_WITHOUT_VMS();
+  FakeInternet internet;
+  ASSERT_EQ(internet.error(), "");
+  LoopbackService service;
+  UnprivilegedHome home;
+  ASSERT_NO_FATAL_FAILURE(home.prepare());
+  const std::string& d = home.dir();
+  std::string command = fmt::format(
+      "wget -qO- http://10.0.2.2:{0}/; wget -qO- -T 5 http://10.0.2.2:{1}/ || echo other-port-blocked; "
+      "wget -qO- -T 5 http://192.0.2.10/ || echo literal-blocked",
+      service.port(), service.port() + 1);
+  auto runAsUser = [&] {
+    return home.airlock({"run-image", "-q", "--rootfs", d + "/rootfs", "--egress-profile", "locked", "--host-port",
+                         std::to_string(service.port()), "--", "sh", "-c", command});
   };
   struct stat tunBefore {};
   ASSERT_EQ(stat("/dev/net/tun", &tunBefore), 0);
@@ -603,6 +627,37 @@ TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
   ASSERT_EQ(stat("/dev/net/tun", &tunAfter), 0);
   EXPECT_EQ(tunAfter.st_mode, tunBefore.st_mode) << "/dev/net/tun was not restored";
   EXPECT_EQ(leftoverRunDirs(d + "/state"), "");
+}
+
+// The default workspace path without root: the agent (the guest's uid
+// 1000) edits the user's files through the snapshot's erofs image, and the
+// flush lands them owned by the user (issue 14, items 1, 2 and 4).
+TEST(UnprivilegedSession, TheAgentEditsTheSnapshotAndTheFlushKeepsTheUsersOwnership) {
+  SKIP_WITHOUT_VMS();
+  UnprivilegedHome home;
+  ASSERT_NO_FATAL_FAILURE(home.prepare());
+  const std::string ws = home.dir() + "/project";
+  ASSERT_TRUE(makeDirs(ws + "/src"));
+  ASSERT_TRUE(writeFileAtomic(ws + "/src/main.c", "int main(void) { return 0; }\n", 0644));
+  ASSERT_TRUE(runChecked({"chown", "-R", fmt::format("{0}:{0}", UnprivilegedHome::kUser), ws}));
+  auto [code, out] = home.airlock(
+      {"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--review", "all", "--user", "1000", "--",
+       "sh", "-c",
+       "id -u; echo '/* edited */' >> /workspace/src/main.c && echo new > /workspace/src/new.c && "
+       "mkdir /workspace/docs && echo doc > /workspace/docs/a.md && "
+       "grep ' /run/airlock/workspace-lower ' /proc/mounts"});
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("1000\n"), std::string::npos) << "the command did not run as the agent user:\n" << out;
+  EXPECT_NE(out.find(" erofs ro,nosuid,nodev"), std::string::npos) << "the snapshot is not the erofs lower:\n" << out;
+  EXPECT_EQ(slurp(ws + "/src/main.c"), "int main(void) { return 0; }\n/* edited */\n");
+  EXPECT_EQ(slurp(ws + "/src/new.c"), "new\n");
+  for (const char* path : {"src/main.c", "src/new.c", "docs", "docs/a.md"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat((ws + "/" + path).c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, UnprivilegedHome::kUser) << path;
+    EXPECT_EQ(st.st_gid, UnprivilegedHome::kUser) << path;
+  }
+  EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -127,9 +128,11 @@ std::vector<pid_t> processesNamed(const std::string& program, const std::string&
     std::string cmdline = slurp("/proc/" + std::string(e->d_name) + "/cmdline");
     std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
     auto slash = argv0.rfind('/');
-    if ((slash == std::string::npos ? argv0 : argv0.substr(slash + 1)) == program &&
-        cmdline.find(needle) != std::string::npos)
-      pids.push_back(pid);
+    if ((slash == std::string::npos ? argv0 : argv0.substr(slash + 1)) != program) continue;
+    // A jailed QEMU names only jail paths; its stdout is its log in the run directory.
+    std::error_code ec;
+    std::string out = std::filesystem::read_symlink("/proc/" + std::string(e->d_name) + "/fd/1", ec).string();
+    if (cmdline.find(needle) != std::string::npos || out.find(needle) != std::string::npos) pids.push_back(pid);
   }
   closedir(d);
   return pids;

@@ -30,8 +30,10 @@ pid_t startAirlock(const std::vector<std::string>& args, const std::string& outP
                    const std::map<std::string, std::string>& env = {}, int stdinFd = -1);
 
 /// Pids of running processes whose argv[0] has the basename `program` and
-/// whose command line contains `needle` (e.g. a test's own state directory,
-/// so VMs of other tests or users are not counted).
+/// whose command line, or the path of whose stdout, contains `needle` (e.g. a
+/// test's own state directory, so VMs of other tests or users are not
+/// counted; a jailed QEMU's command line names only jail paths, its stdout
+/// is the run directory's qemu.log).
 std::vector<pid_t> processesNamed(const std::string& program, const std::string& needle = "");
 
 /// Reads a whole file ("" if missing).

@@ -2,14 +2,20 @@
 // read-write workspace share of direct mode.
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "common/fd.h"
 #include "guest_machine.h"
+#include "vm/jail.h"
 #include "vm/machine.h"
 #include "vm_test_env.h"
 
@@ -49,12 +55,77 @@ TEST_F(MachineTest, QemuRunsWithoutCapabilitiesUnderItsSeccompSandbox) {
   }
   EXPECT_EQ(procStatus(qemu, "NoNewPrivs"), "1");
   EXPECT_EQ(procStatus(qemu, "Seccomp"), "2");
+  // Its own uid when airlock runs as root.
+  if (::geteuid() == 0) {
+    std::string jailUid = std::to_string(vm::jailUidFor(::getpid()));
+    std::string all = jailUid + "\t" + jailUid + "\t" + jailUid + "\t" + jailUid;
+    EXPECT_EQ(procStatus(qemu, "Uid"), all);
+    EXPECT_EQ(procStatus(qemu, "Gid"), all);
+  }
+  // Its root holds the VM's files, not the host's.
+  const std::string root = "/proc/" + std::to_string(qemu) + "/root";
+  for (const char* hostOnly : {"/etc/shadow", "/etc/passwd", "/root", "/home", "/tmp", "/proc/1", "/sys/kernel"})
+    EXPECT_NE(::access((root + hostOnly).c_str(), F_OK), 0) << hostOnly << " is visible to QEMU";
+  EXPECT_EQ(::access((root + "/vm/control.sock").c_str(), F_OK), 0) << "the jail lacks QEMU's own sockets";
   // And the guest still works.
   auto output = std::make_shared<Output>();
   auto cmd = start(shell("echo alive"), output);
   ASSERT_TRUE(cmd);
   ASSERT_TRUE(cmd->wait());
   EXPECT_EQ(output->outText(), "alive\n");
+}
+
+/// Sends QMP `commands` (JSON lines) to the socket at `path` after the
+/// capabilities handshake; returns each command's reply line.
+std::vector<std::string> qmpSession(const std::string& path, const std::vector<std::string>& commands) {
+  std::vector<std::string> replies;
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return replies;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return replies;
+  std::string buffer;
+  auto nextReply = [&]() -> std::string {  // the next line holding "return" or "error" (events skipped)
+    for (;;) {
+      for (auto nl = buffer.find('\n'); nl != std::string::npos; nl = buffer.find('\n')) {
+        std::string line = buffer.substr(0, nl);
+        buffer.erase(0, nl + 1);
+        if (line.find("\"return\"") != std::string::npos || line.find("\"error\"") != std::string::npos) return line;
+      }
+      char chunk[4096];
+      ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+      if (n <= 0) return "";
+      buffer.append(chunk, static_cast<size_t>(n));
+    }
+  };
+  std::vector<std::string> all = {R"({"execute":"qmp_capabilities"})"};
+  all.insert(all.end(), commands.begin(), commands.end());
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string line = all[i] + "\n";
+    if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) break;
+    std::string reply = nextReply();
+    if (i > 0) replies.push_back(reply);
+  }
+  return replies;
+}
+
+// A guest that controls QEMU (here: its QMP monitor) still cannot open a
+// host file outside the jail, while the VM's own files open.
+TEST_F(MachineTest, QemuCannotOpenHostFilesOutsideItsJail) {
+  pid_t qemu = machine_->vm().qemuPid();
+  ASSERT_GT(qemu, 0);
+  const std::string qmp = "/proc/" + std::to_string(qemu) + "/root/vm/qmp.sock";
+  auto open = [](const std::string& node, const std::string& file) {
+    return R"({"execute":"blockdev-add","arguments":{"driver":"file","node-name":")" + node + R"(","filename":")" +
+           file + R"(","read-only":true}})";
+  };
+  auto replies = qmpSession(qmp, {open("inside", "/in/kernel"), open("shadow", "/etc/shadow"),
+                                  open("home", "/root/.bashrc"), open("byproc", "/proc/1/root/etc/shadow")});
+  ASSERT_EQ(replies.size(), 4u) << "no QMP session";
+  EXPECT_NE(replies[0].find("\"return\""), std::string::npos) << "a file in the jail did not open: " << replies[0];
+  for (size_t i = 1; i < replies.size(); ++i)
+    EXPECT_NE(replies[i].find("\"error\""), std::string::npos) << "QEMU opened a host file: " << replies[i];
 }
 
 TEST_F(MachineTest, FourConcurrentCommandsInOneVm) {

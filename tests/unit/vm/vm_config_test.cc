@@ -78,6 +78,18 @@ TEST(KernelCmdline, CarriesSharesTscAndNoSecrets) {
   EXPECT_EQ(kernelCmdline(c).find("tsc_early_khz"), std::string::npos);
 }
 
+TEST(KernelCmdline, NamesTheWorkspaceSnapshotDisk) {
+  auto c = sample();
+  EXPECT_EQ(kernelCmdline(c).find("airlock.workspace="), std::string::npos);
+  c.shares.clear();
+  c.disks.push_back({"/run/workspace.erofs", "workspace", true, "raw"});
+  c.workspaceSerial = "workspace";
+  EXPECT_NE(kernelCmdline(c).find(" airlock.workspace=workspace"), std::string::npos) << kernelCmdline(c);
+  auto a = buildQemuArgs(c);
+  EXPECT_TRUE(contains(a, "file=/run/workspace.erofs,format=raw,if=none,readonly=on"));
+  EXPECT_FALSE(contains(a, "vhost-user-fs-device")) << "the snapshot went through a file server";
+}
+
 TEST(QemuArgs, SeccompSandboxDeniesSpawnAndPrivilegeRaising) {
   EXPECT_TRUE(hasPair(buildQemuArgs(sample()), "-sandbox",
                       "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));

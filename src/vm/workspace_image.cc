@@ -1,0 +1,23 @@
+#include "vm/workspace_image.h"
+
+#include <string>
+#include <vector>
+
+#include "common/exit_codes.h"
+#include "common/subprocess.h"
+#include "vm/guest_contract.h"
+
+namespace airlock::vm {
+
+Result<> buildWorkspaceImage(const std::string& snapshotDir, const std::string& imagePath) {
+  if (findProgram("mkfs.erofs").empty())
+    return failWith(exit_code::kHostNotReady, "mkfs.erofs is not installed; run scripts/setup (package erofs-utils)");
+  const std::string agent = std::to_string(guest::kAgentUid);
+  std::vector<std::string> argv = {"mkfs.erofs",           "--quiet",   "--preserve-mtime", "-x", "-1",
+                                   "--force-uid=" + agent, "--force-gid=" + agent, imagePath, snapshotDir};
+  if (auto r = runChecked(argv); !r)
+    return failWith(exit_code::kHostNotReady, "cannot build the workspace image {}: {}", imagePath, r.error().message);
+  return {};
+}
+
+}  // namespace airlock::vm
