@@ -90,39 +90,42 @@ CheckResult kernelAssets(HostProbe& probe, const std::string& cacheDir) {
   return {"kernel assets", CheckStatus::kOk, "not cached yet; the first run builds them (~27 MB download, ~6 s)", ""};
 }
 
-/// Unprivileged user namespaces: not needed as root; otherwise the session
-/// network (egress/netns.cc) and mmdebstrap --mode=unshare fail without them.
+/// Unprivileged user namespaces: not needed as root; otherwise QEMU's and
+/// virtiofsd's jails (vm/jail.h), the session network (egress/netns.cc) and
+/// mmdebstrap --mode=unshare fail without them.
 CheckResult userNamespaces(HostProbe& probe) {
   if (probe.effectiveUid() == 0) return {"user namespaces", CheckStatus::kOk, "not needed (running as root)", ""};
   std::string fix = "sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1";
   auto max = probe.readText("/proc/sys/user/max_user_namespaces");
   if (!max || std::atol(max->c_str()) <= 0)
-    return {"user namespaces", CheckStatus::kFail, "disabled (user.max_user_namespaces is 0 or unreadable); the "
-            "session network and the base-image build need them when not root", fix};
+    return {"user namespaces", CheckStatus::kFail, "disabled (user.max_user_namespaces is 0 or unreadable); "
+            "the VM's jail, its network and the base-image build need them when not root", fix};
   auto clone = probe.readText("/proc/sys/kernel/unprivileged_userns_clone");
   if (clone && std::atol(clone->c_str()) == 0)
     return {"user namespaces", CheckStatus::kFail, "unprivileged user namespaces are disabled "
-            "(kernel.unprivileged_userns_clone=0); the session network and the base-image build need them when "
-            "not root", fix};
+            "(kernel.unprivileged_userns_clone=0); the VM's jail, its network and the base-image build need "
+            "them when not root", fix};
   // Ubuntu 23.10 and later: AppArmor lets only profiled programs create
   // user namespaces unless this sysctl is 0.
   auto apparmor = probe.readText("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
   if (apparmor && std::atol(apparmor->c_str()) != 0)
     return {"user namespaces", CheckStatus::kFail,
-            "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1); the "
-            "session network and the base-image build need them when not root",
+            "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1); "
+            "the VM's jail, its network and the base-image build need them when not root",
             "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (persist it in /etc/sysctl.d/)"};
   return {"user namespaces", CheckStatus::kOk, "enabled", ""};
 }
 
-/// As root: ok (virtiofsd, which shares the workspace with the VM, needs it).
-/// Otherwise a failure: every run would stop at the workspace share.
+/// Root is not needed: an unprivileged airlock runs QEMU and virtiofsd in
+/// user namespaces of its own (the user-namespace check says whether it can).
+/// As root, both still drop to unprivileged uids.
 CheckResult root(HostProbe& probe) {
-  if (probe.effectiveUid() == 0) return {"root", CheckStatus::kOk, "running as root", ""};
-  return {"root", CheckStatus::kFail,
-          fmt::format("running as uid {}; virtiofsd (which shares the workspace with the VM) needs root, so every "
-                      "`airlock run` would fail", probe.effectiveUid()),
-          "run airlock as root (sudo airlock ...)"};
+  if (probe.effectiveUid() == 0)
+    return {"root", CheckStatus::kOk, "running as root (QEMU and virtiofsd still run as unprivileged uids)", ""};
+  return {"root", CheckStatus::kOk,
+          fmt::format("running as uid {}: not needed (QEMU and virtiofsd run in user namespaces)",
+                      probe.effectiveUid()),
+          ""};
 }
 
 /// True when `file` (/etc/subuid format: NAME_OR_UID:FIRST:COUNT per line)

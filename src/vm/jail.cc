@@ -96,6 +96,65 @@ int enter(const Plan& p) noexcept {
   return confineBeforeExec();
 }
 
+int writeAll(const char* path, const std::string& text) noexcept {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  ssize_t n = ::write(fd, text.data(), text.size());
+  int e = n == static_cast<ssize_t>(text.size()) ? 0 : (n < 0 ? errno : EIO);
+  ::close(fd);
+  return e;
+}
+
+/// What virtiofsd keeps (its own default set, plus CAP_SYS_ADMIN for its
+/// namespace sandbox): raised as ambient capabilities in its user namespace.
+constexpr int kShareServerCaps[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID,   CAP_SETGID,
+                                    CAP_SETUID, CAP_MKNOD,        CAP_SETFCAP, CAP_SYS_ADMIN, CAP_SETPCAP};
+
+struct SharePlan {
+  ShareJailSpec spec;
+  std::string uidMap, gidMap;
+};
+
+int enterShareJail(const SharePlan& p) noexcept {
+  const ShareJailSpec& s = p.spec;
+  if (::unshare(CLONE_NEWNS) != 0) return errno;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  // virtiofsd keeps its pid file in /run/virtiofsd: a private /run.
+  if (::mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m") != 0) return errno;
+  if (::mkdir("/run/virtiofsd", 0700) != 0) return errno;
+  if (::mkdir(kShareSource, 0755) != 0 || ::mkdir(kShareSocketDir, 0700) != 0) return errno;
+  if (s.dropToOwner && ::chown("/run/virtiofsd", s.ownerUid, s.ownerGid) != 0) return errno;
+  if (::mount(s.source.c_str(), kShareSource, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (s.readOnly ? MOUNT_ATTR_RDONLY : 0);
+  if (int e = setAttributes(kShareSource, AT_RECURSIVE, attrs); e != 0) return e;
+  if (::mount(s.socketDir.c_str(), kShareSocketDir, nullptr, MS_BIND, nullptr) != 0) return errno;
+  if (s.dropToOwner) {
+    if (::setgroups(0, nullptr) != 0) return errno;
+    if (::setresgid(s.ownerGid, s.ownerGid, s.ownerGid) != 0) return errno;
+    if (::setresuid(s.ownerUid, s.ownerUid, s.ownerUid) != 0) return errno;
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    // The uid change made /proc/self root's (not dumpable): the owner must
+    // write its own uid_map below.
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
+  }
+  if (::unshare(CLONE_NEWUSER) != 0) return errno;
+  if (int e = writeAll("/proc/self/setgroups", "deny"); e != 0) return e;
+  if (int e = writeAll("/proc/self/uid_map", p.uidMap); e != 0) return e;
+  if (int e = writeAll("/proc/self/gid_map", p.gidMap); e != 0) return e;
+  // Full capabilities in the new namespace, none across exec unless ambient.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, caps) != 0) return errno;
+  for (int cap : kShareServerCaps) caps[cap / 32].inheritable |= 1u << (cap % 32);
+  if (::syscall(SYS_capset, &header, caps) != 0) return errno;
+  for (int cap : kShareServerCaps)
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) return errno;
+  const rlimit noCore{0, 0};
+  if (::setrlimit(RLIMIT_CORE, &noCore) != 0) return errno;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  return 0;
+}
+
 bool isSymlink(const std::string& path, std::string& target) {
   char buf[4096];
   ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
@@ -130,6 +189,16 @@ uid_t jailUidFor(pid_t airlockPid) {
   // below 2^31 (some tools read uids as signed).
   constexpr uid_t kBase = 0x7f000000;
   return kBase + static_cast<uid_t>(airlockPid % 65536);
+}
+
+std::function<int()> shareServerBeforeExec(const ShareJailSpec& spec) {
+  auto plan = std::make_shared<SharePlan>();
+  plan->spec = spec;
+  // The owner's ids one namespace up: themselves after dropping from root,
+  // else 0 (airlock is root of its own namespace, which maps it to the owner).
+  plan->uidMap = std::to_string(spec.ownerUid) + " " + std::to_string(spec.dropToOwner ? spec.ownerUid : 0) + " 1";
+  plan->gidMap = std::to_string(spec.ownerGid) + " " + std::to_string(spec.dropToOwner ? spec.ownerGid : 0) + " 1";
+  return [plan]() -> int { return enterShareJail(*plan); };
 }
 
 std::function<int()> jailBeforeExec(const JailSpec& spec) {

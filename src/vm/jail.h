@@ -68,6 +68,36 @@ struct JailSpec {
   std::vector<gid_t> groups;        ///< supplementary groups with dropTo
 };
 
+/// How virtiofsd serves one share: in a private mount namespace holding the
+/// shared directory at kShareSource (read-only and nosuid,nodev recursively,
+/// or read-write and nosuid,nodev) and its socket directory at
+/// kShareSocketDir, then in a user namespace that maps exactly one uid and
+/// gid (the share's owner, under the same numbers), with the capabilities it
+/// needs as ambient ones. So whatever the guest asks, files are read and
+/// written as the owner only: a request as any other uid (guest root
+/// included) fails, nothing can be chowned to another user, and device
+/// nodes cannot be created.
+struct ShareJailSpec {
+  std::string source;               ///< the host directory shared
+  bool readOnly = true;
+  std::string socketDir;            ///< host directory (the owner's) where virtiofsd creates its socket
+  uid_t ownerUid = 0;               ///< the only uid (and gid) virtiofsd acts as
+  gid_t ownerGid = 0;
+  /// airlock runs as root: become ownerUid/ownerGid before anything else.
+  /// Otherwise airlock is root of its own user namespace (which maps it to
+  /// the owner: an unprivileged user can share only as itself).
+  bool dropToOwner = false;
+};
+
+/// Where virtiofsd finds the share and creates its socket inside its namespace.
+inline constexpr const char* kShareSource = "/run/airlock-share";
+inline constexpr const char* kShareSocketDir = "/run/airlock-socket";
+
+/// The beforeExec step that puts virtiofsd in the namespaces of `spec`
+/// (async-signal-safe; prepared here). Errors: the errno of the first call
+/// that failed.
+std::function<int()> shareServerBeforeExec(const ShareJailSpec& spec);
+
 /// A beforeExec step (see SpawnOptions) that builds the jail of `spec` in
 /// the child and enters it, then calls confineBeforeExec. The caller must
 /// hold CAP_SYS_ADMIN in its user namespace: root, or an unprivileged

@@ -139,7 +139,12 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
     char* real = realpath(options.workspaceDir.c_str(), nullptr);
     std::string hostPath = real ? real : options.workspaceDir;
     free(real);
-    config.shares.push_back({"workspace", hostPath, "/workspace", !options.workspaceReadWrite, ""});
+    // virtiofsd acts as the directory's owner; an unprivileged user shares as itself.
+    struct stat st {};
+    (void)stat(hostPath.c_str(), &st);
+    bool root = host.euid == 0;
+    config.shares.push_back({"workspace", hostPath, "/workspace", !options.workspaceReadWrite, "",
+                             root ? st.st_uid : host.euid, root ? st.st_gid : getegid()});
   }
   // QEMU's jail needs mount namespaces: an unprivileged airlock becomes root
   // of its own user namespace first (the egress network needs it too).

@@ -1,8 +1,6 @@
 #include "vm/qemu_vm.h"
 
-#include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -62,45 +60,43 @@ Result<Fd> connectSocket(const std::string& path, const std::function<bool()>& a
   }
 }
 
-/// Starts virtiofsd for one share. For a read-only share it runs in a private
-/// mount namespace and exports a read-only bind mount of the directory,
-/// mounted on an empty directory in `runDir`, so the host kernel refuses every
-/// write whatever the guest sends (and virtiofsd can still create its socket
-/// in runDir, even when runDir lies inside the shared directory).
-Result<pid_t> startVirtiofsd(const Share& share, const std::string& runDir, size_t index) {
+/// Starts virtiofsd for one share, jailed (vm/jail.h, ShareJailSpec): it
+/// serves the directory as the share's owner only, from a private mount
+/// namespace, and creates its socket in `runDir`/fsN (set as
+/// share.socketPath). `asRoot`: airlock runs as root.
+Result<pid_t> startVirtiofsd(Share& share, const std::string& runDir, size_t index, bool asRoot) {
   if (access(kVirtiofsd, X_OK) != 0)
     return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-common)",
                     kVirtiofsd);
   std::string logPath = runDir + "/virtiofsd.log";
-  std::string source = share.hostPath;
-  if (share.readOnly) {
-    source = runDir + "/share" + std::to_string(index);
-    if (mkdir(source.c_str(), 0700) != 0) return fail("cannot create {}: {}", source, errnoText(errno));
-  }
-  std::vector<std::string> argv = {kVirtiofsd,         "--socket-path=" + share.socketPath,
-                                   "-o",               "source=" + source,
-                                   "-o",               "cache=auto",
-                                   "-o",               "sandbox=namespace",
+  ShareJailSpec spec;
+  spec.source = share.hostPath;
+  spec.readOnly = share.readOnly;
+  spec.socketDir = runDir + "/fs" + std::to_string(index);
+  spec.ownerUid = share.ownerUid;
+  spec.ownerGid = share.ownerGid;
+  spec.dropToOwner = asRoot;
+  if (mkdir(spec.socketDir.c_str(), 0700) != 0 ||
+      (asRoot && chown(spec.socketDir.c_str(), share.ownerUid, share.ownerGid) != 0))
+    return fail("cannot create {}: {}", spec.socketDir, errnoText(errno));
+  share.socketPath = spec.socketDir + "/fs.sock";
+  std::vector<std::string> argv = {kVirtiofsd,
+                                   std::string("--socket-path=") + kShareSocketDir + "/fs.sock",
+                                   "-o",
+                                   std::string("source=") + kShareSource,
+                                   "-o",
+                                   "cache=auto",
+                                   "-o",
+                                   "sandbox=namespace",
                                    "--rlimit-nofile=0"};
   SpawnOptions options;
   options.stdoutPath = logPath;
   options.stderrPath = logPath;
-  if (share.readOnly) {
-    options.beforeExec = [dir = share.hostPath, source]() -> int {
-      if (unshare(CLONE_NEWNS) != 0) return errno;
-      if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
-      if (mount(dir.c_str(), source.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-      if (mount(nullptr, source.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return errno;
-      return 0;
-    };
-  }
+  options.beforeExec = shareServerBeforeExec(spec);
   auto pid = spawnTied(argv, options);
-  if (!pid) {
-    if (geteuid() != 0)
-      return failWith(exit_code::kHostNotReady, "cannot share {} with the VM: virtiofsd needs root; run airlock as root",
-                      share.hostPath);
-    return pid;
-  }
+  if (!pid)
+    return failWith(exit_code::kHostNotReady, "cannot share {} with the VM: {}{}", share.hostPath, pid.error().message,
+                    asRoot ? "" : " (unprivileged user namespaces must be enabled: see airlock doctor)");
   if (!waitForPath(share.socketPath, *pid, std::chrono::seconds(10))) {
     kill(*pid, SIGKILL);
     waitpid(*pid, nullptr, 0);
@@ -110,7 +106,6 @@ Result<pid_t> startVirtiofsd(const Share& share, const std::string& runDir, size
   }
   return *pid;
 }
-
 
 /// QEMU's view of `config` from inside its jail, and the jail: the sockets
 /// of `ownDir` at /vm, the kernel, initramfs and disks at /in (the writable
@@ -130,7 +125,7 @@ Result<std::pair<VmConfig, JailSpec>> jailView(const VmConfig& config, const std
     return hostPath.starts_with(ownDir + "/") ? spec.ownPath + hostPath.substr(ownDir.size()) : hostPath;
   };
   auto bindIn = [&](const std::string& hostPath, const std::string& name, bool writable) -> Result<std::string> {
-    if (writable && config.qemuUid && chown(hostPath.c_str(), *config.qemuUid, *config.qemuUid) != 0)
+    if (writable && config.qemuUid && lchown(hostPath.c_str(), *config.qemuUid, *config.qemuUid) != 0)
       return fail("cannot give {} to the VM's jail: {}", hostPath, errnoText(errno));
     spec.files.push_back({hostPath, "/in/" + name, writable});
     return "/in/" + name;
@@ -150,7 +145,11 @@ Result<std::pair<VmConfig, JailSpec>> jailView(const VmConfig& config, const std
     if (!p) return std::unexpected(p.error());
     jailed.disks[i].path = *p;
   }
-  for (auto& share : jailed.shares) share.socketPath = inside(share.socketPath);
+  for (size_t i = 0; i < jailed.shares.size(); ++i) {
+    auto p = bindIn(jailed.shares[i].socketPath, "fs" + std::to_string(i) + ".sock", true);
+    if (!p) return std::unexpected(p.error());
+    jailed.shares[i].socketPath = *p;
+  }
   for (auto& port : jailed.ports) port.socketPath = inside(port.socketPath);
   jailed.qmpSocket = inside(jailed.qmpSocket);
   jailed.consoleSocket = inside(jailed.consoleSocket);
@@ -175,14 +174,10 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   if (config.qemuUid && chown(ownDir.c_str(), *config.qemuUid, *config.qemuUid) != 0)
     return fail("cannot give {} to the VM's jail: {}", ownDir, errnoText(errno));
   for (size_t i = 0; i < config.shares.size(); ++i) {
-    auto& share = config.shares[i];
-    share.socketPath = ownDir + "/fs" + std::to_string(i) + ".sock";
-    auto pid = startVirtiofsd(share, runDir, i);
+    auto pid = startVirtiofsd(config.shares[i], runDir, i, config.qemuUid.has_value());
     if (!pid) return std::unexpected(pid.error());
     janitor.watchPid(*pid);
     vm->helpers_.push_back(*pid);
-    if (config.qemuUid && lchown(share.socketPath.c_str(), *config.qemuUid, *config.qemuUid) != 0)
-      return fail("cannot give {} to the VM's jail: {}", share.socketPath, errnoText(errno));
   }
   config.ports.push_back({protocol::kPortName, ownDir + "/control.sock"});
   config.qmpSocket = ownDir + "/qmp.sock";

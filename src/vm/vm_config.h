@@ -22,13 +22,18 @@ struct Disk {
 
 /// A host directory exported with virtiofsd over `socketPath`, mounted in the
 /// guest at `guestPath`. Read-only unless `readOnly` is false; the host enforces
-/// it (virtiofsd runs on a read-only bind mount), the guest mount is ro too.
+/// it (virtiofsd serves a recursively read-only bind mount), the guest mount is
+/// ro too. virtiofsd acts only as `ownerUid`/`ownerGid` (vm/jail.h,
+/// ShareJailSpec): the guest sees the owner's files under those numbers and
+/// can create files only as that uid.
 struct Share {
   std::string tag;
   std::string hostPath;
   std::string guestPath;
   bool readOnly = true;
   std::string socketPath;
+  uint32_t ownerUid = 0;
+  uint32_t ownerGid = 0;
 };
 
 /// A virtio-serial port backed by a unix socket QEMU listens on.

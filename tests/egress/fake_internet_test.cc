@@ -660,5 +660,27 @@ TEST(UnprivilegedSession, TheAgentEditsTheSnapshotAndTheFlushKeepsTheUsersOwners
   EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
 }
 
+// A read-only share without root: virtiofsd runs in a user namespace that
+// maps only the user, so the guest reads the user's files under the user's
+// uid and cannot write, not even as root after a remount.
+TEST(UnprivilegedSession, AReadOnlyShareWorksWithoutRoot) {
+  SKIP_WITHOUT_VMS();
+  UnprivilegedHome home;
+  ASSERT_NO_FATAL_FAILURE(home.prepare());
+  const std::string ws = home.dir() + "/docs";
+  ASSERT_TRUE(makeDirs(ws));
+  ASSERT_TRUE(writeFileAtomic(ws + "/read-me.txt", "shared\n", 0644));
+  ASSERT_TRUE(runChecked({"chown", "-R", fmt::format("{0}:{0}", UnprivilegedHome::kUser), ws}));
+  auto [code, out] = home.airlock({"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--", "sh", "-c",
+                                   "cat /workspace/read-me.txt; stat -c %u /workspace/read-me.txt; "
+                                   "mount -o remount,rw /workspace; echo x > /workspace/new && echo WROTE; echo done"});
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("shared\n" + std::to_string(UnprivilegedHome::kUser) + "\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("WROTE"), std::string::npos) << out;
+  EXPECT_NE(out.find("done"), std::string::npos) << out;
+  EXPECT_NE(access((ws + "/new").c_str(), F_OK), 0);
+  EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
+}
+
 }  // namespace
 }  // namespace airlock::test

@@ -8,11 +8,13 @@
 
 #include <cstring>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "airlock_process.h"
 #include "common/fd.h"
 #include "guest_machine.h"
 #include "vm/jail.h"
@@ -227,6 +229,67 @@ TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
   written << std::ifstream(workspace->path() + "/from-guest.txt").rdbuf();
   EXPECT_EQ(written.str(), "guest\n");
   EXPECT_FALSE(std::ifstream(workspace->path() + "/from-host.txt"));
+  EXPECT_EQ(leftoverRunDirs(state), "");
+}
+
+/// Runs `sh -c SCRIPT` in the guest as `uid` (and gid); returns its output.
+std::string shellAs(vm::Machine& machine, uint32_t uid, const std::string& script) {
+  auto request = shellRequest(script);
+  request.uid = request.gid = uid;
+  auto output = std::make_shared<GuestOutput>();
+  auto cmd = startInGuest(machine, request, output);
+  if (!cmd) return "cannot start: " + cmd.error().message;
+  (void)(*cmd)->wait();
+  return output->allText();
+}
+
+// Direct mode hands the guest the live workspace. A hostile guest (root in
+// its VM) tries to plant a setuid-root shell, a device node for the host's
+// disk and root-owned files in the user's project: virtiofsd serves the
+// share as its owner only, so every attempt fails, and what the agent (the
+// owner's uid) writes lands as the owner (issue 14, item 2).
+TEST(DirectWorkspace, AHostileGuestCannotPlantRootFilesSetuidRootOrDevicesInTheWorkspace) {
+  SKIP_WITHOUT_VMS();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the workspace belongs to another user";
+  constexpr uint32_t kOwner = 1001;
+  std::string state = freshStateDir();
+  auto workspace = TempDir::create("/tmp", "airlock-direct-");
+  ASSERT_TRUE(workspace);
+  const std::string ws = workspace->path();
+  std::ofstream(ws + "/existing.txt") << "host\n";
+  ASSERT_EQ(::chown(ws.c_str(), kOwner, kOwner), 0);
+  ASSERT_EQ(::chown((ws + "/existing.txt").c_str(), kOwner, kOwner), 0);
+  vm::LaunchOptions options;
+  options.rootImage = testRootImage();
+  options.workspaceDir = ws;
+  options.workspaceReadWrite = true;
+  auto machine = vm::Machine::launch(testHost(state), options);
+  ASSERT_TRUE(machine) << machine.error().message;
+  std::string attack = runShell(**machine,
+                                "cp /bin/busybox /workspace/rootshell; chmod 4755 /workspace/rootshell; "
+                                "mknod /workspace/disk b 8 0; mknod /workspace/mem c 1 1; "
+                                "echo x > /workspace/root-owned; mkdir /workspace/root-dir; "
+                                "chown 0:0 /workspace/existing.txt; chmod 4755 /workspace/existing.txt; "
+                                "ln -s /etc/shadow /workspace/link-by-root; echo tried")
+                           .output;
+  std::string agent = shellAs(**machine, kOwner,
+                              "echo mine > /workspace/mine.txt && mkdir /workspace/dir && "
+                              "echo more >> /workspace/existing.txt && echo agent-ok");
+  (*machine)->stop();
+  EXPECT_NE(attack.find("tried"), std::string::npos) << attack;
+  EXPECT_NE(agent.find("agent-ok"), std::string::npos) << "the owner could not write: " << agent;
+  // Nothing in the workspace but the owner's files, no device, no setuid-root.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(ws, ec)) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(entry.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, kOwner) << entry.path() << " belongs to uid " << st.st_uid;
+    EXPECT_EQ(st.st_gid, kOwner) << entry.path();
+    EXPECT_FALSE(S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode)) << entry.path() << " is a device node";
+    EXPECT_FALSE((st.st_mode & S_ISUID) && st.st_uid == 0) << entry.path() << " is setuid root";
+  }
+  EXPECT_EQ(slurp(ws + "/mine.txt"), "mine\n");
+  EXPECT_EQ(slurp(ws + "/existing.txt"), "host\nmore\n");
   EXPECT_EQ(leftoverRunDirs(state), "");
 }
 

@@ -5,12 +5,14 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -169,6 +171,36 @@ TEST_F(RunImage, ReadOnlyWorkspaceCannotBeWrittenEvenAfterRemount) {
   EXPECT_NE(r.out.find("done"), std::string::npos);
   EXPECT_EQ(slurp(ws + "/file.txt"), "original\n");
   EXPECT_NE(access((ws + "/new").c_str(), F_OK), 0);
+}
+
+// A read-only share is read-only all the way down: a filesystem mounted
+// below the shared directory on the host (here a tmpfs) receives nothing
+// either, even after the guest remounts /workspace read-write (issue 14).
+TEST_F(RunImage, ReadOnlyShareIsReadOnlyBelowItsTopMountToo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: mounts a tmpfs below the shared directory";
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((ws + "/sub").c_str(), 0755), 0);
+  ASSERT_EQ(::mount("tmpfs", (ws + "/sub").c_str(), "tmpfs", 0, "mode=0777"), 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{ws + "/sub"};
+  { std::ofstream(ws + "/sub/seen.txt") << "below\n"; }
+  auto r = run({"sh", "-c",
+                "cat /workspace/sub/seen.txt; mount -o remount,rw /workspace; mount -o remount,rw /workspace/sub; "
+                "echo x > /workspace/sub/new && echo WROTE; mkdir /workspace/sub/d && echo MKDIR; "
+                "cp /bin/busybox /workspace/sub/sh && chmod 4755 /workspace/sub/sh && echo SETUID; "
+                "mknod /workspace/sub/disk b 8 0 && echo MKNOD; echo done"},
+               {"-w", ws});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("below\n"), std::string::npos) << "the submount was not visible: " << r.out;
+  for (const char* wrote : {"WROTE", "MKDIR", "SETUID", "MKNOD"}) EXPECT_EQ(r.out.find(wrote), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
+  std::error_code ec;
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(ws + "/sub", ec)) ++entries;
+  EXPECT_EQ(entries, 1u) << "the guest wrote below the read-only share";
 }
 
 TEST_F(RunImage, ReviewModeChangesLandOnlyThroughTheReviewGate) {
