@@ -81,7 +81,7 @@ run_kind() {  # $1 = kind; prints "kind label op seconds" lines
       cat "$work/err" >&2
       exit 1
     fi
-    sed "s/^/$kind /" "$work/out"
+    grep -E '^(tmpfs|workspace) [A-Za-z0-9-]+ [0-9.]+$' "$work/out" | sed "s/^/$kind /"
   done
 }
 

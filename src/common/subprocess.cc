@@ -186,6 +186,13 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
   }
   close(execPipe[1]);
   Fd execRead(execPipe[0]);
+  if (options.afterFork) {
+    if (int e = options.afterFork(pid); e != 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return fail("cannot start '{}': {}", argv[0], errnoText(e));
+    }
+  }
   int execErr = 0;
   ssize_t n;
   while ((n = read(execRead.get(), &execErr, sizeof execErr)) < 0 && errno == EINTR) {

@@ -35,6 +35,11 @@ struct SpawnOptions {
   /// Runs in the child after fork, before exec (async-signal-safe calls only).
   /// Returns 0 or an errno value that aborts the spawn.
   std::function<int()> beforeExec;
+  /// Runs in the parent right after fork with the child's pid, while the
+  /// child may wait inside beforeExec for it (e.g. for the uid map of its
+  /// new user namespace). Returns 0 or an errno value; on failure the child
+  /// is killed and reaped and the spawn fails.
+  std::function<int(pid_t)> afterFork;
   /// Descriptors the child keeps open across exec under the same numbers
   /// (their close-on-exec flag is cleared in the child); all others >= 3 are closed.
   std::vector<int> keepFds;

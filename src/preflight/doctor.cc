@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -50,6 +51,10 @@ CheckResult tool(HostProbe& probe, const std::string& name, CheckStatus missing,
 CheckResult kvm(HostProbe& probe) {
   auto choice = vm::chooseAccel(vm::AccelRequest::kAuto, probe.hostFacts(), [] { return true; });
   if (choice.accel == vm::Accel::kKvm) return {"kvm", CheckStatus::kOk, "KVM usable (/dev/kvm, VT-x/AMD-V)", ""};
+  const vm::HostFacts facts = probe.hostFacts();
+  if (facts.kvmOpenError == EACCES || facts.kvmOpenError == EPERM)
+    return {"kvm", CheckStatus::kWarn, choice.warning,
+            fmt::format("sudo usermod -aG kvm {}, then log in again", probe.userName())};
   return {"kvm", CheckStatus::kWarn, choice.warning,
           "for KVM: enable VT-x/AMD-V (or nested virtualization) and make /dev/kvm read-write for you"};
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@ HostFacts probeHost() {
   HostFacts facts;
   int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   facts.kvmDeviceUsable = fd >= 0;
+  facts.kvmOpenError = fd >= 0 ? 0 : errno;
   if (fd >= 0) close(fd);
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -30,6 +32,9 @@ HostFacts probeHost() {
 }
 
 std::string kvmUnusableReason(const HostFacts& facts) {
+  if (!facts.kvmDeviceUsable && (facts.kvmOpenError == EACCES || facts.kvmOpenError == EPERM))
+    return "/dev/kvm is not read-write for your user (it is for the kvm group)";
+  if (!facts.kvmDeviceUsable && facts.kvmOpenError == ENOENT) return "/dev/kvm is missing (no KVM on this host)";
   if (!facts.kvmDeviceUsable) return "/dev/kvm is missing or not accessible";
   if (facts.kvmPvmLoaded && !facts.cpuHasVirt)
     return "/dev/kvm is kvm_pvm (software nested virtualization, no VT-x/AMD-V), which cannot boot stock kernels";

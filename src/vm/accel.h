@@ -19,6 +19,8 @@ struct HostFacts {
   bool kvmDeviceUsable = false;  ///< /dev/kvm opens read-write
   bool cpuHasVirt = false;       ///< vmx or svm in /proc/cpuinfo flags
   bool kvmPvmLoaded = false;     ///< /sys/module/kvm_pvm exists
+  /// Why /dev/kvm did not open (errno: ENOENT no KVM, EACCES not in its group); 0 when it did.
+  int kvmOpenError = 0;
 };
 
 struct AccelChoice {

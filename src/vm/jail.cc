@@ -43,12 +43,13 @@ struct Plan {
   std::vector<Step> steps;
   std::optional<uid_t> dropTo;
   std::vector<gid_t> groups;
+  pid_t spawner = 0;  ///< the process that forks (the child's parent)
 };
 
-int setAttributes(const char* path, unsigned flags, uint64_t set) noexcept {
+int setAttributes(int dirfd, const char* path, unsigned flags, uint64_t set) noexcept {
   mount_attr attr{};
   attr.attr_set = set;
-  return ::mount_setattr(AT_FDCWD, path, flags, &attr, sizeof attr) == 0 ? 0 : errno;
+  return ::mount_setattr(dirfd, path, flags, &attr, sizeof attr) == 0 ? 0 : errno;
 }
 
 int run(const Step& s) noexcept {
@@ -66,11 +67,11 @@ int run(const Step& s) noexcept {
     case Step::kBind:
       return ::mount(s.b.c_str(), s.a.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0 ? 0 : errno;
     case Step::kReadOnly:
-      return setAttributes(s.a.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+      return setAttributes(AT_FDCWD, s.a.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     case Step::kReadOnlyTop:
-      return setAttributes(s.a.c_str(), 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+      return setAttributes(AT_FDCWD, s.a.c_str(), 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     case Step::kNoSuid:
-      return setAttributes(s.a.c_str(), AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+      return setAttributes(AT_FDCWD, s.a.c_str(), AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
   }
   return EINVAL;
 }
@@ -87,11 +88,14 @@ int enter(const Plan& p) noexcept {
   if (::chdir("/") != 0) return errno;
   if (int e = dropBoundingSet(); e != 0) return e;
   if (p.dropTo) {
-    if (::setgroups(p.groups.size(), p.groups.data()) != 0) return errno;
-    if (::setresgid(*p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
-    if (::setresuid(*p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
+    // Raw system calls: glibc's wrappers signal every thread, which a
+    // forked child of a multithreaded process must not.
+    if (::syscall(SYS_setgroups, p.groups.size(), p.groups.data()) != 0) return errno;
+    if (::syscall(SYS_setresgid, *p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
+    if (::syscall(SYS_setresuid, *p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
     // A change of uid clears the parent-death signal spawnTied set.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    if (::getppid() != p.spawner) return ESRCH;
   }
   return confineBeforeExec();
 }
@@ -106,46 +110,82 @@ int writeAll(const char* path, const std::string& text) noexcept {
 }
 
 /// What virtiofsd keeps (its own default set, plus CAP_SYS_ADMIN for its
-/// namespace sandbox): raised as ambient capabilities in its user namespace.
+/// namespace sandbox and CAP_SETPCAP for its bounding-set drop): raised as
+/// ambient capabilities in its user namespace.
 constexpr int kShareServerCaps[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID,   CAP_SETGID,
                                     CAP_SETUID, CAP_MKNOD,        CAP_SETFCAP, CAP_SYS_ADMIN, CAP_SETPCAP};
 
+/// The two ends of a pipe, closed with the plan.
+struct Pipe {
+  int read = -1, write = -1;
+  Pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) == 0) read = fds[0], write = fds[1];
+  }
+  ~Pipe() {
+    if (read >= 0) ::close(read);
+    if (write >= 0) ::close(write);
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+};
+
 struct SharePlan {
   ShareJailSpec spec;
+  pid_t spawner = 0;      ///< the process that forks (the child's parent)
+  Pipe childReady;        ///< child -> parent: "my user namespace exists"
+  Pipe mapsWritten;       ///< parent -> child: "its uid and gid maps are written"
   std::string uidMap, gidMap;
 };
 
+/// Child side (async-signal-safe: system calls only).
 int enterShareJail(const SharePlan& p) noexcept {
   const ShareJailSpec& s = p.spec;
+  if (p.childReady.write < 0 || p.mapsWritten.read < 0) return EMFILE;
+  ::close(p.childReady.read);
+  ::close(p.mapsWritten.write);
   if (::unshare(CLONE_NEWNS) != 0) return errno;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  // Detached copies of the share and the socket directory, taken before the
+  // private /run below can hide them (a share under /run/media, a state
+  // directory under /run/user).
+  int share = ::open_tree(AT_FDCWD, s.source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (share < 0) return errno;
+  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (s.readOnly ? MOUNT_ATTR_RDONLY : 0);
+  if (int e = setAttributes(share, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs); e != 0) return e;
+  int socketDir = ::open_tree(AT_FDCWD, s.socketDir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (socketDir < 0) return errno;
   // virtiofsd keeps its pid file in /run/virtiofsd: a private /run.
   if (::mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m") != 0) return errno;
   if (::mkdir("/run/virtiofsd", 0700) != 0) return errno;
   if (::mkdir(kShareSource, 0755) != 0 || ::mkdir(kShareSocketDir, 0700) != 0) return errno;
   if (s.dropToOwner && ::chown("/run/virtiofsd", s.ownerUid, s.ownerGid) != 0) return errno;
-  if (::mount(s.source.c_str(), kShareSource, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-  uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (s.readOnly ? MOUNT_ATTR_RDONLY : 0);
-  if (int e = setAttributes(kShareSource, AT_RECURSIVE, attrs); e != 0) return e;
-  if (::mount(s.socketDir.c_str(), kShareSocketDir, nullptr, MS_BIND, nullptr) != 0) return errno;
-  if (s.dropToOwner) {
-    if (::setgroups(0, nullptr) != 0) return errno;
-    if (::setresgid(s.ownerGid, s.ownerGid, s.ownerGid) != 0) return errno;
-    if (::setresuid(s.ownerUid, s.ownerUid, s.ownerUid) != 0) return errno;
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-    // The uid change made /proc/self root's (not dumpable): the owner must
-    // write its own uid_map below.
-    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
-  }
+  if (::move_mount(share, "", AT_FDCWD, kShareSource, MOVE_MOUNT_F_EMPTY_PATH) != 0) return errno;
+  if (::move_mount(socketDir, "", AT_FDCWD, kShareSocketDir, MOVE_MOUNT_F_EMPTY_PATH) != 0) return errno;
+  // The user namespace is created by airlock's uid (root stays its owner, so
+  // the share's owner gets no power over this process); the parent writes
+  // the maps, then this process becomes the owner inside it.
   if (::unshare(CLONE_NEWUSER) != 0) return errno;
-  if (int e = writeAll("/proc/self/setgroups", "deny"); e != 0) return e;
-  if (int e = writeAll("/proc/self/uid_map", p.uidMap); e != 0) return e;
-  if (int e = writeAll("/proc/self/gid_map", p.gidMap); e != 0) return e;
-  // Full capabilities in the new namespace, none across exec unless ambient.
+  char byte = 1;
+  if (::write(p.childReady.write, &byte, 1) != 1) return errno;
+  if (::read(p.mapsWritten.read, &byte, 1) != 1) return ECHILD;
+  if (s.dropToOwner) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
+    if (::syscall(SYS_setresgid, s.ownerGid, s.ownerGid, s.ownerGid) != 0) return errno;
+    if (::syscall(SYS_setresuid, s.ownerUid, s.ownerUid, s.ownerUid) != 0) return errno;
+    // A change of uid clears the parent-death signal spawnTied set.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    if (::getppid() != p.spawner) return ESRCH;
+  }
+  // The creator of a user namespace holds every capability in it; keep the
+  // ones virtiofsd needs across exec (ambient), and no others.
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
   if (::syscall(SYS_capget, &header, caps) != 0) return errno;
-  for (int cap : kShareServerCaps) caps[cap / 32].inheritable |= 1u << (cap % 32);
+  for (int cap : kShareServerCaps) {
+    if (!(caps[cap / 32].permitted & (1u << (cap % 32)))) return EPERM;
+    caps[cap / 32].inheritable |= 1u << (cap % 32);
+  }
   if (::syscall(SYS_capset, &header, caps) != 0) return errno;
   for (int cap : kShareServerCaps)
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) return errno;
@@ -153,6 +193,23 @@ int enterShareJail(const SharePlan& p) noexcept {
   if (::setrlimit(RLIMIT_CORE, &noCore) != 0) return errno;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
   return 0;
+}
+
+/// Parent side: waits for the child's user namespace, writes its maps.
+int mapShareJail(SharePlan& p, pid_t child) {
+  ::close(p.childReady.write);
+  p.childReady.write = -1;
+  ::close(p.mapsWritten.read);
+  p.mapsWritten.read = -1;
+  char byte = 0;
+  ssize_t n;
+  while ((n = ::read(p.childReady.read, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) return ECHILD;  // the child failed before its namespace existed
+  const std::string proc = "/proc/" + std::to_string(child);
+  if (int e = writeAll((proc + "/uid_map").c_str(), p.uidMap); e != 0) return e;
+  if (int e = writeAll((proc + "/gid_map").c_str(), p.gidMap); e != 0) return e;
+  return ::write(p.mapsWritten.write, &byte, 1) == 1 ? 0 : errno;
 }
 
 bool isSymlink(const std::string& path, std::string& target) {
@@ -186,25 +243,30 @@ int confineBeforeExec() noexcept {
 
 uid_t jailUidFor(pid_t airlockPid) {
   // Above systemd's dynamic-user and container ranges' usual allocations,
-  // below 2^31 (some tools read uids as signed).
+  // below 2^31 (some tools read uids as signed); 2^24 values cover every
+  // possible pid (pid_max is at most 2^22).
   constexpr uid_t kBase = 0x7f000000;
-  return kBase + static_cast<uid_t>(airlockPid % 65536);
+  return kBase + static_cast<uid_t>(airlockPid % 0x1000000);
 }
 
-std::function<int()> shareServerBeforeExec(const ShareJailSpec& spec) {
+ShareServerSteps shareServerSteps(const ShareJailSpec& spec) {
   auto plan = std::make_shared<SharePlan>();
   plan->spec = spec;
-  // The owner's ids one namespace up: themselves after dropping from root,
-  // else 0 (airlock is root of its own namespace, which maps it to the owner).
+  plan->spawner = ::getpid();
+  // Inside: the owner's ids. Outside (airlock's namespace): the same ids
+  // when airlock is root, else 0 (airlock is root of its own namespace,
+  // which maps it to the owner).
   plan->uidMap = std::to_string(spec.ownerUid) + " " + std::to_string(spec.dropToOwner ? spec.ownerUid : 0) + " 1";
   plan->gidMap = std::to_string(spec.ownerGid) + " " + std::to_string(spec.dropToOwner ? spec.ownerGid : 0) + " 1";
-  return [plan]() -> int { return enterShareJail(*plan); };
+  return {[plan]() -> int { return enterShareJail(*plan); },
+          [plan](pid_t child) -> int { return mapShareJail(*plan, child); }};
 }
 
 std::function<int()> jailBeforeExec(const JailSpec& spec) {
   auto plan = std::make_shared<Plan>();
   plan->root = spec.root;
   plan->dropTo = spec.dropTo;
+  plan->spawner = ::getpid();
   plan->groups = spec.groups;
   const std::string& r = spec.root;
   auto& steps = plan->steps;

@@ -1,12 +1,14 @@
 #pragma once
-// Confinement of the host processes that run guest-facing code (QEMU): a
+// Confinement of the host processes that run guest-facing code. QEMU: a
 // guest that escapes through a device-emulation bug lands in a process that
 // cannot gain privileges, holds no capabilities, cannot dump core, and (with
 // QEMU's own seccomp sandbox) cannot spawn programs or change its uid; it
 // sees a root holding only its program, the VM's files and four device
 // nodes, has no network but its tap, and runs as an unprivileged uid even
-// when airlock runs as root. Anchors: libvirt's QEMU command line and
-// Firecracker's jailer.
+// when airlock runs as root. virtiofsd (ShareJailSpec): acts as the shared
+// directory's owner only. Anchors: libvirt's QEMU command line and
+// Firecracker's jailer. (The KVM boot probe in vm/machine.cc runs QEMU
+// unjailed: it boots only airlock's own kernel and init, which power off.)
 //
 // Not here (issue 14): a PID namespace (QEMU cannot fork under its sandbox,
 // and sees no /proc), cgroup limits.
@@ -40,15 +42,16 @@ inline constexpr const char* kQemuSandbox = "on,obsolete=deny,elevateprivileges=
 int confineBeforeExec() noexcept;
 
 /// The uid and gid of a jailed process when airlock runs as root: outside
-/// the range of login accounts and system users, one per airlock process
-/// (`base + pid % 65536`), so two sessions' QEMUs cannot signal each other.
+/// the range of login accounts and system users, one per live airlock
+/// process (`0x7f000000 + pid`, pids being below 2^22), so two sessions'
+/// QEMUs cannot signal or trace each other.
 uid_t jailUidFor(pid_t airlockPid);
 
 /// What a jailed process sees: a fresh tmpfs root (read-only once built)
 /// holding /usr (and the /bin, /lib, /lib64, /sbin links or binds) and
 /// /etc/ld.so.cache read-only, /dev/{null,zero,urandom,kvm}, its own
-/// directory read-write at `ownPath`, and the files of `files`; nothing else of the host
-/// (no /etc, /home, /root, /proc, /sys, /tmp). New mount, IPC, UTS and
+/// directory read-write at `ownPath`, and the files of `files`; nothing else
+/// of the host (no other file of /etc, no /home, /root, /proc, /sys, /tmp). New mount, IPC, UTS and
 /// network namespaces (unix sockets by path still work; abstract sockets and
 /// the host's network do not), and, when airlock runs as root, the uid and
 /// gid `dropTo` with the supplementary groups `groups` (the /dev/kvm group).
@@ -83,9 +86,10 @@ struct ShareJailSpec {
   std::string socketDir;            ///< host directory (the owner's) where virtiofsd creates its socket
   uid_t ownerUid = 0;               ///< the only uid (and gid) virtiofsd acts as
   gid_t ownerGid = 0;
-  /// airlock runs as root: become ownerUid/ownerGid before anything else.
-  /// Otherwise airlock is root of its own user namespace (which maps it to
-  /// the owner: an unprivileged user can share only as itself).
+  /// airlock runs as root: the user namespace (created by root, so the owner
+  /// has no power over it) maps ownerUid to itself, and virtiofsd becomes
+  /// ownerUid inside it. Otherwise airlock is root of its own user namespace,
+  /// which maps it to the owner (an unprivileged user shares only as itself).
   bool dropToOwner = false;
 };
 
@@ -93,10 +97,16 @@ struct ShareJailSpec {
 inline constexpr const char* kShareSource = "/run/airlock-share";
 inline constexpr const char* kShareSocketDir = "/run/airlock-socket";
 
-/// The beforeExec step that puts virtiofsd in the namespaces of `spec`
-/// (async-signal-safe; prepared here). Errors: the errno of the first call
-/// that failed.
-std::function<int()> shareServerBeforeExec(const ShareJailSpec& spec);
+/// The two halves of starting virtiofsd in the namespaces of `spec`: the
+/// child's beforeExec step (async-signal-safe; everything prepared here)
+/// and the parent's afterFork step, which writes the child's uid and gid
+/// maps (the child waits for it). Errors: the errno of the first call that
+/// failed. Use each pair for one spawn.
+struct ShareServerSteps {
+  std::function<int()> beforeExec;
+  std::function<int(pid_t)> afterFork;
+};
+ShareServerSteps shareServerSteps(const ShareJailSpec& spec);
 
 /// A beforeExec step (see SpawnOptions) that builds the jail of `spec` in
 /// the child and enters it, then calls confineBeforeExec. The caller must

@@ -141,8 +141,13 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
     free(real);
     // virtiofsd acts as the directory's owner; an unprivileged user shares as itself.
     struct stat st {};
-    (void)stat(hostPath.c_str(), &st);
+    if (stat(hostPath.c_str(), &st) != 0)
+      return failWith(exit_code::kUsage, "cannot read workspace {}: {}", hostPath, errnoText(errno));
     bool root = host.euid == 0;
+    if (root && st.st_uid == 0 && options.workspaceReadWrite)
+      return failWith(exit_code::kUsage, "direct mode on {}, which belongs to root, would let the guest create "
+                      "root-owned and setuid-root files there; use the default snapshot mode, or a workspace owned "
+                      "by a user", hostPath);
     config.shares.push_back({"workspace", hostPath, "/workspace", !options.workspaceReadWrite, "",
                              root ? st.st_uid : host.euid, root ? st.st_gid : getegid()});
   }

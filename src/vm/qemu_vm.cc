@@ -92,12 +92,16 @@ Result<pid_t> startVirtiofsd(Share& share, const std::string& runDir, size_t ind
   SpawnOptions options;
   options.stdoutPath = logPath;
   options.stderrPath = logPath;
-  options.beforeExec = shareServerBeforeExec(spec);
+  auto steps = shareServerSteps(spec);
+  options.beforeExec = steps.beforeExec;
+  options.afterFork = steps.afterFork;
   auto pid = spawnTied(argv, options);
   if (!pid)
     return failWith(exit_code::kHostNotReady, "cannot share {} with the VM: {}{}", share.hostPath, pid.error().message,
                     asRoot ? "" : " (unprivileged user namespaces must be enabled: see airlock doctor)");
-  if (!waitForPath(share.socketPath, *pid, std::chrono::seconds(10))) {
+  struct stat st {};
+  if (!waitForPath(share.socketPath, *pid, std::chrono::seconds(10)) || lstat(share.socketPath.c_str(), &st) != 0 ||
+      !S_ISSOCK(st.st_mode)) {
     kill(*pid, SIGKILL);
     waitpid(*pid, nullptr, 0);
     auto log = lastLines(logPath, 1);
@@ -127,6 +131,11 @@ Result<std::pair<VmConfig, JailSpec>> jailView(const VmConfig& config, const std
   auto bindIn = [&](const std::string& hostPath, const std::string& name, bool writable) -> Result<std::string> {
     if (writable && config.qemuUid && lchown(hostPath.c_str(), *config.qemuUid, *config.qemuUid) != 0)
       return fail("cannot give {} to the VM's jail: {}", hostPath, errnoText(errno));
+    // The jail's uid reads inputs through read-only binds: they must be readable by others.
+    struct stat st {};
+    if (!writable && config.qemuUid && (stat(hostPath.c_str(), &st) != 0 || !(st.st_mode & S_IROTH)))
+      return fail("{} is not readable by QEMU's unprivileged uid; make it world-readable (chmod a+r; a umask of "
+                  "022 when airlock builds it)", hostPath);
     spec.files.push_back({hostPath, "/in/" + name, writable});
     return "/in/" + name;
   };

@@ -1,11 +1,14 @@
 #include "vm/qmp.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "common/fd.h"
 
@@ -36,6 +39,15 @@ Result<std::string> qmpExecute(const std::string& socketPath, const std::string&
   addr.sun_family = AF_UNIX;
   if (socketPath.size() >= sizeof addr.sun_path) return fail("QMP socket path {} is too long", socketPath);
   std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
+  // The socket's directory belongs to QEMU's jail uid: pin the socket itself
+  // (no symlink, a socket) and connect through the pinned inode, so a
+  // compromised QEMU cannot point airlock at another socket.
+  Fd pinned(::open(socketPath.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!pinned || ::fstat(pinned.get(), &st) != 0 || !S_ISSOCK(st.st_mode))
+    return fail("QMP socket {} is missing or not a socket", socketPath);
+  std::string viaFd = "/proc/self/fd/" + std::to_string(pinned.get());
+  std::memcpy(addr.sun_path, viaFd.c_str(), viaFd.size() + 1);
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return fail("cannot connect to QMP at {}: {}", socketPath, errnoText(errno));

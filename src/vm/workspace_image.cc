@@ -1,5 +1,8 @@
 #include "vm/workspace_image.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,9 @@ Result<> buildWorkspaceImage(const std::string& snapshotDir, const std::string& 
                                    "--force-uid=" + agent, "--force-gid=" + agent, imagePath, snapshotDir};
   if (auto r = runChecked(argv); !r)
     return failWith(exit_code::kHostNotReady, "cannot build the workspace image {}: {}", imagePath, r.error().message);
+  // QEMU's jail uid reads it; the run directory holding it is private.
+  if (::chmod(imagePath.c_str(), 0644) != 0)
+    return failWith(exit_code::kHostNotReady, "cannot chmod {}: {}", imagePath, errnoText(errno));
   return {};
 }
 

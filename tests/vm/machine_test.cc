@@ -208,30 +208,6 @@ TEST_F(MachineTest, RootOverlayIsWritableAndDiscarded) {
   EXPECT_EQ(output->outText(), "scratch\n");
 }
 
-TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
-  SKIP_WITHOUT_VMS();
-  std::string state = freshStateDir();
-  auto workspace = TempDir::create("/tmp", "airlock-direct-");
-  ASSERT_TRUE(workspace);
-  std::ofstream(workspace->path() + "/from-host.txt") << "host\n";
-  vm::LaunchOptions options;
-  options.rootImage = testRootImage();
-  options.workspaceDir = workspace->path();
-  options.workspaceReadWrite = true;
-  auto machine = vm::Machine::launch(testHost(state), options);
-  ASSERT_TRUE(machine) << machine.error().message;
-  auto r = runShell(**machine, "cat /workspace/from-host.txt && echo guest > /workspace/from-guest.txt && "
-                               "rm /workspace/from-host.txt && echo DONE");
-  (*machine)->stop();
-  EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(r.output, "host\nDONE\n");
-  std::stringstream written;
-  written << std::ifstream(workspace->path() + "/from-guest.txt").rdbuf();
-  EXPECT_EQ(written.str(), "guest\n");
-  EXPECT_FALSE(std::ifstream(workspace->path() + "/from-host.txt"));
-  EXPECT_EQ(leftoverRunDirs(state), "");
-}
-
 /// Runs `sh -c SCRIPT` in the guest as `uid` (and gid); returns its output.
 std::string shellAs(vm::Machine& machine, uint32_t uid, const std::string& script) {
   auto request = shellRequest(script);
@@ -241,6 +217,50 @@ std::string shellAs(vm::Machine& machine, uint32_t uid, const std::string& scrip
   if (!cmd) return "cannot start: " + cmd.error().message;
   (void)(*cmd)->wait();
   return output->allText();
+}
+
+TEST(DirectWorkspace, ReadWriteShareWritesTheHostDirectory) {
+  SKIP_WITHOUT_VMS();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the workspace belongs to another user";
+  std::string state = freshStateDir();
+  auto workspace = TempDir::create("/tmp", "airlock-direct-");
+  ASSERT_TRUE(workspace);
+  std::ofstream(workspace->path() + "/from-host.txt") << "host\n";
+  ASSERT_EQ(::chown(workspace->path().c_str(), 1001, 1001), 0);
+  ASSERT_EQ(::chown((workspace->path() + "/from-host.txt").c_str(), 1001, 1001), 0);
+  vm::LaunchOptions options;
+  options.rootImage = testRootImage();
+  options.workspaceDir = workspace->path();
+  options.workspaceReadWrite = true;
+  auto machine = vm::Machine::launch(testHost(state), options);
+  ASSERT_TRUE(machine) << machine.error().message;
+  std::string out = shellAs(**machine, 1001, "cat /workspace/from-host.txt && echo guest > /workspace/from-guest.txt && "
+                                             "rm /workspace/from-host.txt && echo DONE");
+  (*machine)->stop();
+  EXPECT_EQ(out, "host\nDONE\n");
+  std::stringstream written;
+  written << std::ifstream(workspace->path() + "/from-guest.txt").rdbuf();
+  EXPECT_EQ(written.str(), "guest\n");
+  EXPECT_FALSE(std::ifstream(workspace->path() + "/from-host.txt"));
+  EXPECT_EQ(leftoverRunDirs(state), "");
+}
+
+// Root's own directory in direct mode would be served as root: refused.
+TEST(DirectWorkspace, ARootOwnedWorkspaceIsRefusedInDirectMode) {
+  SKIP_WITHOUT_VMS();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the workspace must belong to root";
+  std::string state = freshStateDir();
+  auto workspace = TempDir::create("/tmp", "airlock-direct-");
+  ASSERT_TRUE(workspace);
+  vm::LaunchOptions options;
+  options.rootImage = testRootImage();
+  options.workspaceDir = workspace->path();
+  options.workspaceReadWrite = true;
+  auto machine = vm::Machine::launch(testHost(state), options);
+  ASSERT_FALSE(machine) << "direct mode served a root-owned workspace";
+  EXPECT_EQ(machine.error().code, 64);
+  EXPECT_NE(machine.error().message.find("belongs to root"), std::string::npos) << machine.error().message;
+  EXPECT_EQ(leftoverRunDirs(state), "");
 }
 
 // Direct mode hands the guest the live workspace. A hostile guest (root in

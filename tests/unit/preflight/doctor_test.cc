@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <cerrno>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -132,6 +134,18 @@ TEST_F(DoctorTest, NoCheckForToolsNothingRuns) {
     EXPECT_NE(r.name, "nft");
     EXPECT_EQ(r.fix.find("passt"), std::string::npos) << r.name;
   }
+}
+
+TEST_F(DoctorTest, KvmThatIsNotReadWriteForTheUserNamesTheGroupFix) {
+  probe_.uid = 1000;
+  probe_.user = "alice";
+  probe_.facts = {false, true, false, EACCES};
+  auto r = check("kvm");
+  EXPECT_EQ(r.status, CheckStatus::kWarn);
+  EXPECT_NE(r.detail.find("not read-write for your user"), std::string::npos) << r.detail;
+  EXPECT_EQ(r.fix, "sudo usermod -aG kvm alice, then log in again");
+  probe_.facts = {false, true, false, ENOENT};
+  EXPECT_NE(check("kvm").detail.find("/dev/kvm is missing"), std::string::npos) << check("kvm").detail;
 }
 
 TEST_F(DoctorTest, RootNeedsNoSubordinateIds) {
