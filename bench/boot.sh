@@ -5,7 +5,7 @@
 # runs), measured in the same run with hyperfine; reported as a ratio of
 # medians (goal <= 1.15). Then the host RSS of QEMU + virtiofsd for an idle
 # 512 MiB guest with a workspace share.
-#   bench/boot.sh [RUNS]    (default 7; needs root, a built tree: scripts/build)
+#   bench/boot.sh [RUNS]    (default 7; a built tree: scripts/build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-7}
@@ -43,7 +43,7 @@ pid=$!
 sleep 7
 rss_kib() { local s=0; for p in "$@"; do s=$((s + $(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null || echo 0))); done; echo $s; }
 qemu=$(for p in $(pgrep qemu-system-x86); do [[ " $before_q " == *" $p "* ]] || echo $p; done)
-fsd=$(pgrep -f "virtiofsd.*$(basename "$work")|virtiofsd.*share0" || true)
+fsd=$(pgrep -f "virtiofsd.*airlock-share" || true)  # its jail's path for the share
 q=$(rss_kib $qemu)
 v=$(rss_kib $fsd)
 wait $pid || true

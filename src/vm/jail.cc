@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -12,6 +15,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -115,6 +120,49 @@ int writeAll(const char* path, const std::string& text) noexcept {
 constexpr int kShareServerCaps[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID,   CAP_SETGID,
                                     CAP_SETUID, CAP_MKNOD,        CAP_SETFCAP, CAP_SYS_ADMIN, CAP_SETPCAP};
 
+/// A seccomp filter for virtiofsd: no setuid or setgid bit, whatever the
+/// guest asks (chmod family, and the mode of open/creat with O_CREAT or
+/// O_TMPFILE, mkdir and mknod): EPERM. openat2 (whose mode sits behind a
+/// pointer) fails with ENOSYS; x32 and foreign-architecture calls with EPERM.
+std::vector<sock_filter> noSetidFilter() {
+  constexpr uint32_t kAllow = SECCOMP_RET_ALLOW, kEperm = SECCOMP_RET_ERRNO | EPERM;
+  constexpr uint32_t kSetid = S_ISUID | S_ISGID;
+  auto low = [](int arg) { return static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * arg); };
+  std::vector<sock_filter> f = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, kEperm),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),  // x32
+      BPF_STMT(BPF_RET | BPF_K, kEperm),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+  };
+  // nr -> (the mode's argument, the flags' argument or -1)
+  const struct { long nr; int mode; int flags; } calls[] = {
+      {SYS_chmod, 1, -1},  {SYS_fchmod, 1, -1},  {SYS_fchmodat, 2, -1}, {452 /* fchmodat2 */, 2, -1},
+      {SYS_mkdir, 1, -1},  {SYS_mkdirat, 2, -1}, {SYS_mknod, 1, -1},    {SYS_mknodat, 2, -1},
+      {SYS_creat, 1, -1},  {SYS_open, 2, 1},     {SYS_openat, 3, 2},
+  };
+  for (const auto& c : calls) {
+    std::vector<sock_filter> check;
+    if (c.flags >= 0) {
+      check.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, low(c.flags)));
+      check.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_CREAT | __O_TMPFILE, 0, 3));
+    }
+    check.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, low(c.mode)));
+    check.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, kSetid, 0, 1));
+    check.push_back(BPF_STMT(BPF_RET | BPF_K, kEperm));
+    check.push_back(BPF_STMT(BPF_RET | BPF_K, kAllow));
+    // nr matches: run the check; else skip it (the accumulator holds nr again after a reload).
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(c.nr), 0,
+                         static_cast<uint8_t>(check.size())));
+    f.insert(f.end(), check.begin(), check.end());
+  }
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, kAllow));
+  return f;
+}
+
 /// The two ends of a pipe, closed with the plan.
 struct Pipe {
   int read = -1, write = -1;
@@ -136,6 +184,7 @@ struct SharePlan {
   Pipe childReady;        ///< child -> parent: "my user namespace exists"
   Pipe mapsWritten;       ///< parent -> child: "its uid and gid maps are written"
   std::string uidMap, gidMap;
+  std::vector<sock_filter> filter = noSetidFilter();
 };
 
 /// Child side (async-signal-safe: system calls only).
@@ -192,6 +241,8 @@ int enterShareJail(const SharePlan& p) noexcept {
   const rlimit noCore{0, 0};
   if (::setrlimit(RLIMIT_CORE, &noCore) != 0) return errno;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  sock_fprog program{static_cast<unsigned short>(p.filter.size()), const_cast<sock_filter*>(p.filter.data())};
+  if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0) return errno;
   return 0;
 }
 

@@ -122,8 +122,9 @@ Result<std::pair<VmConfig, JailSpec>> jailView(const VmConfig& config, const std
   spec.ownDir = ownDir;
   if (config.qemuUid) {
     spec.dropTo = *config.qemuUid;
+    // The /dev/kvm group when it grants access (never group 0).
     struct stat kvm {};
-    if (stat("/dev/kvm", &kvm) == 0) spec.groups.push_back(kvm.st_gid);
+    if (stat("/dev/kvm", &kvm) == 0 && kvm.st_gid != 0 && (kvm.st_mode & 060) == 060) spec.groups.push_back(kvm.st_gid);
   }
   auto inside = [&](const std::string& hostPath) {
     return hostPath.starts_with(ownDir + "/") ? spec.ownPath + hostPath.substr(ownDir.size()) : hostPath;

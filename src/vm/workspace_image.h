@@ -15,7 +15,8 @@ namespace airlock::vm {
 /// (guest::kAgentUid), so the agent may edit what the user may; modes and
 /// per-file mtimes kept (incremental builds in the guest see the host's
 /// times); no extended attributes (no host security labels or file
-/// capabilities reach the guest); mode 0644 (QEMU's jail uid reads it: keep
+/// capabilities reach the guest); sparse files stay sparse (4 KiB chunks);
+/// mkfs.erofs dies with airlock; mode 0644 (QEMU's jail uid reads it: keep
 /// it in a private directory). The image is about the snapshot's size.
 /// Errors: kHostNotReady when mkfs.erofs is missing or fails (no space).
 Result<> buildWorkspaceImage(const std::string& snapshotDir, const std::string& imagePath);

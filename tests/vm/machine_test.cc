@@ -41,7 +41,10 @@ protocol::ExecRequest shell(const std::string& script) { return shellRequest(scr
 std::string procStatus(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);)
-    if (line.starts_with(field + ":")) return line.substr(line.find_first_not_of(" \t", field.size() + 1));
+    if (line.starts_with(field + ":")) {
+      auto start = line.find_first_not_of(" \t", field.size() + 1);
+      return start == std::string::npos ? "" : line.substr(start);
+    }
   return "";
 }
 
@@ -69,6 +72,8 @@ TEST_F(MachineTest, QemuRunsWithoutCapabilitiesUnderItsSeccompSandbox) {
   for (const char* hostOnly : {"/etc/shadow", "/etc/passwd", "/root", "/home", "/tmp", "/proc/1", "/sys/kernel"})
     EXPECT_NE(::access((root + hostOnly).c_str(), F_OK), 0) << hostOnly << " is visible to QEMU";
   EXPECT_EQ(::access((root + "/vm/control.sock").c_str(), F_OK), 0) << "the jail lacks QEMU's own sockets";
+  std::stringstream groups(procStatus(qemu, "Groups"));
+  for (std::string g; groups >> g;) EXPECT_NE(g, "0") << "QEMU is in group 0";
   // And the guest still works.
   auto output = std::make_shared<Output>();
   auto cmd = start(shell("echo alive"), output);
@@ -265,9 +270,10 @@ TEST(DirectWorkspace, ARootOwnedWorkspaceIsRefusedInDirectMode) {
 
 // Direct mode hands the guest the live workspace. A hostile guest (root in
 // its VM) tries to plant a setuid-root shell, a device node for the host's
-// disk and root-owned files in the user's project: virtiofsd serves the
-// share as its owner only, so every attempt fails, and what the agent (the
-// owner's uid) writes lands as the owner (issue 14, item 2).
+// disk and root-owned files in the user's project, and as the owner's uid a
+// setuid or setgid copy of a shell: virtiofsd serves the share as its owner
+// only and refuses setuid and setgid bits, so every attempt fails, and what
+// the agent (the owner's uid) writes lands as the owner (issue 14, item 2).
 TEST(DirectWorkspace, AHostileGuestCannotPlantRootFilesSetuidRootOrDevicesInTheWorkspace) {
   SKIP_WITHOUT_VMS();
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: the workspace belongs to another user";
@@ -294,7 +300,10 @@ TEST(DirectWorkspace, AHostileGuestCannotPlantRootFilesSetuidRootOrDevicesInTheW
                            .output;
   std::string agent = shellAs(**machine, kOwner,
                               "echo mine > /workspace/mine.txt && mkdir /workspace/dir && "
-                              "echo more >> /workspace/existing.txt && echo agent-ok");
+                              "echo more >> /workspace/existing.txt && echo agent-ok; "
+                              "cp /bin/busybox /workspace/owner-shell; chmod 4755 /workspace/owner-shell; "
+                              "chmod 2755 /workspace/mine.txt; chmod 2777 /workspace/dir; mkdir -m 2777 /workspace/sgid; "
+                              "chmod u+s /workspace/existing.txt");
   (*machine)->stop();
   EXPECT_NE(attack.find("tried"), std::string::npos) << attack;
   EXPECT_NE(agent.find("agent-ok"), std::string::npos) << "the owner could not write: " << agent;
@@ -306,7 +315,8 @@ TEST(DirectWorkspace, AHostileGuestCannotPlantRootFilesSetuidRootOrDevicesInTheW
     EXPECT_EQ(st.st_uid, kOwner) << entry.path() << " belongs to uid " << st.st_uid;
     EXPECT_EQ(st.st_gid, kOwner) << entry.path();
     EXPECT_FALSE(S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode)) << entry.path() << " is a device node";
-    EXPECT_FALSE((st.st_mode & S_ISUID) && st.st_uid == 0) << entry.path() << " is setuid root";
+    // Not even setuid or setgid to the owner: another user running it would become the owner.
+    EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u) << entry.path() << " has a setuid or setgid bit";
   }
   EXPECT_EQ(slurp(ws + "/mine.txt"), "mine\n");
   EXPECT_EQ(slurp(ws + "/existing.txt"), "host\nmore\n");

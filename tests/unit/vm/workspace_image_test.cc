@@ -56,6 +56,24 @@ TEST(WorkspaceImage, EveryEntryBelongsToTheAgentWithModesAndTimesKept) {
   if (!labelled) GTEST_LOG_(INFO) << "this filesystem refuses user xattrs: the xattr case was not exercised";
 }
 
+// A sparse file (a VM disk, a database) must not become gigabytes of zeros
+// in the state directory (found by a breaker: a 5 GiB sparse file filled the disk).
+TEST(WorkspaceImage, ASparseFileStaysSparse) {
+  auto dir = test::scratchDir();
+  const std::string src = dir.path() + "/snapshot", image = dir.path() + "/workspace.erofs";
+  ASSERT_TRUE(makeDirs(src));
+  Fd f(::open((src + "/disk.img").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  ASSERT_TRUE(f);
+  ASSERT_EQ(::ftruncate(f.get(), off_t{256} << 20), 0);
+  ASSERT_EQ(::pwrite(f.get(), "end", 3, (off_t{256} << 20) - 3), 3);
+  f.reset();
+  ASSERT_TRUE(buildWorkspaceImage(src, image));
+  struct stat st {};
+  ASSERT_EQ(::stat(image.c_str(), &st), 0);
+  EXPECT_LT(st.st_blocks * 512, off_t{8} << 20) << "a 256 MiB sparse file took " << st.st_blocks * 512 << " bytes";
+  EXPECT_NE(describe(image, "/disk.img").find("Size: 268435456"), std::string::npos) << describe(image, "/disk.img");
+}
+
 TEST(WorkspaceImage, AFailureNamesTheImage) {
   auto dir = test::scratchDir();
   auto built = buildWorkspaceImage(dir.path() + "/missing", dir.path() + "/no/such/dir/workspace.erofs");
