@@ -19,7 +19,8 @@ kernel=$(ls -d "${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}"/assets/kernel-*/vmli
 initramfs=$(ls -t "${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}"/assets/initramfs-*/initramfs.cpio | head -1)
 tsc=$(awk -F: '/^cpu MHz/ {printf "%d", $2*1000; exit}' /proc/cpuinfo)
 accel="-accel tcg,tb-size=256 -cpu max"
-[ "$("$airlock" run-image -q --rootfs "$work/rootfs" -- true 2>&1 | grep -c TCG)" -eq 0 ] && accel="-accel kvm -cpu host"
+# Without -q: the TCG fallback is a notice, which -q drops.
+[ "$("$airlock" run-image --rootfs "$work/rootfs" -- true 2>&1 | grep -c TCG)" -eq 0 ] && accel="-accel kvm -cpu host"
 bare="qemu-system-x86_64 -M microvm,pit=on,pic=on,rtc=on,acpi=on $accel -m 512M -smp 1 -nodefaults \
 -no-user-config -nographic -no-reboot -global virtio-mmio.force-legacy=false -serial null -kernel $kernel \
 -initrd $initramfs -append 'console=ttyS0 quiet panic=-1 tsc_early_khz=$tsc airlock.probe=1'"
