@@ -1,13 +1,17 @@
 #include "image/base_rootfs.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <tuple>
 
 #include <fmt/ranges.h>
 
 #include "common/exit_codes.h"
+#include "common/fd.h"
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
@@ -45,6 +49,39 @@ std::string mmdebstrapErrors(const std::string& output) {
 
 }  // namespace
 
+bool hasSubordinateRange(const std::string& file, const std::string& user, uid_t uid) {
+  size_t start = 0;
+  while (start < file.size()) {
+    size_t end = file.find('\n', start);
+    if (end == std::string::npos) end = file.size();
+    std::string line = file.substr(start, end - start);
+    start = end + 1;
+    auto first = line.find(':');
+    auto second = first == std::string::npos ? std::string::npos : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    std::string who = line.substr(0, first);
+    if (who != std::to_string(uid) && (user.empty() || who != user)) continue;
+    if (std::atoll(line.c_str() + second + 1) >= 65536) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_t uid, bool hasNewuidmap,
+                                                   bool hasNewgidmap, const std::string& subuidText,
+                                                   const std::string& subgidText) {
+  std::vector<std::string> problems;
+  if (!hasNewuidmap || !hasNewgidmap)
+    problems.push_back("newuidmap and newgidmap are missing: sudo apt-get install uidmap (scripts/setup installs it)");
+  const std::string who = user.empty() ? std::to_string(uid) : user;
+  for (const auto& [file, text, flag] : {std::tuple{"/etc/subuid", &subuidText, "--add-subuids"},
+                                         std::tuple{"/etc/subgid", &subgidText, "--add-subgids"}})
+    if (!hasSubordinateRange(*text, user, uid))
+      problems.push_back(fmt::format("{} has no range of 65536 ids in {}: sudo usermod {} 100000-165535 {} (or run "
+                                     "scripts/setup with sudo as {})",
+                                     who, file, flag, who, who));
+  return problems;
+}
+
 const std::vector<std::string>& basePackages() {
   static const std::vector<std::string> packages = {"ca-certificates", "git",   "bash",    "coreutils",
                                                     "findutils",       "grep",  "sed",     "less",
@@ -70,6 +107,17 @@ Result<std::string> ensureBaseTarball(const std::string& imagesDir, const Progre
     return failWith(exit_code::kHostNotReady,
                     "mmdebstrap is not installed; it builds the Debian base of agent images: run scripts/setup "
                     "(or apt-get install mmdebstrap)");
+  if (::geteuid() != 0) {
+    // mmdebstrap --mode=unshare fails late and obscurely without these.
+    passwd* pw = ::getpwuid(::geteuid());
+    auto subuid = readFile("/etc/subuid", 1 << 20), subgid = readFile("/etc/subgid", 1 << 20);
+    auto problems = unprivilegedBuildProblems(pw ? pw->pw_name : "", ::geteuid(), !findProgram("newuidmap").empty(),
+                                              !findProgram("newgidmap").empty(), subuid ? *subuid : "",
+                                              subgid ? *subgid : "");
+    if (!problems.empty())
+      return failWith(exit_code::kHostNotReady, "cannot build the base image as a user other than root: {}",
+                      fmt::join(problems, "; "));
+  }
   auto work = TempDir::create(imagesDir, "tmp-");
   if (!work) return std::unexpected(work.error());
   const std::string built = work->path() + "/base.tar";

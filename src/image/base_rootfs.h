@@ -4,6 +4,8 @@
 // <cache>/images/base-<digest>.tar, so each agent image only adds its
 // own files instead of bootstrapping again.
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,10 +26,24 @@ std::string baseDigest();
 /// Path of the base tarball in `imagesDir` (imagesDir() of recipe.h).
 std::string baseTarballPath(const std::string& imagesDir);
 
+/// True when `file` (/etc/subuid or /etc/subgid format: NAME_OR_UID:FIRST:COUNT
+/// per line, subuid(5)) gives `user` or `uid` a range of at least 65536 ids.
+bool hasSubordinateRange(const std::string& file, const std::string& user, uid_t uid);
+
+/// What building the base as a user other than root (mmdebstrap
+/// --mode=unshare) needs that this host lacks, one line each with its fix:
+/// newuidmap and newgidmap (package uidmap), and ranges of 65536 ids for
+/// `user` (`uid`) in /etc/subuid and /etc/subgid (`subuidText`,
+/// `subgidText`: their contents, empty when absent). Empty: ready.
+std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_t uid, bool hasNewuidmap,
+                                                   bool hasNewgidmap, const std::string& subuidText,
+                                                   const std::string& subgidText);
+
 /// Returns the path of the base tarball, building it with mmdebstrap when
 /// missing (about a minute with a warm network). The caller holds the lock
 /// of `imagesDir` (FileLock on imagesDir/.lock). Errors carry
-/// exit_code::kImage (kHostNotReady when mmdebstrap is missing) and name the fix.
+/// exit_code::kImage (kHostNotReady when mmdebstrap is missing, or, as a
+/// user other than root, unprivilegedBuildProblems) and name the fix.
 Result<std::string> ensureBaseTarball(const std::string& imagesDir, const ProgressFn& progress);
 
 }  // namespace airlock::image

@@ -17,6 +17,7 @@
 #include "common/fd.h"
 #include "common/file_lock.h"
 #include "common/subprocess.h"
+#include "image/base_rootfs.h"
 
 namespace airlock::preflight {
 namespace {
@@ -133,25 +134,6 @@ CheckResult root(HostProbe& probe) {
           ""};
 }
 
-/// True when `file` (/etc/subuid format: NAME_OR_UID:FIRST:COUNT per line)
-/// gives `user` or `uid` a range of at least 65536 ids.
-bool hasSubordinateRange(const std::string& file, const std::string& user, uid_t uid) {
-  size_t start = 0;
-  while (start < file.size()) {
-    size_t end = file.find('\n', start);
-    if (end == std::string::npos) end = file.size();
-    std::string line = file.substr(start, end - start);
-    start = end + 1;
-    auto first = line.find(':');
-    auto second = first == std::string::npos ? std::string::npos : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    std::string who = line.substr(0, first);
-    if (who != std::to_string(uid) && (user.empty() || who != user)) continue;
-    if (std::atoll(line.c_str() + second + 1) >= 65536) return true;
-  }
-  return false;
-}
-
 /// What mmdebstrap --mode=unshare (the base-image build as a user other than
 /// root) needs: newuidmap/newgidmap and subordinate id ranges.
 std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
@@ -164,7 +146,7 @@ std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
   for (const auto& [name, file, flag] : {std::tuple{"subuid", "/etc/subuid", "--add-subuids"},
                                          std::tuple{"subgid", "/etc/subgid", "--add-subgids"}}) {
     auto text = probe.readText(file);
-    if (text && hasSubordinateRange(*text, user, probe.effectiveUid())) {
+    if (text && image::hasSubordinateRange(*text, user, probe.effectiveUid())) {
       out.push_back({name, CheckStatus::kOk, fmt::format("{} has a range in {}", who, file), ""});
       continue;
     }

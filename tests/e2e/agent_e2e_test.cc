@@ -77,7 +77,7 @@ class MockModel {
 class AgentE2E : public testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "airlock run needs root (virtiofsd)";
+    if (geteuid() != 0) GTEST_SKIP() << "runs as root: root's image cache, a /dev/net/tun any user may use (UnprivilegedSession.* covers airlock as a user)";
     char tmpl[] = "/tmp/airlock-e2e-XXXXXX";
     dir_ = mkdtemp(tmpl);
     project_ = dir_ + "/project";

@@ -1,0 +1,35 @@
+// What building the base image as a user needs (mmdebstrap --mode=unshare):
+// checked before mmdebstrap runs, so the user gets the fix, not a late error.
+#include "image/base_rootfs.h"
+
+#include <gtest/gtest.h>
+
+namespace airlock::image {
+namespace {
+
+TEST(SubordinateRange, MatchesByNameOrUidWithAtLeast65536Ids) {
+  const std::string file = "bob:100000:65536\nalice:165536:65536\n1001:231072:65536\nshort:300000:1000\n";
+  EXPECT_TRUE(hasSubordinateRange(file, "alice", 1000));
+  EXPECT_TRUE(hasSubordinateRange(file, "", 1001));
+  EXPECT_FALSE(hasSubordinateRange(file, "short", 1002)) << "1000 ids are too few";
+  EXPECT_FALSE(hasSubordinateRange(file, "carol", 1003));
+  EXPECT_FALSE(hasSubordinateRange("", "alice", 1000));
+  EXPECT_FALSE(hasSubordinateRange("alice\nalice:1\n", "alice", 1000)) << "malformed lines match nothing";
+}
+
+TEST(UnprivilegedBuild, ReadyHostHasNoProblems) {
+  EXPECT_TRUE(unprivilegedBuildProblems("alice", 1000, true, true, "alice:100000:65536\n", "1000:100000:65536\n")
+                  .empty());
+}
+
+TEST(UnprivilegedBuild, EachMissingPieceIsOneLineWithItsFix) {
+  auto problems = unprivilegedBuildProblems("alice", 1000, false, true, "", "bob:100000:65536\n");
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_NE(problems[0].find("sudo apt-get install uidmap"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("sudo usermod --add-subuids 100000-165535 alice"), std::string::npos) << problems[1];
+  EXPECT_NE(problems[2].find("sudo usermod --add-subgids 100000-165535 alice"), std::string::npos) << problems[2];
+  for (const auto& p : problems) EXPECT_EQ(p.find('\n'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace airlock::image
