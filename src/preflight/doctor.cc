@@ -53,9 +53,13 @@ CheckResult kvm(HostProbe& probe) {
   auto choice = vm::chooseAccel(vm::AccelRequest::kAuto, probe.hostFacts(), [] { return true; });
   if (choice.accel == vm::Accel::kKvm) return {"kvm", CheckStatus::kOk, "KVM usable (/dev/kvm, VT-x/AMD-V)", ""};
   const vm::HostFacts facts = probe.hostFacts();
-  if (facts.kvmOpenError == EACCES || facts.kvmOpenError == EPERM)
+  if (facts.kvmOpenError == EACCES)
     return {"kvm", CheckStatus::kWarn, choice.warning,
             fmt::format("sudo usermod -aG kvm {}, then log in again", probe.userName())};
+  if (facts.kvmOpenError == EPERM)
+    return {"kvm", CheckStatus::kWarn, choice.warning,
+            "give /dev/kvm to the kvm group, read-write (chgrp kvm /dev/kvm; chmod 0660 /dev/kvm; distributions' "
+            "udev rules do this)"};
   return {"kvm", CheckStatus::kWarn, choice.warning,
           "for KVM: enable VT-x/AMD-V (or nested virtualization) and make /dev/kvm read-write for you"};
 }
@@ -218,7 +222,10 @@ CheckResult imageCache(const std::string& cacheDir, const DoctorLimits& limits) 
 
 }  // namespace
 
-vm::HostFacts SystemHostProbe::hostFacts() { return vm::probeHost(); }
+vm::HostFacts SystemHostProbe::hostFacts() {
+  // As root, QEMU runs as an unprivileged uid: what counts is what that uid can open.
+  return ::geteuid() == 0 ? vm::forJailedQemu(vm::probeHost()) : vm::probeHost();
+}
 
 std::string SystemHostProbe::findOnPath(const std::string& name) { return findProgram(name); }
 

@@ -1,6 +1,7 @@
 #include "vm/accel.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,8 +32,21 @@ HostFacts probeHost() {
   return facts;
 }
 
+HostFacts forJailedQemu(HostFacts facts) {
+  struct stat st {};
+  if (facts.kvmDeviceUsable &&
+      (stat("/dev/kvm", &st) != 0 || st.st_gid == 0 || (st.st_mode & 060) != 060)) {
+    facts.kvmDeviceUsable = false;
+    facts.kvmOpenError = EPERM;
+  }
+  return facts;
+}
+
 std::string kvmUnusableReason(const HostFacts& facts) {
-  if (!facts.kvmDeviceUsable && (facts.kvmOpenError == EACCES || facts.kvmOpenError == EPERM))
+  if (!facts.kvmDeviceUsable && facts.kvmOpenError == EPERM)
+    return "/dev/kvm is not read-write for a group (such as kvm), which QEMU's unprivileged uid needs when airlock "
+           "runs as root";
+  if (!facts.kvmDeviceUsable && facts.kvmOpenError == EACCES)
     return "/dev/kvm is not read-write for your user (it is for the kvm group)";
   if (!facts.kvmDeviceUsable && facts.kvmOpenError == ENOENT) return "/dev/kvm is missing (no KVM on this host)";
   if (!facts.kvmDeviceUsable) return "/dev/kvm is missing or not accessible";

@@ -20,8 +20,16 @@ struct HostFacts {
   bool cpuHasVirt = false;       ///< vmx or svm in /proc/cpuinfo flags
   bool kvmPvmLoaded = false;     ///< /sys/module/kvm_pvm exists
   /// Why /dev/kvm did not open (errno: ENOENT no KVM, EACCES not in its group); 0 when it did.
+  /// EPERM: airlock runs as root but /dev/kvm is not read-write for a group
+  /// other than root, so QEMU's unprivileged jail uid could not open it
+  /// (forJailedQemu).
   int kvmOpenError = 0;
 };
+
+/// `facts` as QEMU's jail uid sees them when airlock runs as root: /dev/kvm
+/// counts only when its mode gives a group other than root read-write
+/// access (QEMU gets that group, never group 0).
+HostFacts forJailedQemu(HostFacts facts);
 
 struct AccelChoice {
   Accel accel = Accel::kTcg;

@@ -86,7 +86,9 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   if (options.cpus < 1 || options.cpus > 64) return failWith(exit_code::kUsage, "--cpus must be between 1 and 64");
   if (options.memoryMiB < 128 || options.memoryMiB > 65536)
     return failWith(exit_code::kUsage, "--memory must be between 128 and 65536 MiB");
-  if (auto r = checkAccelRequest(options.accel, probeHost()); !r) return std::unexpected(r.error());
+  // As root, QEMU runs as an unprivileged uid: what matters is whether that uid can use /dev/kvm.
+  const HostFacts facts = host.euid == 0 ? forJailedQemu(probeHost()) : probeHost();
+  if (auto r = checkAccelRequest(options.accel, facts); !r) return std::unexpected(r.error());
   auto init = findInitBinary(host);
   if (!init) return std::unexpected(init.error());
   auto assets = ensureBootAssets(host.dirs.cache, *init, options.progress);
@@ -116,7 +118,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   config.initramfs = assets->initramfs;
   if (host.euid == 0) config.qemuUid = jailUidFor(getpid());
   AccelChoice accel =
-      chooseAccel(options.accel, probeHost(), [&] { return kvmBootProbe(host.dirs.cache, *assets, dir); });
+      chooseAccel(options.accel, facts, [&] { return kvmBootProbe(host.dirs.cache, *assets, dir); });
   config.accel = accel.accel;
   if (config.accel == Accel::kTcg) config.tscKhz = hostTscKhz();
   // The TCG fallback only costs speed: a notice (silenced by -q), not a warning.

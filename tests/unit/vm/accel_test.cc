@@ -1,6 +1,9 @@
 #include "vm/accel.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include "common/exit_codes.h"
 
@@ -20,6 +23,19 @@ TEST(Accel, MissingDeviceFallsBackToTcg) {
   auto c = chooseAccel(AccelRequest::kAuto, {false, true, false}, [] { return true; });
   EXPECT_EQ(c.accel, Accel::kTcg);
   EXPECT_NE(c.warning.find("/dev/kvm"), std::string::npos);
+}
+
+// As root, QEMU runs as a jail uid whose only extra group is /dev/kvm's:
+// a /dev/kvm only root can open must not select KVM.
+TEST(Accel, ForAJailedQemuKvmNeedsAGroupOtherThanRoot) {
+  HostFacts jailed = forJailedQemu({true, true, false});
+  struct stat st {};
+  bool groupUsable = ::stat("/dev/kvm", &st) == 0 && st.st_gid != 0 && (st.st_mode & 060) == 060;
+  EXPECT_EQ(jailed.kvmDeviceUsable, groupUsable);
+  auto c = chooseAccel(AccelRequest::kAuto, {false, true, false, EPERM}, [] { return true; });
+  EXPECT_EQ(c.accel, Accel::kTcg);
+  EXPECT_NE(c.warning.find("QEMU's unprivileged uid"), std::string::npos) << c.warning;
+  EXPECT_FALSE(forJailedQemu({false, true, false, ENOENT}).kvmDeviceUsable);
 }
 
 TEST(Accel, UsableKvmIsConfirmedByTheBootProbe) {
