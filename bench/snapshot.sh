@@ -4,6 +4,8 @@
 #      same tree (goal: ratio <= 1.0), on the filesystem of $BENCH_DIR and,
 #      when run as root with mkfs.xfs available, on a loop-mounted XFS image
 #      with reflink (the FICLONE path);
+#      and the workspace image a session then writes (mkfs.erofs, the flags
+#      of vm/workspace_image.cc) against the same cp -a;
 #   2. `airlock review` (diff + flush) of 10 changed files in that tree vs
 #      `git status` on it (goal: ratio <= 0.5).
 # Usage: bench/snapshot.sh   (env: AIRLOCK=path/to/airlock FILES=100000 RUNS=5 BENCH_DIR=/var/tmp)
@@ -53,12 +55,17 @@ bench_snapshot() {  # $1 = tree, $2 = label
   hyperfine --style basic --warmup 1 --runs "$RUNS" --export-json "$out" \
     --prepare "rm -rf '$work/s-$label' '$work/cp-$label'" \
     -n "airlock snapshot ($label)" "'$AIRLOCK' snapshot -w '$tree' -s '$work/s-$label'" \
-    -n "cp -a --reflink=auto ($label)" "cp -a --reflink=auto '$tree' '$work/cp-$label'" >&2
+    -n "cp -a --reflink=auto ($label)" "cp -a --reflink=auto '$tree' '$work/cp-$label'" \
+    -n "workspace image ($label)" "mkfs.erofs --quiet --preserve-mtime -x -1 --chunksize=4096 --force-uid=1000 \
+--force-gid=1000 '$work/i-$label.erofs' '$tree' && rm '$work/i-$label.erofs'" >&2
   rm -rf "$work/s-$label" "$work/cp-$label"
-  local a c
+  local a c i
   a=$(mean "$out" 0)
   c=$(mean "$out" 1)
+  i=$(mean "$out" 2)
   echo "snapshot/$label: airlock ${a}s, cp -a ${c}s, ratio $(ratio "$a" "$c") (goal <= 1.0)"
+  # What a session adds before boot (vm/workspace_image.h), with the same flags.
+  echo "snapshot/$label: workspace image (mkfs.erofs) ${i}s, ratio to cp -a $(ratio "$i" "$c")"
 }
 
 echo "bench: generating $FILES files in $work/tree" >&2
