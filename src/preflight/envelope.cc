@@ -172,7 +172,8 @@ json envelopeJson(const Envelope& e) {
   j["workspace"] = {{"mode", workspaceModeName(s.workspaceMode.value)},
                     {"from", from(s.workspaceMode.layer)},
                     {"path", e.config.workspace},
-                    {"shared", direct ? "live directory, read-write" : "snapshot, read-only lower layer"},
+                    {"shared", direct ? "live directory, read-write (virtiofsd acting as its owner)"
+                                     : "snapshot, read-only lower layer (an erofs image on a read-only disk)"},
                     {"direct_mode_problem", e.directModeProblem}};
   json excludes = json::array();
   for (const auto& x : s.excludes) excludes.push_back({{"pattern", x.value}, {"from", from(x.layer)}});
@@ -241,7 +242,8 @@ std::string envelopeText(const Envelope& e) {
   if (!e.image.problem.empty()) line("", "error: " + e.image.problem, "");
   bool direct = s.workspaceMode.value == WorkspaceMode::kDirect;
   line("workspace", fmt::format("{} ({})", e.config.workspace,
-                                direct ? "direct: live directory, read-write" : "snapshot, read-only"),
+                                direct ? "direct: live directory, read-write, served by virtiofsd as its owner"
+                                       : "snapshot, read-only: an erofs image on a read-only disk"),
        layerName(s.workspaceMode.layer));
   if (!e.directModeProblem.empty()) line("", "airlock run would refuse: " + e.directModeProblem, "");
   if (direct) {

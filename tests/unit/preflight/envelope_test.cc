@@ -146,7 +146,7 @@ TEST_F(EnvelopeTest, DirectModeShowsNoReviewAndTheMissingConfirmation) {
   flags.workspaceMode = WorkspaceMode::kDirect;
   json j = info("codex", flags);
   EXPECT_EQ(j["workspace"]["mode"], "direct");
-  EXPECT_EQ(j["workspace"]["shared"], "live directory, read-write");
+  EXPECT_EQ(j["workspace"]["shared"], "live directory, read-write (virtiofsd acting as its owner)");
   EXPECT_NE(j["workspace"]["direct_mode_problem"].get<std::string>().find("--yes"), std::string::npos);
   EXPECT_EQ(j["excludes"]["applied"], false);
   EXPECT_TRUE(j["review"]["policy"].get<std::string>().starts_with("none"));
