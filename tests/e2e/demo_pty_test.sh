@@ -43,8 +43,14 @@ qemu_count() { pgrep -c -f "^[^ ]*qemu-system-x86_64 " || true; }
 
 # run_demo NAME: starts scripts/demo in a fresh 200x50 pane; the pane stays
 # after the demo ends and shows its exit code.
+# Each run gets its own tmux server and socket: a new session on the socket of
+# a server still shutting down after kill-server fails ("server exited
+# unexpectedly"; seen in CI).
+RUNS=0
 run_demo() {
   tmux -S "$SOCK" kill-server 2>/dev/null || true
+  RUNS=$((RUNS + 1))
+  SOCK=$WORK/tmux-$RUNS.sock
   tmux -S "$SOCK" new-session -d -s demo -x 200 -y 50 \
     "env PAGER=cat AIRLOCK_DEMO_BINARY='$AIRLOCK' '$SRC/scripts/demo'; echo DEMO-EXIT=\$?; sleep 3600"
   tmux -S "$SOCK" set-option -t demo history-limit 20000 >/dev/null
