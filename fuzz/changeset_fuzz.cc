@@ -17,7 +17,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string base = [] {
-    std::string t = "/tmp/airlock-changeset-fuzz-" + std::to_string(::getpid());
+    // Under $TMPDIR: scripts/fuzz gives each run a scratch directory it removes.
+    const char* tmp = std::getenv("TMPDIR");
+    std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/airlock-changeset-fuzz-" + std::to_string(::getpid());
     (void)airlock::makeDirs(t, 0700);
     return t;
   }();
