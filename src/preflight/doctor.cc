@@ -55,7 +55,8 @@ CheckResult kvm(HostProbe& probe) {
   const vm::HostFacts facts = probe.hostFacts();
   if (facts.kvmOpenError == EACCES)
     return {"kvm", CheckStatus::kWarn, choice.warning,
-            fmt::format("sudo usermod -aG kvm {}, then log in again", probe.userName())};
+            fmt::format("sudo usermod -aG kvm {}, then log in again",
+                        probe.userName().empty() ? std::to_string(probe.effectiveUid()) : probe.userName())};
   if (facts.kvmOpenError == EPERM)
     return {"kvm", CheckStatus::kWarn, choice.warning,
             "give /dev/kvm to the kvm group, read-write (chgrp kvm /dev/kvm; chmod 0660 /dev/kvm; distributions' "

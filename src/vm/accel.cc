@@ -47,7 +47,7 @@ std::string kvmUnusableReason(const HostFacts& facts) {
     return "/dev/kvm is not read-write for a group (such as kvm), which QEMU's unprivileged uid needs when airlock "
            "runs as root";
   if (!facts.kvmDeviceUsable && facts.kvmOpenError == EACCES)
-    return "/dev/kvm is not read-write for your user (it is for the kvm group)";
+    return "/dev/kvm is not read-write for your user";
   if (!facts.kvmDeviceUsable && facts.kvmOpenError == ENOENT) return "/dev/kvm is missing (no KVM on this host)";
   if (!facts.kvmDeviceUsable) return "/dev/kvm is missing or not accessible";
   if (facts.kvmPvmLoaded && !facts.cpuHasVirt)

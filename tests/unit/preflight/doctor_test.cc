@@ -144,6 +144,8 @@ TEST_F(DoctorTest, KvmThatIsNotReadWriteForTheUserNamesTheGroupFix) {
   EXPECT_EQ(r.status, CheckStatus::kWarn);
   EXPECT_NE(r.detail.find("not read-write for your user"), std::string::npos) << r.detail;
   EXPECT_EQ(r.fix, "sudo usermod -aG kvm alice, then log in again");
+  probe_.user = "";  // a uid without a passwd entry
+  EXPECT_EQ(check("kvm").fix, "sudo usermod -aG kvm 1000, then log in again");
   probe_.facts = {false, true, false, ENOENT};
   EXPECT_NE(check("kvm").detail.find("/dev/kvm is missing"), std::string::npos) << check("kvm").detail;
 }
