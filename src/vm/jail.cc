@@ -21,6 +21,8 @@
 #include <cstring>
 #include <memory>
 
+#include "common/fd.h"
+
 namespace airlock::vm {
 namespace {
 
@@ -105,13 +107,11 @@ int enter(const Plan& p) noexcept {
   return confineBeforeExec();
 }
 
-int writeAll(const char* path, const std::string& text) noexcept {
-  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  ssize_t n = ::write(fd, text.data(), text.size());
-  int e = n == static_cast<ssize_t>(text.size()) ? 0 : (n < 0 ? errno : EIO);
-  ::close(fd);
-  return e;
+/// Writes `text` to the file at `path` (a /proc map). Returns 0 or an errno.
+int writeProcText(const std::string& path, const std::string& text) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  return writeAll(fd.get(), text) ? 0 : (errno ? errno : EIO);
 }
 
 /// What virtiofsd keeps (its own default set, plus CAP_SYS_ADMIN for its
@@ -258,8 +258,8 @@ int mapShareJail(SharePlan& p, pid_t child) {
   }
   if (n != 1) return ECHILD;  // the child failed before its namespace existed
   const std::string proc = "/proc/" + std::to_string(child);
-  if (int e = writeAll((proc + "/uid_map").c_str(), p.uidMap); e != 0) return e;
-  if (int e = writeAll((proc + "/gid_map").c_str(), p.gidMap); e != 0) return e;
+  if (int e = writeProcText(proc + "/uid_map", p.uidMap); e != 0) return e;
+  if (int e = writeProcText(proc + "/gid_map", p.gidMap); e != 0) return e;
   return ::write(p.mapsWritten.write, &byte, 1) == 1 ? 0 : errno;
 }
 
