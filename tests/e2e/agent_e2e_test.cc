@@ -5,6 +5,11 @@
 // asserts what a user relies on: exactly the agent's changes land after
 // review, nothing else changes, secrets never enter the VM, and a file the
 // user edited during the session is never overwritten.
+//
+// airlock runs as a user, without sudo (issue 14): started by root (CI),
+// the tests run it as an unprivileged test user who owns the project, with
+// the agent image root built seeded into the user's cache; started by a
+// user, as that user. One test keeps the path of airlock started by root.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "../vm/airlock_process.h"
@@ -77,7 +83,6 @@ class MockModel {
 class AgentE2E : public testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "runs as root: root's image cache, a /dev/net/tun any user may use (UnprivilegedSession.* covers airlock as a user)";
     char tmpl[] = "/tmp/airlock-e2e-XXXXXX";
     dir_ = mkdtemp(tmpl);
     project_ = dir_ + "/project";
@@ -92,6 +97,33 @@ class AgentE2E : public testing::Test {
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  /// Started by root: builds `agent`'s image as root (a no-op when cached),
+  /// makes the unprivileged test user with that image in its cache, and
+  /// gives it the test's directory. Later runs go through that user.
+  void runAsTestUser(const std::string& agent) {
+    if (geteuid() != 0) return;
+    auto built = runAirlock({"image", "build", "-q", agent}, "", {}, 1500);
+    ASSERT_EQ(built.exitCode, 0) << built.err;
+    std::string image = built.out.substr(0, built.out.find('\n'));
+    user_.emplace(defaultCacheDir(), std::vector<std::string>{image});
+    ASSERT_EQ(user_->error(), "");
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+    for (const auto& e : fs::recursive_directory_iterator(dir_))
+      ASSERT_EQ(lchown(e.path().c_str(), TestUser::kUid, TestUser::kUid), 0) << e.path();
+    ASSERT_EQ(lchown(dir_.c_str(), TestUser::kUid, TestUser::kUid), 0);
+    tun_.emplace();
+  }
+  /// Paths in the project not owned by the user who ran airlock.
+  std::vector<std::string> foreignOwned() const {
+    const uid_t owner = user_ ? TestUser::kUid : geteuid();
+    std::vector<std::string> out;
+    struct stat st {};
+    for (const auto& e : fs::recursive_directory_iterator(project_))
+      if (lstat(e.path().c_str(), &st) == 0 && (st.st_uid != owner || st.st_gid != owner))
+        out.push_back(fs::relative(e.path(), project_).string() + " " + std::to_string(st.st_uid) + ":" +
+                      std::to_string(st.st_gid));
+    return out;
   }
   /// Snapshot of every file of the project: path -> content.
   std::map<std::string, std::string> files() const {
@@ -115,15 +147,18 @@ class AgentE2E : public testing::Test {
                        {"OPENAI_API_KEY", "airlock-e2e"},
                        {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
                        {"GEMINI_API_KEY", "airlock-e2e"}},
-                      1500);
+                      1500, user_ ? &*user_ : nullptr);
   }
   std::vector<std::string> claudeArgs() const {
     return {"-p", "Do the scripted task.", "--output-format", "json"};
   }
   std::string dir_, project_, state_;
+  std::optional<TestUser> user_;
+  std::optional<WorldUsableTun> tun_;
 };
 
 TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("edit_project.json", dir_);
   ASSERT_NE(mock.port(), 0);
   auto before = files();
@@ -142,9 +177,31 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
   // The agent's `ls -la` in /workspace did not show .env (checked by the mock).
   EXPECT_TRUE(mock.completed()) << mock.log();
   EXPECT_NE(mock.log().find("ls -la"), std::string::npos);
+  // The new file and the edited one are the user's, like everything else.
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+  // airlock itself ran as that user: its state is the user's.
+  struct stat st {};
+  ASSERT_EQ(stat((state_ + "/airlock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user_ ? TestUser::kUid : geteuid());
+}
+
+// airlock started by root keeps working: the changes land owned by the
+// project's owner (root here), not by the guest's uid.
+TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: this is the path of airlock started by root";
+  MockModel mock("single_edit.json", dir_);
+  auto before = files();
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  auto after = files();
+  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
+  after.erase("AGENT_NOTE.md");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
 
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("edit_project.json", dir_);
   auto before = files();
   auto r = run("claude-code", mock, {"--review=none"}, claudeArgs());
@@ -158,6 +215,7 @@ TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
 }
 
 TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("conflict.json", dir_);
   std::string outPath = dir_ + "/airlock.out";
   std::vector<std::string> args = {"run", "claude-code", "-q", "-w", project_, "--review=auto",
@@ -167,7 +225,8 @@ TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
                            {{"XDG_STATE_HOME", state_},
                             {"XDG_CONFIG_HOME", dir_ + "/config"},
                             {"ANTHROPIC_BASE_URL", mock.guestUrl()},
-                            {"ANTHROPIC_API_KEY", "airlock-e2e"}});
+                            {"ANTHROPIC_API_KEY", "airlock-e2e"}},
+                           -1, user_ ? &*user_ : nullptr);
   // Wait until the agent has done both steps (the mock now holds the final answer).
   bool waiting = false;
   for (int i = 0; i < 6000 && !waiting; ++i) {
@@ -186,6 +245,7 @@ TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
 }
 
 TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("edit_project.json", dir_);
   auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -200,6 +260,7 @@ TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
 class OtherAgents : public AgentE2E, public testing::WithParamInterface<std::pair<std::string, std::vector<std::string>>> {};
 
 TEST_P(OtherAgents, OneScriptedEditLandsAfterReview) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser(GetParam().first));
   MockModel mock("single_edit.json", dir_);
   auto before = files();
   auto r = run(GetParam().first, mock, {"--review=auto"}, GetParam().second);
@@ -208,6 +269,7 @@ TEST_P(OtherAgents, OneScriptedEditLandsAfterReview) {
   EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
   after.erase("AGENT_NOTE.md");
   EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
 
 INSTANTIATE_TEST_SUITE_P(

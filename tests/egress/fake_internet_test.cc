@@ -512,22 +512,6 @@ TEST_F(PermissiveFakeInternetTest, ReportsConnectionSetupLatencyPermissive) {
 }
 
 
-/// /dev/net/tun made usable by everyone for one test (standard distributions
-/// ship it 0666; this machine kind has 0600), restored afterwards.
-class WorldUsableTun {
- public:
-  WorldUsableTun() {
-    if (stat("/dev/net/tun", &st_) == 0) changed_ = chmod("/dev/net/tun", 0666) == 0;
-  }
-  ~WorldUsableTun() {
-    if (changed_) chmod("/dev/net/tun", st_.st_mode & 07777);
-  }
-
- private:
-  struct stat st_ {};
-  bool changed_ = false;
-};
-
 /// A home for airlock run by the unprivileged uid `user`: its own home,
 /// state and cache (a copy of the boot assets), a copy of the test rootfs,
 /// and its own copy of the binaries (the build tree may sit in a directory

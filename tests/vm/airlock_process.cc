@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -27,13 +28,108 @@ std::vector<char*> argvOf(std::vector<std::string>& storage) {
   return out;
 }
 
+/// In a forked child: the environment and identity `as` asks for (nothing
+/// without it). Exits 120 when the identity cannot be taken.
+void becomeInvoker(const TestUser* as, const std::map<std::string, std::string>& env) {
+  if (as) {
+    clearenv();
+    applyEnv(as->env());
+  }
+  applyEnv(env);
+  if (as && (setgroups(0, nullptr) != 0 || setresgid(TestUser::kUid, TestUser::kUid, TestUser::kUid) != 0 ||
+             setresuid(TestUser::kUid, TestUser::kUid, TestUser::kUid) != 0))
+    _exit(120);
+}
+
+/// Mirrors the tree `from` at `to`: directories made and owned by `uid`,
+/// files hard-linked (copied when linking fails), symlinks copied; lock
+/// files skipped.
+void seedTree(const std::filesystem::path& from, const std::filesystem::path& to, uid_t uid) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(to);
+  chown(to.c_str(), uid, uid);
+  for (const auto& entry : fs::directory_iterator(from, ec)) {
+    const fs::path target = to / entry.path().filename();
+    if (entry.path().filename() == ".lock") continue;
+    if (entry.is_symlink(ec)) {
+      fs::copy_symlink(entry.path(), target, ec);
+    } else if (entry.is_directory(ec)) {
+      seedTree(entry.path(), target, uid);
+    } else if (entry.is_regular_file(ec)) {
+      fs::create_hard_link(entry.path(), target, ec);
+      if (ec) fs::copy_file(entry.path(), target, ec);
+    }
+  }
+}
+
 }  // namespace
 
 std::string airlockBinary() { return AIRLOCK_BINARY; }
 
+std::string defaultCacheDir() {
+  if (const char* dir = getenv("AIRLOCK_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/airlock";
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/airlock";
+}
+
+TestUser::TestUser(const std::string& rootCache, const std::vector<std::string>& images) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/airlock-user-XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    error_ = "mkdtemp failed";
+    return;
+  }
+  home_ = tmpl;
+  chmod(home_.c_str(), 0755);
+  std::error_code ec;
+  for (const char* sub : {"/bin", "/state", "/cache/images"}) fs::create_directories(home_ + sub, ec);
+  const std::string buildDir = fs::path(airlockBinary()).parent_path().string();
+  for (const char* program : {"airlock", "airlock-init"}) {
+    if (!fs::copy_file(buildDir + "/" + program, home_ + "/bin/" + program, ec)) {
+      error_ = "cannot copy " + buildDir + "/" + program + ": " + ec.message();
+      return;
+    }
+  }
+  for (const char* sub : {"assets", "downloads"})
+    if (fs::is_directory(rootCache + "/" + sub)) seedTree(rootCache + "/" + sub, home_ + "/cache/" + sub, kUid);
+  for (const auto& image : images) {
+    const fs::path target = home_ + "/cache/images/" + fs::path(image).filename().string();
+    fs::create_hard_link(image, target, ec);
+    if (ec && !fs::copy_file(image, target, ec)) {
+      error_ = "cannot seed " + image + ": " + ec.message();
+      return;
+    }
+  }
+  // Everything but the seeded files (root's, shared by link) becomes the user's.
+  for (const char* sub : {"", "/bin", "/bin/airlock", "/bin/airlock-init", "/state", "/cache", "/cache/images"})
+    if (chown((home_ + sub).c_str(), kUid, kUid) != 0) error_ = "cannot chown " + home_ + sub;
+}
+
+TestUser::~TestUser() {
+  std::error_code ec;
+  if (!home_.empty()) std::filesystem::remove_all(home_, ec);
+}
+
+std::map<std::string, std::string> TestUser::env() const {
+  return {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"},
+          {"HOME", home_},
+          {"XDG_STATE_HOME", home_ + "/state"},
+          {"AIRLOCK_CACHE_DIR", home_ + "/cache"}};
+}
+
+WorldUsableTun::WorldUsableTun() {
+  if (stat("/dev/net/tun", &st_) == 0 && (st_.st_mode & 0666) != 0666) changed_ = chmod("/dev/net/tun", 0666) == 0;
+}
+
+WorldUsableTun::~WorldUsableTun() {
+  if (changed_) chmod("/dev/net/tun", st_.st_mode & 07777);
+}
+
 ProcessResult runAirlock(const std::vector<std::string>& args, const std::string& input,
-                         const std::map<std::string, std::string>& env, int timeoutSeconds) {
-  std::vector<std::string> storage = {airlockBinary()};
+                         const std::map<std::string, std::string>& env, int timeoutSeconds, const TestUser* as) {
+  std::vector<std::string> storage = {as ? as->binary() : airlockBinary()};
   storage.insert(storage.end(), args.begin(), args.end());
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return {};
@@ -42,7 +138,7 @@ ProcessResult runAirlock(const std::vector<std::string>& args, const std::string
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
-    applyEnv(env);
+    becomeInvoker(as, env);
     auto argv = argvOf(storage);
     execv(argv[0], argv.data());
     _exit(127);
@@ -100,8 +196,8 @@ ProcessResult runAirlock(const std::vector<std::string>& args, const std::string
 }
 
 pid_t startAirlock(const std::vector<std::string>& args, const std::string& outPath,
-                   const std::map<std::string, std::string>& env, int stdinFd) {
-  std::vector<std::string> storage = {airlockBinary()};
+                   const std::map<std::string, std::string>& env, int stdinFd, const TestUser* as) {
+  std::vector<std::string> storage = {as ? as->binary() : airlockBinary()};
   storage.insert(storage.end(), args.begin(), args.end());
   pid_t pid = fork();
   if (pid == 0) {
@@ -110,7 +206,7 @@ pid_t startAirlock(const std::vector<std::string>& args, const std::string& outP
     dup2(in, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    applyEnv(env);
+    becomeInvoker(as, env);
     auto argv = argvOf(storage);
     execv(argv[0], argv.data());
     _exit(127);

@@ -2,6 +2,7 @@
 // Test helper: runs the airlock binary as a user would, feeding stdin and
 // capturing stdout and stderr separately, with a deadline.
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <map>
@@ -19,15 +20,71 @@ struct ProcessResult {
 /// Path of the airlock binary under test.
 std::string airlockBinary();
 
+/// An unprivileged user to run airlock as a user would, from a test run by
+/// root (CI runs as root): uid and gid kUid, no passwd entry, no
+/// supplementary groups. Its home is a fresh 0755 directory under /tmp with
+/// its own copies of airlock and airlock-init (the build tree may sit under
+/// a 0700 directory only root can enter), its state dir, and a cache seeded
+/// from root's: the boot assets and downloads, and the images named, as
+/// hard links (copies across file systems), in directories the user owns.
+/// Removed with the object.
+class TestUser {
+ public:
+  static constexpr uid_t kUid = 4242;
+
+  /// `rootCache`: root's airlock cache dir; `images`: image files in it to
+  /// seed. Check error() before use.
+  TestUser(const std::string& rootCache, const std::vector<std::string>& images);
+  ~TestUser();
+  TestUser(const TestUser&) = delete;
+  TestUser& operator=(const TestUser&) = delete;
+
+  /// Empty when the user's home is ready, else what failed.
+  const std::string& error() const { return error_; }
+  /// The user's home directory (owned by the user).
+  const std::string& home() const { return home_; }
+  /// The user's copy of the airlock binary.
+  std::string binary() const { return home_ + "/bin/airlock"; }
+  /// The whole environment airlock gets as this user: PATH, HOME,
+  /// XDG_STATE_HOME and AIRLOCK_CACHE_DIR under home().
+  std::map<std::string, std::string> env() const;
+
+ private:
+  std::string home_, error_;
+};
+
+/// Root's airlock cache dir as airlock computes it from this process's
+/// environment (AIRLOCK_CACHE_DIR, XDG_CACHE_HOME, HOME).
+std::string defaultCacheDir();
+
+/// /dev/net/tun made usable by every user for one test (standard
+/// distributions ship it 0666; some machines have 0600), restored afterwards.
+class WorldUsableTun {
+ public:
+  WorldUsableTun();
+  ~WorldUsableTun();
+  WorldUsableTun(const WorldUsableTun&) = delete;
+  WorldUsableTun& operator=(const WorldUsableTun&) = delete;
+
+ private:
+  struct stat st_ {};
+  bool changed_ = false;
+};
+
 /// Runs `airlock args...` with `input` on stdin and `env` added to the
-/// environment; kills it after `timeoutSeconds`.
+/// environment; kills it after `timeoutSeconds`. With `as`, it runs as that
+/// user, from the user's copy of the binary, with only the user's env()
+/// plus `env`.
 ProcessResult runAirlock(const std::vector<std::string>& args, const std::string& input = "",
-                         const std::map<std::string, std::string>& env = {}, int timeoutSeconds = 300);
+                         const std::map<std::string, std::string>& env = {}, int timeoutSeconds = 300,
+                         const TestUser* as = nullptr);
 
 /// Starts `airlock args...` in the background with stdout/stderr to a file
-/// and stdin from `stdinFd` (/dev/null when -1); returns its pid.
+/// and stdin from `stdinFd` (/dev/null when -1); returns its pid. `as` as
+/// for runAirlock.
 pid_t startAirlock(const std::vector<std::string>& args, const std::string& outPath,
-                   const std::map<std::string, std::string>& env = {}, int stdinFd = -1);
+                   const std::map<std::string, std::string>& env = {}, int stdinFd = -1,
+                   const TestUser* as = nullptr);
 
 /// Pids of running processes whose argv[0] has the basename `program` and
 /// whose command line, or the path of whose stdout, contains `needle` (e.g. a
