@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +36,20 @@ std::string searchPath(char** envp) {
   for (char** e = envp; e && *e; ++e)
     if (std::strncmp(*e, "PATH=", 5) == 0 && (*e)[5] != '\0') return *e + 5;
   return "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+}
+
+/// In a spawned child: arms the parent-death signal, then checks that the
+/// parent had not died already (the write end of `alive`, held only by the
+/// parent, would be closed). Returns 0, or an errno when the child must
+/// not run. Async-signal-safe.
+int tieToParent(int aliveRead) noexcept {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return errno;
+  pollfd p{aliveRead, POLLIN, 0};
+  int n;
+  while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR) {
+  }
+  if (n < 0) return errno;
+  return (p.revents & (POLLHUP | POLLERR)) ? ESRCH : 0;
 }
 
 int decodeStatus(int status) {
@@ -138,8 +154,14 @@ Result<std::string> runChecked(const std::vector<std::string>& argv, const std::
 std::vector<std::string> minimalEnvironment() { return {"PATH=" + searchPath(environ)}; }
 
 Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options) {
-  int execPipe[2];
+  // execPipe: the child's exec error, if any (closed on exec). alive: its
+  // write end is held by this process only, so the child sees it closed
+  // if airlock died.
+  int execPipe[2], alive[2];
   if (pipe2(execPipe, O_CLOEXEC)) return fail("cannot create a pipe to start '{}': {}", argv[0], errnoText(errno));
+  Fd execRead(execPipe[0]), execWrite(execPipe[1]);
+  if (pipe2(alive, O_CLOEXEC)) return fail("cannot create a pipe to start '{}': {}", argv[0], errnoText(errno));
+  Fd aliveRead(alive[0]), aliveWrite(alive[1]);
   auto openSink = [](const std::string& path) {
     return path.empty() ? open("/dev/null", O_WRONLY | O_CLOEXEC)
                         : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -149,16 +171,19 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
   auto args = toArgv(argv);
   auto envStorage = minimalEnvironment();
   auto envp = toArgv(envStorage);
-  pid_t parent = getpid();
-  pid_t pid = fork();
+  // clone(2) without a new stack returns twice, like fork(2); the child
+  // makes system calls only until exec.
+  pid_t pid = options.newPidNamespace
+                  ? static_cast<pid_t>(syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr))
+                  : fork();
   if (pid < 0) return fail("cannot fork to start '{}': {}", argv[0], errnoText(errno));
   if (pid == 0) {
     auto bail = [&](int e) {
       (void)!write(execPipe[1], &e, sizeof e);
       _exit(127);
     };
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) bail(errno);
-    if (getppid() != parent) _exit(127);
+    close(alive[1]);
+    if (int e = tieToParent(alive[0]); e != 0) _exit(127);
     setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
@@ -170,6 +195,7 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
     dup2(errFd.get(), 2);
     if (options.beforeExec) {
       if (int e = options.beforeExec(); e != 0) bail(e);
+      if (int e = tieToParent(alive[0]); e != 0) bail(e);
     }
     // Close everything else but the exec-status pipe (it is O_CLOEXEC) and the kept fds.
     auto kept = [&](int fd) {
@@ -184,8 +210,8 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
     execve(args[0], args.data(), envp.data());
     bail(errno);
   }
-  close(execPipe[1]);
-  Fd execRead(execPipe[0]);
+  execWrite.reset();
+  aliveRead.reset();
   if (options.afterFork) {
     if (int e = options.afterFork(pid); e != 0) {
       kill(pid, SIGKILL);

@@ -43,13 +43,20 @@ struct SpawnOptions {
   /// Descriptors the child keeps open across exec under the same numbers
   /// (their close-on-exec flag is cleared in the child); all others >= 3 are closed.
   std::vector<int> keepFds;
+  /// The child starts as pid 1 of a new PID namespace (clone(2)'s
+  /// CLONE_NEWPID; needs CAP_SYS_ADMIN in airlock's user namespace): it can
+  /// see, signal or trace no process outside it. Its parent's pid reads 0
+  /// there (getppid(2)).
+  bool newPidNamespace = false;
 };
 
 /// Starts argv[0] (absolute path) as a child that receives SIGKILL when the
-/// calling thread's process dies (PR_SET_PDEATHSIG), in its own process group,
-/// with all other file descriptors closed, and an environment holding only
-/// PATH (airlock's environment may carry API keys: they never reach QEMU,
-/// virtiofsd or any other helper). Returns the pid.
+/// calling thread's process dies (PR_SET_PDEATHSIG, set again after
+/// beforeExec, whose change of credentials clears it), in its own process
+/// group, with all other file descriptors closed, and an environment
+/// holding only PATH (airlock's environment may carry API keys: they never
+/// reach QEMU, virtiofsd or any other helper). A child whose parent died
+/// before the signal was armed exits instead of running. Returns the pid.
 /// Call it from the main thread: PDEATHSIG fires when the forking thread exits.
 Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options);
 

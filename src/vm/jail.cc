@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <csignal>
 #include <cstring>
 #include <memory>
 
@@ -50,7 +49,6 @@ struct Plan {
   std::vector<Step> steps;
   std::optional<uid_t> dropTo;
   std::vector<gid_t> groups;
-  pid_t spawner = 0;  ///< the process that forks (the child's parent)
 };
 
 int setAttributes(int dirfd, const char* path, unsigned flags, uint64_t set) noexcept {
@@ -100,9 +98,8 @@ int enter(const Plan& p) noexcept {
     if (::syscall(SYS_setgroups, p.groups.size(), p.groups.data()) != 0) return errno;
     if (::syscall(SYS_setresgid, *p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
     if (::syscall(SYS_setresuid, *p.dropTo, *p.dropTo, *p.dropTo) != 0) return errno;
-    // A change of uid clears the parent-death signal spawnTied set.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-    if (::getppid() != p.spawner) return ESRCH;
+    // The change of uid clears the parent-death signal: spawnTied arms it
+    // again after this step.
   }
   return confineBeforeExec();
 }
@@ -180,7 +177,6 @@ struct Pipe {
 
 struct SharePlan {
   ShareJailSpec spec;
-  pid_t spawner = 0;      ///< the process that forks (the child's parent)
   Pipe childReady;        ///< child -> parent: "my user namespace exists"
   Pipe mapsWritten;       ///< parent -> child: "its uid and gid maps are written"
   std::string uidMap, gidMap;
@@ -222,9 +218,8 @@ int enterShareJail(const SharePlan& p) noexcept {
     if (::syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
     if (::syscall(SYS_setresgid, s.ownerGid, s.ownerGid, s.ownerGid) != 0) return errno;
     if (::syscall(SYS_setresuid, s.ownerUid, s.ownerUid, s.ownerUid) != 0) return errno;
-    // A change of uid clears the parent-death signal spawnTied set.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-    if (::getppid() != p.spawner) return ESRCH;
+    // The change of uid clears the parent-death signal: spawnTied arms it
+    // again after this step.
   }
   // The creator of a user namespace holds every capability in it; keep the
   // ones virtiofsd needs across exec (ambient), and no others.
@@ -303,7 +298,6 @@ uid_t jailUidFor(pid_t airlockPid) {
 ShareServerSteps shareServerSteps(const ShareJailSpec& spec) {
   auto plan = std::make_shared<SharePlan>();
   plan->spec = spec;
-  plan->spawner = ::getpid();
   // Inside: the owner's ids. Outside (airlock's namespace): the same ids
   // when airlock is root, else 0 (airlock is root of its own namespace,
   // which maps it to the owner).
@@ -317,7 +311,6 @@ std::function<int()> jailBeforeExec(const JailSpec& spec) {
   auto plan = std::make_shared<Plan>();
   plan->root = spec.root;
   plan->dropTo = spec.dropTo;
-  plan->spawner = ::getpid();
   plan->groups = spec.groups;
   const std::string& r = spec.root;
   auto& steps = plan->steps;

@@ -55,6 +55,7 @@ uid_t jailUidFor(pid_t airlockPid);
 /// network namespaces (unix sockets by path still work; abstract sockets and
 /// the host's network do not), and, when airlock runs as root, the uid and
 /// gid `dropTo` with the supplementary groups `groups` (the /dev/kvm group).
+/// The PID namespace is the spawner's part (SpawnOptions::newPidNamespace).
 struct JailSpec {
   std::string root;                 ///< empty host directory the jail's tmpfs is mounted on
   std::string ownDir;               ///< host directory bound read-write at ownPath

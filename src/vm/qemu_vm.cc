@@ -197,6 +197,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   auto jail = jailView(config, ownDir, jailRoot);
   if (!jail) return failWith(exit_code::kHostNotReady, "{}", jail.error().message);
   SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", jailBeforeExec(jail->second), {}};
+  qemuOptions.newPidNamespace = true;  // QEMU cannot see, signal or trace airlock or any other process
   if (config.tapFd >= 0) qemuOptions.keepFds.push_back(config.tapFd);
   auto pid = spawnTied(buildQemuArgs(jail->first), qemuOptions);
   if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);

@@ -74,6 +74,12 @@ TEST_F(MachineTest, QemuRunsWithoutCapabilitiesUnderItsSeccompSandbox) {
   EXPECT_EQ(::access((root + "/vm/control.sock").c_str(), F_OK), 0) << "the jail lacks QEMU's own sockets";
   std::stringstream groups(procStatus(qemu, "Groups"));
   for (std::string g; groups >> g;) EXPECT_NE(g, "0") << "QEMU is in group 0";
+  // It is pid 1 of its own PID namespace: no other process (airlock, the
+  // user's) has a pid it could signal or trace.
+  EXPECT_EQ(procStatus(qemu, "NSpid"), std::to_string(qemu) + "\t1");
+  std::error_code ec;
+  EXPECT_NE(std::filesystem::read_symlink("/proc/" + std::to_string(qemu) + "/ns/pid", ec),
+            std::filesystem::read_symlink("/proc/self/ns/pid", ec));
   // And the guest still works.
   auto output = std::make_shared<Output>();
   auto cmd = start(shell("echo alive"), output);
