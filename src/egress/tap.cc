@@ -74,9 +74,9 @@ Result<Fd> createGatewayTap() {
   writeSysctl("/proc/sys/net/ipv6/conf/default/accept_ra", "0");
   Fd tap(open("/dev/net/tun", O_RDWR | O_CLOEXEC));
   if (!tap && errno == EACCES)
-    return failWith(exit_code::kEgress, "cannot open /dev/net/tun: {}; the egress firewall needs it usable by your "
-                    "user (most distributions ship it mode 0666: chmod 0666 /dev/net/tun) or run as root",
-                    errnoText(errno));
+    return failWith(exit_code::kEgress, "cannot open /dev/net/tun: {}; the egress firewall needs it read-write for "
+                    "your user: run scripts/setup, or sudo chmod 0666 /dev/net/tun (the mode most distributions "
+                    "give it)", errnoText(errno));
   if (!tap)
     return failWith(exit_code::kEgress, "cannot open /dev/net/tun: {}; the egress firewall needs the tun driver "
                     "(modprobe tun)", errnoText(errno));

@@ -127,6 +127,41 @@ CheckResult userNamespaces(HostProbe& probe) {
   return {"user namespaces", CheckStatus::kOk, "enabled", ""};
 }
 
+/// The session network's tap device (egress/tap.cc): root may open
+/// /dev/net/tun whatever its mode; a user needs it read-write.
+CheckResult tunDevice(HostProbe& probe) {
+  if (probe.effectiveUid() == 0) return {"tun", CheckStatus::kOk, "/dev/net/tun (root opens it)", ""};
+  int e = probe.accessError("/dev/net/tun", R_OK | W_OK);
+  if (e == 0) return {"tun", CheckStatus::kOk, "/dev/net/tun is read-write for your user", ""};
+  if (e == ENOENT)
+    return {"tun", CheckStatus::kFail, "/dev/net/tun is missing: no session with network can start", "sudo modprobe tun"};
+  return {"tun", CheckStatus::kFail,
+          fmt::format("/dev/net/tun is not read-write for your user ({}): no session with network can start",
+                      errnoText(e)),
+          "run scripts/setup, or: sudo chmod 0666 /dev/net/tun (the mode most distributions give it)"};
+}
+
+/// The cgroup v2 memory and pids limit of each VM's QEMU (vm/cgroup.h):
+/// made when airlock runs as root on a cgroup v2 host.
+CheckResult cgroupLimits(HostProbe& probe) {
+  if (probe.effectiveUid() != 0)
+    return {"cgroup", CheckStatus::kWarn,
+            "as a user, airlock makes no cgroup: QEMU has no memory or task limit beyond its guest's --memory",
+            "to add one, run the session in a systemd scope: systemd-run --user --scope -p MemoryMax=4G "
+            "-p TasksMax=512 airlock run ..."};
+  auto controllers = probe.readText("/sys/fs/cgroup/cgroup.controllers");
+  if (!controllers)
+    return {"cgroup", CheckStatus::kWarn,
+            "this host mounts cgroup v1: QEMU runs without a memory and task limit of its own",
+            "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2, the default since Debian 11 and Ubuntu 21.10)"};
+  if (controllers->find("memory") == std::string::npos || controllers->find("pids") == std::string::npos)
+    return {"cgroup", CheckStatus::kWarn,
+            "cgroup v2 lacks the memory or pids controller: QEMU runs without a memory and task limit of its own",
+            "boot with systemd.unified_cgroup_hierarchy=1 and without cgroup_disable= or cgroup_no_v1= for them"};
+  return {"cgroup", CheckStatus::kOk,
+          "cgroup v2: each VM's QEMU runs in a cgroup of its own (memory: guest RAM + 2 GiB; 512 tasks)", ""};
+}
+
 /// Root is not needed: an unprivileged airlock runs QEMU and virtiofsd in
 /// user namespaces of its own (the user-namespace check says whether it can).
 /// As root, both still drop to unprivileged uids.
@@ -245,6 +280,10 @@ std::optional<std::string> SystemHostProbe::readText(const std::string& path) {
 
 uid_t SystemHostProbe::effectiveUid() { return ::geteuid(); }
 
+int SystemHostProbe::accessError(const std::string& path, int mode) {
+  return ::access(path.c_str(), mode) == 0 ? 0 : errno;
+}
+
 std::string SystemHostProbe::userName() {
   passwd* pw = ::getpwuid(::geteuid());
   return pw && pw->pw_name ? pw->pw_name : "";
@@ -293,6 +332,8 @@ std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir
   if (probe.effectiveUid() != 0)
     for (auto& r : unprivilegedBuild(probe)) out.push_back(std::move(r));
   out.push_back(userNamespaces(probe));
+  out.push_back(tunDevice(probe));
+  out.push_back(cgroupLimits(probe));
   out.push_back(disk(probe, "cache", cacheDir, limits));
   out.push_back(disk(probe, "state", stateDir, limits));
   out.push_back(staleSessions(stateDir));

@@ -37,6 +37,9 @@ class HostProbe {
   virtual uid_t effectiveUid() = 0;
   /// The login name of effectiveUid() (for /etc/subuid lookups and fixes); empty when unknown.
   virtual std::string userName() = 0;
+  /// 0 when airlock's user may access `path` with `mode` (access(2)'s
+  /// R_OK|W_OK...), else the errno.
+  virtual int accessError(const std::string& path, int mode) = 0;
 };
 
 /// The real host.
@@ -50,6 +53,7 @@ class SystemHostProbe : public HostProbe {
   Result<uint64_t> freeBytes(const std::string& path) override;
   uid_t effectiveUid() override;
   std::string userName() override;
+  int accessError(const std::string& path, int mode) override;
 };
 
 enum class CheckStatus { kOk, kWarn, kFail };
@@ -73,8 +77,8 @@ struct DoctorLimits {
 };
 
 /// Runs every check in order: kvm, qemu, microvm, virtiofsd, root, kernel
-/// assets, mkfs.erofs, mkfs.ext4, mmdebstrap, user namespaces, disk
-/// (cache), disk (state), stale sessions, stale flush journals, image cache;
+/// assets, mkfs.erofs, mkfs.ext4, mmdebstrap, user namespaces, tun, cgroup,
+/// disk (cache), disk (state), stale sessions, stale flush journals, image cache;
 /// as a user other than root also newuidmap, newgidmap, subuid and subgid
 /// (what mmdebstrap --mode=unshare needs to build the base image).
 std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir, const std::string& stateDir,

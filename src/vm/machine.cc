@@ -116,7 +116,10 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   config.consoleLimits = options.console;
   config.kernel = assets->kernel;
   config.initramfs = assets->initramfs;
-  if (host.euid == 0) config.qemuUid = jailUidFor(getpid());
+  if (host.euid == 0) {
+    config.qemuUid = jailUidFor(getpid());
+    config.cgroupHierarchy = "/sys/fs/cgroup";
+  }
   AccelChoice accel =
       chooseAccel(options.accel, facts, [&] { return kvmBootProbe(host.dirs.cache, *assets, dir); });
   config.accel = accel.accel;

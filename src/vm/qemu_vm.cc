@@ -1,5 +1,6 @@
 #include "vm/qemu_vm.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +39,12 @@ bool waitForPath(const std::string& path, pid_t owner, std::chrono::milliseconds
 }
 
 std::vector<std::string> lastLines(const std::string& path, size_t count) { return tailLines(path, count); }
+
+/// Appends `line` to the log at `path` (best effort: a note for the reader).
+void noteInLog(const std::string& path, const std::string& line) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (fd) (void)writeAll(fd.get(), line + "\n");
+}
 
 /// Connects to the unix socket at `path` (QEMU creates it at start-up),
 /// retrying while `alive()`, at most `timeout`.
@@ -198,6 +205,20 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   if (!jail) return failWith(exit_code::kHostNotReady, "{}", jail.error().message);
   SpawnOptions qemuOptions{runDir + "/qemu.log", runDir + "/qemu.log", jailBeforeExec(jail->second), {}};
   qemuOptions.newPidNamespace = true;  // QEMU cannot see, signal or trace airlock or any other process
+  if (!config.cgroupHierarchy.empty()) {
+    const std::string name = "vm-" + std::to_string(getpid()) + "-" + runDir.substr(runDir.rfind('/') + 1);
+    auto cgroup = VmCgroup::create(config.cgroupHierarchy, name, limitsForGuest(config.memoryMiB));
+    if (cgroup) {
+      vm->cgroup_.emplace(std::move(*cgroup));
+      qemuOptions.beforeExec = [procs = vm->cgroup_->procsFd(), jail = qemuOptions.beforeExec]() -> int {
+        if (int e = joinCgroup(procs); e != 0) return e;
+        return jail();
+      };
+    } else {
+      noteInLog(runDir + "/qemu.log", "airlock: QEMU runs without a cgroup memory and pids limit: " +
+                                          cgroup.error().message);
+    }
+  }
   if (config.tapFd >= 0) qemuOptions.keepFds.push_back(config.tapFd);
   auto pid = spawnTied(buildQemuArgs(jail->first), qemuOptions);
   if (!pid) return failWith(exit_code::kVmFailed, "cannot start QEMU: {}", pid.error().message);
@@ -275,6 +296,7 @@ void QemuVm::stop() {
   control_.reset();
   console_.reset();
   reapHelpers();
+  cgroup_.reset();
 }
 
 void QemuVm::reapHelpers() {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "vm/cgroup.h"
 #include "vm/console_log.h"
 #include "vm/control_channel.h"
 #include "vm/janitor.h"
@@ -61,6 +62,7 @@ class QemuVm {
   pid_t qemu_ = -1;
   std::optional<int> qemuStatus_;
   std::vector<pid_t> helpers_;
+  std::optional<VmCgroup> cgroup_;  ///< QEMU's, removed once QEMU is reaped
   std::unique_ptr<ConsoleDrain> console_;
   std::unique_ptr<ControlChannel> control_;
 };

@@ -76,6 +76,12 @@ struct VmConfig {
   /// empty: airlock's own (an unprivileged user). Either way QEMU is jailed
   /// (vm/jail.h).
   std::optional<uint32_t> qemuUid;
+  /// Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup) when airlock
+  /// may divide it (root): QEMU then runs in a cgroup of its own with
+  /// limitsForGuest(memoryMiB) (vm/cgroup.h). When that cannot be made
+  /// (a cgroup v1 host), QEMU runs without one and qemu.log says why.
+  /// Empty: no cgroup.
+  std::string cgroupHierarchy;
 };
 
 /// The full argv (argv[0] = qemuBinary) for `qemu-system-x86_64 -M microvm`.

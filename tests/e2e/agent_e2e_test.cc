@@ -112,7 +112,7 @@ class AgentE2E : public testing::Test {
     for (const auto& e : fs::recursive_directory_iterator(dir_))
       ASSERT_EQ(lchown(e.path().c_str(), TestUser::kUid, TestUser::kUid), 0) << e.path();
     ASSERT_EQ(lchown(dir_.c_str(), TestUser::kUid, TestUser::kUid), 0);
-    tun_.emplace();
+    tun_.emplace(0666);
   }
   /// Paths in the project not owned by the user who ran airlock.
   std::vector<std::string> foreignOwned() const {
@@ -154,7 +154,7 @@ class AgentE2E : public testing::Test {
   }
   std::string dir_, project_, state_;
   std::optional<TestUser> user_;
-  std::optional<WorldUsableTun> tun_;
+  std::optional<TunMode> tun_;
 };
 
 TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {

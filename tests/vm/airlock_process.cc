@@ -119,11 +119,11 @@ std::map<std::string, std::string> TestUser::env() const {
           {"AIRLOCK_CACHE_DIR", home_ + "/cache"}};
 }
 
-WorldUsableTun::WorldUsableTun() {
-  if (stat("/dev/net/tun", &st_) == 0 && (st_.st_mode & 0666) != 0666) changed_ = chmod("/dev/net/tun", 0666) == 0;
+TunMode::TunMode(mode_t mode) {
+  if (stat("/dev/net/tun", &st_) == 0 && (st_.st_mode & 07777) != mode) changed_ = chmod("/dev/net/tun", mode) == 0;
 }
 
-WorldUsableTun::~WorldUsableTun() {
+TunMode::~TunMode() {
   if (changed_) chmod("/dev/net/tun", st_.st_mode & 07777);
 }
 

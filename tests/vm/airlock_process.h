@@ -57,14 +57,15 @@ class TestUser {
 /// environment (AIRLOCK_CACHE_DIR, XDG_CACHE_HOME, HOME).
 std::string defaultCacheDir();
 
-/// /dev/net/tun made usable by every user for one test (standard
-/// distributions ship it 0666; some machines have 0600), restored afterwards.
-class WorldUsableTun {
+/// /dev/net/tun given `mode` for one test (0666 makes it usable by every
+/// user, as standard distributions ship it; some machines have 0600),
+/// restored afterwards.
+class TunMode {
  public:
-  WorldUsableTun();
-  ~WorldUsableTun();
-  WorldUsableTun(const WorldUsableTun&) = delete;
-  WorldUsableTun& operator=(const WorldUsableTun&) = delete;
+  explicit TunMode(mode_t mode);
+  ~TunMode();
+  TunMode(const TunMode&) = delete;
+  TunMode& operator=(const TunMode&) = delete;
 
  private:
   struct stat st_ {};

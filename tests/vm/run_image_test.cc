@@ -15,10 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "airlock_process.h"
 #include "common/fd.h"
+#include "common/paths.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
 #include "vm_test_env.h"
@@ -55,6 +57,47 @@ class RunImage : public testing::Test {
   }
   std::string state_;
 };
+
+// The cgroup QEMU runs in (vm/cgroup.h), made and used as QemuVm does, on
+// a real cgroup v2 kernel with memory and pids: the guest's (this machine
+// kind's host mounts cgroup v1, where airlock refuses and says why).
+TEST_F(RunImage, AVmCgroupHoldsItsProcessToItsMemoryAndTaskLimits) {
+  // The probe and its libraries in a directory shared read-only, run with
+  // the host's dynamic loader.
+  auto dir = TempDir::create("/tmp", "airlock-cgroup-probe-");
+  ASSERT_TRUE(dir);
+  ASSERT_EQ(chmod(dir->path().c_str(), 0755), 0);
+  const std::string lib = dir->path() + "/lib";
+  ASSERT_TRUE(makeDirs(lib));
+  ASSERT_TRUE(runChecked({"cp", CGROUP_PROBE_BINARY, dir->path() + "/cgroup-probe"}));
+  auto ldd = runChecked({"ldd", CGROUP_PROBE_BINARY});
+  ASSERT_TRUE(ldd) << ldd.error().message;
+  std::istringstream lines(*ldd);
+  std::string loader;
+  for (std::string line; std::getline(lines, line);) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash, line.find(' ', slash) - slash);
+    ASSERT_TRUE(runChecked({"cp", "-L", path, lib + "/"}));
+    if (path.find("/ld-linux") != std::string::npos) loader = "/workspace/lib/" + path.substr(path.rfind('/') + 1);
+  }
+  ASSERT_FALSE(loader.empty()) << *ldd;
+  auto r = run({loader, "--library-path", "/workspace/lib", "/workspace/cgroup-probe"}, {"-w", dir->path()});
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("path: /sys/fs/cgroup/airlock/vm-probe\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory.max: 50331648\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pids.max: 16\n"), std::string::npos) << r.out;
+  // The child joined the cgroup before it ran.
+  EXPECT_NE(r.out.find("own: 0::/airlock/vm-probe\n"), std::string::npos) << r.out;
+  // 96 MiB did not fit in 48: the kernel killed the allocation inside the cgroup.
+  EXPECT_EQ(r.out.find("big: allocated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oom_kill 1\n"), std::string::npos) << r.out;
+  // 40 background tasks did not fit in 16: forks were refused.
+  auto at = r.out.find("pids.events: max ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::atoi(r.out.c_str() + at + 17), 0) << r.out;
+  EXPECT_NE(r.out.find("removed: yes\n"), std::string::npos) << r.out;
+}
 
 TEST_F(RunImage, PrintsOutputAndPropagatesExitCode) {
   auto r = run({"sh", "-c", "echo hi; exit 3"});

@@ -32,7 +32,9 @@ class FakeProbe : public HostProbe {
   std::string maxUserNamespaces = "15000\n";
   uid_t uid = 0;
   std::string user = "root";
-  std::map<std::string, std::string> files;  ///< /etc/subuid, /etc/subgid
+  std::map<std::string, std::string> files = {  ///< /etc/subuid, /etc/subgid, ...
+      {"/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n"}};
+  int tunError = 0;
 
   vm::HostFacts hostFacts() override { return facts; }
   std::string findOnPath(const std::string& name) override {
@@ -52,6 +54,7 @@ class FakeProbe : public HostProbe {
   Result<uint64_t> freeBytes(const std::string&) override { return free; }
   uid_t effectiveUid() override { return uid; }
   std::string userName() override { return user; }
+  int accessError(const std::string& path, int) override { return path == "/dev/net/tun" ? tunError : 0; }
 };
 
 class DoctorTest : public ::testing::Test {
@@ -94,8 +97,9 @@ TEST_F(DoctorTest, EveryCheckHasAFixWhenNotOk) {
   probe_.maxUserNamespaces = "0";
   probe_.uid = 1000;
   probe_.user = "alice";
+  probe_.tunError = EACCES;
   auto results = runDoctor(probe_, cache_, state_);
-  EXPECT_EQ(results.size(), 19u);
+  EXPECT_EQ(results.size(), 21u);
   for (const auto& r : results) {
     if (r.status != CheckStatus::kOk) {
       EXPECT_FALSE(r.fix.empty()) << r.name;
@@ -148,6 +152,39 @@ TEST_F(DoctorTest, KvmThatIsNotReadWriteForTheUserNamesTheGroupFix) {
   EXPECT_EQ(check("kvm").fix, "sudo usermod -aG kvm 1000, then log in again");
   probe_.facts = {false, true, false, ENOENT};
   EXPECT_NE(check("kvm").detail.find("/dev/kvm is missing"), std::string::npos) << check("kvm").detail;
+}
+
+TEST_F(DoctorTest, TunThatIsNotReadWriteForTheUserFailsWithTheSetupFix) {
+  probe_.tunError = EACCES;
+  EXPECT_EQ(check("tun").status, CheckStatus::kOk) << "root opens /dev/net/tun whatever its mode";
+  probe_.uid = 1000;
+  auto r = check("tun");
+  EXPECT_EQ(r.status, CheckStatus::kFail);
+  EXPECT_NE(r.detail.find("no session with network can start"), std::string::npos) << r.detail;
+  EXPECT_NE(r.fix.find("scripts/setup"), std::string::npos) << r.fix;
+  EXPECT_NE(r.fix.find("sudo chmod 0666 /dev/net/tun"), std::string::npos) << r.fix;
+  probe_.tunError = ENOENT;
+  EXPECT_EQ(check("tun").fix, "sudo modprobe tun");
+  probe_.tunError = 0;
+  EXPECT_EQ(check("tun").status, CheckStatus::kOk);
+}
+
+TEST_F(DoctorTest, CgroupLimitsNeedRootAndCgroupV2) {
+  auto r = check("cgroup");
+  EXPECT_EQ(r.status, CheckStatus::kOk) << r.detail;
+  EXPECT_NE(r.detail.find("cgroup of its own"), std::string::npos) << r.detail;
+  probe_.files.erase("/sys/fs/cgroup/cgroup.controllers");  // cgroup v1: a tmpfs of v1 hierarchies
+  r = check("cgroup");
+  EXPECT_EQ(r.status, CheckStatus::kWarn);
+  EXPECT_NE(r.detail.find("cgroup v1"), std::string::npos) << r.detail;
+  EXPECT_NE(r.fix.find("systemd.unified_cgroup_hierarchy=1"), std::string::npos) << r.fix;
+  probe_.files["/sys/fs/cgroup/cgroup.controllers"] = "cpu io\n";
+  EXPECT_EQ(check("cgroup").status, CheckStatus::kWarn);
+  probe_.files["/sys/fs/cgroup/cgroup.controllers"] = "memory pids\n";
+  probe_.uid = 1000;
+  r = check("cgroup");
+  EXPECT_EQ(r.status, CheckStatus::kWarn);
+  EXPECT_NE(r.fix.find("systemd-run --user --scope"), std::string::npos) << r.fix;
 }
 
 TEST_F(DoctorTest, RootNeedsNoSubordinateIds) {

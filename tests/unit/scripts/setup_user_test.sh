@@ -2,8 +2,8 @@
 # scripts/setup, run through sudo by a user, readies that user for airlock
 # without root: a range of 65536 subordinate uids and gids after every range
 # already given out (what mmdebstrap --mode=unshare needs to build agent
-# images), and the group of /dev/kvm; says each change; a second run changes
-# nothing. Needs root (it creates a throwaway user); SKIPPED otherwise.
+# images), the group of /dev/kvm, and a /dev/net/tun every user may open;
+# says each change; a second run changes nothing. Needs root (it creates a throwaway user); SKIPPED otherwise.
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: needs root (creates a throwaway user)"
@@ -11,9 +11,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 user=airlock-setup-t$$
+tun_mode=$(stat -c %a /dev/net/tun 2>/dev/null || true)
 cleanup() {
   userdel "$user" 2>/dev/null || true
   sed -i "/^$user:/d" /etc/subuid /etc/subgid 2>/dev/null || true
+  [ -z "$tun_mode" ] || chmod "$tun_mode" /dev/net/tun
 }
 trap cleanup EXIT
 useradd --no-create-home --shell /usr/sbin/nologin "$user"
@@ -31,6 +33,10 @@ for f in /etc/subuid /etc/subgid; do
   [ "$start" -ge "$before" ] || fail "$f range $start overlaps ranges given before (ending at $before)"
 done
 echo "$out" | grep -q "gave $user the subordinate uids" || fail "setup did not say it changed /etc/subuid"
+if [ -n "$tun_mode" ]; then
+  [ "$(stat -c %a /dev/net/tun)" = 666 ] || fail "/dev/net/tun is $(stat -c %a /dev/net/tun), not 0666"
+  [ "$tun_mode" = 666 ] || echo "$out" | grep -q "made /dev/net/tun usable" || fail "setup did not say it changed /dev/net/tun"
+fi
 if [ -e /dev/kvm ] && [ "$(stat -c %G /dev/kvm)" != root ]; then
   id -nG "$user" | tr ' ' '\n' | grep -qx "$(stat -c %G /dev/kvm)" || fail "$user is not in the group of /dev/kvm"
 fi
