@@ -56,6 +56,9 @@ void addImageStoreCommands(CLI::App& image, int& exitCode, const HostContext& ho
 /// subcommand (src/cli/image_archive_cmd.cc).
 void addImageArchiveCommands(CLI::App& image, int& exitCode, const HostContext& host);
 
+/// `airlock secret set|ls|rm`: secrets kept on the host (src/cli/secret_cmd.cc).
+void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host);
+
 /// `airlock system df|prune`: disk usage and pruning (src/cli/system.cc).
 void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host);
 

@@ -4,18 +4,41 @@
 #include <cstdio>
 #include <memory>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "preflight/doctor.h"
 
 namespace airlock::cli {
 namespace {
 
+/// Where `airlock secret` keeps values on this host, and secrets whose
+/// store is not reachable now (stored in the Secret Service, used without
+/// a session bus).
+preflight::CheckResult secretsCheck(const HostContext& host) {
+  HostSecrets secrets(host);
+  auto list = secrets.store().list();
+  if (!list) return {"secrets", preflight::CheckStatus::kFail, list.error().message, "move the index file away"};
+  size_t unreachable = 0;
+  for (const auto& s : *list) unreachable += s.backend == "secret-service" && !secrets.serviceProblem().empty();
+  std::string where = secrets.serviceProblem().empty()
+                          ? "new secrets go to the " + secrets.preferred().describe()
+                          : "new secrets go to the file store " + secrets.preferred().describe() +
+                                " (no Secret Service: " + secrets.serviceProblem() + ")";
+  if (unreachable > 0)
+    return {"secrets", preflight::CheckStatus::kWarn,
+            fmt::format("{}; {} secret(s) are in the Secret Service, which is not reachable now", where, unreachable),
+            "run airlock in your desktop session (with its session bus), or set them again here"};
+  return {"secrets", preflight::CheckStatus::kOk, fmt::format("{}; {} stored", where, list->size()), ""};
+}
+
 int runDoctorCommand(const HostContext& host, bool json) {
   preflight::SystemHostProbe probe;
   auto results = preflight::runDoctor(probe, host.dirs.cache, host.dirs.state);
+  results.push_back(secretsCheck(host));
   bool failed = false;
   for (const auto& r : results) failed = failed || r.status == preflight::CheckStatus::kFail;
   if (json) {

@@ -54,6 +54,8 @@ HostContext readHostContext(char** environ) {
   ctx.dirs.state = orDefault(ctx.env, "XDG_STATE_HOME", home + "/.local/state") + "/airlock";
   std::string xdgConfig = orDefault(ctx.env, "XDG_CONFIG_HOME", "");
   ctx.dirs.config = (xdgConfig.starts_with('/') ? xdgConfig : home + "/.config") + "/airlock";
+  std::string xdgData = orDefault(ctx.env, "XDG_DATA_HOME", "");
+  ctx.dirs.data = (xdgData.starts_with('/') ? xdgData : home + "/.local/share") + "/airlock";
 
   ctx.terminal.stdinTty = ::isatty(0);
   ctx.terminal.stdoutTty = ::isatty(1);

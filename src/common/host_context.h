@@ -28,6 +28,10 @@ struct HostDirs {
   /// The user config file's directory: $XDG_CONFIG_HOME/airlock when that is
   /// an absolute path (XDG ignores relative ones), else ~/.config/airlock.
   std::string config;
+  /// Data airlock keeps for the user (the secret index and file store):
+  /// $XDG_DATA_HOME/airlock when that is an absolute path, else
+  /// ~/.local/share/airlock.
+  std::string data;
   /// The user's home directory ($HOME, else the passwd entry).
   std::string home;
 };

@@ -183,7 +183,7 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
       _exit(127);
     };
     close(alive[1]);
-    if (int e = tieToParent(alive[0]); e != 0) _exit(127);
+    if (int e = tieToParent(alive[0]); e != 0) bail(e);
     setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);

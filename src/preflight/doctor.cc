@@ -130,8 +130,9 @@ CheckResult userNamespaces(HostProbe& probe) {
 /// The session network's tap device (egress/tap.cc): root may open
 /// /dev/net/tun whatever its mode; a user needs it read-write.
 CheckResult tunDevice(HostProbe& probe) {
-  if (probe.effectiveUid() == 0) return {"tun", CheckStatus::kOk, "/dev/net/tun (root opens it)", ""};
-  int e = probe.accessError("/dev/net/tun", R_OK | W_OK);
+  const bool root = probe.effectiveUid() == 0;
+  int e = probe.accessError("/dev/net/tun", root ? F_OK : R_OK | W_OK);
+  if (root && e == 0) return {"tun", CheckStatus::kOk, "/dev/net/tun (root opens it)", ""};
   if (e == 0) return {"tun", CheckStatus::kOk, "/dev/net/tun is read-write for your user", ""};
   if (e == ENOENT)
     return {"tun", CheckStatus::kFail, "/dev/net/tun is missing: no session with network can start", "sudo modprobe tun"};
@@ -146,9 +147,10 @@ CheckResult tunDevice(HostProbe& probe) {
 CheckResult cgroupLimits(HostProbe& probe) {
   if (probe.effectiveUid() != 0)
     return {"cgroup", CheckStatus::kWarn,
-            "as a user, airlock makes no cgroup: QEMU has no memory or task limit beyond its guest's --memory",
-            "to add one, run the session in a systemd scope: systemd-run --user --scope -p MemoryMax=4G "
-            "-p TasksMax=512 airlock run ..."};
+            "as a user, airlock makes no cgroup: QEMU has no memory or task limit of its own",
+            "to add one, run the session in a systemd scope with room for the guest's RAM plus about 3 GiB "
+            "(QEMU, virtiofsd, airlock): systemd-run --user --scope -p MemoryMax=7G -p TasksMax=512 airlock run "
+            "... (for a 4 GiB guest)"};
   auto controllers = probe.readText("/sys/fs/cgroup/cgroup.controllers");
   if (!controllers)
     return {"cgroup", CheckStatus::kWarn,

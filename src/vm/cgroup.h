@@ -22,20 +22,27 @@ struct CgroupLimits {
 
 /// The limits for a guest of `guestMiB` MiB: its RAM plus 2 GiB for QEMU
 /// itself (TCG's translation cache takes up to 1 GiB, plus devices, I/O
-/// buffers and page cache), and 512 tasks (vCPU and I/O threads).
-CgroupLimits limitsForGuest(unsigned guestMiB);
+/// buffers and page cache), plus `residentDiskBytes` (the writable disks
+/// when they sit on tmpfs, whose pages are charged to QEMU and cannot be
+/// reclaimed), and 512 tasks (vCPU and I/O threads).
+CgroupLimits limitsForGuest(unsigned guestMiB, uint64_t residentDiskBytes = 0);
 
-/// One VM's cgroup: `hierarchy`/airlock/`name`, with `limits` set, removed
-/// with the object (the caller reaps the process in it first). `hierarchy`
-/// is where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup).
+/// One VM's cgroup: `hierarchy`/airlock/`name`, with `limits` set (and no
+/// swap), removed with the object (the caller reaps the process in it
+/// first). `hierarchy` is where the cgroup v2 hierarchy is mounted
+/// (/sys/fs/cgroup). The cgroup sits beside systemd's slices, outside the
+/// cgroup of the airlock process: a limit set around airlock (systemd-run
+/// -p MemoryMax=...) does not cover its QEMU, this one does.
 class VmCgroup {
  public:
   /// Creates the cgroup: makes `hierarchy`/airlock (memory and pids
-  /// enabled for its children) if missing, removes the empty cgroups of
-  /// earlier sessions in it (an airlock killed with SIGKILL leaves its own
-  /// behind), then makes `name` with the limits. Errors: the hierarchy is
-  /// not cgroup v2, memory or pids is not available to it (cgroup v1
-  /// holds them), or no permission; nothing is left behind.
+  /// enabled for its children) if missing, removes the cgroups of dead
+  /// airlock processes in it (`name` starts with "vm-<airlock pid>-"; an
+  /// airlock killed with SIGKILL leaves its own behind), then makes `name`
+  /// with the limits. Errors: the hierarchy is not cgroup v2, the root does
+  /// not enable memory or pids for its children (cgroup v1 holds them; its
+  /// cgroup.subtree_control is systemd's and is not written), or no
+  /// permission; what it made is removed again.
   static Result<VmCgroup> create(const std::string& hierarchy, const std::string& name, const CgroupLimits& limits);
   VmCgroup(VmCgroup&& other) noexcept;
   VmCgroup& operator=(VmCgroup&&) = delete;

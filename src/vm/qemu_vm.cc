@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <cerrno>
 #include <cstring>
@@ -39,6 +42,19 @@ bool waitForPath(const std::string& path, pid_t owner, std::chrono::milliseconds
 }
 
 std::vector<std::string> lastLines(const std::string& path, size_t count) { return tailLines(path, count); }
+
+/// The bytes of the VM's writable disks when they sit on tmpfs (`runDir`'s
+/// file system): what QEMU's writes to them pin in memory; 0 elsewhere.
+uint64_t residentDiskBytes(const VmConfig& config, const std::string& runDir) {
+  struct statfs fs {};
+  if (::statfs(runDir.c_str(), &fs) != 0 || fs.f_type != TMPFS_MAGIC) return 0;
+  uint64_t total = 0;
+  for (const auto& disk : config.disks) {
+    struct stat st {};
+    if (!disk.readOnly && ::stat(disk.path.c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
 
 /// Appends `line` to the log at `path` (best effort: a note for the reader).
 void noteInLog(const std::string& path, const std::string& line) {
@@ -207,7 +223,8 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   qemuOptions.newPidNamespace = true;  // QEMU cannot see, signal or trace airlock or any other process
   if (!config.cgroupHierarchy.empty()) {
     const std::string name = "vm-" + std::to_string(getpid()) + "-" + runDir.substr(runDir.rfind('/') + 1);
-    auto cgroup = VmCgroup::create(config.cgroupHierarchy, name, limitsForGuest(config.memoryMiB));
+    auto cgroup = VmCgroup::create(config.cgroupHierarchy, name,
+                                   limitsForGuest(config.memoryMiB, residentDiskBytes(config, runDir)));
     if (cgroup) {
       vm->cgroup_.emplace(std::move(*cgroup));
       qemuOptions.beforeExec = [procs = vm->cgroup_->procsFd(), jail = qemuOptions.beforeExec]() -> int {

@@ -227,6 +227,16 @@ TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
                             {"ANTHROPIC_BASE_URL", mock.guestUrl()},
                             {"ANTHROPIC_API_KEY", "airlock-e2e"}},
                            -1, user_ ? &*user_ : nullptr);
+  // Whatever fails below, this airlock (the test user's) does not outlive the test.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid};
   // Wait until the agent has done both steps (the mock now holds the final answer).
   bool waiting = false;
   for (int i = 0; i < 6000 && !waiting; ++i) {
@@ -238,6 +248,7 @@ TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
   writeFile(mock.gateDir() + "/host-edited", "");
   int status = 0;
   waitpid(pid, &status, 0);
+  reaper.pid = -1;
   EXPECT_EQ(WEXITSTATUS(status), 71) << slurp(outPath);
   EXPECT_EQ(slurp(project_ + "/README.md"), "# Sample project\nEdited by the user during the session.\n");
   EXPECT_EQ(slurp(project_ + "/NEW.md"), "Written during the conflict test.\n") << "the non-conflicting change lands";

@@ -4,6 +4,7 @@
 // joinCgroup before exec, own PID namespace) that tries to exceed both
 // limits, and prints what the kernel reported, one "key: value" per line.
 
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -33,15 +34,41 @@ int main() {
     std::printf("mount: %s\n", std::strerror(errno));
     return 1;
   }
+  // What systemd does on a host: the root offers memory and pids to its
+  // children (airlock never writes the root's subtree_control).
+  {
+    Fd control(::open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC));
+    if (!control || !writeAll(control.get(), "+memory +pids")) {
+      std::printf("subtree_control: %s\n", std::strerror(errno));
+      return 1;
+    }
+  }
+  // Left behind by a dead airlock, and by this live one before its QEMU joined.
+  auto first = vm::VmCgroup::create("/sys/fs/cgroup", "vm-probe-first", {48ull << 20, 16});
+  if (!first) {
+    std::printf("create: %s\n", first.error().message.c_str());
+    return 1;
+  }
+  const std::string stale = "/sys/fs/cgroup/airlock/vm-4194303-killed", live =
+      "/sys/fs/cgroup/airlock/vm-" + std::to_string(::getpid()) + "-starting";
+  if (::mkdir(stale.c_str(), 0755) != 0 || ::mkdir(live.c_str(), 0755) != 0) {
+    std::printf("mkdir: %s\n", std::strerror(errno));
+    return 1;
+  }
   auto cgroup = vm::VmCgroup::create("/sys/fs/cgroup", "vm-probe", {48ull << 20, 16});
   if (!cgroup) {
     std::printf("create: %s\n", cgroup.error().message.c_str());
     return 1;
   }
+  struct stat st {};
+  std::printf("dead airlock's: %s\n", ::stat(stale.c_str(), &st) != 0 ? "removed" : "kept");
+  std::printf("live airlock's: %s\n", ::stat(live.c_str(), &st) == 0 ? "kept" : "removed");
+  ::rmdir(live.c_str());
   const std::string dir = cgroup->path();
   std::printf("path: %s\n", dir.c_str());
   std::printf("memory.max: %s", read(dir + "/memory.max").c_str());
   std::printf("pids.max: %s", read(dir + "/pids.max").c_str());
+  std::printf("memory.swap.max: %s", read(dir + "/memory.swap.max").c_str());
   SpawnOptions options;
   options.stdoutPath = "/tmp/probe.out";
   options.stderrPath = "/tmp/probe.out";
@@ -64,7 +91,6 @@ int main() {
   {
     vm::VmCgroup gone = std::move(*cgroup);
   }
-  struct stat st {};
   std::printf("removed: %s\n", ::stat(dir.c_str(), &st) != 0 ? "yes" : "no");
   return 0;
 }

@@ -26,8 +26,10 @@ TEST(HostContext, AirlockCacheDirWinsOverXdg) {
 
 TEST(HostContext, XdgDirsGetAnAirlockFolder) {
   auto host = contextOf(
-      {"HOME=/home/u", "XDG_CACHE_HOME=/xdg/cache", "XDG_STATE_HOME=/xdg/state", "XDG_CONFIG_HOME=/xdg/config"});
+      {"HOME=/home/u", "XDG_CACHE_HOME=/xdg/cache", "XDG_STATE_HOME=/xdg/state", "XDG_CONFIG_HOME=/xdg/config",
+       "XDG_DATA_HOME=/xdg/data"});
   EXPECT_EQ(host.dirs.cache, "/xdg/cache/airlock");
+  EXPECT_EQ(host.dirs.data, "/xdg/data/airlock");
   EXPECT_EQ(host.dirs.state, "/xdg/state/airlock");
   EXPECT_EQ(host.dirs.config, "/xdg/config/airlock");
   EXPECT_EQ(host.dirs.home, "/home/u");
@@ -38,12 +40,15 @@ TEST(HostContext, HomeIsTheFallback) {
   EXPECT_EQ(host.dirs.cache, "/home/someone/.cache/airlock");
   EXPECT_EQ(host.dirs.state, "/home/someone/.local/state/airlock");
   EXPECT_EQ(host.dirs.config, "/home/someone/.config/airlock");
+  EXPECT_EQ(host.dirs.data, "/home/someone/.local/share/airlock");
 }
 
 // An empty variable counts as unset, and XDG ignores a relative config home
 // (the user config was never looked up relative to the current directory).
 TEST(HostContext, EmptyOrRelativeValuesAreIgnored) {
-  auto host = contextOf({"HOME=/home/u", "AIRLOCK_CACHE_DIR=", "XDG_STATE_HOME=", "XDG_CONFIG_HOME=rel/config"});
+  auto host = contextOf(
+      {"HOME=/home/u", "AIRLOCK_CACHE_DIR=", "XDG_STATE_HOME=", "XDG_CONFIG_HOME=rel/config", "XDG_DATA_HOME=rel"});
+  EXPECT_EQ(host.dirs.data, "/home/u/.local/share/airlock");
   EXPECT_EQ(host.dirs.cache, "/home/u/.cache/airlock");
   EXPECT_EQ(host.dirs.state, "/home/u/.local/state/airlock");
   EXPECT_EQ(host.dirs.config, "/home/u/.config/airlock");

@@ -1,5 +1,7 @@
 #include "common/subprocess.h"
 
+#include "common/paths.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -87,9 +89,9 @@ TEST(SpawnTied, ChildDiesWithItsParentAfterBeforeExecChangedItsUid) {
 // In its own PID namespace the child is pid 1 and cannot reach its parent.
 TEST(SpawnTied, ANewPidNamespaceHidesEveryOtherProcess) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: CLONE_NEWPID needs CAP_SYS_ADMIN";
-  char tmpl[] = "/tmp/airlock-spawn-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string out = std::string(tmpl) + "/out";
+  auto dir = TempDir::create("/tmp", "airlock-spawn-");
+  ASSERT_TRUE(dir);
+  const std::string out = dir->path() + "/out";
   SpawnOptions options;
   options.stdoutPath = out;
   options.newPidNamespace = true;
@@ -101,7 +103,6 @@ TEST(SpawnTied, ANewPidNamespaceHidesEveryOtherProcess) {
   std::ifstream in(out);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "1\nhidden\n");
-  std::filesystem::remove_all(tmpl);
 }
 
 TEST(SpawnTied, KeptFdSurvivesExecEvenWhenCloseOnExec) {

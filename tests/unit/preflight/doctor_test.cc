@@ -54,7 +54,10 @@ class FakeProbe : public HostProbe {
   Result<uint64_t> freeBytes(const std::string&) override { return free; }
   uid_t effectiveUid() override { return uid; }
   std::string userName() override { return user; }
-  int accessError(const std::string& path, int) override { return path == "/dev/net/tun" ? tunError : 0; }
+  int accessError(const std::string& path, int mode) override {
+    if (path != "/dev/net/tun") return 0;
+    return mode == F_OK && tunError != ENOENT ? 0 : tunError;  // F_OK: only existence
+  }
 };
 
 class DoctorTest : public ::testing::Test {
@@ -157,6 +160,9 @@ TEST_F(DoctorTest, KvmThatIsNotReadWriteForTheUserNamesTheGroupFix) {
 TEST_F(DoctorTest, TunThatIsNotReadWriteForTheUserFailsWithTheSetupFix) {
   probe_.tunError = EACCES;
   EXPECT_EQ(check("tun").status, CheckStatus::kOk) << "root opens /dev/net/tun whatever its mode";
+  probe_.tunError = ENOENT;
+  EXPECT_EQ(check("tun").fix, "sudo modprobe tun") << "not even root opens a missing device";
+  probe_.tunError = EACCES;
   probe_.uid = 1000;
   auto r = check("tun");
   EXPECT_EQ(r.status, CheckStatus::kFail);

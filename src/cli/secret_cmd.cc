@@ -1,0 +1,213 @@
+// `airlock secret set|ls|rm`: secrets kept on the host (issue 15, item 1).
+// A value comes from standard input, never from the command line (argv is
+// readable by every user in /proc); `ls` never prints a value.
+
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/host_secrets.h"
+#include "cli/report.h"
+#include "common/exit_codes.h"
+#include "common/fd.h"
+
+namespace airlock::cli {
+namespace {
+
+/// Reads the value: from a terminal, one line without echo after a prompt
+/// on stderr; from a pipe or file, everything, without one final newline.
+Result<std::string> readValue(const std::string& name, bool terminal) {
+  std::string value;
+  if (terminal) {
+    std::fprintf(stderr, "Value of %s (not shown): ", name.c_str());
+    std::fflush(stderr);
+    termios saved{};
+    bool echoOff = ::tcgetattr(0, &saved) == 0;
+    if (echoOff) {
+      termios quiet = saved;
+      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+      echoOff = ::tcsetattr(0, TCSAFLUSH, &quiet) == 0;
+    }
+    char c;
+    ssize_t n;
+    while ((n = ::read(0, &c, 1)) == 1 && c != '\n' && value.size() <= secrets::kMaxSecretBytes) value.push_back(c);
+    if (echoOff) ::tcsetattr(0, TCSAFLUSH, &saved);
+    std::fprintf(stderr, "\n");
+    if (n < 0) return fail("cannot read the value: {}", errnoText(errno));
+  } else {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(0, buf, sizeof buf)) > 0 && value.size() <= secrets::kMaxSecretBytes)
+      value.append(buf, static_cast<size_t>(n));
+    if (n < 0) return fail("cannot read the value from standard input: {}", errnoText(errno));
+    if (value.ends_with("\r\n")) value.resize(value.size() - 2);
+    else if (value.ends_with('\n')) value.pop_back();
+  }
+  if (value.empty())
+    return failWith(exit_code::kUsage, "no value for {} on standard input (e.g. `printenv TOKEN | airlock secret set "
+                    "{}`)", name, name);
+  return value;
+}
+
+/// "2026-12-31" or "2026-12-31T08:00:00Z" (UTC) as Unix seconds.
+Result<int64_t> parseExpiry(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (!end || *end) {
+    tm = {};
+    end = ::strptime(text.c_str(), "%Y-%m-%d", &tm);
+  }
+  if (!end || *end)
+    return failWith(exit_code::kUsage, "--expires {}: give a UTC date or time, 2026-12-31 or 2026-12-31T08:00:00Z",
+                    text);
+  return static_cast<int64_t>(::timegm(&tm));
+}
+
+std::string isoTime(int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// "3 hours ago", "in 5 days", "never".
+std::string relative(std::optional<int64_t> t, int64_t now) {
+  if (!t) return "never";
+  int64_t d = *t - now;
+  bool future = d > 0;
+  int64_t a = future ? d : -d;
+  std::string span = a < 120      ? fmt::format("{} seconds", a)
+                     : a < 7200   ? fmt::format("{} minutes", a / 60)
+                     : a < 172800 ? fmt::format("{} hours", a / 3600)
+                                  : fmt::format("{} days", a / 86400);
+  return future ? "in " + span : span + " ago";
+}
+
+int64_t nowOf(const HostContext& host) {
+  return std::chrono::duration_cast<std::chrono::seconds>(host.clock->now().time_since_epoch()).count();
+}
+
+int setSecret(const HostContext& host, const std::string& name, const std::string& expires) {
+  if (!secrets::isValidSecretName(name))
+    return reportError(Error{fmt::format("'{}' is not a secret name: a letter, then letters, digits, '_', '.' or "
+                                         "'-' (at most 64)", name), exit_code::kUsage});
+  std::optional<int64_t> expiresAt;
+  if (!expires.empty()) {
+    auto at = parseExpiry(expires);
+    if (!at) return reportError(at.error());
+    expiresAt = *at;
+  }
+  auto value = readValue(name, host.terminal.stdinTty);
+  if (!value) return reportError(value.error());
+  HostSecrets secrets(host);
+  if (auto r = secrets.store().set(name, *value, "stdin", expiresAt); !r) return reportError(r.error());
+  std::fprintf(stderr, "airlock: stored %s in the %s\n", name.c_str(),
+               secrets.preferred().id() == "file" ? ("file store " + secrets.preferred().describe()).c_str()
+                                                   : secrets.preferred().describe().c_str());
+  return 0;
+}
+
+int listSecrets(const HostContext& host, bool json, bool quiet) {
+  HostSecrets secrets(host);
+  auto list = secrets.store().list();
+  if (!list) return reportError(list.error());
+  const int64_t now = nowOf(host);
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : *list) {
+      nlohmann::json e = {{"name", s.name}, {"store", s.backend}, {"source", s.source},
+                          {"updated_at", isoTime(s.updatedAt)}, {"expires_at", nullptr}, {"last_used_at", nullptr}};
+      if (s.expiresAt) e["expires_at"] = isoTime(*s.expiresAt);
+      if (s.lastUsedAt) e["last_used_at"] = isoTime(*s.lastUsedAt);
+      out.push_back(std::move(e));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  if (quiet) {
+    for (const auto& s : *list) std::printf("%s\n", s.name.c_str());
+    return 0;
+  }
+  std::printf("%-24s %-15s %-10s %-20s %s\n", "NAME", "STORE", "SOURCE", "EXPIRES", "LAST USED");
+  for (const auto& s : *list) {
+    std::string expiry = !s.expiresAt ? "never"
+                         : *s.expiresAt <= now ? "expired " + relative(s.expiresAt, now)
+                                               : relative(s.expiresAt, now);
+    std::printf("%-24s %-15s %-10s %-20s %s\n", s.name.c_str(), s.backend.c_str(), s.source.c_str(),
+                expiry.c_str(), relative(s.lastUsedAt, now).c_str());
+  }
+  return 0;
+}
+
+int removeSecrets(const HostContext& host, const std::vector<std::string>& names) {
+  HostSecrets secrets(host);
+  int code = 0;
+  for (const auto& name : names) {
+    auto removed = secrets.store().remove(name);
+    if (!removed) {
+      code = reportError(removed.error());
+    } else if (!*removed) {
+      code = reportError(Error{fmt::format("no secret named {} (see `airlock secret ls`)", name), exit_code::kUsage});
+    } else {
+      std::printf("%s\n", name.c_str());
+    }
+  }
+  return code;
+}
+
+}  // namespace
+
+void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host) {
+  auto* cmd = app.add_subcommand("secret", "Keep secrets (tokens, API keys) on this host, never in a VM's disk");
+  cmd->require_subcommand(1);
+  cmd->footer(
+      "Values go to the Secret Service (gnome-keyring, KWallet) when a session bus has one, else to files "
+      "(0600) under $XDG_DATA_HOME/airlock/secrets; `airlock doctor` says which. What airlock knows about "
+      "each (store, source, expiry, last use; never the value) is in $XDG_DATA_HOME/airlock/secrets.json.\n\n"
+      "Examples:\n  printenv GITHUB_TOKEN | airlock secret set github-token\n"
+      "  airlock secret set anthropic-key --expires 2027-01-31   # asks for the value, not echoed\n"
+      "  airlock secret ls\n  airlock secret rm github-token");
+
+  auto name = std::make_shared<std::string>();
+  auto expires = std::make_shared<std::string>();
+  auto* set = cmd->add_subcommand("set", "Store a secret; the value is read from standard input, never from argv");
+  set->add_option("NAME", *name, "Secret name: a letter, then letters, digits, '_', '.' or '-'")->required();
+  set->add_option("--expires", *expires, "When it stops working (UTC: 2026-12-31 or 2026-12-31T08:00:00Z)");
+  // A value given as an argument is refused without being repeated.
+  auto extra = std::make_shared<std::vector<std::string>>();
+  set->add_option("VALUE", *extra)->group("");
+  set->callback([name, expires, extra, &exitCode, &host] {
+    if (!extra->empty()) {
+      exitCode = reportError(Error{"airlock secret set reads the value from standard input, never from the command "
+                                   "line (every user can read argv): printenv TOKEN | airlock secret set " + *name,
+                                   exit_code::kUsage});
+      return;
+    }
+    exitCode = setSecret(host, *name, *expires);
+  });
+
+  auto json = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  auto* ls = cmd->add_subcommand("ls", "List secrets: name, store, source, expiry, last use (never values)");
+  ls->alias("list");
+  ls->add_flag("--json", *json, "Machine-readable output");
+  ls->add_flag("-q,--quiet", *quiet, "Names only");
+  ls->callback([json, quiet, &exitCode, &host] { exitCode = listSecrets(host, *json, *quiet); });
+
+  auto names = std::make_shared<std::vector<std::string>>();
+  auto* rm = cmd->add_subcommand("rm", "Remove secrets (value and entry)");
+  rm->alias("remove");
+  rm->add_option("NAME", *names, "Secret names")->required();
+  rm->callback([names, &exitCode, &host] { exitCode = removeSecrets(host, *names); });
+}
+
+}  // namespace airlock::cli

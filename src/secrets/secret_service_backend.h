@@ -1,0 +1,32 @@
+#pragma once
+// The freedesktop.org Secret Service (org.freedesktop.secrets on the session
+// bus: gnome-keyring, KWallet, KeePassXC) through libsecret. Items use the
+// schema "dev.airlock.Secret" with one attribute, `name`, and go into the
+// default collection (the login keyring).
+
+#include <memory>
+
+#include "secrets/secret_backend.h"
+
+namespace airlock::secrets {
+
+class SecretServiceBackend final : public SecretBackend {
+ public:
+  /// Connects to the Secret Service of the session bus and opens a session
+  /// with it. Errors: no session bus, or no Secret Service on it. Call it
+  /// only when a session bus exists (DBUS_SESSION_BUS_ADDRESS, or
+  /// $XDG_RUNTIME_DIR/bus): GLib would otherwise try to autolaunch one.
+  static Result<std::unique_ptr<SecretServiceBackend>> connect();
+  ~SecretServiceBackend() override;
+  std::string id() const override { return "secret-service"; }
+  std::string describe() const override { return "Secret Service (org.freedesktop.secrets on the session bus)"; }
+  Result<> store(const std::string& name, const std::string& value) override;
+  Result<std::optional<std::string>> lookup(const std::string& name) override;
+  Result<> erase(const std::string& name) override;
+
+ private:
+  explicit SecretServiceBackend(void* service) : service_(service) {}
+  void* service_;  ///< SecretService*, one reference
+};
+
+}  // namespace airlock::secrets

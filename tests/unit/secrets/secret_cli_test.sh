@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `airlock secret set|ls|rm` as a user runs it: without a session bus the
+# values go to the file store (0600 files); with gnome-keyring on a
+# dbus-run-session bus they go to the real Secret Service (checked with
+# secret-tool, an independent client) and never touch the disk under
+# airlock's directories. A value given as an argument is refused without
+# being repeated; no value appears in ls, doctor, or airlock's state.
+set -euo pipefail
+airlock=$1
+for tool in dbus-run-session gnome-keyring-daemon secret-tool python3; do
+  command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is missing (scripts/setup installs it)"; exit 77; }
+done
+work=$(mktemp -d /tmp/airlock-secret-test-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export HOME=$work/home XDG_DATA_HOME=$work/data XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+unset DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR
+mkdir -p "$HOME"
+fail() { echo "FAIL: $*"; exit 1; }
+value="s3cret-value-$RANDOM$RANDOM"
+
+# 1. No session bus: the file store.
+printf '%s\n' "$value" | "$airlock" secret set file-token --expires 2099-01-01 2>"$work/err" ||
+  fail "set: $(cat "$work/err")"
+grep -q "file store $XDG_DATA_HOME/airlock/secrets" "$work/err" || fail "set did not say where: $(cat "$work/err")"
+[ "$(cat "$XDG_DATA_HOME/airlock/secrets/file-token")" = "$value" ] || fail "the file store lacks the value"
+[ "$(stat -c %a "$XDG_DATA_HOME/airlock/secrets/file-token")" = 600 ] || fail "the value's file is not 0600"
+[ "$(stat -c %a "$XDG_DATA_HOME/airlock/secrets")" = 700 ] || fail "the store's directory is not 0700"
+"$airlock" secret ls >"$work/ls"
+grep -Eq '^file-token +file +stdin +in [0-9]+ days +never$' "$work/ls" || fail "ls: $(cat "$work/ls")"
+"$airlock" secret ls --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [(s["name"], s["store"], s["source"], s["expires_at"], s["last_used_at"]) for s in d] == \
+    [("file-token", "file", "stdin", "2099-01-01T00:00:00Z", None)], d'
+[ "$("$airlock" secret ls -q)" = file-token ] || fail "ls -q"
+# A value given as an argument is refused, and not repeated.
+if "$airlock" secret set other "$value" >"$work/out" 2>&1; then fail "a value in argv was accepted"; fi
+grep -q "standard input" "$work/out" || fail "the refusal does not say how: $(cat "$work/out")"
+if grep -q "$value" "$work/out"; then fail "the refusal repeated the value"; fi
+if "$airlock" secret set 'bad/name' </dev/null >"$work/out" 2>&1; then fail "a bad name was accepted"; fi
+if "$airlock" secret set empty </dev/null >"$work/out" 2>&1; then fail "an empty value was accepted"; fi
+if "$airlock" secret rm nothing-here >"$work/out" 2>&1; then fail "rm of a missing secret succeeded"; fi
+grep -q "no secret named nothing-here" "$work/out" || fail "rm: $(cat "$work/out")"
+"$airlock" doctor >"$work/doctor" 2>&1 || true
+grep -Eq "secrets +new secrets go to the file store .*no session bus.*; 1 stored" "$work/doctor" ||
+  fail "doctor: $(grep secrets "$work/doctor")"
+
+# 2. gnome-keyring on a session bus: the real Secret Service.
+dbus-run-session -- bash -c '
+  set -u
+  value=$1 airlock=$2 work=$3
+  printf unlock | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1 || exit 10
+  printf %s "$value" | "$airlock" secret set service-token 2>"$work/err2" || exit 11
+  grep -q "Secret Service" "$work/err2" || exit 12
+  [ "$(secret-tool lookup name service-token)" = "$value" ] || exit 13
+  [ ! -e "$XDG_DATA_HOME/airlock/secrets/service-token" ] || exit 14
+  "$airlock" secret ls | grep -Eq "^service-token +secret-service +stdin" || exit 15
+  "$airlock" doctor 2>/dev/null | grep -Eq "secrets +new secrets go to the Secret Service.*; 2 stored" || exit 16
+  # Set again where the file store held it: it moves to the Secret Service.
+  printf %s "$value-2" | "$airlock" secret set file-token 2>/dev/null || exit 17
+  [ "$(secret-tool lookup name file-token)" = "$value-2" ] || exit 18
+  [ ! -e "$XDG_DATA_HOME/airlock/secrets/file-token" ] || exit 19
+  "$airlock" secret rm service-token file-token >/dev/null || exit 20
+  [ -z "$(secret-tool lookup name service-token)" ] || exit 21
+' _ "$value" "$airlock" "$work" 2>"$work/bus-err" || fail "Secret Service step failed with $?: $(cat "$work/err2" 2>/dev/null; tail -3 "$work/bus-err")"
+
+# No value anywhere airlock writes but the stores.
+if grep -rq "$value" "$XDG_DATA_HOME/airlock/secrets.json" "$XDG_STATE_HOME" "$XDG_CONFIG_HOME" 2>/dev/null; then
+  fail "a value reached airlock's index, state or config"
+fi
+[ "$("$airlock" secret ls -q)" = "" ] || fail "secrets left after rm: $("$airlock" secret ls -q)"
+echo PASS

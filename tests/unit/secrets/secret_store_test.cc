@@ -1,0 +1,177 @@
+#include "secrets/secret_store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include "common/fd.h"
+#include "common/file_lock.h"
+#include "common/paths.h"
+#include "secrets/file_backend.h"
+
+namespace airlock::secrets {
+namespace {
+
+class FixedClock final : public Clock {
+ public:
+  std::chrono::system_clock::time_point now() const override { return at; }
+  std::chrono::system_clock::time_point at{std::chrono::seconds(1'800'000'000)};
+};
+
+/// A backend that forgets nothing and can be told it lost a value.
+class MemoryBackend final : public SecretBackend {
+ public:
+  std::string id() const override { return "secret-service"; }
+  std::string describe() const override { return "memory"; }
+  Result<> store(const std::string& name, const std::string& value) override {
+    values[name] = value;
+    return {};
+  }
+  Result<std::optional<std::string>> lookup(const std::string& name) override {
+    auto it = values.find(name);
+    return it == values.end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+  }
+  Result<> erase(const std::string& name) override {
+    values.erase(name);
+    return {};
+  }
+  std::map<std::string, std::string> values;
+};
+
+class SecretStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("/tmp", "airlock-secrets-");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    file_.emplace(dir_->path() + "/data/secrets");
+  }
+  SecretStore fileStore() { return SecretStore(index(), {{"file", &*file_}}, *file_, clock_); }
+  std::string index() const { return dir_->path() + "/data/secrets.json"; }
+  mode_t modeOf(const std::string& path) const {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+  }
+  std::optional<TempDir> dir_;
+  std::optional<FileBackend> file_;
+  FixedClock clock_;
+};
+
+TEST(SecretName, ALetterThenLettersDigitsAndAFewMarks) {
+  for (const char* ok : {"a", "github-token", "ANTHROPIC_API_KEY", "claude.oauth"})
+    EXPECT_TRUE(isValidSecretName(ok)) << ok;
+  EXPECT_TRUE(isValidSecretName(std::string(64, 'x')));
+  for (const char* bad : {"", "1abc", "-x", ".hidden", "a/b", "../x", "a b", "a\nb", "ä"})
+    EXPECT_FALSE(isValidSecretName(bad)) << bad;
+  EXPECT_FALSE(isValidSecretName(std::string(65, 'x')));
+}
+
+TEST_F(SecretStoreTest, AStoredValueComesBackAndOnlyTheIndexKnowsAboutIt) {
+  auto store = fileStore();
+  ASSERT_TRUE(store.set("github-token", "ghp_secretvalue", "stdin", 1'900'000'000));
+  auto value = store.get("github-token");
+  ASSERT_TRUE(value) << value.error().message;
+  EXPECT_EQ(value->value_or(""), "ghp_secretvalue");
+  // The value is one 0600 file in a 0700 directory; the index never holds it.
+  EXPECT_EQ(modeOf(dir_->path() + "/data/secrets"), 0700u);
+  EXPECT_EQ(modeOf(dir_->path() + "/data/secrets/github-token"), 0600u);
+  EXPECT_EQ(modeOf(index()), 0600u);
+  auto text = readFile(index());
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->find("ghp_secretvalue"), std::string::npos) << *text;
+  auto list = store.list();
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name, "github-token");
+  EXPECT_EQ((*list)[0].backend, "file");
+  EXPECT_EQ((*list)[0].source, "stdin");
+  EXPECT_EQ((*list)[0].expiresAt, 1'900'000'000);
+  EXPECT_EQ((*list)[0].lastUsedAt, 1'800'000'000) << "get() records the use";
+}
+
+TEST_F(SecretStoreTest, AnUnknownNameIsNoValueAndRemovingItIsFalse) {
+  auto store = fileStore();
+  auto value = store.get("nothing");
+  ASSERT_TRUE(value);
+  EXPECT_FALSE(*value);
+  auto removed = store.remove("nothing");
+  ASSERT_TRUE(removed);
+  EXPECT_FALSE(*removed);
+}
+
+TEST_F(SecretStoreTest, RemoveTakesTheValueAndTheEntry) {
+  auto store = fileStore();
+  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt));
+  auto removed = store.remove("k");
+  ASSERT_TRUE(removed);
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE(pathExists(dir_->path() + "/data/secrets/k"));
+  EXPECT_TRUE(store.list()->empty());
+}
+
+TEST_F(SecretStoreTest, BadNamesEmptyAndHugeValuesAreRefused) {
+  auto store = fileStore();
+  EXPECT_FALSE(store.set("../escape", "v", "stdin", std::nullopt));
+  EXPECT_FALSE(store.set("ok", "", "stdin", std::nullopt));
+  EXPECT_FALSE(store.set("ok", std::string(kMaxSecretBytes + 1, 'x'), "stdin", std::nullopt));
+  EXPECT_TRUE(store.set("ok", std::string(kMaxSecretBytes, 'x'), "stdin", std::nullopt));
+  EXPECT_FALSE(pathExists(dir_->path() + "/escape"));
+}
+
+TEST_F(SecretStoreTest, AFileStoreOthersCanReadIsRefusedWithTheChmod) {
+  auto store = fileStore();
+  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt));
+  ASSERT_EQ(::chmod((dir_->path() + "/data/secrets/k").c_str(), 0644), 0);
+  auto value = store.get("k");
+  ASSERT_FALSE(value);
+  EXPECT_NE(value.error().message.find("chmod 600"), std::string::npos) << value.error().message;
+  ASSERT_EQ(::chmod((dir_->path() + "/data/secrets").c_str(), 0755), 0);
+  auto again = store.set("k", "w", "stdin", std::nullopt);
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("chmod 700"), std::string::npos) << again.error().message;
+}
+
+TEST_F(SecretStoreTest, ASecretInAStoreThatIsNotReachableNowSaysSo) {
+  MemoryBackend service;
+  {
+    SecretStore withService(index(), {{"file", &*file_}, {"secret-service", &service}}, service, clock_);
+    ASSERT_TRUE(withService.set("token", "t0k", "stdin", std::nullopt));
+  }
+  EXPECT_TRUE(service.values.contains("token"));
+  EXPECT_FALSE(pathExists(dir_->path() + "/data/secrets/token")) << "the value went to the Secret Service only";
+  auto value = fileStore().get("token");  // no session bus now
+  ASSERT_FALSE(value);
+  EXPECT_NE(value.error().message.find("not reachable now"), std::string::npos) << value.error().message;
+}
+
+TEST_F(SecretStoreTest, SettingAgainMovesTheValueToThePreferredStore) {
+  MemoryBackend service;
+  ASSERT_TRUE(fileStore().set("token", "old", "stdin", std::nullopt));
+  SecretStore withService(index(), {{"file", &*file_}, {"secret-service", &service}}, service, clock_);
+  ASSERT_TRUE(withService.set("token", "new", "stdin", std::nullopt));
+  EXPECT_EQ(service.values["token"], "new");
+  EXPECT_FALSE(pathExists(dir_->path() + "/data/secrets/token")) << "the old copy stayed in the file store";
+  EXPECT_EQ(withService.get("token")->value_or(""), "new");
+}
+
+TEST_F(SecretStoreTest, AValueTheBackendLostIsAnErrorNamingTheFix) {
+  MemoryBackend service;
+  SecretStore store(index(), {{"secret-service", &service}}, service, clock_);
+  ASSERT_TRUE(store.set("token", "t", "stdin", std::nullopt));
+  service.values.clear();  // removed in the keyring manager
+  auto value = store.get("token");
+  ASSERT_FALSE(value);
+  EXPECT_NE(value.error().message.find("airlock secret set token"), std::string::npos) << value.error().message;
+}
+
+TEST_F(SecretStoreTest, AnIndexThatIsNotAirlocksIsRefusedNotOverwritten) {
+  ASSERT_TRUE(makeDirs(dir_->path() + "/data"));
+  ASSERT_TRUE(writeFileAtomic(index(), "not json", 0600));
+  auto store = fileStore();
+  EXPECT_FALSE(store.set("k", "v", "stdin", std::nullopt));
+  EXPECT_EQ(readFile(index()).value_or(""), "not json");
+}
+
+}  // namespace
+}  // namespace airlock::secrets
