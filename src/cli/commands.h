@@ -57,7 +57,9 @@ void addImageStoreCommands(CLI::App& image, int& exitCode, const HostContext& ho
 void addImageArchiveCommands(CLI::App& image, int& exitCode, const HostContext& host);
 
 /// `airlock secret set|ls|rm`: secrets kept on the host (src/cli/secret_cmd.cc).
-void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host);
+/// `afterDoubleDash`: anything there is refused (a value must not be in argv).
+void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
+                      const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock system df|prune`: disk usage and pruning (src/cli/system.cc).
 void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host);

@@ -15,23 +15,27 @@
 namespace airlock::cli {
 namespace {
 
-/// Where `airlock secret` keeps values on this host, and secrets whose
-/// store is not reachable now (stored in the Secret Service, used without
-/// a session bus).
+/// Where `airlock secret` keeps values on this host; a file store others
+/// could read or change; secrets whose store is not reachable now (stored
+/// in the Secret Service, used without a session bus).
 preflight::CheckResult secretsCheck(const HostContext& host) {
-  HostSecrets secrets(host);
+  HostSecrets secrets(host, true);
   auto list = secrets.store().list();
   if (!list) return {"secrets", preflight::CheckStatus::kFail, list.error().message, "move the index file away"};
+  if (auto audit = secrets.fileStore().audit(); !audit)
+    return {"secrets", preflight::CheckStatus::kFail, audit.error().message,
+            "fix the permissions as the line says, or set XDG_DATA_HOME to a directory only you can change"};
   size_t unreachable = 0;
-  for (const auto& s : *list) unreachable += s.backend == "secret-service" && !secrets.serviceProblem().empty();
+  for (const auto& s : *list) unreachable += s.backend != "file" && s.backend != secrets.preferred().id();
   std::string where = secrets.serviceProblem().empty()
                           ? "new secrets go to the " + secrets.preferred().describe()
-                          : "new secrets go to the file store " + secrets.preferred().describe() +
-                                " (no Secret Service: " + secrets.serviceProblem() + ")";
+                          : "new secrets go to the file store " + secrets.preferred().describe() + " (" +
+                                secrets.serviceProblem() + ")";
   if (unreachable > 0)
     return {"secrets", preflight::CheckStatus::kWarn,
-            fmt::format("{}; {} secret(s) are in the Secret Service, which is not reachable now", where, unreachable),
-            "run airlock in your desktop session (with its session bus), or set them again here"};
+            fmt::format("{}; {} secret(s) are in a store that is not reachable now", where, unreachable),
+            "run airlock in your desktop session (its session bus and unlocked keyring), or set them again here "
+            "(airlock secret set NAME)"};
   return {"secrets", preflight::CheckStatus::kOk, fmt::format("{}; {} stored", where, list->size()), ""};
 }
 

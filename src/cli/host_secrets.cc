@@ -1,33 +1,41 @@
 #include "cli/host_secrets.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace airlock::cli {
 namespace {
 
-/// Whether a session bus is there to ask (GLib would otherwise try to
-/// autolaunch one): DBUS_SESSION_BUS_ADDRESS, or systemd's
-/// $XDG_RUNTIME_DIR/bus socket.
-bool hasSessionBus(const HostContext& host) {
-  if (!host.getEnv("DBUS_SESSION_BUS_ADDRESS").empty()) return true;
+/// Why there is no session bus to ask ("" when there is one). GLib would
+/// otherwise try to autolaunch one: DBUS_SESSION_BUS_ADDRESS, or systemd's
+/// $XDG_RUNTIME_DIR/bus socket when it is the user's own (GLib's own test).
+std::string noSessionBus(const HostContext& host) {
+  if (!host.getEnv("DBUS_SESSION_BUS_ADDRESS").empty()) return "";
   const std::string runtime = host.getEnv("XDG_RUNTIME_DIR");
   struct stat st {};
-  return !runtime.empty() && ::stat((runtime + "/bus").c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  if (!runtime.empty() && ::lstat((runtime + "/bus").c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+      st.st_uid == ::geteuid())
+    return "";
+  return "no session bus (DBUS_SESSION_BUS_ADDRESS is unset)";
 }
 
 }  // namespace
 
-HostSecrets::HostSecrets(const HostContext& host) : file_(host.dirs.data + "/secrets") {
+HostSecrets::HostSecrets(const HostContext& host, bool values) : file_(host.dirs.data + "/secrets") {
   std::map<std::string, secrets::SecretBackend*> backends = {{file_.id(), &file_}};
   preferred_ = &file_;
-  if (!hasSessionBus(host)) {
-    serviceProblem_ = "no session bus (DBUS_SESSION_BUS_ADDRESS is unset)";
-  } else if (auto service = secrets::SecretServiceBackend::connect(); service) {
-    service_ = std::move(*service);
-    backends[service_->id()] = service_.get();
-    preferred_ = service_.get();
-  } else {
-    serviceProblem_ = service.error().message;
+  if (host.getEnv("AIRLOCK_SECRET_STORE") == "file") {
+    serviceProblem_ = "AIRLOCK_SECRET_STORE=file";
+  } else if (!values) {
+    serviceProblem_ = "not contacted";
+  } else if (serviceProblem_ = noSessionBus(host); serviceProblem_.empty()) {
+    if (auto service = secrets::SecretServiceBackend::connect(); service) {
+      service_ = std::move(*service);
+      backends[service_->id()] = service_.get();
+      preferred_ = service_.get();
+    } else {
+      serviceProblem_ = service.error().message;
+    }
   }
   store_.emplace(host.dirs.data + "/secrets.json", std::move(backends), *preferred_, *host.clock);
 }

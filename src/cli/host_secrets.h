@@ -1,8 +1,9 @@
 #pragma once
 // The secret store of this host, as `airlock secret`, `doctor` and `info`
-// open it: the Secret Service when a session bus has one, else the file
-// store under the data directory. Reading the environment (whether a
-// session bus exists) is the CLI's part.
+// open it: the Secret Service when a session bus has one with an unlocked
+// default keyring, else the file store under the data directory;
+// AIRLOCK_SECRET_STORE=file always uses the file store. Reading the
+// environment is the CLI's part.
 
 #include <memory>
 #include <optional>
@@ -15,17 +16,20 @@
 
 namespace airlock::cli {
 
-/// Both backends (the Secret Service only when reachable) and the store
-/// over them. Not movable: the store points at the backends.
+/// The backends (the Secret Service only when asked for and usable) and
+/// the store over them. Not movable: the store points at the backends.
 class HostSecrets {
  public:
-  explicit HostSecrets(const HostContext& host);
+  /// `values`: the caller reads or writes values (set, rm, doctor); when
+  /// false (ls), no Secret Service is contacted.
+  HostSecrets(const HostContext& host, bool values);
   HostSecrets(const HostSecrets&) = delete;
   HostSecrets& operator=(const HostSecrets&) = delete;
 
   secrets::SecretStore& store() { return *store_; }
   /// Where new secrets go.
   const secrets::SecretBackend& preferred() const { return *preferred_; }
+  const secrets::FileBackend& fileStore() const { return file_; }
   /// Why the Secret Service is not used ("" when it is).
   const std::string& serviceProblem() const { return serviceProblem_; }
 

@@ -2,6 +2,8 @@
 // A value comes from standard input, never from the command line (argv is
 // readable by every user in /proc); `ls` never prints a value.
 
+#include <poll.h>
+#include <signal.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -21,34 +23,89 @@
 namespace airlock::cli {
 namespace {
 
-/// Reads the value: from a terminal, one line without echo after a prompt
-/// on stderr; from a pipe or file, everything, without one final newline.
+/// The terminal's settings while the prompt has echo off, restored by the
+/// prompt and by the handlers of the signals that would end airlock there.
+termios gSavedTerminal{};
+volatile sig_atomic_t gTerminalChanged = 0;
+
+void restoreTerminalAndDie(int sig) {
+  if (gTerminalChanged) ::tcsetattr(0, TCSAFLUSH, &gSavedTerminal);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+/// One line typed at the terminal, without echo: byte by byte (no line
+/// length limit), backspace edits, Enter ends, Ctrl-C aborts (exit 130),
+/// Ctrl-D on an empty line ends input. A paste of several lines is
+/// refused (the rest would otherwise be lost or reach the shell).
+Result<std::string> promptValue(const std::string& name) {
+  std::fprintf(stderr, "Value of %s (not shown): ", name.c_str());
+  std::fflush(stderr);
+  std::string value;
+  bool raw = ::tcgetattr(0, &gSavedTerminal) == 0;
+  if (raw) {
+    for (int sig : {SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, restoreTerminalAndDie);
+    termios quiet = gSavedTerminal;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | ISIG | IEXTEN);
+    quiet.c_cc[VMIN] = 1;
+    quiet.c_cc[VTIME] = 0;
+    gTerminalChanged = ::tcsetattr(0, TCSAFLUSH, &quiet) == 0;
+  }
+  Result<std::string> out = std::unexpected(Error{});
+  for (;;) {
+    char c;
+    ssize_t n = ::read(0, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == 4) {  // end of input, Ctrl-D
+      out = std::move(value);
+      break;
+    }
+    if (c == 3) {  // Ctrl-C
+      out = failWith(130, "interrupted; nothing stored");
+      break;
+    }
+    if (c == '\r' || c == '\n') {
+      pollfd more{0, POLLIN, 0};
+      if (::poll(&more, 1, 50) > 0)
+        out = failWith(exit_code::kUsage, "the value has more than one line; pipe it instead: airlock secret set "
+                                          "{} < FILE", name);
+      else
+        out = std::move(value);
+      break;
+    }
+    if (c == 127 || c == 8) {
+      if (!value.empty()) value.pop_back();
+      continue;
+    }
+    if (value.size() > secrets::kMaxSecretBytes) continue;  // set() refuses it, without a partial value
+    value.push_back(c);
+  }
+  if (gTerminalChanged) ::tcsetattr(0, TCSAFLUSH, &gSavedTerminal);
+  gTerminalChanged = 0;
+  std::fprintf(stderr, "\n");
+  return out;
+}
+
+/// Reads the value: from a terminal, promptValue(); from a pipe or file,
+/// every byte, without a final newline when it is the only one (a token
+/// from printenv or echo; a multi-line file such as a PEM key is kept byte
+/// for byte).
 Result<std::string> readValue(const std::string& name, bool terminal) {
   std::string value;
   if (terminal) {
-    std::fprintf(stderr, "Value of %s (not shown): ", name.c_str());
-    std::fflush(stderr);
-    termios saved{};
-    bool echoOff = ::tcgetattr(0, &saved) == 0;
-    if (echoOff) {
-      termios quiet = saved;
-      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-      echoOff = ::tcsetattr(0, TCSAFLUSH, &quiet) == 0;
-    }
-    char c;
-    ssize_t n;
-    while ((n = ::read(0, &c, 1)) == 1 && c != '\n' && value.size() <= secrets::kMaxSecretBytes) value.push_back(c);
-    if (echoOff) ::tcsetattr(0, TCSAFLUSH, &saved);
-    std::fprintf(stderr, "\n");
-    if (n < 0) return fail("cannot read the value: {}", errnoText(errno));
+    auto typed = promptValue(name);
+    if (!typed) return typed;
+    value = std::move(*typed);
   } else {
     char buf[4096];
     ssize_t n;
     while ((n = ::read(0, buf, sizeof buf)) > 0 && value.size() <= secrets::kMaxSecretBytes)
       value.append(buf, static_cast<size_t>(n));
     if (n < 0) return fail("cannot read the value from standard input: {}", errnoText(errno));
-    if (value.ends_with("\r\n")) value.resize(value.size() - 2);
-    else if (value.ends_with('\n')) value.pop_back();
+    std::string_view body(value);
+    if (body.ends_with("\r\n")) body.remove_suffix(2);
+    else if (body.ends_with('\n')) body.remove_suffix(1);
+    if (body.find('\n') == std::string_view::npos) value.resize(body.size());
   }
   if (value.empty())
     return failWith(exit_code::kUsage, "no value for {} on standard input (e.g. `printenv TOKEN | airlock secret set "
@@ -56,18 +113,22 @@ Result<std::string> readValue(const std::string& name, bool terminal) {
   return value;
 }
 
-/// "2026-12-31" or "2026-12-31T08:00:00Z" (UTC) as Unix seconds.
-Result<int64_t> parseExpiry(const std::string& text) {
+/// "2026-12-31" or "2026-12-31T08:00:00Z" (UTC) as Unix seconds; a day
+/// that does not exist (2026-02-31) or a time already past is refused.
+Result<int64_t> parseExpiry(const std::string& text, int64_t now) {
   std::tm tm{};
   const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
   if (!end || *end) {
     tm = {};
     end = ::strptime(text.c_str(), "%Y-%m-%d", &tm);
   }
-  if (!end || *end)
+  const std::tm asGiven = tm;
+  const int64_t t = end && !*end ? static_cast<int64_t>(::timegm(&tm)) : -1;
+  if (t < 0 || tm.tm_mday != asGiven.tm_mday || tm.tm_mon != asGiven.tm_mon || tm.tm_year != asGiven.tm_year)
     return failWith(exit_code::kUsage, "--expires {}: give a UTC date or time, 2026-12-31 or 2026-12-31T08:00:00Z",
                     text);
-  return static_cast<int64_t>(::timegm(&tm));
+  if (t <= now) return failWith(exit_code::kUsage, "--expires {} is in the past", text);
+  return t;
 }
 
 std::string isoTime(int64_t t) {
@@ -97,27 +158,32 @@ int64_t nowOf(const HostContext& host) {
 }
 
 int setSecret(const HostContext& host, const std::string& name, const std::string& expires) {
+  // A rejected name is not repeated: it may be a token typed in the wrong place.
   if (!secrets::isValidSecretName(name))
-    return reportError(Error{fmt::format("'{}' is not a secret name: a letter, then letters, digits, '_', '.' or "
-                                         "'-' (at most 64)", name), exit_code::kUsage});
+    return reportError(Error{"that is not a secret name: a letter, then letters, digits, '_', '.' or '-' (at most "
+                             "64); the value goes on standard input", exit_code::kUsage});
   std::optional<int64_t> expiresAt;
   if (!expires.empty()) {
-    auto at = parseExpiry(expires);
+    auto at = parseExpiry(expires, nowOf(host));
     if (!at) return reportError(at.error());
     expiresAt = *at;
   }
   auto value = readValue(name, host.terminal.stdinTty);
   if (!value) return reportError(value.error());
-  HostSecrets secrets(host);
-  if (auto r = secrets.store().set(name, *value, "stdin", expiresAt); !r) return reportError(r.error());
-  std::fprintf(stderr, "airlock: stored %s in the %s\n", name.c_str(),
-               secrets.preferred().id() == "file" ? ("file store " + secrets.preferred().describe()).c_str()
-                                                   : secrets.preferred().describe().c_str());
+  HostSecrets secrets(host, true);
+  std::string note;
+  if (auto r = secrets.store().set(name, *value, "stdin", expiresAt, note); !r) return reportError(r.error());
+  const std::string where = secrets.preferred().id() == "file"
+                                ? "file store " + secrets.preferred().describe() +
+                                      (secrets.serviceProblem().empty() ? "" : " (" + secrets.serviceProblem() + ")")
+                                : secrets.preferred().describe();
+  std::fprintf(stderr, "airlock: stored %s in the %s\n", name.c_str(), where.c_str());
+  if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
   return 0;
 }
 
 int listSecrets(const HostContext& host, bool json, bool quiet) {
-  HostSecrets secrets(host);
+  HostSecrets secrets(host, false);
   auto list = secrets.store().list();
   if (!list) return reportError(list.error());
   const int64_t now = nowOf(host);
@@ -149,16 +215,21 @@ int listSecrets(const HostContext& host, bool json, bool quiet) {
 }
 
 int removeSecrets(const HostContext& host, const std::vector<std::string>& names) {
-  HostSecrets secrets(host);
+  HostSecrets secrets(host, true);
   int code = 0;
   for (const auto& name : names) {
-    auto removed = secrets.store().remove(name);
+    std::string note;
+    auto removed = secrets.store().remove(name, note);
     if (!removed) {
       code = reportError(removed.error());
     } else if (!*removed) {
-      code = reportError(Error{fmt::format("no secret named {} (see `airlock secret ls`)", name), exit_code::kUsage});
+      code = reportError(Error{secrets::isValidSecretName(name)
+                                   ? fmt::format("no secret named {} (see `airlock secret ls`)", name)
+                                   : "that is not a secret name (see `airlock secret ls`)",
+                               exit_code::kUsage});
     } else {
       std::printf("%s\n", name.c_str());
+      if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
     }
   }
   return code;
@@ -166,13 +237,15 @@ int removeSecrets(const HostContext& host, const std::vector<std::string>& names
 
 }  // namespace
 
-void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host) {
+void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
+                      const std::vector<std::string>& afterDoubleDash) {
   auto* cmd = app.add_subcommand("secret", "Keep secrets (tokens, API keys) on this host, never in a VM's disk");
   cmd->require_subcommand(1);
   cmd->footer(
-      "Values go to the Secret Service (gnome-keyring, KWallet) when a session bus has one, else to files "
-      "(0600) under $XDG_DATA_HOME/airlock/secrets; `airlock doctor` says which. What airlock knows about "
-      "each (store, source, expiry, last use; never the value) is in $XDG_DATA_HOME/airlock/secrets.json.\n\n"
+      "Values go to the Secret Service (gnome-keyring, KWallet) when a session bus has one with an unlocked "
+      "default keyring, else to files (0600) under $XDG_DATA_HOME/airlock/secrets (always with "
+      "AIRLOCK_SECRET_STORE=file); `airlock doctor` says which. What airlock knows about each (store, source, "
+      "expiry, last use; never the value) is in $XDG_DATA_HOME/airlock/secrets.json.\n\n"
       "Examples:\n  printenv GITHUB_TOKEN | airlock secret set github-token\n"
       "  airlock secret set anthropic-key --expires 2027-01-31   # asks for the value, not echoed\n"
       "  airlock secret ls\n  airlock secret rm github-token");
@@ -180,15 +253,20 @@ void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto name = std::make_shared<std::string>();
   auto expires = std::make_shared<std::string>();
   auto* set = cmd->add_subcommand("set", "Store a secret; the value is read from standard input, never from argv");
+  set->footer("On a terminal: one line, not shown (backspace edits, Ctrl-C aborts; pipe a multi-line value). From "
+              "a pipe or file: every byte, without the final newline of a one-line value (a PEM key keeps its "
+              "own). At most 64 KiB.");
+  set->allow_extras();
   set->add_option("NAME", *name, "Secret name: a letter, then letters, digits, '_', '.' or '-'")->required();
   set->add_option("--expires", *expires, "When it stops working (UTC: 2026-12-31 or 2026-12-31T08:00:00Z)");
   // A value given as an argument is refused without being repeated.
   auto extra = std::make_shared<std::vector<std::string>>();
   set->add_option("VALUE", *extra)->group("");
-  set->callback([name, expires, extra, &exitCode, &host] {
-    if (!extra->empty()) {
-      exitCode = reportError(Error{"airlock secret set reads the value from standard input, never from the command "
-                                   "line (every user can read argv): printenv TOKEN | airlock secret set " + *name,
+  set->callback([set, name, expires, extra, &exitCode, &host, &afterDoubleDash] {
+    if (!extra->empty() || !set->remaining().empty() || !afterDoubleDash.empty()) {
+      exitCode = reportError(Error{"airlock secret set takes only NAME and --expires: the value is read from "
+                                   "standard input, never from the command line (every user can read argv): "
+                                   "printenv TOKEN | airlock secret set NAME",
                                    exit_code::kUsage});
       return;
     }

@@ -1,9 +1,11 @@
 #include "secrets/file_backend.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "common/fd.h"
 #include "common/file_lock.h"
@@ -11,6 +13,28 @@
 #include "secrets/secret_store.h"
 
 namespace airlock::secrets {
+
+Result<> checkDirectoryChain(const std::string& dir) {
+  const uid_t me = ::geteuid();
+  std::string path = dir;
+  while (!path.empty()) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return fail("{} is not a directory; airlock keeps no secrets below it", path);
+      if (st.st_uid != me && st.st_uid != 0)
+        return fail("{} belongs to uid {}, who could swap what is below it; airlock keeps no secrets there (set "
+                    "XDG_DATA_HOME to a directory of yours)", path, st.st_uid);
+      if (st.st_uid != me && (st.st_mode & 0022) != 0 && (st.st_mode & S_ISVTX) == 0)
+        return fail("{} is writable by others; airlock keeps no secrets below it", path);
+    } else if (errno != ENOENT) {
+      return fail("cannot read {}: {}", path, errnoText(errno));
+    }
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos || path == "/") break;
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+  return {};
+}
 
 Result<> FileBackend::checkPrivate(const std::string& path, bool directory) const {
   struct stat st {};
@@ -24,16 +48,31 @@ Result<> FileBackend::checkPrivate(const std::string& path, bool directory) cons
   return {};
 }
 
+void FileBackend::removeStaleTemporaries() const {
+  auto entries = listDir(dir_);
+  if (!entries) return;
+  for (const auto& entry : *entries) {
+    // writeFileAtomic's "NAME.tmp-PID-N" of a write whose process is gone.
+    auto at = entry.find(".tmp-");
+    if (at == std::string::npos) continue;
+    pid_t writer = static_cast<pid_t>(std::atol(entry.c_str() + at + 5));
+    if (writer > 0 && ::kill(writer, 0) != 0 && errno == ESRCH) ::unlink((dir_ + "/" + entry).c_str());
+  }
+}
+
 Result<> FileBackend::store(const std::string& name, const std::string& value) {
   if (!isValidSecretName(name)) return fail("'{}' is not a secret name", name);
+  if (auto ok = checkDirectoryChain(dir_); !ok) return ok;
   if (auto made = makeDirs(dir_, 0700); !made) return made;
   if (auto ok = checkPrivate(dir_, true); !ok) return ok;
+  removeStaleTemporaries();
   return writeFileAtomic(dir_ + "/" + name, value, 0600);
 }
 
 Result<std::optional<std::string>> FileBackend::lookup(const std::string& name) {
   if (!isValidSecretName(name)) return fail("'{}' is not a secret name", name);
   const std::string path = dir_ + "/" + name;
+  if (auto ok = checkDirectoryChain(dir_); !ok) return std::unexpected(ok.error());
   if (!pathExists(path)) return std::optional<std::string>();
   if (auto ok = checkPrivate(dir_, true); !ok) return std::unexpected(ok.error());
   if (auto ok = checkPrivate(path, false); !ok) return std::unexpected(ok.error());
@@ -44,8 +83,23 @@ Result<std::optional<std::string>> FileBackend::lookup(const std::string& name) 
 
 Result<> FileBackend::erase(const std::string& name) {
   if (!isValidSecretName(name)) return fail("'{}' is not a secret name", name);
+  if (!pathExists(dir_)) return {};
+  if (auto ok = checkDirectoryChain(dir_); !ok) return ok;
+  if (auto ok = checkPrivate(dir_, true); !ok) return ok;
+  removeStaleTemporaries();
   const std::string path = dir_ + "/" + name;
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail("cannot remove {}: {}", path, errnoText(errno));
+  return {};
+}
+
+Result<> FileBackend::audit() const {
+  if (auto ok = checkDirectoryChain(dir_); !ok) return ok;
+  if (!pathExists(dir_)) return {};
+  if (auto ok = checkPrivate(dir_, true); !ok) return ok;
+  auto entries = listDir(dir_);
+  if (!entries) return std::unexpected(entries.error());
+  for (const auto& entry : *entries)
+    if (auto ok = checkPrivate(dir_ + "/" + entry, false); !ok) return ok;
   return {};
 }
 

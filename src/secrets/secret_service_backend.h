@@ -1,8 +1,8 @@
 #pragma once
 // The freedesktop.org Secret Service (org.freedesktop.secrets on the session
 // bus: gnome-keyring, KWallet, KeePassXC) through libsecret. Items use the
-// schema "dev.airlock.Secret" with one attribute, `name`, and go into the
-// default collection (the login keyring).
+// schema "dev.airlock.Secret" with one attribute, `airlock-secret` (the
+// secret's name), and go into the default collection (the login keyring).
 
 #include <memory>
 
@@ -13,7 +13,8 @@ namespace airlock::secrets {
 class SecretServiceBackend final : public SecretBackend {
  public:
   /// Connects to the Secret Service of the session bus and opens a session
-  /// with it. Errors: no session bus, or no Secret Service on it. Call it
+  /// with it. Errors: no session bus, no Secret Service on it, or no
+  /// unlocked default keyring (nothing could be stored). Call it
   /// only when a session bus exists (DBUS_SESSION_BUS_ADDRESS, or
   /// $XDG_RUNTIME_DIR/bus): GLib would otherwise try to autolaunch one.
   static Result<std::unique_ptr<SecretServiceBackend>> connect();

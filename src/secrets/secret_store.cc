@@ -2,11 +2,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 
+#include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
 #include "common/paths.h"
+#include "secrets/file_backend.h"
 
 namespace airlock::secrets {
 namespace {
@@ -39,24 +45,43 @@ int64_t SecretStore::now() const {
 
 Result<std::map<std::string, SecretInfo>> SecretStore::readIndex() const {
   std::map<std::string, SecretInfo> index;
-  if (!pathExists(indexPath_)) return index;
-  auto text = readFile(indexPath_, kMaxIndexBytes);
-  if (!text) return fail("cannot read the secret index {}: {}", indexPath_, text.error().message);
-  json doc = json::parse(*text, nullptr, false);
+  if (auto ok = checkDirectoryChain(parentOf(indexPath_)); !ok) return std::unexpected(ok.error());
+  Fd fd(::open(indexPath_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd && errno == ENOENT) return index;
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      st.st_size > static_cast<off_t>(kMaxIndexBytes))
+    return fail("the secret index {} is not a regular file of yours (at most 1 MiB); move it away", indexPath_);
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  if (readFull(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return fail("cannot read the secret index {}: {}", indexPath_, errnoText(errno));
+  const Error notOurs{fmt::format("the secret index {} is not airlock's JSON; move it away (the values stay in "
+                                  "their store)", indexPath_)};
+  json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("secrets") || !doc["secrets"].is_object())
-    return fail("the secret index {} is not airlock's JSON; move it away (the values stay in their backend)",
-                indexPath_);
+    return std::unexpected(notOurs);
+  if (doc.contains("version") && (!doc["version"].is_number_integer() || doc["version"].get<int64_t>() > 1))
+    return fail("the secret index {} is of a newer airlock (version {}); use that one", indexPath_,
+                doc["version"].dump());
+  auto time = [](const json& entry, const char* key) -> std::optional<int64_t> {
+    auto it = entry.find(key);
+    if (it == entry.end() || !it->is_number_integer()) return std::nullopt;
+    int64_t t = it->get<int64_t>();
+    return t >= 0 && t < (int64_t{1} << 40) ? std::optional<int64_t>(t) : std::nullopt;  // before year 36812
+  };
   for (const auto& [name, entry] : doc["secrets"].items()) {
-    if (!isValidSecretName(name) || !entry.is_object()) continue;
+    if (!isValidSecretName(name) || !entry.is_object()) return std::unexpected(notOurs);
+    auto backend = entry.find("backend");
+    auto source = entry.find("source");
+    if (backend == entry.end() || !backend->is_string() || (source != entry.end() && !source->is_string()))
+      return std::unexpected(notOurs);
     SecretInfo info;
     info.name = name;
-    info.backend = entry.value("backend", "");
-    info.source = entry.value("source", "");
-    info.updatedAt = entry.value("updated_at", int64_t{0});
-    if (entry.contains("expires_at") && entry["expires_at"].is_number_integer())
-      info.expiresAt = entry["expires_at"].get<int64_t>();
-    if (entry.contains("last_used_at") && entry["last_used_at"].is_number_integer())
-      info.lastUsedAt = entry["last_used_at"].get<int64_t>();
+    info.backend = backend->get<std::string>();
+    info.source = source == entry.end() ? "" : source->get<std::string>();
+    info.updatedAt = time(entry, "updated_at").value_or(0);
+    info.expiresAt = time(entry, "expires_at");
+    info.lastUsedAt = time(entry, "last_used_at");
     index.emplace(name, std::move(info));
   }
   return index;
@@ -71,7 +96,6 @@ Result<> SecretStore::writeIndex(const std::map<std::string, SecretInfo>& index)
     secrets[name] = std::move(entry);
   }
   json doc = {{"version", 1}, {"secrets", std::move(secrets)}};
-  if (auto made = makeDirs(parentOf(indexPath_), 0700); !made) return made;
   return writeFileAtomic(indexPath_, doc.dump(2) + "\n", 0600);
 }
 
@@ -79,35 +103,37 @@ Result<SecretBackend*> SecretStore::backendOf(const SecretInfo& info) const {
   auto it = backends_.find(info.backend);
   if (it == backends_.end())
     return fail("the secret {} is in the {} store, which is not reachable now{}", info.name, info.backend,
-                info.backend == "secret-service" ? " (no Secret Service on a session bus)" : "");
+                info.backend == "secret-service" ? " (no usable Secret Service on a session bus)" : "");
   return it->second;
 }
 
 Result<> SecretStore::set(const std::string& name, const std::string& value, const std::string& source,
-                          std::optional<int64_t> expiresAt) {
+                          std::optional<int64_t> expiresAt, std::string& note) {
+  note.clear();
   if (!isValidSecretName(name))
-    return fail("'{}' is not a secret name: a letter, then letters, digits, '_', '.' or '-' (at most 64)", name);
-  if (value.empty()) return fail("the value of {} is empty", name);
+    return failWith(exit_code::kUsage, "that is not a secret name: a letter, then letters, digits, '_', '.' or '-' "
+                    "(at most 64)");
+  if (value.empty()) return failWith(exit_code::kUsage, "the value of {} is empty", name);
   if (value.size() > kMaxSecretBytes)
-    return fail("the value of {} has {} bytes; at most {} are kept", name, value.size(), kMaxSecretBytes);
+    return failWith(exit_code::kUsage, "the value of {} has more than {} bytes, the most airlock keeps", name,
+                    kMaxSecretBytes);
+  if (auto ok = checkDirectoryChain(parentOf(indexPath_)); !ok) return ok;
   if (auto made = makeDirs(parentOf(indexPath_), 0700); !made) return made;
   auto lock = FileLock::acquire(indexPath_ + ".lock", "the secret index", {});
   if (!lock) return std::unexpected(lock.error());
   auto index = readIndex();
   if (!index) return std::unexpected(index.error());
+  if (auto stored = preferred_.store(name, value); !stored) return stored;
   if (auto old = index->find(name); old != index->end() && old->second.backend != preferred_.id()) {
-    // Moving to the preferred backend: the old copy goes once the new one is in.
-    if (auto from = backendOf(old->second); from) {
-      if (auto stored = preferred_.store(name, value); !stored) return stored;
-      if (auto erased = (*from)->erase(name); !erased) return erased;
-    } else {
-      return std::unexpected(from.error());
-    }
-  } else if (auto stored = preferred_.store(name, value); !stored) {
-    return stored;
+    // The value moved: the old copy goes, or stays where it cannot be reached now.
+    if (auto from = backendOf(old->second); !from)
+      note = fmt::format("the old value of {} stays in the {} store (not reachable now); remove it there", name,
+                         old->second.backend);
+    else if (auto erased = (*from)->erase(name); !erased)
+      note = fmt::format("the old value of {} stays in the {} store: {}", name, old->second.backend,
+                         erased.error().message);
   }
-  SecretInfo info{name, preferred_.id(), source, now(), expiresAt, std::nullopt};
-  (*index)[name] = std::move(info);
+  (*index)[name] = SecretInfo{name, preferred_.id(), source, now(), expiresAt, std::nullopt};
   return writeIndex(*index);
 }
 
@@ -139,7 +165,8 @@ Result<std::vector<SecretInfo>> SecretStore::list() const {
   return out;
 }
 
-Result<bool> SecretStore::remove(const std::string& name) {
+Result<bool> SecretStore::remove(const std::string& name, std::string& note) {
+  note.clear();
   if (!pathExists(indexPath_)) return false;
   auto lock = FileLock::acquire(indexPath_ + ".lock", "the secret index", {});
   if (!lock) return std::unexpected(lock.error());
@@ -147,9 +174,11 @@ Result<bool> SecretStore::remove(const std::string& name) {
   if (!index) return std::unexpected(index.error());
   auto it = index->find(name);
   if (it == index->end()) return false;
-  auto backend = backendOf(it->second);
-  if (!backend) return std::unexpected(backend.error());
-  if (auto erased = (*backend)->erase(name); !erased) return std::unexpected(erased.error());
+  if (auto backend = backendOf(it->second); !backend)
+    note = fmt::format("the value of {} stays in the {} store (not reachable now); remove it there", name,
+                       it->second.backend);
+  else if (auto erased = (*backend)->erase(name); !erased)
+    return std::unexpected(erased.error());
   index->erase(it);
   if (auto written = writeIndex(*index); !written) return std::unexpected(written.error());
   return true;

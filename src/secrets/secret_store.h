@@ -3,7 +3,9 @@
 // SecretBackend, and an index of what airlock knows about each one (where
 // its value is, where it came from, when it expires, when it was last
 // used), never a value. The index is JSON at $XDG_DATA_HOME/airlock/
-// secrets.json, 0600, replaced atomically under a lock.
+// secrets.json, 0600, replaced atomically under a lock; an index that is
+// not a regular file of the user's (a FIFO, a symlink), or whose directory
+// others could change, is refused.
 
 #include <cstdint>
 #include <map>
@@ -43,9 +45,12 @@ class SecretStore {
               const Clock& clock);
 
   /// Stores `value` (1..kMaxSecretBytes bytes) under `name` in the preferred
-  /// backend, replacing an earlier value wherever it was.
+  /// backend, replacing an earlier value wherever it was. When the earlier
+  /// value is in a store not reachable now, it stays there and `note` says
+  /// so (else `note` is cleared). Errors with exit code 64: a bad name, an
+  /// empty or oversized value.
   Result<> set(const std::string& name, const std::string& value, const std::string& source,
-               std::optional<int64_t> expiresAt);
+               std::optional<int64_t> expiresAt, std::string& note);
   /// The value under `name`, recording its use; nullopt when there is no
   /// such secret. Errors: its backend is not reachable now, or the backend
   /// lost the value.
@@ -53,7 +58,9 @@ class SecretStore {
   /// Every secret, by name.
   Result<std::vector<SecretInfo>> list() const;
   /// Removes the value and the entry; false when there was no such secret.
-  Result<bool> remove(const std::string& name);
+  /// An entry whose store is not reachable now is removed all the same,
+  /// and `note` says its value stays in that store (else `note` is cleared).
+  Result<bool> remove(const std::string& name, std::string& note);
 
  private:
   Result<std::map<std::string, SecretInfo>> readIndex() const;

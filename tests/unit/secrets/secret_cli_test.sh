@@ -4,10 +4,12 @@
 # dbus-run-session bus they go to the real Secret Service (checked with
 # secret-tool, an independent client) and never touch the disk under
 # airlock's directories. A value given as an argument is refused without
-# being repeated; no value appears in ls, doctor, or airlock's state.
+# being repeated; no value appears in ls, doctor, or airlock's state. At a
+# terminal (tmux) the prompt shows nothing typed, and Ctrl-C leaves the
+# terminal as it was.
 set -euo pipefail
 airlock=$1
-for tool in dbus-run-session gnome-keyring-daemon secret-tool python3; do
+for tool in dbus-run-session gnome-keyring-daemon secret-tool python3 tmux; do
   command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is missing (scripts/setup installs it)"; exit 77; }
 done
 work=$(mktemp -d /tmp/airlock-secret-test-XXXXXX)
@@ -33,10 +35,20 @@ d = json.load(sys.stdin)
 assert [(s["name"], s["store"], s["source"], s["expires_at"], s["last_used_at"]) for s in d] == \
     [("file-token", "file", "stdin", "2099-01-01T00:00:00Z", None)], d'
 [ "$("$airlock" secret ls -q)" = file-token ] || fail "ls -q"
-# A value given as an argument is refused, and not repeated.
-if "$airlock" secret set other "$value" >"$work/out" 2>&1; then fail "a value in argv was accepted"; fi
-grep -q "standard input" "$work/out" || fail "the refusal does not say how: $(cat "$work/out")"
-if grep -q "$value" "$work/out"; then fail "the refusal repeated the value"; fi
+# A value given as an argument, in any form, is refused, and not repeated.
+for args in "other $value" "other -- $value" "other --token=$value" "GITHUB_TOKEN=$value"; do
+  # shellcheck disable=SC2086
+  if printf v | "$airlock" secret set $args >"$work/out" 2>&1; then fail "secret set $args was accepted"; fi
+  grep -q "standard input" "$work/out" || fail "the refusal does not say how: $(cat "$work/out")"
+  if grep -q "$value" "$work/out"; then fail "the refusal of '$args' repeated the value"; fi
+done
+# A multi-line value (a PEM key) is kept byte for byte; a one-line value loses its newline.
+printf -- '-----BEGIN KEY-----\nabc\n-----END KEY-----\n' | "$airlock" secret set pem 2>/dev/null
+cmp -s <(printf -- '-----BEGIN KEY-----\nabc\n-----END KEY-----\n') "$XDG_DATA_HOME/airlock/secrets/pem" ||
+  fail "the multi-line value was not kept byte for byte"
+"$airlock" secret rm pem >/dev/null
+if printf v | "$airlock" secret set past --expires 2001-01-01 >/dev/null 2>&1; then fail "a past expiry was accepted"; fi
+if printf v | "$airlock" secret set bad --expires 2026-02-31 >/dev/null 2>&1; then fail "2026-02-31 was accepted"; fi
 if "$airlock" secret set 'bad/name' </dev/null >"$work/out" 2>&1; then fail "a bad name was accepted"; fi
 if "$airlock" secret set empty </dev/null >"$work/out" 2>&1; then fail "an empty value was accepted"; fi
 if "$airlock" secret rm nothing-here >"$work/out" 2>&1; then fail "rm of a missing secret succeeded"; fi
@@ -45,24 +57,57 @@ grep -q "no secret named nothing-here" "$work/out" || fail "rm: $(cat "$work/out
 grep -Eq "secrets +new secrets go to the file store .*no session bus.*; 1 stored" "$work/doctor" ||
   fail "doctor: $(grep secrets "$work/doctor")"
 
-# 2. gnome-keyring on a session bus: the real Secret Service.
+# 2. A session bus whose Secret Service has no unlocked keyring (an SSH login
+#    to a desktop): the file store, and doctor says why.
+dbus-run-session -- bash -c '
+  printf %s "$1" | "$2" secret set bus-token 2>"$3/err3" || exit 31
+  grep -q "file store.*keyring" "$3/err3" || exit 32
+  "$2" doctor 2>/dev/null | grep -Eq "secrets +new secrets go to the file store .*keyring" || exit 33
+  "$2" secret rm bus-token >/dev/null || exit 34
+'  _ "$value" "$airlock" "$work" >/dev/null 2>"$work/bus-err" || fail "no-keyring step failed with $?: $(cat "$work/err3" 2>/dev/null)"
+
+# 3. gnome-keyring, unlocked, on a session bus: the real Secret Service.
 dbus-run-session -- bash -c '
   set -u
   value=$1 airlock=$2 work=$3
   printf unlock | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1 || exit 10
   printf %s "$value" | "$airlock" secret set service-token 2>"$work/err2" || exit 11
   grep -q "Secret Service" "$work/err2" || exit 12
-  [ "$(secret-tool lookup name service-token)" = "$value" ] || exit 13
+  [ "$(secret-tool lookup airlock-secret service-token)" = "$value" ] || exit 13
   [ ! -e "$XDG_DATA_HOME/airlock/secrets/service-token" ] || exit 14
   "$airlock" secret ls | grep -Eq "^service-token +secret-service +stdin" || exit 15
   "$airlock" doctor 2>/dev/null | grep -Eq "secrets +new secrets go to the Secret Service.*; 2 stored" || exit 16
   # Set again where the file store held it: it moves to the Secret Service.
   printf %s "$value-2" | "$airlock" secret set file-token 2>/dev/null || exit 17
-  [ "$(secret-tool lookup name file-token)" = "$value-2" ] || exit 18
+  [ "$(secret-tool lookup airlock-secret file-token)" = "$value-2" ] || exit 18
   [ ! -e "$XDG_DATA_HOME/airlock/secrets/file-token" ] || exit 19
   "$airlock" secret rm service-token file-token >/dev/null || exit 20
-  [ -z "$(secret-tool lookup name service-token)" ] || exit 21
+  [ -z "$(secret-tool lookup airlock-secret service-token)" ] || exit 21
 ' _ "$value" "$airlock" "$work" 2>"$work/bus-err" || fail "Secret Service step failed with $?: $(cat "$work/err2" 2>/dev/null; tail -3 "$work/bus-err")"
+
+# 4. At a terminal: nothing typed is shown; Ctrl-C stores nothing and
+#    leaves echo on.
+sock="airlock-secret-$$"
+tmuxrun() { tmux -L "$sock" "$@"; }
+trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$work"' EXIT
+tmuxrun new-session -d -x 150 -y 10 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_STATE_HOME=$XDG_STATE_HOME \
+  sh -c '$airlock secret set typed; echo rc=\$? > $work/rc1; stty -a > $work/stty1; \
+         $airlock secret set typed2; echo rc=\$? > $work/rc2; sleep 30'"
+for _ in $(seq 50); do tmuxrun capture-pane -p | grep -q "Value of typed" && break; sleep 0.1; done
+tmuxrun send-keys -l "half-typed"
+tmuxrun send-keys C-c
+for _ in $(seq 50); do [ -s "$work/stty1" ] && break; sleep 0.1; done
+[ "$(cat "$work/rc1")" = rc=130 ] || fail "Ctrl-C at the prompt: $(cat "$work/rc1")"
+grep -Eq '(^| )echo( |$)' "$work/stty1" || fail "Ctrl-C left echo off: $(grep -o -- '-*echo ' "$work/stty1" | head -1)"
+for _ in $(seq 50); do tmuxrun capture-pane -p | grep -q "Value of typed2" && break; sleep 0.1; done
+tmuxrun send-keys -l "tok-typed-$value"
+tmuxrun send-keys Enter
+for _ in $(seq 50); do [ -s "$work/rc2" ] && break; sleep 0.1; done
+[ "$(cat "$work/rc2")" = rc=0 ] || fail "typed value: $(cat "$work/rc2"; tmuxrun capture-pane -p)"
+[ "$(cat "$XDG_DATA_HOME/airlock/secrets/typed2")" = "tok-typed-$value" ] || fail "the typed value was not stored as typed"
+if tmuxrun capture-pane -p | grep -q "tok-typed\|half-typed"; then fail "the prompt showed what was typed"; fi
+[ ! -e "$XDG_DATA_HOME/airlock/secrets/typed" ] || fail "Ctrl-C stored a value"
+"$airlock" secret rm typed2 >/dev/null
 
 # No value anywhere airlock writes but the stores.
 if grep -rq "$value" "$XDG_DATA_HOME/airlock/secrets.json" "$XDG_STATE_HOME" "$XDG_CONFIG_HOME" 2>/dev/null; then

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -56,6 +57,7 @@ class SecretStoreTest : public ::testing::Test {
   std::optional<TempDir> dir_;
   std::optional<FileBackend> file_;
   FixedClock clock_;
+  std::string note_;
 };
 
 TEST(SecretName, ALetterThenLettersDigitsAndAFewMarks) {
@@ -69,7 +71,7 @@ TEST(SecretName, ALetterThenLettersDigitsAndAFewMarks) {
 
 TEST_F(SecretStoreTest, AStoredValueComesBackAndOnlyTheIndexKnowsAboutIt) {
   auto store = fileStore();
-  ASSERT_TRUE(store.set("github-token", "ghp_secretvalue", "stdin", 1'900'000'000));
+  ASSERT_TRUE(store.set("github-token", "ghp_secretvalue", "stdin", 1'900'000'000, note_));
   auto value = store.get("github-token");
   ASSERT_TRUE(value) << value.error().message;
   EXPECT_EQ(value->value_or(""), "ghp_secretvalue");
@@ -95,15 +97,15 @@ TEST_F(SecretStoreTest, AnUnknownNameIsNoValueAndRemovingItIsFalse) {
   auto value = store.get("nothing");
   ASSERT_TRUE(value);
   EXPECT_FALSE(*value);
-  auto removed = store.remove("nothing");
+  auto removed = store.remove("nothing", note_);
   ASSERT_TRUE(removed);
   EXPECT_FALSE(*removed);
 }
 
 TEST_F(SecretStoreTest, RemoveTakesTheValueAndTheEntry) {
   auto store = fileStore();
-  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt));
-  auto removed = store.remove("k");
+  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt, note_));
+  auto removed = store.remove("k", note_);
   ASSERT_TRUE(removed);
   EXPECT_TRUE(*removed);
   EXPECT_FALSE(pathExists(dir_->path() + "/data/secrets/k"));
@@ -112,22 +114,22 @@ TEST_F(SecretStoreTest, RemoveTakesTheValueAndTheEntry) {
 
 TEST_F(SecretStoreTest, BadNamesEmptyAndHugeValuesAreRefused) {
   auto store = fileStore();
-  EXPECT_FALSE(store.set("../escape", "v", "stdin", std::nullopt));
-  EXPECT_FALSE(store.set("ok", "", "stdin", std::nullopt));
-  EXPECT_FALSE(store.set("ok", std::string(kMaxSecretBytes + 1, 'x'), "stdin", std::nullopt));
-  EXPECT_TRUE(store.set("ok", std::string(kMaxSecretBytes, 'x'), "stdin", std::nullopt));
+  EXPECT_FALSE(store.set("../escape", "v", "stdin", std::nullopt, note_));
+  EXPECT_FALSE(store.set("ok", "", "stdin", std::nullopt, note_));
+  EXPECT_FALSE(store.set("ok", std::string(kMaxSecretBytes + 1, 'x'), "stdin", std::nullopt, note_));
+  EXPECT_TRUE(store.set("ok", std::string(kMaxSecretBytes, 'x'), "stdin", std::nullopt, note_));
   EXPECT_FALSE(pathExists(dir_->path() + "/escape"));
 }
 
 TEST_F(SecretStoreTest, AFileStoreOthersCanReadIsRefusedWithTheChmod) {
   auto store = fileStore();
-  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt));
+  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt, note_));
   ASSERT_EQ(::chmod((dir_->path() + "/data/secrets/k").c_str(), 0644), 0);
   auto value = store.get("k");
   ASSERT_FALSE(value);
   EXPECT_NE(value.error().message.find("chmod 600"), std::string::npos) << value.error().message;
   ASSERT_EQ(::chmod((dir_->path() + "/data/secrets").c_str(), 0755), 0);
-  auto again = store.set("k", "w", "stdin", std::nullopt);
+  auto again = store.set("k", "w", "stdin", std::nullopt, note_);
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().message.find("chmod 700"), std::string::npos) << again.error().message;
 }
@@ -136,20 +138,33 @@ TEST_F(SecretStoreTest, ASecretInAStoreThatIsNotReachableNowSaysSo) {
   MemoryBackend service;
   {
     SecretStore withService(index(), {{"file", &*file_}, {"secret-service", &service}}, service, clock_);
-    ASSERT_TRUE(withService.set("token", "t0k", "stdin", std::nullopt));
+    ASSERT_TRUE(withService.set("token", "t0k", "stdin", std::nullopt, note_));
   }
   EXPECT_TRUE(service.values.contains("token"));
   EXPECT_FALSE(pathExists(dir_->path() + "/data/secrets/token")) << "the value went to the Secret Service only";
   auto value = fileStore().get("token");  // no session bus now
   ASSERT_FALSE(value);
   EXPECT_NE(value.error().message.find("not reachable now"), std::string::npos) << value.error().message;
+  // Setting it again here works; the note says where the old value stays.
+  ASSERT_TRUE(fileStore().set("token", "rotated", "stdin", std::nullopt, note_));
+  EXPECT_NE(note_.find("stays in the secret-service store"), std::string::npos) << note_;
+  EXPECT_EQ(fileStore().get("token")->value_or(""), "rotated");
+  // And an entry of an unreachable store can be removed, with the same note.
+  {
+    SecretStore withService(index(), {{"file", &*file_}, {"secret-service", &service}}, service, clock_);
+    ASSERT_TRUE(withService.set("other", "o", "stdin", std::nullopt, note_));
+  }
+  auto removed = fileStore().remove("other", note_);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_TRUE(*removed);
+  EXPECT_NE(note_.find("stays in the secret-service store"), std::string::npos) << note_;
 }
 
 TEST_F(SecretStoreTest, SettingAgainMovesTheValueToThePreferredStore) {
   MemoryBackend service;
-  ASSERT_TRUE(fileStore().set("token", "old", "stdin", std::nullopt));
+  ASSERT_TRUE(fileStore().set("token", "old", "stdin", std::nullopt, note_));
   SecretStore withService(index(), {{"file", &*file_}, {"secret-service", &service}}, service, clock_);
-  ASSERT_TRUE(withService.set("token", "new", "stdin", std::nullopt));
+  ASSERT_TRUE(withService.set("token", "new", "stdin", std::nullopt, note_));
   EXPECT_EQ(service.values["token"], "new");
   EXPECT_FALSE(pathExists(dir_->path() + "/data/secrets/token")) << "the old copy stayed in the file store";
   EXPECT_EQ(withService.get("token")->value_or(""), "new");
@@ -158,18 +173,44 @@ TEST_F(SecretStoreTest, SettingAgainMovesTheValueToThePreferredStore) {
 TEST_F(SecretStoreTest, AValueTheBackendLostIsAnErrorNamingTheFix) {
   MemoryBackend service;
   SecretStore store(index(), {{"secret-service", &service}}, service, clock_);
-  ASSERT_TRUE(store.set("token", "t", "stdin", std::nullopt));
+  ASSERT_TRUE(store.set("token", "t", "stdin", std::nullopt, note_));
   service.values.clear();  // removed in the keyring manager
   auto value = store.get("token");
   ASSERT_FALSE(value);
   EXPECT_NE(value.error().message.find("airlock secret set token"), std::string::npos) << value.error().message;
 }
 
+TEST_F(SecretStoreTest, AnIndexWithWrongTypesOrAFifoIsRefusedNotFatal) {
+  ASSERT_TRUE(makeDirs(dir_->path() + "/data", 0700));
+  ASSERT_TRUE(writeFileAtomic(index(), R"({"secrets":{"a":{"backend":5}}})", 0600));
+  auto list = fileStore().list();
+  ASSERT_FALSE(list);
+  EXPECT_NE(list.error().message.find("move it away"), std::string::npos) << list.error().message;
+  ASSERT_EQ(::unlink(index().c_str()), 0);
+  ASSERT_EQ(::mkfifo(index().c_str(), 0600), 0);
+  list = fileStore().list();  // would block forever on a FIFO opened for reading
+  ASSERT_FALSE(list);
+  EXPECT_NE(list.error().message.find("not a regular file"), std::string::npos) << list.error().message;
+}
+
+TEST_F(SecretStoreTest, ADataDirectoryOthersCouldChangeIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: gives a directory to another uid";
+  ASSERT_TRUE(makeDirs(dir_->path() + "/shared"));
+  ASSERT_EQ(::chmod((dir_->path() + "/shared").c_str(), 0777), 0);
+  ASSERT_EQ(::chown((dir_->path() + "/shared").c_str(), 4243, 4243), 0);
+  FileBackend planted(dir_->path() + "/shared/airlock/secrets");
+  SecretStore store(dir_->path() + "/shared/airlock/secrets.json", {{"file", &planted}}, planted, clock_);
+  auto set = store.set("k", "v", "stdin", std::nullopt, note_);
+  ASSERT_FALSE(set);
+  EXPECT_NE(set.error().message.find("belongs to uid 4243"), std::string::npos) << set.error().message;
+  EXPECT_FALSE(pathExists(dir_->path() + "/shared/airlock"));
+}
+
 TEST_F(SecretStoreTest, AnIndexThatIsNotAirlocksIsRefusedNotOverwritten) {
   ASSERT_TRUE(makeDirs(dir_->path() + "/data"));
   ASSERT_TRUE(writeFileAtomic(index(), "not json", 0600));
   auto store = fileStore();
-  EXPECT_FALSE(store.set("k", "v", "stdin", std::nullopt));
+  EXPECT_FALSE(store.set("k", "v", "stdin", std::nullopt, note_));
   EXPECT_EQ(readFile(index()).value_or(""), "not json");
 }
 
