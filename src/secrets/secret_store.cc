@@ -32,7 +32,7 @@ bool isValidSecretName(const std::string& name) {
   if (!letter(name[0])) return false;
   for (char c : name)
     if (!letter(c) && !(c >= '0' && c <= '9') && c != '_' && c != '.' && c != '-') return false;
-  return true;
+  return name.find(".tmp-") == std::string::npos;  // the file store's temporaries
 }
 
 SecretStore::SecretStore(std::string indexPath, std::map<std::string, SecretBackend*> backends,

@@ -29,8 +29,9 @@ struct SecretInfo {
   std::optional<int64_t> lastUsedAt;  ///< Unix seconds of the last get()
 };
 
-/// A letter, then at most 63 letters, digits, '_', '.' or '-' (names become
-/// file names and keyring attributes).
+/// A letter, then at most 63 letters, digits, '_', '.' or '-', without
+/// ".tmp-" (names become file names, beside the file store's temporaries,
+/// and keyring attributes).
 bool isValidSecretName(const std::string& name);
 
 /// The most bytes a secret value may have (64 KiB: tokens and small

@@ -64,7 +64,7 @@ TEST(SecretName, ALetterThenLettersDigitsAndAFewMarks) {
   for (const char* ok : {"a", "github-token", "ANTHROPIC_API_KEY", "claude.oauth"})
     EXPECT_TRUE(isValidSecretName(ok)) << ok;
   EXPECT_TRUE(isValidSecretName(std::string(64, 'x')));
-  for (const char* bad : {"", "1abc", "-x", ".hidden", "a/b", "../x", "a b", "a\nb", "ä"})
+  for (const char* bad : {"", "1abc", "-x", ".hidden", "a/b", "../x", "a b", "a\nb", "ä", "a.tmp-999999"})
     EXPECT_FALSE(isValidSecretName(bad)) << bad;
   EXPECT_FALSE(isValidSecretName(std::string(65, 'x')));
 }
