@@ -91,6 +91,14 @@ Result<pid_t> startVirtiofsd(Share& share, const std::string& runDir, size_t ind
   if (access(kVirtiofsd, X_OK) != 0)
     return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-common)",
                     kVirtiofsd);
+  // virtiofsd (QEMU 7.2's) first drops the supplementary groups it has,
+  // which a user namespace written by an unprivileged user forbids
+  // (setgroups is "deny" there): it would exit with "setgroups() failed".
+  if (!asRoot && ::getgroups(0, nullptr) > 0)
+    return failWith(exit_code::kHostNotReady,
+                    "cannot share {} as a user with supplementary groups yet: virtiofsd must drop them, which "
+                    "airlock's user namespace forbids; use a snapshot instead (--review=auto, all or none), or "
+                    "run airlock as root", share.hostPath);
   std::string logPath = runDir + "/virtiofsd.log";
   ShareJailSpec spec;
   spec.source = share.hostPath;
