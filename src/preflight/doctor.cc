@@ -53,11 +53,13 @@ CheckResult kvm(HostProbe& probe) {
   auto choice = vm::chooseAccel(vm::AccelRequest::kAuto, probe.hostFacts(), [] { return true; });
   if (choice.accel == vm::Accel::kKvm) return {"kvm", CheckStatus::kOk, "KVM usable (/dev/kvm, VT-x/AMD-V)", ""};
   const vm::HostFacts facts = probe.hostFacts();
-  if (facts.kvmOpenError == EACCES)
+  const bool hardware = facts.cpuHasVirt;  // kvm_pvm or no VT-x/AMD-V: no permission fixes that
+  if (hardware && facts.kvmOpenError == EACCES)
     return {"kvm", CheckStatus::kWarn, choice.warning,
-            fmt::format("sudo usermod -aG kvm {}, then log in again",
+            fmt::format("sudo usermod -aG kvm {0}, then log in again (no kvm group owns /dev/kvm? sudo groupadd -f "
+                        "kvm; sudo chgrp kvm /dev/kvm; sudo chmod 0660 /dev/kvm)",
                         probe.userName().empty() ? std::to_string(probe.effectiveUid()) : probe.userName())};
-  if (facts.kvmOpenError == EPERM)
+  if (hardware && facts.kvmOpenError == EPERM)
     return {"kvm", CheckStatus::kWarn, choice.warning,
             "give /dev/kvm to the kvm group, read-write (chgrp kvm /dev/kvm; chmod 0660 /dev/kvm; distributions' "
             "udev rules do this)"};
@@ -148,9 +150,9 @@ CheckResult cgroupLimits(HostProbe& probe) {
   if (probe.effectiveUid() != 0)
     return {"cgroup", CheckStatus::kWarn,
             "as a user, airlock makes no cgroup: QEMU has no memory or task limit of its own",
-            "to add one, run the session in a systemd scope with room for the guest's RAM plus about 3 GiB "
-            "(QEMU, virtiofsd, airlock): systemd-run --user --scope -p MemoryMax=7G -p TasksMax=512 airlock run "
-            "... (for a 4 GiB guest)"};
+            "to add one in a systemd user session, run the session in a scope with room for the guest's RAM plus "
+            "about 3 GiB (QEMU, virtiofsd, airlock): systemd-run --user --scope -p MemoryMax=7G -p TasksMax=512 "
+            "airlock run ... (for a 4 GiB guest)"};
   auto controllers = probe.readText("/sys/fs/cgroup/cgroup.controllers");
   if (!controllers)
     return {"cgroup", CheckStatus::kWarn,

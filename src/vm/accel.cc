@@ -43,16 +43,18 @@ HostFacts forJailedQemu(HostFacts facts) {
 }
 
 std::string kvmUnusableReason(const HostFacts& facts) {
-  if (!facts.kvmDeviceUsable && facts.kvmOpenError == EPERM)
-    return "/dev/kvm is not read-write for a group (such as kvm), which QEMU's unprivileged uid needs when airlock "
-           "runs as root";
-  if (!facts.kvmDeviceUsable && facts.kvmOpenError == EACCES)
-    return "/dev/kvm is not read-write for your user";
+  const bool permission = facts.kvmOpenError == EACCES || facts.kvmOpenError == EPERM;
   if (!facts.kvmDeviceUsable && facts.kvmOpenError == ENOENT) return "/dev/kvm is missing (no KVM on this host)";
-  if (!facts.kvmDeviceUsable) return "/dev/kvm is missing or not accessible";
+  if (!facts.kvmDeviceUsable && !permission) return "/dev/kvm is missing or not accessible";
+  // What the hardware cannot do comes before permissions: no group or mode
+  // fixes a kvm_pvm host.
   if (facts.kvmPvmLoaded && !facts.cpuHasVirt)
     return "/dev/kvm is kvm_pvm (software nested virtualization, no VT-x/AMD-V), which cannot boot stock kernels";
   if (!facts.cpuHasVirt) return "the CPU reports no VT-x/AMD-V (vmx/svm)";
+  if (!facts.kvmDeviceUsable && facts.kvmOpenError == EPERM)
+    return "/dev/kvm is not read-write for a group (such as kvm), which QEMU's unprivileged uid needs when airlock "
+           "runs as root";
+  if (!facts.kvmDeviceUsable) return "/dev/kvm is not read-write for your user";
   return "";
 }
 

@@ -76,5 +76,18 @@ TEST(Accel, ForcedKvmOnAnUnusableHostIsRefusedWithTheReason) {
   EXPECT_TRUE(checkAccelRequest(AccelRequest::kTcg, {false, false, false}));
 }
 
+// A kvm_pvm host whose /dev/kvm the user cannot open: the reason is the
+// hardware, which no group or mode fixes (a new user was told to join a
+// kvm group this host does not have).
+TEST(Accel, WhatTheHardwareCannotDoComesBeforePermissions) {
+  auto c = chooseAccel(AccelRequest::kAuto, {false, false, true, EACCES}, [] { return true; });
+  EXPECT_EQ(c.accel, Accel::kTcg);
+  EXPECT_NE(c.warning.find("kvm_pvm"), std::string::npos) << c.warning;
+  c = chooseAccel(AccelRequest::kAuto, {false, false, false, EPERM}, [] { return true; });
+  EXPECT_NE(c.warning.find("no VT-x/AMD-V"), std::string::npos) << c.warning;
+  c = chooseAccel(AccelRequest::kAuto, {false, true, false, EACCES}, [] { return true; });
+  EXPECT_NE(c.warning.find("not read-write for your user"), std::string::npos) << c.warning;
+}
+
 }  // namespace
 }  // namespace airlock::vm
