@@ -159,7 +159,14 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
 
   plan.image = imageSource(args, settings, spec, plan.imageLine);
   // The agent's own image already gives its home to the agent user.
-  plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild;
+  // In direct mode the agent runs as the workspace's owner, so what it
+  // writes keeps your ownership; its home then becomes that uid's too.
+  uint32_t agentUid = guest::kAgentUid;
+  if (direct) {
+    struct stat st {};
+    if (::stat(args.workspace.c_str(), &st) == 0) agentUid = st.st_uid;
+  }
+  plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild || agentUid != guest::kAgentUid;
   plan.machine.cpus = settings.cpus.value;
   plan.machine.memoryMiB = settings.memoryMib.value;
   plan.machine.scratchMiB = static_cast<unsigned>(spec.scratchMib);
@@ -171,13 +178,6 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
                               direct ? ", direct mode: live workspace read-write" : "");
   plan.commandLine = "running " + spec.name + (plan.pty ? "" : " (no terminal: pipes)");
 
-  // In direct mode the agent runs as the workspace's owner, so what it
-  // writes keeps your ownership.
-  uint32_t agentUid = guest::kAgentUid;
-  if (direct) {
-    struct stat st {};
-    if (::stat(args.workspace.c_str(), &st) == 0) agentUid = st.st_uid;
-  }
   for (const auto& [path, content] : agents::expandHomeFiles(spec, *env)) plan.homeFiles.push_back({path, content});
   plan.exec.argv = spec.command;
   plan.exec.argv.insert(plan.exec.argv.end(), spec.defaultArgs.begin(), spec.defaultArgs.end());

@@ -14,30 +14,6 @@
 
 namespace airlock::egress {
 
-namespace {
-
-Result<> writeProcFile(const char* path, const std::string& text) {
-  Fd fd(open(path, O_WRONLY | O_CLOEXEC));
-  if (!fd || !writeAll(fd.get(), text))
-    return failWith(exit_code::kEgress, "cannot write {} for the user namespace: {}", path, errnoText(errno));
-  return {};
-}
-
-}  // namespace
-
-Result<> becomeNamespaceRoot() {
-  uid_t uid = geteuid();
-  gid_t gid = getegid();
-  if (uid == 0) return {};
-  if (unshare(CLONE_NEWUSER) != 0)
-    return failWith(exit_code::kEgress, "cannot create a user namespace for the VM's jail and network (unshare "
-                    "CLONE_NEWUSER): {}; enable unprivileged user namespaces (sysctl "
-                    "kernel.unprivileged_userns_clone=1 / user.max_user_namespaces) or run as root", errnoText(errno));
-  if (auto r = writeProcFile("/proc/self/setgroups", "deny"); !r) return r;
-  if (auto r = writeProcFile("/proc/self/uid_map", fmt::format("0 {} 1", uid)); !r) return r;
-  return writeProcFile("/proc/self/gid_map", fmt::format("0 {} 1", gid));
-}
-
 Result<NetNamespace> NetNamespace::create() {
   // unshare() moves only the calling thread, so the airlock process stays in
   // the host's namespace; the new one is pinned by the fd the thread opens.

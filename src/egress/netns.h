@@ -12,15 +12,6 @@
 
 namespace airlock::egress {
 
-/// For an unprivileged caller (euid != 0): becomes root of a new user
-/// namespace that maps only the caller's own uid and gid (user_namespaces(7)),
-/// which lets it create and enter the session's network namespace, and
-/// QEMU's jail (vm/jail.h), without any privilege on the host. Files it creates stay owned by the caller.
-/// Must run before the process starts its first thread (unshare(2) refuses
-/// CLONE_NEWUSER in a multithreaded process). No-op for root. Errors carry
-/// kEgress and name what is missing.
-Result<> becomeNamespaceRoot();
-
 class NetNamespace {
  public:
   /// Creates a fresh network namespace (needs CAP_SYS_ADMIN; errors carry

@@ -14,6 +14,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/sha256.h"
+#include "common/subordinate_ids.h"
 #include "common/subprocess.h"
 #include "image/apt_mirror.h"
 
@@ -49,23 +50,6 @@ std::string mmdebstrapErrors(const std::string& output) {
 
 }  // namespace
 
-bool hasSubordinateRange(const std::string& file, const std::string& user, uid_t uid) {
-  size_t start = 0;
-  while (start < file.size()) {
-    size_t end = file.find('\n', start);
-    if (end == std::string::npos) end = file.size();
-    std::string line = file.substr(start, end - start);
-    start = end + 1;
-    auto first = line.find(':');
-    auto second = first == std::string::npos ? std::string::npos : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    std::string who = line.substr(0, first);
-    if (who != std::to_string(uid) && (user.empty() || who != user)) continue;
-    if (std::atoll(line.c_str() + second + 1) >= 65536) return true;
-  }
-  return false;
-}
-
 std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_t uid, bool hasNewuidmap,
                                                    bool hasNewgidmap, const std::string& subuidText,
                                                    const std::string& subgidText) {
@@ -75,7 +59,7 @@ std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_
   const std::string who = user.empty() ? std::to_string(uid) : user;
   for (const auto& [file, text, flag] : {std::tuple{"/etc/subuid", &subuidText, "--add-subuids"},
                                          std::tuple{"/etc/subgid", &subgidText, "--add-subgids"}})
-    if (!hasSubordinateRange(*text, user, uid))
+    if (!findSubordinateRange(*text, user, uid, 65536))
       problems.push_back(fmt::format("{} has no range of 65536 ids in {}: sudo usermod {} 100000-165535 {} (or run "
                                      "scripts/setup with sudo as {})",
                                      who, file, flag, who, who));

@@ -26,10 +26,6 @@ std::string baseDigest();
 /// Path of the base tarball in `imagesDir` (imagesDir() of recipe.h).
 std::string baseTarballPath(const std::string& imagesDir);
 
-/// True when `file` (/etc/subuid or /etc/subgid format: NAME_OR_UID:FIRST:COUNT
-/// per line, subuid(5)) gives `user` or `uid` a range of at least 65536 ids.
-bool hasSubordinateRange(const std::string& file, const std::string& user, uid_t uid);
-
 /// What building the base as a user other than root (mmdebstrap
 /// --mode=unshare) needs that this host lacks, one line each with its fix:
 /// newuidmap and newgidmap (package uidmap), and ranges of 65536 ids for

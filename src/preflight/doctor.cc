@@ -16,8 +16,8 @@
 #include "common/encoding.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
+#include "common/subordinate_ids.h"
 #include "common/subprocess.h"
-#include "image/base_rootfs.h"
 
 namespace airlock::preflight {
 namespace {
@@ -179,24 +179,33 @@ CheckResult root(HostProbe& probe) {
 }
 
 /// What mmdebstrap --mode=unshare (the base-image build as a user other than
-/// root) needs: newuidmap/newgidmap and subordinate id ranges.
+/// root) needs: newuidmap/newgidmap and subordinate id ranges; newgidmap and
+/// the gid range also let virtiofsd (-w shares, direct mode) drop a login's
+/// supplementary groups (egress/user_namespace.h).
 std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
   std::vector<CheckResult> out;
-  for (const char* name : {"newuidmap", "newgidmap"})
-    out.push_back(tool(probe, name, CheckStatus::kFail, "mmdebstrap needs it to build the base image as a user other "
-                       "than root", "uidmap", false));
+  out.push_back(tool(probe, "newuidmap", CheckStatus::kFail,
+                     "mmdebstrap needs it to build the base image as a user other than root", "uidmap", false));
+  out.push_back(tool(probe, "newgidmap", CheckStatus::kFail,
+                     "mmdebstrap needs it to build the base image as a user other than root, and virtiofsd (-w "
+                     "shares, direct mode) to drop your supplementary groups",
+                     "uidmap", false));
   std::string user = probe.userName();
   std::string who = user.empty() ? std::to_string(probe.effectiveUid()) : user;
   for (const auto& [name, file, flag] : {std::tuple{"subuid", "/etc/subuid", "--add-subuids"},
                                          std::tuple{"subgid", "/etc/subgid", "--add-subgids"}}) {
     auto text = probe.readText(file);
-    if (text && image::hasSubordinateRange(*text, user, probe.effectiveUid())) {
+    if (text && findSubordinateRange(*text, user, probe.effectiveUid(), 65536)) {
       out.push_back({name, CheckStatus::kOk, fmt::format("{} has a range in {}", who, file), ""});
       continue;
     }
     out.push_back({name, CheckStatus::kFail,
                    fmt::format("{} has no range of 65536 ids in {}; mmdebstrap cannot build the base image as a user "
-                               "other than root", who, file),
+                               "other than root{}",
+                               who, file,
+                               file == std::string("/etc/subgid")
+                                   ? ", and virtiofsd (-w shares, direct mode) cannot drop your supplementary groups"
+                                   : ""),
                    fmt::format("sudo usermod {} 100000-165535 {}", flag, who)});
   }
   return out;

@@ -57,7 +57,9 @@ struct Plan {
   bool waitForWorkspace = false;          ///< --wait: queue behind another session on the workspace
   ImageSource image;
   /// The image was not built for the agent (a rootfs directory, an OCI
-  /// image): its home is made the agent user's before anything is written there.
+  /// image), or the agent runs as another uid than the image's agent user
+  /// (direct mode: the workspace owner's): its home is made exec.uid's
+  /// before anything is written there.
   bool chownHome = false;
   /// Machine size, accelerator, scratch disk, egress policy, published
   /// ports. The runner fills in the root image, the workspace share and the

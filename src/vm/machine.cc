@@ -13,6 +13,7 @@
 #include "common/fd.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
+#include "egress/user_namespace.h"
 #include "vm/boot_assets.h"
 #include "vm/jail.h"
 #include "vm/workspace_image.h"
@@ -158,8 +159,11 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   }
   // QEMU's jail needs mount namespaces: an unprivileged airlock becomes root
   // of its own user namespace first (the egress network needs it too).
-  if (auto r = egress::becomeNamespaceRoot(); !r)
-    return std::unexpected(options.egress ? r.error() : withCode(r.error(), exit_code::kHostNotReady));
+  auto namespaceRoot = egress::becomeNamespaceRoot();
+  if (!namespaceRoot)
+    return std::unexpected(options.egress ? namespaceRoot.error()
+                                          : withCode(namespaceRoot.error(), exit_code::kHostNotReady));
+  config.sharesBlocked = namespaceRoot->groupsLocked;
   if (options.egress) {
     auto network = egress::SessionNetwork::start(*options.egress, options.egressNetwork);
     if (!network) return std::unexpected(network.error());

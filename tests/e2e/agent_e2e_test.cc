@@ -200,6 +200,23 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
   EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
 
+// Direct mode as a user (with a supplementary group, as a login has): the
+// agent writes the live files through virtiofsd, which runs in a user
+// namespace and must first drop the groups (newgidmap maps one of the
+// user's subordinate gids for that). The files are the user's.
+TEST_F(AgentE2E, ClaudeCodeDirectModeAsAUserWritesTheUsersFiles) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
+  MockModel mock("single_edit.json", dir_);
+  auto before = files();
+  auto r = run("claude-code", mock, {"--workspace-mode", "direct", "--yes"}, claudeArgs());
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  auto after = files();
+  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
+  after.erase("AGENT_NOTE.md");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+}
+
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("edit_project.json", dir_);

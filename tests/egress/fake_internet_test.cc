@@ -512,16 +512,22 @@ TEST_F(PermissiveFakeInternetTest, ReportsConnectionSetupLatencyPermissive) {
 }
 
 
-/// A home for airlock run by the unprivileged uid `user`: its own home,
-/// state and cache (a copy of the boot assets), a copy of the test rootfs,
-/// and its own copy of the binaries (the build tree may sit in a directory
-/// only root can enter: a CI checkout under a 0700 mktemp -d), all owned by
-/// `user`, under a fresh directory in /tmp.
+/// A home for airlock run by the unprivileged account `uid` (made by
+/// ensureTestAccount, with subordinate ids unless told otherwise): its own
+/// home, state and cache (a copy of the boot assets), a copy of the test
+/// rootfs, and its own copy of the binaries (the build tree may sit in a
+/// directory only root can enter: a CI checkout under a 0700 mktemp -d),
+/// all owned by the user, under a fresh directory in /tmp.
 class UnprivilegedHome {
  public:
   static constexpr uid_t kUser = 4242;
 
+  explicit UnprivilegedHome(uid_t uid = kUser, bool subordinateIds = true)
+      : uid_(uid), subordinateIds_(subordinateIds) {}
+
   void prepare() {
+    const std::string account = ensureTestAccount(uid_, subordinateIds_);
+    ASSERT_EQ(account, "");
     auto made = TempDir::create("/tmp", "airlock-unpriv-");
     ASSERT_TRUE(made);
     dir_.emplace(std::move(*made));
@@ -537,14 +543,15 @@ class UnprivilegedHome {
     ASSERT_TRUE(runChecked({"cp", "-a", testRootfs(), d + "/rootfs"}));
     ASSERT_TRUE(runChecked({"cp", AIRLOCK_BINARY, d + "/bin/airlock"}));
     ASSERT_TRUE(runChecked({"cp", *init, d + "/bin/airlock-init"}));
-    ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(kUser) + ":" + std::to_string(kUser), d}));
+    ASSERT_TRUE(runChecked({"chown", "-R", std::to_string(uid_) + ":" + std::to_string(uid_), d}));
   }
 
   const std::string& dir() const { return dir_->path(); }
 
-  /// Runs `airlock ARGS` as kUser (no supplementary groups); returns the exit
-  /// code and the combined output.
-  std::pair<int, std::string> airlock(const std::vector<std::string>& args, const std::vector<gid_t>& groups = {}) const {
+  /// Runs `airlock ARGS` as the user, with its own group as its one
+  /// supplementary group (as a login has); returns the exit code and the
+  /// combined output.
+  std::pair<int, std::string> airlock(const std::vector<std::string>& args) const {
     const std::string& d = dir_->path();
     std::string outPath = d + "/out.txt", bin = d + "/bin/airlock";
     std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d + "/home",
@@ -560,8 +567,8 @@ class UnprivilegedHome {
       int out = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       dup2(out, 1);
       dup2(out, 2);
-      if (setgroups(groups.size(), groups.data()) != 0 || setresgid(kUser, kUser, kUser) != 0 ||
-          setresuid(kUser, kUser, kUser) != 0)
+      const gid_t groups[] = {uid_};
+      if (setgroups(1, groups) != 0 || setresgid(uid_, uid_, uid_) != 0 || setresuid(uid_, uid_, uid_) != 0)
         _exit(120);
       execve(bin.c_str(), const_cast<char* const*>(argv.data()), const_cast<char* const*>(envp.data()));
       _exit(127);
@@ -572,16 +579,20 @@ class UnprivilegedHome {
   }
 
  private:
+  uid_t uid_;
+  bool subordinateIds_;
   std::optional<TempDir> dir_;
 };
 
 TEST(UnprivilegedSession, AnUnprivilegedUserGetsTheSameFirewall) {
   SKIP_WITHOUT_VMS();
+  // First: on a fresh cache prepare() downloads the kernel, which the fake
+  // internet's resolver would not let through.
+  UnprivilegedHome home;
+  ASSERT_NO_FATAL_FAILURE(home.prepare());
   FakeInternet internet;
   ASSERT_EQ(internet.error(), "");
   LoopbackService service;
-  UnprivilegedHome home;
-  ASSERT_NO_FATAL_FAILURE(home.prepare());
   const std::string& d = home.dir();
   std::string command = fmt::format(
       "wget -qO- http://10.0.2.2:{0}/; wget -qO- -T 5 http://10.0.2.2:{1}/ || echo other-port-blocked; "
@@ -646,9 +657,11 @@ TEST(UnprivilegedSession, TheAgentEditsTheSnapshotAndTheFlushKeepsTheUsersOwners
   EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
 }
 
-// A read-only share without root: virtiofsd runs in a user namespace that
-// maps only the user, so the guest reads the user's files under the user's
-// uid and cannot write, not even as root after a remount.
+// A read-only share without root, for a user with supplementary groups
+// (as every login has) and a subordinate gid range: newgidmap lets
+// virtiofsd drop the groups; its user namespace maps only the user, so the
+// guest reads the user's files under the user's uid and cannot write, not
+// even as root after a remount.
 TEST(UnprivilegedSession, AReadOnlyShareWorksWithoutRoot) {
   SKIP_WITHOUT_VMS();
   UnprivilegedHome home;
@@ -668,28 +681,30 @@ TEST(UnprivilegedSession, AReadOnlyShareWorksWithoutRoot) {
   EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
 }
 
-// A user with supplementary groups (every login has its own group in the
-// list): QEMU 7.2's virtiofsd drops them first, which airlock's user
-// namespace forbids. Until the share server runs another way, airlock
-// says so up front and names the snapshot, instead of virtiofsd's
-// "setgroups() failed" (found by a new user trying -w as uid 1001).
-TEST(UnprivilegedSession, AShareForAUserWithSupplementaryGroupsIsRefusedNamingTheSnapshot) {
+// A user whose login has no subordinate gids: virtiofsd (QEMU 7.2's) must
+// drop the supplementary groups, which airlock's user namespace then keeps
+// locked (setgroups "deny"). airlock says so before boot, naming the fix
+// and the snapshot, instead of virtiofsd's "setgroups() failed" (found by
+// a new user trying -w as uid 1001); the snapshot path still works.
+TEST(UnprivilegedSession, AShareForAUserWithoutSubordinateGidsIsRefusedNamingTheFix) {
   SKIP_WITHOUT_VMS();
-  UnprivilegedHome home;
+  constexpr uid_t kNoRange = 4243;
+  UnprivilegedHome home(kNoRange, false);
   ASSERT_NO_FATAL_FAILURE(home.prepare());
+  auto subgid = slurp("/etc/subgid");
+  ASSERT_EQ(subgid.find("airlock-4243:"), std::string::npos) << "the test account has a range:\n" << subgid;
   const std::string ws = home.dir() + "/docs";
   ASSERT_TRUE(makeDirs(ws));
-  ASSERT_TRUE(runChecked({"chown", "-R", fmt::format("{0}:{0}", UnprivilegedHome::kUser), ws}));
-  auto [code, out] = home.airlock({"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--", "true"},
-                                  {UnprivilegedHome::kUser});
+  ASSERT_TRUE(runChecked({"chown", "-R", fmt::format("{0}:{0}", kNoRange), ws}));
+  auto [code, out] = home.airlock({"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--", "true"});
   EXPECT_EQ(code, 65) << out;
   EXPECT_NE(out.find("supplementary groups"), std::string::npos) << out;
+  EXPECT_NE(out.find("/etc/subgid"), std::string::npos) << out;
+  EXPECT_NE(out.find("scripts/setup"), std::string::npos) << out;
   EXPECT_NE(out.find("--review"), std::string::npos) << out;
   EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
-  // The snapshot path works for the same user.
   auto [snapCode, snapOut] = home.airlock(
-      {"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--review", "none", "--", "true"},
-      {UnprivilegedHome::kUser});
+      {"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--review", "none", "--", "true"});
   EXPECT_EQ(snapCode, 0) << snapOut;
 }
 

@@ -36,7 +36,8 @@ void becomeInvoker(const TestUser* as, const std::map<std::string, std::string>&
     applyEnv(as->env());
   }
   applyEnv(env);
-  if (as && (setgroups(0, nullptr) != 0 || setresgid(TestUser::kUid, TestUser::kUid, TestUser::kUid) != 0 ||
+  const gid_t groups[] = {TestUser::kUid};
+  if (as && (setgroups(1, groups) != 0 || setresgid(TestUser::kUid, TestUser::kUid, TestUser::kUid) != 0 ||
              setresuid(TestUser::kUid, TestUser::kUid, TestUser::kUid) != 0))
     _exit(120);
 }
@@ -67,6 +68,44 @@ void seedTree(const std::filesystem::path& from, const std::filesystem::path& to
 
 std::string airlockBinary() { return AIRLOCK_BINARY; }
 
+std::string ensureTestAccount(uid_t uid, bool subordinateIds) {
+  const std::string id = std::to_string(uid), name = "airlock-" + id;
+  const std::string first = std::to_string(2000000000ull + (uid % 1000) * 65536ull);
+  const std::string last = std::to_string(2000000000ull + (uid % 1000) * 65536ull + 65535);
+  std::string script =
+      "set -e\n"
+      "getent group " + id + " >/dev/null || groupadd -g " + id + " " + name + "\n"
+      "getent passwd " + id + " >/dev/null || useradd -u " + id + " -g " + id + " -M -N -d /nonexistent "
+      "-s /usr/sbin/nologin " + name + "\n"
+      "user=$(getent passwd " + id + " | cut -d: -f1)\n"
+      "for kind in uid gid; do\n";
+  // useradd gives ranges by itself where login.defs says so (Debian 12 does).
+  if (subordinateIds)
+    script += "  grep -qE \"^($user|" + id + "):\" /etc/sub$kind 2>/dev/null || "
+              "usermod --add-sub${kind}s " + first + "-" + last + " \"$user\"\n";
+  else
+    script += "  grep -E \"^($user|" + id + "):\" /etc/sub$kind 2>/dev/null | while IFS=: read -r who start count; do "
+              "usermod --del-sub${kind}s \"$start-$((start + count - 1))\" \"$user\"; done\n";
+  script += "done\n";
+  const std::string output = "/tmp/airlock-test-account-" + id + ".log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out >= 0) dup2(out, 1), dup2(out, 2);
+    execl("/usr/bin/flock", "flock", "/tmp/airlock-test-account.lock", "sh", "-c", script.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return "cannot run flock for the test account";
+  std::ifstream in(output);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(output.c_str());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "cannot make the test account " + name + ": " + text.str();
+  return "";
+}
+
 std::string defaultCacheDir() {
   if (const char* dir = getenv("AIRLOCK_CACHE_DIR"); dir && *dir) return dir;
   if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/airlock";
@@ -76,6 +115,7 @@ std::string defaultCacheDir() {
 
 TestUser::TestUser(const std::string& rootCache, const std::vector<std::string>& images) {
   namespace fs = std::filesystem;
+  if (error_ = ensureTestAccount(kUid, true); !error_.empty()) return;
   char tmpl[] = "/tmp/airlock-user-XXXXXX";
   if (!mkdtemp(tmpl)) {
     error_ = "mkdtemp failed";

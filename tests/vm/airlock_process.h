@@ -20,9 +20,18 @@ struct ProcessResult {
 /// Path of the airlock binary under test.
 std::string airlockBinary();
 
+/// Makes the account `uid` (user and group "airlock-UID", uid = gid, no
+/// home, no login shell) when this host has none, as root; with
+/// `subordinateIds`, also a range of 65536 subordinate uids and gids
+/// (/etc/subuid, /etc/subgid: what Debian's adduser and scripts/setup give a
+/// login) at 2000000000 + (uid % 1000) * 65536 when it has none. Serialised
+/// across test processes by a lock file. Empty when ready, else what failed.
+std::string ensureTestAccount(uid_t uid, bool subordinateIds);
+
 /// An unprivileged user to run airlock as a user would, from a test run by
-/// root (CI runs as root): uid and gid kUid, no passwd entry, no
-/// supplementary groups. Its home is a fresh 0755 directory under /tmp with
+/// root (CI runs as root): uid and gid kUid, the account ensureTestAccount
+/// makes, with its own group as its one supplementary group (as a login
+/// has). Its home is a fresh 0755 directory under /tmp with
 /// its own copies of airlock and airlock-init (the build tree may sit under
 /// a 0700 directory only root can enter), its state dir, and a cache seeded
 /// from root's: the boot assets and downloads, and the images named, as

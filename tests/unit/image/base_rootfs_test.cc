@@ -7,16 +7,6 @@
 namespace airlock::image {
 namespace {
 
-TEST(SubordinateRange, MatchesByNameOrUidWithAtLeast65536Ids) {
-  const std::string file = "bob:100000:65536\nalice:165536:65536\n1001:231072:65536\nshort:300000:1000\n";
-  EXPECT_TRUE(hasSubordinateRange(file, "alice", 1000));
-  EXPECT_TRUE(hasSubordinateRange(file, "", 1001));
-  EXPECT_FALSE(hasSubordinateRange(file, "short", 1002)) << "1000 ids are too few";
-  EXPECT_FALSE(hasSubordinateRange(file, "carol", 1003));
-  EXPECT_FALSE(hasSubordinateRange("", "alice", 1000));
-  EXPECT_FALSE(hasSubordinateRange("alice\nalice:1\n", "alice", 1000)) << "malformed lines match nothing";
-}
-
 TEST(UnprivilegedBuild, ReadyHostHasNoProblems) {
   EXPECT_TRUE(unprivilegedBuildProblems("alice", 1000, true, true, "alice:100000:65536\n", "1000:100000:65536\n")
                   .empty());

@@ -1,0 +1,27 @@
+#pragma once
+// The subordinate ids a user may map into user namespaces it creates
+// (subuid(5), subgid(5)): what newuidmap/newgidmap and mmdebstrap's unshare
+// mode allow.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace airlock {
+
+/// The ids [first, first + count).
+struct SubordinateRange {
+  uint64_t first = 0;
+  uint64_t count = 0;
+};
+
+/// The first range in `file` (the text of /etc/subuid or /etc/subgid:
+/// NAME_OR_UID:FIRST:COUNT per line, subuid(5)) given to `user` (by name;
+/// empty: by uid only) or `uid`, holding at least `minCount` ids.
+/// Malformed lines match nothing.
+std::optional<SubordinateRange> findSubordinateRange(const std::string& file, const std::string& user, uid_t uid,
+                                                     uint64_t minCount);
+
+}  // namespace airlock
