@@ -3,12 +3,14 @@
 // the envelope are run's own (run_flags.h), mapped through the same function.
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "cli/commands.h"
-#include "cli/report.h"
+#include "cli/host_secrets.h"
 #include "cli/kept_out.h"
+#include "cli/report.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
 #include "config/effective.h"
@@ -17,6 +19,29 @@
 
 namespace airlock::cli {
 namespace {
+
+/// The secret store's contents by backend id ("file", "secret-service"),
+/// read from its index without contacting the Secret Service.
+Result<std::map<std::string, size_t>> storedSecrets(const HostContext& host) {
+  HostSecrets secrets(host, false);
+  auto list = secrets.store().list();
+  if (!list) return std::unexpected(list.error());
+  std::map<std::string, size_t> count;
+  for (const auto& s : *list) ++count[s.backend];
+  return count;
+}
+
+/// One line: how many secrets each store holds, and that none reaches the VM.
+std::string secretsText(const std::map<std::string, size_t>& count, const std::string& fileStore) {
+  std::string held;
+  for (const auto& [backend, n] : count)
+    held += fmt::format("{}{} in {}", held.empty() ? "" : ", ", n,
+                        backend == "file" ? "the file store " + fileStore
+                        : backend == "secret-service" ? std::string("the Secret Service")
+                                                      : backend);
+  return fmt::format("  {:<14} {} (airlock secret ls); none enters the VM\n", "secrets",
+                     held.empty() ? "none stored" : held);
+}
 
 struct InfoArgs : PolicyFlags {
   std::string agent = "claude-code";
@@ -56,13 +81,18 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   auto envelope =
       preflight::buildEnvelope(std::move(*effective), std::move(backend), std::move(image), std::move(ports), args.yes);
   if (!envelope) return reportError(envelope.error());
+  auto secrets = storedSecrets(host);
+  if (!secrets) return reportError(secrets.error());
+  const std::string fileStore = host.dirs.data + "/secrets";
   if (args.json) {
     auto j = preflight::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
+    j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
+    std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }
   return 0;
 }
@@ -86,6 +116,10 @@ them come from a walk of the workspace (only git config files are read, for
 the credential store files they name). --excluded also
 reads every file, as the snapshot does, for private keys and for credentials
 in git config files, and lists the paths.
+
+"secrets" counts what `airlock secret` holds in each store (the Secret
+Service, the file store), from its index: the Secret Service is not
+contacted and no value is read. None of them enters the VM.
 
 Examples:
   airlock info claude-code

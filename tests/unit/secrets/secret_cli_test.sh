@@ -56,6 +56,11 @@ grep -q "no secret named nothing-here" "$work/out" || fail "rm: $(cat "$work/out
 "$airlock" doctor >"$work/doctor" 2>&1 || true
 grep -Eq "secrets +new secrets go to the file store .*no session bus.*; 1 stored" "$work/doctor" ||
   fail "doctor: $(grep secrets "$work/doctor")"
+mkdir -p "$work/project"
+"$airlock" info claude-code -w "$work/project" >"$work/info" 2>&1 || fail "info: $(cat "$work/info")"
+grep -Eqx " +secrets +1 in the file store $XDG_DATA_HOME/airlock/secrets \(airlock secret ls\); none enters the VM" \
+  "$work/info" || fail "info: $(grep -i secret "$work/info")"
+if grep -q "$value" "$work/info"; then fail "info showed a value"; fi
 
 # 2. A session bus whose Secret Service has no unlocked keyring (an SSH login
 #    to a desktop): the file store, and doctor says why.
@@ -77,6 +82,10 @@ dbus-run-session -- bash -c '
   [ ! -e "$XDG_DATA_HOME/airlock/secrets/service-token" ] || exit 14
   "$airlock" secret ls | grep -Eq "^service-token +secret-service +stdin" || exit 15
   "$airlock" doctor 2>/dev/null | grep -Eq "secrets +new secrets go to the Secret Service.*; 2 stored" || exit 16
+  "$airlock" info claude-code -w "$work/project" --json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)[\"secrets\"]
+assert d[\"stored\"] == {\"file\": 1, \"secret-service\": 1} and d[\"in_vm\"] == [], d" || exit 22
   # Set again where the file store held it: it moves to the Secret Service.
   printf %s "$value-2" | "$airlock" secret set file-token 2>/dev/null || exit 17
   [ "$(secret-tool lookup airlock-secret file-token)" = "$value-2" ] || exit 18
