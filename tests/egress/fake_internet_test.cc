@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -551,7 +553,10 @@ class UnprivilegedHome {
   /// Runs `airlock ARGS` as the user, with its own group as its one
   /// supplementary group (as a login has); returns the exit code and the
   /// combined output.
-  std::pair<int, std::string> airlock(const std::vector<std::string>& args) const {
+  std::pair<int, std::string> airlock(const std::vector<std::string>& args) const { return wait(start(args)); }
+
+  /// Starts `airlock ARGS` as airlock() does; wait() collects it.
+  pid_t start(const std::vector<std::string>& args) const {
     const std::string& d = dir_->path();
     std::string outPath = d + "/out.txt", bin = d + "/bin/airlock";
     std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d + "/home",
@@ -573,9 +578,13 @@ class UnprivilegedHome {
       execve(bin.c_str(), const_cast<char* const*>(argv.data()), const_cast<char* const*>(envp.data()));
       _exit(127);
     }
+    return pid;
+  }
+
+  std::pair<int, std::string> wait(pid_t pid) const {
     int status = 0;
     waitpid(pid, &status, 0);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(outPath)};
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(dir_->path() + "/out.txt")};
   }
 
  private:
@@ -678,6 +687,82 @@ TEST(UnprivilegedSession, AReadOnlyShareWorksWithoutRoot) {
   EXPECT_EQ(out.find("WROTE"), std::string::npos) << out;
   EXPECT_NE(out.find("done"), std::string::npos) << out;
   EXPECT_NE(access((ws + "/new").c_str(), F_OK), 0);
+  EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
+}
+
+/// The value of `field` ("CapEff") in /proc/`pid`/status; "" when absent.
+std::string procStatus(pid_t pid, const std::string& field) {
+  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(field + ":")) {
+      auto start = line.find_first_not_of(" \t", field.size() + 1);
+      return start == std::string::npos ? "" : line.substr(start);
+    }
+  return "";
+}
+
+/// Pids of the processes named `comm` whose real uid is `uid`.
+std::vector<pid_t> processesOf(uid_t uid, const std::string& comm) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = std::stoi(name);
+    if (slurp("/proc/" + name + "/comm") != comm + "\n") continue;
+    if (procStatus(pid, "Uid").starts_with(std::to_string(uid) + "\t")) out.push_back(pid);
+  }
+  return out;
+}
+
+// While a user's session runs, the processes that handle guest data (QEMU,
+// and virtiofsd for a -w share) are the user's, hold no capability in the
+// host's user namespace, cannot gain privileges, run under seccomp, and see
+// a root of their own without the host's /etc/shadow or the user's files
+// (issue 14, item 3, as a user).
+TEST(UnprivilegedSession, QemuAndVirtiofsdOfAUsersSessionAreJailed) {
+  SKIP_WITHOUT_VMS();
+  UnprivilegedHome home;
+  ASSERT_NO_FATAL_FAILURE(home.prepare());
+  const std::string ws = home.dir() + "/docs";
+  ASSERT_TRUE(makeDirs(ws));
+  ASSERT_TRUE(writeFileAtomic(ws + "/read-me.txt", "shared\n", 0644));
+  ASSERT_TRUE(runChecked({"chown", "-R", fmt::format("{0}:{0}", UnprivilegedHome::kUser), ws}));
+  pid_t airlock = home.start({"run-image", "-q", "--rootfs", home.dir() + "/rootfs", "-w", ws, "--", "sh", "-c",
+                              "cat /workspace/read-me.txt; sleep 8"});
+  // Once the guest has read the shared file: virtiofsd enters its own
+  // sandbox (pivot_root into the share) only after QEMU connects.
+  for (int i = 0; i < 1200 && slurp(home.dir() + "/out.txt").find("shared") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::vector<pid_t> qemu = processesOf(UnprivilegedHome::kUser, "qemu-system-x86");
+  std::vector<pid_t> virtiofsd = processesOf(UnprivilegedHome::kUser, "virtiofsd");
+  ASSERT_EQ(qemu.size(), 1u);
+  ASSERT_FALSE(virtiofsd.empty());
+  const std::string user = std::to_string(UnprivilegedHome::kUser);
+  const std::string all = user + "\t" + user + "\t" + user + "\t" + user;
+  const std::string hostUserNs = std::filesystem::read_symlink("/proc/self/ns/user").string();
+  std::vector<pid_t> jailed = qemu;
+  jailed.insert(jailed.end(), virtiofsd.begin(), virtiofsd.end());
+  for (pid_t pid : jailed) {
+    SCOPED_TRACE(slurp("/proc/" + std::to_string(pid) + "/comm"));
+    EXPECT_EQ(procStatus(pid, "Uid"), all);
+    EXPECT_EQ(procStatus(pid, "Gid"), all);
+    EXPECT_EQ(procStatus(pid, "NoNewPrivs"), "1");
+    EXPECT_EQ(procStatus(pid, "Seccomp"), "2");
+    // Whatever capabilities it has are in a user namespace of its own.
+    std::error_code ec;
+    EXPECT_NE(std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/user", ec).string(), hostUserNs);
+    const std::string root = "/proc/" + std::to_string(pid) + "/root";
+    for (const std::string& hostOnly : {std::string("/etc/shadow"), std::string("/root"), home.dir() + "/home",
+                                        home.dir() + "/state", std::string("/proc/1/root")})
+      EXPECT_NE(::access((root + hostOnly).c_str(), F_OK), 0) << hostOnly << " is visible";
+  }
+  EXPECT_EQ(procStatus(qemu[0], "CapEff"), "0000000000000000");
+  EXPECT_EQ(procStatus(qemu[0], "CapPrm"), "0000000000000000");
+  EXPECT_TRUE(procStatus(qemu[0], "NSpid").ends_with("\t1")) << "QEMU is not pid 1 of its own PID namespace";
+  auto [code, out] = home.wait(airlock);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(processesOf(UnprivilegedHome::kUser, "qemu-system-x86"), std::vector<pid_t>{});
+  EXPECT_EQ(processesOf(UnprivilegedHome::kUser, "virtiofsd"), std::vector<pid_t>{});
   EXPECT_EQ(leftoverRunDirs(home.dir() + "/state"), "");
 }
 
