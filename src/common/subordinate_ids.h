@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -20,8 +21,13 @@ struct SubordinateRange {
 /// The first range in `file` (the text of /etc/subuid or /etc/subgid:
 /// NAME_OR_UID:FIRST:COUNT per line, subuid(5)) given to `user` (by name;
 /// empty: by uid only) or `uid`, holding at least `minCount` ids.
-/// Malformed lines match nothing.
+/// Malformed lines, and ranges reaching past 2^32 - 2, match nothing.
 std::optional<SubordinateRange> findSubordinateRange(const std::string& file, const std::string& user, uid_t uid,
                                                      uint64_t minCount);
+
+/// The first id of a range no line of `files` (texts of /etc/subuid and
+/// /etc/subgid) gives out: the end of the highest range, at least 100000
+/// (what useradd's SUB_UID_MIN defaults to), as scripts/setup picks it.
+uint64_t firstFreeSubordinateId(const std::initializer_list<const std::string*>& files);
 
 }  // namespace airlock

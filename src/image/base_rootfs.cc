@@ -57,12 +57,13 @@ std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_
   if (!hasNewuidmap || !hasNewgidmap)
     problems.push_back("newuidmap and newgidmap are missing: sudo apt-get install uidmap (scripts/setup installs it)");
   const std::string who = user.empty() ? std::to_string(uid) : user;
+  const uint64_t free = firstFreeSubordinateId({&subuidText, &subgidText});
   for (const auto& [file, text, flag] : {std::tuple{"/etc/subuid", &subuidText, "--add-subuids"},
                                          std::tuple{"/etc/subgid", &subgidText, "--add-subgids"}})
     if (!findSubordinateRange(*text, user, uid, 65536))
-      problems.push_back(fmt::format("{} has no range of 65536 ids in {}: sudo usermod {} 100000-165535 {} (or run "
-                                     "scripts/setup with sudo as {})",
-                                     who, file, flag, who, who));
+      problems.push_back(fmt::format("{} has no range of 65536 ids in {}: sudo usermod {} {}-{} {} (a range no "
+                                     "other user has; or run scripts/setup as {})",
+                                     who, file, flag, free, free + 65535, who, who));
   return problems;
 }
 

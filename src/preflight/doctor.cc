@@ -192,10 +192,12 @@ std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
                      "uidmap", false));
   std::string user = probe.userName();
   std::string who = user.empty() ? std::to_string(probe.effectiveUid()) : user;
-  for (const auto& [name, file, flag] : {std::tuple{"subuid", "/etc/subuid", "--add-subuids"},
-                                         std::tuple{"subgid", "/etc/subgid", "--add-subgids"}}) {
-    auto text = probe.readText(file);
-    if (text && findSubordinateRange(*text, user, probe.effectiveUid(), 65536)) {
+  const std::string subuid = probe.readText("/etc/subuid").value_or(""), subgid = probe.readText("/etc/subgid").value_or("");
+  const uint64_t free = firstFreeSubordinateId({&subuid, &subgid});
+  for (const auto& [name, file, text] : {std::tuple{"subuid", "/etc/subuid", &subuid},
+                                         std::tuple{"subgid", "/etc/subgid", &subgid}}) {
+    const char* flag = name == std::string("subuid") ? "--add-subuids" : "--add-subgids";
+    if (findSubordinateRange(*text, user, probe.effectiveUid(), 65536)) {
       out.push_back({name, CheckStatus::kOk, fmt::format("{} has a range in {}", who, file), ""});
       continue;
     }
@@ -206,7 +208,8 @@ std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
                                file == std::string("/etc/subgid")
                                    ? ", and virtiofsd (-w shares, direct mode) cannot drop your supplementary groups"
                                    : ""),
-                   fmt::format("sudo usermod {} 100000-165535 {}", flag, who)});
+                   fmt::format("sudo usermod {} {}-{} {} (a range no other user has; scripts/setup picks it too)",
+                               flag, free, free + 65535, who)});
   }
   return out;
 }

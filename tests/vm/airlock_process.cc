@@ -78,6 +78,8 @@ std::string ensureTestAccount(uid_t uid, bool subordinateIds) {
       "getent passwd " + id + " >/dev/null || useradd -u " + id + " -g " + id + " -M -N -d /nonexistent "
       "-s /usr/sbin/nologin " + name + "\n"
       "user=$(getent passwd " + id + " | cut -d: -f1)\n"
+      // Never another account's ranges: only the one these tests made.
+      "[ \"$user\" = " + name + " ] || { echo \"uid " + id + " belongs to $user, not " + name + "\"; exit 1; }\n"
       "for kind in uid gid; do\n";
   // useradd gives ranges by itself where login.defs says so (Debian 12 does).
   if (subordinateIds)

@@ -25,7 +25,8 @@ std::string airlockBinary();
 /// `subordinateIds`, also a range of 65536 subordinate uids and gids
 /// (/etc/subuid, /etc/subgid: what Debian's adduser and scripts/setup give a
 /// login) at 2000000000 + (uid % 1000) * 65536 when it has none. Serialised
-/// across test processes by a lock file. Empty when ready, else what failed.
+/// across test processes by a lock file. Fails when `uid` is another
+/// account's. Empty when ready, else what failed.
 std::string ensureTestAccount(uid_t uid, bool subordinateIds);
 
 /// An unprivileged user to run airlock as a user would, from a test run by

@@ -27,6 +27,22 @@ TEST(SubordinateRange, MalformedLinesMatchNothing) {
   EXPECT_TRUE(findSubordinateRange("alice:x:1\nalice:5:1", "alice", 1000, 1)) << "a later good line still counts";
 }
 
+TEST(SubordinateRange, RangesPastTheLastIdMatchNothing) {
+  EXPECT_TRUE(findSubordinateRange("alice:4294901759:65536\n", "alice", 1000, 1)) << "ends at 2^32 - 2";
+  EXPECT_FALSE(findSubordinateRange("alice:4294901760:65536\n", "alice", 1000, 1)) << "reaches 2^32 - 1";
+  EXPECT_FALSE(findSubordinateRange("alice:4294967296:1\n", "alice", 1000, 1));
+  EXPECT_FALSE(findSubordinateRange("alice:100000:18446744073709551615\n", "alice", 1000, 1));
+}
+
+// The fix doctor prints must not hand out another user's ids.
+TEST(SubordinateRange, TheFirstFreeIdFollowsEveryRangeGivenOut) {
+  const std::string none;
+  EXPECT_EQ(firstFreeSubordinateId({&none, &none}), 100000u);
+  const std::string subuid = "bob:100000:65536\ncarol:300000:65536\n", subgid = "dave:500000:1000\nbad:x:1\n";
+  EXPECT_EQ(firstFreeSubordinateId({&subuid, &subgid}), 501000u);
+  EXPECT_EQ(firstFreeSubordinateId({&subuid}), 365536u);
+}
+
 TEST(SubordinateRange, AnEmptyNameNeverMatchesAnEmptyField) {
   EXPECT_FALSE(findSubordinateRange(":100000:65536\n", "", 1000, 1));
 }
