@@ -62,6 +62,11 @@ struct AgentSpec {
   /// Files written into the agent's $HOME (uid 1000) before it starts: path
   /// relative to $HOME -> content template (see agent_env.h for ${NAME}).
   std::map<std::string, std::string> homeFiles;
+  /// The agent's state, paths relative to $HOME (its config/data dirs and
+  /// files: ".claude", ".claude.json"): saved per (agent, project) on the
+  /// host when the agent exits and restored at the next run on that project
+  /// (state/state_archive.h). Empty: nothing is kept between runs.
+  std::vector<std::string> state;
   int cpus = 2;             ///< vCPUs
   int memoryMib = 4096;     ///< guest memory, MiB
   int scratchMib = 8192;    ///< scratch disk (root and /workspace upper layers, $HOME), MiB

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
-    "home_files", "cpus",  "memory_mib", "scratch_mib", "egress"};
+    "home_files", "state", "cpus",  "memory_mib", "scratch_mib", "egress"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
 constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
@@ -212,6 +212,7 @@ class SpecReader {
         return error(child(child(root, "home_files"), path.c_str()),
                      fmt::format("home file '{}': {}", path, r.error().message));
     }
+    if (auto r = list(root, "state", isRelativePath, "a relative path", spec.state); !r) return r;
     if (auto r = integer(root, "cpus", 1, 64, spec.cpus); !r) return r;
     if (auto r = integer(root, "memory_mib", 256, 262144, spec.memoryMib); !r) return r;
     if (auto r = integer(root, "scratch_mib", 512, 1048576, spec.scratchMib); !r) return r;

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #include "config/egress_plan.h"
 #include "config/loader.h"
 #include "session/runner.h"
+#include "state/state_store.h"
 #include "vm/guest_contract.h"
 
 namespace airlock::cli {
@@ -54,6 +56,7 @@ struct RunArgs : PolicyFlags {
   bool yes = false;
   bool timings = false;
   bool wait = false;
+  bool fresh = false;  ///< --fresh: the saved agent state neither restored nor replaced
   bool quiet = false;
   bool acceptFailed = false;
   std::vector<std::string> agentArgs;
@@ -167,6 +170,12 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     if (::stat(args.workspace.c_str(), &st) == 0) agentUid = st.st_uid;
   }
   plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild || agentUid != guest::kAgentUid;
+  if (!spec.state.empty() && !args.fresh) {
+    char* real = ::realpath(args.workspace.c_str(), nullptr);
+    const std::string project = real ? real : args.workspace;
+    std::free(real);
+    plan.state = session::StatePlan{state::stateDirFor(host.dirs.data, spec.name, project), project, spec.state, {}};
+  }
   plan.machine.cpus = settings.cpus.value;
   plan.machine.memoryMiB = settings.memoryMib.value;
   plan.machine.scratchMiB = static_cast<unsigned>(spec.scratchMib);
@@ -242,6 +251,8 @@ Examples:
   cmd->add_option("--accel", args->accel, "auto, kvm or tcg")->capture_default_str();
   cmd->add_option("--tty", args->tty, "auto, always or never")->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_flag("--timings", args->timings, "Print how long each phase took");
+  cmd->add_flag("--fresh", args->fresh,
+                "Start the agent without its saved state for this project, and keep that state as it is");
   cmd->add_flag("--wait", args->wait, "Wait for another session on the same workspace instead of failing");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
   addRegistryFlags(*cmd, args->registry);

@@ -3,9 +3,11 @@
 // builds it from flags, config and the agent spec (cli/run.cc,
 // cli/run_image.cc); the Runner (session/runner.h) carries it out.
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "state/state_archive.h"
 #include "vm/launch_options.h"
 #include "vm/protocol.h"
 #include "workspace/review.h"
@@ -47,6 +49,16 @@ struct ReviewPolicy {
   std::string who = "the agent";         ///< what ran, for messages ("the command" for run-image)
 };
 
+/// The agent's state kept between runs on one project (issue 16): restored
+/// into $HOME before the agent starts (before the home files, which win),
+/// saved when it exits (before the VM stops).
+struct StatePlan {
+  std::string dir;                 ///< the (agent, project) directory; the saved tree is dir/home
+  std::string project;             ///< the workspace's real path, recorded in dir/project
+  std::vector<std::string> paths;  ///< $HOME-relative paths (AgentSpec::state)
+  state::StateLimits limits;
+};
+
 /// Everything a session does, decided before anything is created: the
 /// workspace and how the guest sees it, the image, the machine, the command
 /// and its home files, and the review policy.
@@ -71,6 +83,7 @@ struct Plan {
   std::string commandLine;                ///< "running claude-code"
   bool machineProgress = false;           ///< show the machine's own progress lines ("booting VM (TCG emulation)")
   std::vector<HomeFile> homeFiles;        ///< written as exec.uid before the command starts
+  std::optional<StatePlan> state;         ///< none: nothing kept between runs (run-image, --fresh)
   protocol::ExecRequest exec;             ///< the command (argv, env, uid, cwd)
   bool pty = false;                       ///< attach through a pty (raw mode) instead of pipes
   ReviewPolicy review;                    ///< with kSnapshot

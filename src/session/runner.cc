@@ -4,7 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -12,6 +17,7 @@
 #include "common/visible_text.h"
 #include "session/layout.h"
 #include "session/review_session.h"
+#include "state/state_archive.h"
 #include "vm/guest_contract.h"
 #include "workspace/ignore.h"
 #include "workspace/snapshot.h"
@@ -20,6 +26,12 @@ namespace airlock::session {
 namespace {
 
 namespace ws = airlock::workspace;
+
+/// A directory (not a symlink to one) at `path`.
+bool isDirectory(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 }  // namespace
 
@@ -174,7 +186,8 @@ Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::str
 
 /// An image airlock did not build for the agent (a rootfs directory, an OCI
 /// image) has its own owners: the agent's home is made the agent user's,
-/// else the agent could not write its settings. Then the spec's home files.
+/// else the agent could not write its settings. Then the saved state, then
+/// the spec's home files (airlock's seeds win over a saved copy).
 Result<> Runner::prepareHome() {
   uint32_t uid = plan_.exec.uid;
   if (plan_.chownHome) {
@@ -186,12 +199,95 @@ Result<> Runner::prepareHome() {
                       "image needs a writable root with sh, mkdir and chown", guest::kAgentHome, uid,
                       r.error().message);
   }
+  if (auto r = restoreState(); !r) deps_.ui.warn("the agent's saved state was not restored: " + r.error().message);
   for (const auto& file : plan_.homeFiles) {
     std::string full = std::string(guest::kAgentHome) + "/" + file.path;
     auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content, uid);
     if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
   }
   return {};
+}
+
+/// The saved state (Plan::state) into the agent's home, unpacked by the
+/// guest's tar as the agent's uid (it can write nowhere else).
+Result<> Runner::restoreState() {
+  if (!plan_.state) return {};
+  const StatePlan& st = *plan_.state;
+  const std::string saved = st.dir + "/home";
+  if (!isDirectory(saved)) return {};
+  const std::string tar = st.dir + "/restore.tar";
+  auto size = state::packState(saved, tar, plan_.exec.uid);
+  auto content = size ? readFile(tar, *size + 1) : Result<std::string>(std::unexpected(size.error()));
+  ::unlink(tar.c_str());
+  if (!content) return std::unexpected(content.error());
+  if (auto r = runInGuest({"sh", "-c", "cd \"$HOME\" && exec tar -x -f -"}, *content, plan_.exec.uid); !r) return r;
+  if (session_) session_->log(fmt::format("state: restored {} bytes of tar from {}", content->size(), saved));
+  return {};
+}
+
+/// The agent's state (Plan::state) out of the guest as a tar stream, kept
+/// as plain data (state::unpackState) in place of the previous one. The
+/// guest's tar is the guest's: its stream is cut off past the size cap or
+/// after two minutes. Returns a summary line for the log.
+Result<std::string> Runner::saveState() {
+  const StatePlan& st = *plan_.state;
+  if (auto r = makeDirs(st.dir, 0700); !r) return std::unexpected(r.error());
+  const std::string tarPath = st.dir + "/save.tar", fresh = st.dir + "/home.new", old = st.dir + "/home.old";
+  Fd out(::open(tarPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!out) return fail("cannot write {}: {}", tarPath, errnoText(errno));
+  // Room for the tar headers (pax entries take 1-3 KiB each) over the contents' cap.
+  const uint64_t cap = st.limits.maxBytes + st.limits.maxEntries * 3072;
+  std::atomic<uint64_t> received{0};
+  std::atomic<bool> over{false}, writeFailed{false};
+  protocol::ExecRequest request;
+  request.argv = {"sh", "-c", "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read -- \"$@\" 2>/dev/null", "sh"};
+  request.argv.insert(request.argv.end(), st.paths.begin(), st.paths.end());
+  request.env = {std::string("PATH=") + guest::kHelperPath, std::string("HOME=") + guest::kAgentHome};
+  request.uid = request.gid = plan_.exec.uid;
+  request.cwd = "/";
+  vm::OutputHandlers handlers;
+  handlers.onStdout = [&](std::string_view d) {
+    if (over) return;
+    if ((received += d.size()) > cap) {
+      over = true;
+      return;
+    }
+    if (!writeAll(out.get(), d)) writeFailed = true;
+  };
+  auto cmd = sandbox_->exec(request, handlers);
+  if (!cmd) return std::unexpected(cmd.error());
+  (void)(*cmd)->closeStdin();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  std::optional<Result<protocol::ExitStatus>> status;
+  while (!(status = (*cmd)->waitFor(std::chrono::milliseconds(200)))) {
+    if (over || std::chrono::steady_clock::now() > deadline) {
+      (void)(*cmd)->signal(SIGKILL);
+      (void)::unlink(tarPath.c_str());
+      return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
+                  : fail("the guest did not finish sending it in 2 minutes");
+    }
+  }
+  out.reset();
+  if (!*status || over || writeFailed) {
+    (void)::unlink(tarPath.c_str());
+    return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
+                : fail("{}", !*status ? status->error().message : "cannot write " + tarPath);
+  }
+  (void)removeTree(fresh);
+  auto summary = state::unpackState(tarPath, fresh, st.paths, st.limits);
+  (void)::unlink(tarPath.c_str());
+  if (!summary) return std::unexpected(summary.error());
+  (void)removeTree(old);
+  const std::string home = st.dir + "/home";
+  if (isDirectory(home) && ::rename(home.c_str(), old.c_str()) != 0)
+    return fail("cannot replace {}: {}", home, errnoText(errno));
+  if (::rename(fresh.c_str(), home.c_str()) != 0) return fail("cannot replace {}: {}", home, errnoText(errno));
+  (void)removeTree(old);
+  if (auto r = writeFileAtomic(st.dir + "/project", st.project + "\n", 0600); !r) return std::unexpected(r.error());
+  std::string line = fmt::format("state: saved {} entries, {} bytes in {}", summary->entries, summary->bytes, home);
+  if (summary->droppedCount > 0)
+    line += fmt::format("; left out {}: {}", summary->droppedCount, fmt::join(summary->dropped, "; "));
+  return line;
 }
 
 /// Shows what the egress firewall blocked, if anything.
@@ -218,6 +314,15 @@ Result<int> Runner::runCommand() {
   commandCode_ = attached->code;
   forced_ = attached->forced;
   if (session_) session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
+  // A forced end wants out now; the previous state stays.
+  if (plan_.state && !forced_) {
+    step("state", "");
+    auto saved = saveState();
+    if (!saved) deps_.ui.warn("the agent's state was not saved (the previous one is kept): " + saved.error().message);
+    else if (session_) session_->log(*saved);
+    if (saved && saved->find("; left out") != std::string::npos)
+      deps_.ui.warn("the agent's saved state " + saved->substr(saved->find("left out")));
+  }
   return commandCode_;
 }
 

@@ -83,7 +83,8 @@ class Runner {
   Result<> open();
   /// The image, the sandbox, the agent's home. After open().
   Result<> boot();
-  /// The command attached to the UI; returns its exit code. After boot().
+  /// The command attached to the UI, then its state saved (Plan::state;
+  /// a failure to save is a warning); returns its exit code. After boot().
   Result<int> runCommand();
   /// The guest's changes into the session, then the sandbox stopped. kSnapshot, after runCommand().
   Result<> exportChanges();
@@ -101,6 +102,8 @@ class Runner {
   Result<> useImage(vm::LaunchOptions& launch);
   Result<> prepareHome();
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
+  Result<> restoreState();
+  Result<std::string> saveState();
 
   Plan plan_;
   RunnerDeps deps_;

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "../vm/airlock_process.h"
@@ -141,6 +142,7 @@ class AgentE2E : public testing::Test {
     return runAirlock(args, "",
                       {{"XDG_STATE_HOME", state_},
                        {"XDG_CONFIG_HOME", dir_ + "/config"},
+                       {"XDG_DATA_HOME", dir_ + "/data"},
                        {"ANTHROPIC_BASE_URL", mock.guestUrl()},
                        {"ANTHROPIC_API_KEY", "airlock-e2e"},
                        {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
@@ -215,6 +217,60 @@ TEST_F(AgentE2E, ClaudeCodeDirectModeAsAUserWritesTheUsersFiles) {
   after.erase("AGENT_NOTE.md");
   EXPECT_EQ(after, before);
   EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+}
+
+/// The first line of a mock log where the agent was asked for a step ("" when none).
+std::string firstAgentTurn(const std::string& log) {
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"kind\": \"agent\"") != std::string::npos) return line;
+  return "";
+}
+
+// Issue 16: Claude Code's conversation is saved with the project's state
+// when it exits; `--continue` on the same project sends the earlier turn
+// (the mock sees its tool result and goes on to the next step), and on
+// another project finds nothing of it.
+TEST_F(AgentE2E, ClaudeCodeContinuesItsConversationOnTheSameProjectOnly) {
+  const std::string projectB = dir_ + "/project-b";
+  fs::create_directories(projectB);
+  writeFile(projectB + "/README.md", "# Project B\n");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
+  const std::string projectA = project_;
+  {
+    fs::create_directories(dir_ + "/m1");
+    MockModel mock("single_edit.json", dir_ + "/m1");
+    auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
+    ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+    ASSERT_EQ(files()["AGENT_NOTE.md"], "Edited by the agent under airlock.\n");
+  }
+  {
+    fs::create_directories(dir_ + "/m2");
+    MockModel mock("single_edit.json", dir_ + "/m2");
+    auto r = run("claude-code", mock, {"--review=auto"}, {"--continue", "-p", "Go on.", "--output-format", "json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+    const std::string turn = firstAgentTurn(mock.log());
+    EXPECT_NE(turn.find("\"step\": 1"), std::string::npos) << "the earlier conversation was not sent:\n" << turn;
+    EXPECT_NE(turn.find("AGENT_NOTE.md"), std::string::npos) << turn;
+  }
+  {
+    project_ = projectB;
+    fs::create_directories(dir_ + "/m3");
+    MockModel mock("single_edit.json", dir_ + "/m3");
+    auto r = run("claude-code", mock, {"--review=auto"}, {"--continue", "-p", "Go on.", "--output-format", "json"});
+    project_ = projectA;
+    const std::string turn = firstAgentTurn(mock.log());
+    // Either Claude finds no conversation to continue, or it starts afresh.
+    if (!turn.empty()) EXPECT_NE(turn.find("\"step\": 0"), std::string::npos) << "project A's conversation leaked:\n" << turn;
+    EXPECT_TRUE(r.exitCode == 0 || turn.empty()) << r.err;
+  }
+  // The saved states are the user's, one per project.
+  size_t projects = 0;
+  for (const auto& e : fs::directory_iterator(dir_ + "/data/airlock/state/claude-code")) {
+    ++projects;
+    EXPECT_TRUE(fs::exists(e.path() / "home" / ".claude")) << e.path();
+  }
+  EXPECT_EQ(projects, 2u);
 }
 
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {

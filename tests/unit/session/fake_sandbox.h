@@ -23,6 +23,8 @@ struct FakeScript {
   std::string changeSet;               ///< the OCI layer tar the export writes
   std::function<void()> whileRunning;  ///< runs when the agent command starts (e.g. a host edit)
   int helperCode = 0;                  ///< exit code of airlock's helper commands (sh -c ...)
+  /// What a helper command writes to stdout (the state's tar for `tar -c`); none when unset.
+  std::function<std::string(const protocol::ExecRequest&)> helperStdout;
   std::optional<Error> exportError;    ///< the export fails with this
   std::vector<std::string> blocked;    ///< what the "firewall" blocked (hasEgress when non-empty)
   // What happened:
@@ -66,12 +68,17 @@ class FakeCommand final : public vm::Command {
 class FakeSandbox final : public vm::Sandbox {
  public:
   explicit FakeSandbox(FakeScript& script) : script_(script) {}
-  Result<std::shared_ptr<vm::Command>> exec(const protocol::ExecRequest& request, vm::OutputHandlers) override {
+  Result<std::shared_ptr<vm::Command>> exec(const protocol::ExecRequest& request,
+                                            vm::OutputHandlers handlers) override {
     if (stopped_) return failWith(exit_code::kVmFailed, "the fake sandbox is stopped");
     script_.execs.push_back(request);
     script_.stdinSeen.emplace_back();
     bool agent = request.argv.empty() || request.argv[0] != "sh";
     if (agent && script_.whileRunning) script_.whileRunning();
+    if (!agent && script_.helperStdout && handlers.onStdout) {
+      const std::string out = script_.helperStdout(request);
+      for (size_t at = 0; at < out.size(); at += 65536) handlers.onStdout(std::string_view(out).substr(at, 65536));
+    }
     return std::make_shared<FakeCommand>(script_, script_.execs.size() - 1,
                                          agent ? script_.agentCode : script_.helperCode);
   }

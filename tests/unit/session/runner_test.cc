@@ -288,6 +288,88 @@ TEST_F(Runner_, HomeThatCannotBePreparedIsAnImageFailure) {
   EXPECT_EQ(script_.execs.size(), 1u) << "the agent must not start";
 }
 
+/// True when `request` is the runner's state save (`tar -c` in the guest).
+bool isStateSave(const protocol::ExecRequest& r) {
+  return r.argv.size() > 2 && r.argv[0] == "sh" && r.argv[2].find("tar -c") != std::string::npos;
+}
+
+// Issue 16: the agent's state is saved when it exits, as plain data, in the
+// (agent, project) directory, and goes back in before the next run starts,
+// before the home files (airlock's seeds win).
+TEST_F(Runner_, TheAgentsStateIsSavedWhenItExitsAndRestoredNextRun) {
+  const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
+  script_.helperStdout = [](const protocol::ExecRequest& r) {
+    return isStateSave(r) ? makeTar({{".claude", 'd'},
+                                     {".claude/projects", 'd'},
+                                     {".claude/projects/s.jsonl", 'f', "{\"turn\":1}\n"},
+                                     {".claude/sda", 'b'},
+                                     {".bashrc", 'f', "not state\n"},
+                                     {".claude.json", 'f', "{}"}})
+                          : std::string();
+  };
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.homeFiles = {{".claude.json", "{\"hasCompletedOnboarding\": true}"}};
+  p.state = StatePlan{stateDir, workspace_, {".claude", ".claude.json"}, {}};
+  Plan again = p;
+  auto first = run(std::move(p));
+  ASSERT_TRUE(first) << first.error().message;
+  // Saved: the agent's files, not the device, not what is not its state.
+  EXPECT_EQ(readAll(stateDir + "/home/.claude/projects/s.jsonl"), "{\"turn\":1}\n");
+  EXPECT_FALSE(fs::exists(stateDir + "/home/.claude/sda"));
+  EXPECT_FALSE(fs::exists(stateDir + "/home/.bashrc"));
+  EXPECT_EQ(readAll(stateDir + "/project"), workspace_ + "\n");
+  bool told = false;
+  for (const auto& l : ui_.lines) told |= l.find("left out 2") != std::string::npos;
+  EXPECT_TRUE(told) << "the dropped entries were not reported";
+  // The save ran after the agent, as the agent's uid, naming the spec's paths.
+  ASSERT_GE(script_.execs.size(), 3u);
+  const auto& save = script_.execs.back();
+  ASSERT_TRUE(isStateSave(save));
+  EXPECT_EQ(save.uid, 1000u);
+  EXPECT_EQ(std::vector<std::string>(save.argv.end() - 2, save.argv.end()),
+            (std::vector<std::string>{".claude", ".claude.json"}));
+  // Next run: the saved tree goes in by tar before the home file is written.
+  FakeScript second;
+  second.changeSet = script_.changeSet;
+  RecordingUi ui2{second};
+  Runner runner(std::move(again), {host_, ui2, test::fakeLauncher(second), images_});
+  ASSERT_TRUE(runner.run());
+  size_t restore = second.execs.size(), homeFile = second.execs.size();
+  for (size_t i = 0; i < second.execs.size(); ++i) {
+    const auto& argv = second.execs[i].argv;
+    if (argv.size() > 2 && argv[2].find("tar -x") != std::string::npos) restore = i;
+    bool writesSeed = argv.size() > 2 && argv[2].find("cat >") != std::string::npos && argv.back().ends_with("/.claude.json");
+    if (writesSeed && restore != second.execs.size() && homeFile == second.execs.size()) homeFile = i;
+  }
+  ASSERT_LT(restore, second.execs.size()) << "nothing restored";
+  ASSERT_LT(homeFile, second.execs.size()) << "the home file was not written after the restore";
+  EXPECT_NE(second.stdinSeen[restore].find("{\"turn\":1}"), std::string::npos) << "the restore tar lacks the transcript";
+  EXPECT_EQ(second.stdinSeen[restore].find("not state"), std::string::npos);
+}
+
+// A guest that sends more than the cap: the previous state stays, and the
+// user is told.
+TEST_F(Runner_, AStateOverItsCapKeepsThePreviousOne) {
+  const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
+  writeFile(stateDir + "/home/.claude/old.jsonl", "previous\n");
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
+  script_.helperStdout = [](const protocol::ExecRequest& r) {
+    return isStateSave(r) ? makeTar({{".claude", 'd'}, {".claude/big", 'f', std::string(300000, 'x')}}) : std::string();
+  };
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.state = StatePlan{stateDir, workspace_, {".claude"}, {}};
+  p.state->limits.maxBytes = 100000;
+  p.state->limits.maxEntries = 10;
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(readAll(stateDir + "/home/.claude/old.jsonl"), "previous\n");
+  EXPECT_FALSE(fs::exists(stateDir + "/home/.claude/big"));
+  bool told = false;
+  for (const auto& l : ui_.lines) told |= l.find("not saved") != std::string::npos && l.find("cap") != std::string::npos;
+  EXPECT_TRUE(told);
+}
+
 // Steps called out of order fail instead of touching what does not exist.
 TEST_F(Runner_, StepsOutOfOrderFail) {
   Runner runner(plan(ws::ReviewMode::Auto, "auto"), {host_, ui_, test::fakeLauncher(script_), images_});
