@@ -53,6 +53,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   emitMap(out, "env", spec.env);
   emitList(out, "env_forward", spec.envForward);
   emitMap(out, "home_files", spec.homeFiles);
+  emitList(out, "state", spec.state);
   out << YAML::Key << "cpus" << YAML::Value << spec.cpus;
   out << YAML::Key << "memory_mib" << YAML::Value << spec.memoryMib;
   out << YAML::Key << "scratch_mib" << YAML::Value << spec.scratchMib;
