@@ -61,6 +61,9 @@ void addImageArchiveCommands(CLI::App& image, int& exitCode, const HostContext& 
 void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
                       const std::vector<std::string>& afterDoubleDash);
 
+/// `airlock state ls|rm`: agent state kept per project (src/cli/state_cmd.cc).
+void addStateCommand(CLI::App& app, int& exitCode, const HostContext& host);
+
 /// `airlock system df|prune`: disk usage and pruning (src/cli/system.cc).
 void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host);
 

@@ -3,19 +3,24 @@
 // the envelope are run's own (run_flags.h), mapped through the same function.
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
+
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
+#include "common/encoding.h"
 #include "cli/run_flags.h"
 #include "common/exit_codes.h"
 #include "config/effective.h"
 #include "config/loader.h"
 #include "preflight/envelope.h"
+#include "state/state_store.h"
 
 namespace airlock::cli {
 namespace {
@@ -41,6 +46,33 @@ std::string secretsText(const std::map<std::string, size_t>& count, const std::s
                                                       : backend);
   return fmt::format("  {:<14} {} (airlock secret ls); none enters the VM\n", "secrets",
                      held.empty() ? "none stored" : held);
+}
+
+/// The agent's saved state for this project, as `airlock run` restores it.
+struct StateInfo {
+  std::vector<std::string> paths;  ///< the spec's state paths (empty: the agent keeps none)
+  std::optional<state::SavedState> saved;
+};
+
+StateInfo stateInfo(const HostContext& host, const agents::AgentSpec& spec, const std::string& workspace) {
+  StateInfo out{spec.state, std::nullopt};
+  if (spec.state.empty()) return out;
+  char* real = ::realpath(workspace.c_str(), nullptr);
+  const std::string project = real ? real : workspace;
+  std::free(real);
+  const std::string dir = state::stateDirFor(host.dirs.data, spec.name, project);
+  if (auto all = state::listStates(host.dirs.data, spec.name))
+    for (auto& s : *all)
+      if (s.dir == dir) out.saved = std::move(s);
+  return out;
+}
+
+std::string stateText(const StateInfo& st) {
+  if (st.paths.empty()) return fmt::format("  {:<14} none kept between runs\n", "agent state");
+  std::string paths = fmt::format("{}", fmt::join(st.paths, ", "));
+  if (!st.saved) return fmt::format("  {:<14} {} (none saved for this project yet)\n", "agent state", paths);
+  return fmt::format("  {:<14} {}: {} saved for this project, restored at boot (--fresh: not)\n", "agent state", paths,
+                     formatBytes(st.saved->bytes));
 }
 
 struct InfoArgs : PolicyFlags {
@@ -76,6 +108,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     if (!k) return reportError(k.error());
     kept = std::move(*k);
   }
+  const StateInfo agentState = stateInfo(host, effective->agent, effective->workspace);
   auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
   auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
   auto envelope =
@@ -88,10 +121,14 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     auto j = preflight::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
+    j["agent_state"] = {{"paths", agentState.paths},
+                        {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
+                        {"dir", agentState.saved ? nlohmann::json(agentState.saved->dir) : nlohmann::json()}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
+    std::fputs(stateText(agentState).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }
   return 0;

@@ -264,13 +264,21 @@ TEST_F(AgentE2E, ClaudeCodeContinuesItsConversationOnTheSameProjectOnly) {
     if (!turn.empty()) EXPECT_NE(turn.find("\"step\": 0"), std::string::npos) << "project A's conversation leaked:\n" << turn;
     EXPECT_TRUE(r.exitCode == 0 || turn.empty()) << r.err;
   }
-  // The saved states are the user's, one per project.
-  size_t projects = 0;
-  for (const auto& e : fs::directory_iterator(dir_ + "/data/airlock/state/claude-code")) {
-    ++projects;
-    EXPECT_TRUE(fs::exists(e.path() / "home" / ".claude")) << e.path();
-  }
-  EXPECT_EQ(projects, 2u);
+  // One saved state per project, listed by `airlock state ls`; `state rm`
+  // removes one project's.
+  const std::map<std::string, std::string> env = {{"XDG_DATA_HOME", dir_ + "/data"}};
+  auto ls = runAirlock({"state", "ls", "claude-code", "--json"}, "", env, 60, user_ ? &*user_ : nullptr);
+  ASSERT_EQ(ls.exitCode, 0) << ls.err;
+  EXPECT_NE(ls.out.find("\"project\": \"" + fs::canonical(projectA).string() + "\""), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("\"project\": \"" + fs::canonical(projectB).string() + "\""), std::string::npos) << ls.out;
+  auto info = runAirlock({"info", "claude-code", "-w", projectA}, "", env, 60, user_ ? &*user_ : nullptr);
+  ASSERT_EQ(info.exitCode, 0) << info.err;
+  EXPECT_NE(info.out.find("saved for this project, restored at boot"), std::string::npos) << info.out;
+  auto rm = runAirlock({"state", "rm", "claude-code", "-w", projectB}, "", env, 60, user_ ? &*user_ : nullptr);
+  ASSERT_EQ(rm.exitCode, 0) << rm.err;
+  ls = runAirlock({"state", "ls", "claude-code", "--json"}, "", env, 60, user_ ? &*user_ : nullptr);
+  EXPECT_EQ(ls.out.find(fs::canonical(projectB).string()), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find(fs::canonical(projectA).string()), std::string::npos) << ls.out;
 }
 
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {

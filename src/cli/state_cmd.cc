@@ -1,0 +1,119 @@
+// `airlock state ls|rm`: the agents' state kept per project between runs
+// (issue 16): conversations, prompt history, the agent's own settings.
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/report.h"
+#include "common/encoding.h"
+#include "common/exit_codes.h"
+#include "common/paths.h"
+#include "state/state_store.h"
+
+namespace airlock::cli {
+namespace {
+
+std::string isoTime(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int listStates(const HostContext& host, const std::string& agent, bool json) {
+  auto states = state::listStates(host.dirs.data, agent);
+  if (!states) return reportError(states.error());
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : *states)
+      out.push_back({{"agent", s.agent}, {"project", s.project}, {"dir", s.dir}, {"bytes", s.bytes},
+                     {"last_used_at", isoTime(s.lastUsed)}});
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  if (states->empty()) {
+    std::fprintf(stderr, "airlock: no saved agent state%s\n", agent.empty() ? "" : (" for " + agent).c_str());
+    return 0;
+  }
+  std::printf("%-12s %-10s %-20s %s\n", "AGENT", "SIZE", "LAST USED", "PROJECT");
+  for (const auto& s : *states)
+    std::printf("%-12s %-10s %-20s %s\n", s.agent.c_str(), formatBytes(s.bytes).c_str(), isoTime(s.lastUsed).c_str(),
+                s.project.empty() ? "(unknown)" : s.project.c_str());
+  return 0;
+}
+
+int removeStates(const HostContext& host, const std::string& agent, const std::string& workspace, bool all) {
+  if (all == !workspace.empty())
+    return reportError(Error{"name the project with -w DIR, or remove every project's state with --all",
+                             exit_code::kUsage});
+  std::string project;
+  if (!all) {
+    char* real = ::realpath(workspace.c_str(), nullptr);
+    project = real ? real : workspace;
+    std::free(real);
+  }
+  auto states = state::listStates(host.dirs.data, agent);
+  if (!states) return reportError(states.error());
+  size_t removed = 0;
+  for (const auto& s : *states) {
+    if (!all && s.dir != state::stateDirFor(host.dirs.data, agent, project)) continue;
+    if (auto r = removeTree(s.dir); !r) return reportError(r.error());
+    std::fprintf(stderr, "airlock: removed %s's state for %s\n", s.agent.c_str(),
+                 s.project.empty() ? s.dir.c_str() : s.project.c_str());
+    ++removed;
+  }
+  if (removed == 0 && !all)
+    return reportError(Error{fmt::format("no saved {} state for {}", agent, project), exit_code::kUsage});
+  return 0;
+}
+
+}  // namespace
+
+void addStateCommand(CLI::App& app, int& exitCode, const HostContext& host) {
+  auto* cmd = app.add_subcommand("state", "The agents' state kept per project between runs (conversations, history)");
+  cmd->require_subcommand(1);
+  cmd->footer(R"(When an agent exits, airlock saves the agent's own state directories (its
+conversations, prompt history and settings: Claude Code's ~/.claude and
+~/.claude.json, Codex's ~/.codex, Gemini CLI's ~/.gemini, OpenCode's
+~/.local/share/opencode) from the VM, per agent and per project, under
+$XDG_DATA_HOME/airlock/state, and puts them back at the next run on the same
+project, so `claude --continue` resumes there and nowhere else. What comes out
+of the VM is kept as plain data: files, directories and symlinks that stay
+inside; never devices or setuid bits; at most 256 MiB. `airlock run --fresh`
+starts without it once and leaves it as it is.
+
+Examples:
+  airlock state ls
+  airlock state ls claude-code --json
+  airlock state rm claude-code -w ~/src/app
+  airlock state rm codex --all)");
+  auto ls = cmd->add_subcommand("ls", "List saved states: agent, size, last use, project");
+  auto lsAgent = std::make_shared<std::string>();
+  auto lsJson = std::make_shared<bool>(false);
+  ls->add_option("agent", *lsAgent, "Only this agent's");
+  ls->add_flag("--json", *lsJson, "Machine-readable output");
+  ls->callback([&exitCode, &host, lsAgent, lsJson] { exitCode = listStates(host, *lsAgent, *lsJson); });
+  auto rm = cmd->add_subcommand("rm", "Remove an agent's saved state for one project (-w) or all (--all)");
+  auto rmAgent = std::make_shared<std::string>();
+  auto rmWorkspace = std::make_shared<std::string>();
+  auto rmAll = std::make_shared<bool>(false);
+  rm->add_option("agent", *rmAgent, "The agent")->required()->check([](const std::string& name) {
+    bool ok = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") == std::string::npos;
+    return ok ? std::string() : "not an agent name: " + name;
+  });
+  rm->add_option("-w,--workspace", *rmWorkspace, "The project directory");
+  rm->add_flag("--all", *rmAll, "Every project's state of this agent");
+  rm->callback([&exitCode, &host, rmAgent, rmWorkspace, rmAll] {
+    exitCode = removeStates(host, *rmAgent, *rmWorkspace, *rmAll);
+  });
+}
+
+}  // namespace airlock::cli
