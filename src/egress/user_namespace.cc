@@ -137,13 +137,16 @@ std::variant<std::vector<std::string>, std::string> groupMapCommand(pid_t pid, u
     return fmt::format("airlock runs with gid {}, not {}'s login group {}, and newgidmap maps only that one: run "
                        "airlock from your login group (not under newgrp or sg)",
                        gid, pw->pw_name, pw->pw_gid);
-  auto file = readFile("/etc/subgid", 1 << 20);
-  auto range = file ? findSubordinateRange(*file, pw->pw_name, uid, 1) : std::nullopt;
+  const std::string subgid = readFile("/etc/subgid", 1 << 20).value_or("");
+  auto range = findSubordinateRange(subgid, pw->pw_name, uid, 1);
   if (range && range->first == gid && range->count < 2) range.reset();
-  if (!range)
-    return fmt::format("{} has no subordinate gids in /etc/subgid: run scripts/setup as that user (it gives a range "
-                       "no other user has)",
-                       who);
+  if (!range) {
+    const std::string subuid = readFile("/etc/subuid", 1 << 20).value_or("");
+    const uint64_t free = firstFreeSubordinateId({&subuid, &subgid});
+    return fmt::format("{} has no subordinate gids in /etc/subgid: sudo usermod --add-subgids {}-{} {} (a range no "
+                       "other user has; airlock doctor checks it)",
+                       who, free, free + 65535, pw->pw_name);
+  }
   const uint64_t mapped = range->first == gid ? range->first + 1 : range->first;
   return std::vector<std::string>{kNewgidmap, std::to_string(pid), "0", std::to_string(gid), "1", "1",
                                   std::to_string(mapped), "1"};

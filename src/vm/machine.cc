@@ -163,7 +163,14 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   if (!namespaceRoot)
     return std::unexpected(options.egress ? namespaceRoot.error()
                                           : withCode(namespaceRoot.error(), exit_code::kHostNotReady));
-  config.sharesBlocked = namespaceRoot->groupsLocked;
+  // virtiofsd (QEMU 7.2's) first drops the supplementary groups it has,
+  // which it cannot where airlock's user namespace keeps them locked: say
+  // so before anything boots.
+  if (host.euid != 0 && !config.shares.empty() && !namespaceRoot->groupsLocked.empty())
+    return failWith(exit_code::kHostNotReady,
+                    "cannot share {}: virtiofsd must drop your supplementary groups, and {}; or use a snapshot "
+                    "instead (--review=auto, all or none)",
+                    config.shares.front().hostPath, namespaceRoot->groupsLocked);
   if (options.egress) {
     auto network = egress::SessionNetwork::start(*options.egress, options.egressNetwork);
     if (!network) return std::unexpected(network.error());

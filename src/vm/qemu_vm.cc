@@ -86,20 +86,11 @@ Result<Fd> connectSocket(const std::string& path, const std::function<bool()>& a
 /// Starts virtiofsd for one share, jailed (vm/jail.h, ShareJailSpec): it
 /// serves the directory as the share's owner only, from a private mount
 /// namespace, and creates its socket in `runDir`/fsN (set as
-/// share.socketPath). `asRoot`: airlock runs as root. `blocked`: why it
-/// cannot (VmConfig::sharesBlocked), empty when it can.
-Result<pid_t> startVirtiofsd(Share& share, const std::string& runDir, size_t index, bool asRoot,
-                             const std::string& blocked) {
+/// share.socketPath). `asRoot`: airlock runs as root.
+Result<pid_t> startVirtiofsd(Share& share, const std::string& runDir, size_t index, bool asRoot) {
   if (access(kVirtiofsd, X_OK) != 0)
     return failWith(exit_code::kHostNotReady, "{} not found; run scripts/setup (package qemu-system-common)",
                     kVirtiofsd);
-  // virtiofsd (QEMU 7.2's) first drops the supplementary groups it has,
-  // which it cannot where airlock's user namespace keeps them locked.
-  if (!asRoot && !blocked.empty())
-    return failWith(exit_code::kHostNotReady,
-                    "cannot share {}: virtiofsd must drop your supplementary groups, and {}; or use a snapshot "
-                    "instead (--review=auto, all or none)",
-                    share.hostPath, blocked);
   std::string logPath = runDir + "/virtiofsd.log";
   ShareJailSpec spec;
   spec.source = share.hostPath;
@@ -216,7 +207,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
   if (config.qemuUid && chown(ownDir.c_str(), *config.qemuUid, *config.qemuUid) != 0)
     return fail("cannot give {} to the VM's jail: {}", ownDir, errnoText(errno));
   for (size_t i = 0; i < config.shares.size(); ++i) {
-    auto pid = startVirtiofsd(config.shares[i], runDir, i, config.qemuUid.has_value(), config.sharesBlocked);
+    auto pid = startVirtiofsd(config.shares[i], runDir, i, config.qemuUid.has_value());
     if (!pid) return std::unexpected(pid.error());
     janitor.watchPid(*pid);
     vm->helpers_.push_back(*pid);

@@ -55,10 +55,6 @@ struct VmConfig {
   unsigned tscKhz = 0;
   std::vector<Disk> disks;
   std::vector<Share> shares;
-  /// Why virtiofsd cannot serve `shares` for this user, naming the fix
-  /// (egress::NamespaceRoot::groupsLocked: it must drop supplementary
-  /// groups that airlock's user namespace keeps locked); empty when it can.
-  std::string sharesBlocked;
   /// Serial of the disk (in `disks`) holding the erofs image of the
   /// workspace snapshot: the read-only lower layer of the guest's /workspace
   /// overlay (airlock.workspace=SERIAL). Empty: no snapshot workspace.

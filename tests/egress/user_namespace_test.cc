@@ -96,7 +96,7 @@ TEST_F(UserNamespace, WithoutARangeTheGroupsStayLockedNamingTheFix) {
       return 10;
     }
     if (root->groupsLocked.find("/etc/subgid") == std::string::npos ||
-        root->groupsLocked.find("scripts/setup") == std::string::npos)
+        root->groupsLocked.find("sudo usermod --add-subgids ") == std::string::npos)
       return 11;
     if (procSelf("setgroups") != "deny\n") return 12;
     if (getuid() != 0 || getgid() != 0) return 14;
