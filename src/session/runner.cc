@@ -4,7 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <memory>
+#include <mutex>
 #include <chrono>
 #include <csignal>
 
@@ -199,30 +200,47 @@ Result<> Runner::prepareHome() {
                       "image needs a writable root with sh, mkdir and chown", guest::kAgentHome, uid,
                       r.error().message);
   }
-  if (auto r = restoreState(); !r) deps_.ui.warn("the agent's saved state was not restored: " + r.error().message);
-  for (const auto& file : plan_.homeFiles) {
-    std::string full = std::string(guest::kAgentHome) + "/" + file.path;
-    auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content, uid);
-    if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
+  auto restored = restoreState();
+  if (!restored) deps_.ui.warn("the agent's saved state was not restored: " + restored.error().message);
+  auto writeHomeFiles = [&]() -> Result<> {
+    for (const auto& file : plan_.homeFiles) {
+      std::string full = std::string(guest::kAgentHome) + "/" + file.path;
+      auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content, uid);
+      if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
+    }
+    return {};
+  };
+  auto written = writeHomeFiles();
+  if (!written && restored && *restored) {
+    // The saved state holds something where a home file goes (a directory,
+    // a symlink loop): this run starts without it, and replaces it at the end.
+    std::vector<std::string> wipe = {"sh", "-c", "cd \"$HOME\" && rm -rf -- \"$@\"", "sh"};
+    wipe.insert(wipe.end(), plan_.state->paths.begin(), plan_.state->paths.end());
+    if (auto r = runInGuest(wipe, "", uid); !r) return written;
+    deps_.ui.warn("the agent's saved state was unusable (" + written.error().message + "); starting without it");
+    written = writeHomeFiles();
   }
-  return {};
+  return written;
 }
 
 /// The saved state (Plan::state) into the agent's home, unpacked by the
-/// guest's tar as the agent's uid (it can write nowhere else).
-Result<> Runner::restoreState() {
-  if (!plan_.state) return {};
+/// guest's tar as the agent's uid (it can write nowhere else). True when
+/// there was one.
+Result<bool> Runner::restoreState() {
+  if (!plan_.state) return false;
   const StatePlan& st = *plan_.state;
   const std::string saved = st.dir + "/home";
-  if (!isDirectory(saved)) return {};
+  if (!isDirectory(saved)) return false;
   const std::string tar = st.dir + "/restore.tar";
+  (void)::unlink(tar.c_str());  // a crashed run's
   auto size = state::packState(saved, tar, plan_.exec.uid);
   auto content = size ? readFile(tar, *size + 1) : Result<std::string>(std::unexpected(size.error()));
   ::unlink(tar.c_str());
   if (!content) return std::unexpected(content.error());
-  if (auto r = runInGuest({"sh", "-c", "cd \"$HOME\" && exec tar -x -f -"}, *content, plan_.exec.uid); !r) return r;
+  if (auto r = runInGuest({"sh", "-c", "cd \"$HOME\" && exec tar -x -f -"}, *content, plan_.exec.uid); !r)
+    return std::unexpected(r.error());
   if (session_) session_->log(fmt::format("state: restored {} bytes of tar from {}", content->size(), saved));
-  return {};
+  return true;
 }
 
 /// The agent's state (Plan::state) out of the guest as a tar stream, kept
@@ -233,12 +251,26 @@ Result<std::string> Runner::saveState() {
   const StatePlan& st = *plan_.state;
   if (auto r = makeDirs(st.dir, 0700); !r) return std::unexpected(r.error());
   const std::string tarPath = st.dir + "/save.tar", fresh = st.dir + "/home.new", old = st.dir + "/home.old";
-  Fd out(::open(tarPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!out) return fail("cannot write {}: {}", tarPath, errnoText(errno));
+  // The output handler runs on the sandbox's reader thread and may be
+  // called after this function gave up on the command (a guest that keeps
+  // sending): it owns what it touches, and stops writing once closed.
+  struct Sink {
+    std::mutex mutex;
+    Fd out;
+    uint64_t received = 0, cap = 0;
+    bool over = false, writeFailed = false, closed = false;
+  };
+  auto sink = std::make_shared<Sink>();
+  sink->out = Fd(::open(tarPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!sink->out) return fail("cannot write {}: {}", tarPath, errnoText(errno));
   // Room for the tar headers (pax entries take 1-3 KiB each) over the contents' cap.
-  const uint64_t cap = st.limits.maxBytes + st.limits.maxEntries * 3072;
-  std::atomic<uint64_t> received{0};
-  std::atomic<bool> over{false}, writeFailed{false};
+  sink->cap = st.limits.maxBytes + st.limits.maxEntries * 3072;
+  auto closeSink = [&sink] {
+    std::lock_guard lock(sink->mutex);
+    sink->closed = true;
+    sink->out.reset();
+    return std::pair{sink->over, sink->writeFailed};
+  };
   protocol::ExecRequest request;
   request.argv = {"sh", "-c", "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read -- \"$@\" 2>/dev/null", "sh"};
   request.argv.insert(request.argv.end(), st.paths.begin(), st.paths.end());
@@ -246,28 +278,38 @@ Result<std::string> Runner::saveState() {
   request.uid = request.gid = plan_.exec.uid;
   request.cwd = "/";
   vm::OutputHandlers handlers;
-  handlers.onStdout = [&](std::string_view d) {
-    if (over) return;
-    if ((received += d.size()) > cap) {
-      over = true;
+  handlers.onStdout = [sink](std::string_view d) {
+    std::lock_guard lock(sink->mutex);
+    if (sink->closed || sink->over) return;
+    if ((sink->received += d.size()) > sink->cap) {
+      sink->over = true;
       return;
     }
-    if (!writeAll(out.get(), d)) writeFailed = true;
+    if (!writeAll(sink->out.get(), d)) sink->writeFailed = true;
   };
   auto cmd = sandbox_->exec(request, handlers);
-  if (!cmd) return std::unexpected(cmd.error());
+  if (!cmd) {
+    closeSink();
+    return std::unexpected(cmd.error());
+  }
   (void)(*cmd)->closeStdin();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
   std::optional<Result<protocol::ExitStatus>> status;
   while (!(status = (*cmd)->waitFor(std::chrono::milliseconds(200)))) {
+    bool over;
+    {
+      std::lock_guard lock(sink->mutex);
+      over = sink->over;
+    }
     if (over || std::chrono::steady_clock::now() > deadline) {
       (void)(*cmd)->signal(SIGKILL);
+      closeSink();
       (void)::unlink(tarPath.c_str());
       return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
                   : fail("the guest did not finish sending it in 2 minutes");
     }
   }
-  out.reset();
+  auto [over, writeFailed] = closeSink();
   if (!*status || over || writeFailed) {
     (void)::unlink(tarPath.c_str());
     return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)

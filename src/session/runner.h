@@ -102,7 +102,7 @@ class Runner {
   Result<> useImage(vm::LaunchOptions& launch);
   Result<> prepareHome();
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
-  Result<> restoreState();
+  Result<bool> restoreState();
   Result<std::string> saveState();
 
   Plan plan_;

@@ -23,6 +23,12 @@ namespace airlock::state {
 namespace {
 
 using ReadArchive = std::unique_ptr<archive, decltype(&archive_read_free)>;
+
+/// Deeper or longer paths are dropped: every host walk over the state (its
+/// removal, packing, listing) then holds a bounded number of fds, and
+/// unpacking costs at most kMaxDepth system calls per entry.
+constexpr size_t kMaxDepth = 64;
+constexpr size_t kMaxPathBytes = 1024;
 using WriteArchive = std::unique_ptr<archive, decltype(&archive_write_free)>;
 
 /// The components of `path` ("./a/b/" -> a, b); nullopt when one is "..",
@@ -43,6 +49,21 @@ std::optional<std::vector<std::string>> components(std::string path) {
     start = end + 1;
   }
   return out;
+}
+
+/// Well-formed UTF-8 without control characters: the names packState can
+/// write back (pax headers are UTF-8) and a terminal can show.
+bool isPlainName(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size() || (len == 1 && (c < 0x20 || c == 0x7f))) return false;
+    if (len == 2 && c < 0xc2) return false;  // overlong
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
 }
 
 /// True when a symlink at depth `depth` (the number of directories between
@@ -142,6 +163,15 @@ Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string&
     if (parts->empty()) continue;  // the top directory itself
     std::string joined;
     for (const auto& p : *parts) joined += (joined.empty() ? "" : "/") + p;
+    if (parts->size() > kMaxDepth || joined.size() > kMaxPathBytes) {
+      drop(joined.substr(0, 200), fmt::format("deeper than {} levels or longer than {} bytes", kMaxDepth,
+                                              kMaxPathBytes));
+      continue;
+    }
+    if (!isPlainName(joined)) {
+      drop(joined, "a name that is not plain UTF-8");
+      continue;
+    }
     bool underRoot = std::any_of(roots.begin(), roots.end(), [&](const std::string& root) {
       return joined == root || joined.starts_with(root + "/");
     });
@@ -176,7 +206,7 @@ Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string&
     } else if (type == AE_IFLNK) {
       const char* rawTarget = archive_entry_symlink(entry);
       const std::string target = rawTarget ? rawTarget : "";
-      if (!symlinkStaysInside(target, dirs.size())) {
+      if (!isPlainName(target) || target.size() > kMaxPathBytes || !symlinkStaysInside(target, dirs.size())) {
         drop(joined, "a symlink that leaves the state (" + visibleText(target) + ")");
         continue;
       }
@@ -216,9 +246,14 @@ Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string&
 
 Result<uint64_t> packState(const std::string& dir, const std::string& tarPath, uint32_t uid) {
   namespace fs = std::filesystem;
+  Fd tarFile(::open(tarPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!tarFile) return fail("cannot create {}: {}", tarPath, errnoText(errno));
   WriteArchive out(archive_write_new(), archive_write_free);
   archive_write_set_format_pax_restricted(out.get());
-  if (archive_write_open_filename(out.get(), tarPath.c_str()) != ARCHIVE_OK)
+  // Names as the bytes they are (unpackState kept only UTF-8): no
+  // conversion from the C locale's charset, which would refuse non-ASCII.
+  archive_write_set_format_option(out.get(), "pax", "hdrcharset", "BINARY");
+  if (archive_write_open_fd(out.get(), tarFile.get()) != ARCHIVE_OK)
     return fail("cannot write {}: {}", tarPath, archive_error_string(out.get()));
   std::vector<fs::path> paths;
   std::error_code ec;

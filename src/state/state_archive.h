@@ -38,14 +38,16 @@ struct UnpackSummary {
 /// write added) and relative symlinks whose target resolves inside
 /// `destDir` without leaving it at any step. Hard links, device nodes,
 /// FIFOs, sockets, absolute or escaping symlinks, entries outside `roots`,
-/// paths with "..", and entries below a symlink are dropped and listed.
+/// paths with "..", entries below a symlink, paths deeper than 64 levels or
+/// longer than 1024 bytes, and names that are not plain UTF-8 are dropped
+/// and listed.
 /// Fails (and removes `destDir`) when the contents pass limits.maxBytes or
 /// the entries limits.maxEntries, or the stream is not a readable tar.
 Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string& destDir,
                                   const std::vector<std::string>& roots, const StateLimits& limits);
 
-/// Packs the directory `dir` (as unpackState left it) into the new tar file
-/// `tarPath` (ustar/pax, entries relative to `dir`, owned by `uid`:`uid`).
+/// Packs the directory `dir` (as unpackState left it) into the tar file
+/// `tarPath`, which must not exist (made 0600) (ustar/pax, entries relative to `dir`, owned by `uid`:`uid`).
 /// Symlinks are stored as links, never followed. Returns the file's size.
 Result<uint64_t> packState(const std::string& dir, const std::string& tarPath, uint32_t uid);
 

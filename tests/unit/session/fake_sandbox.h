@@ -25,6 +25,11 @@ struct FakeScript {
   int helperCode = 0;                  ///< exit code of airlock's helper commands (sh -c ...)
   /// What a helper command writes to stdout (the state's tar for `tar -c`); none when unset.
   std::function<std::string(const protocol::ExecRequest&)> helperStdout;
+  /// A helper command's exit code by request (overrides helperCode when set).
+  std::function<int(const protocol::ExecRequest&)> helperExit;
+  /// The output handlers of the last helper command, to deliver output after
+  /// the runner gave up on it (a guest that keeps sending).
+  vm::OutputHandlers lastHelperHandlers;
   std::optional<Error> exportError;    ///< the export fails with this
   std::vector<std::string> blocked;    ///< what the "firewall" blocked (hasEgress when non-empty)
   // What happened:
@@ -79,8 +84,9 @@ class FakeSandbox final : public vm::Sandbox {
       const std::string out = script_.helperStdout(request);
       for (size_t at = 0; at < out.size(); at += 65536) handlers.onStdout(std::string_view(out).substr(at, 65536));
     }
-    return std::make_shared<FakeCommand>(script_, script_.execs.size() - 1,
-                                         agent ? script_.agentCode : script_.helperCode);
+    if (!agent) script_.lastHelperHandlers = handlers;
+    int helper = script_.helperExit ? script_.helperExit(request) : script_.helperCode;
+    return std::make_shared<FakeCommand>(script_, script_.execs.size() - 1, agent ? script_.agentCode : helper);
   }
   Result<uint64_t> exportWorkspace(const std::string& destPath, const vm::ExportLimits& limits) override {
     ++script_.exports;

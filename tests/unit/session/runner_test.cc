@@ -368,6 +368,36 @@ TEST_F(Runner_, AStateOverItsCapKeepsThePreviousOne) {
   bool told = false;
   for (const auto& l : ui_.lines) told |= l.find("not saved") != std::string::npos && l.find("cap") != std::string::npos;
   EXPECT_TRUE(told);
+  // The guest goes on sending after the runner gave up: nothing is written
+  // anywhere, and nothing of the finished save is touched (ASan in
+  // scripts/sanitize catches a handler that outlived its frame).
+  ASSERT_TRUE(script_.lastHelperHandlers.onStdout);
+  script_.lastHelperHandlers.onStdout(std::string(70000, 'y'));
+  EXPECT_FALSE(fs::exists(stateDir + "/save.tar"));
+  EXPECT_EQ(readAll(stateDir + "/home/.claude/old.jsonl"), "previous\n");
+}
+
+// A saved state with a directory where a home file goes (.claude.json):
+// the run starts without the state instead of failing at every boot.
+TEST_F(Runner_, AStateInTheWayOfAHomeFileIsSetAsideNotFatal) {
+  const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
+  ASSERT_TRUE(makeDirs(stateDir + "/home/.claude.json"));
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
+  bool wiped = false;
+  script_.helperExit = [&wiped](const protocol::ExecRequest& r) {
+    if (r.argv.size() > 2 && r.argv[2].find("rm -rf") != std::string::npos) wiped = true;
+    bool homeFile = r.argv.size() > 2 && r.argv[2].find("cat >") != std::string::npos;
+    return homeFile && !wiped ? 1 : 0;
+  };
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.homeFiles = {{".claude.json", "{}"}};
+  p.state = StatePlan{stateDir, workspace_, {".claude", ".claude.json"}, {}};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_TRUE(wiped);
+  bool told = false;
+  for (const auto& l : ui_.lines) told |= l.find("unusable") != std::string::npos;
+  EXPECT_TRUE(told);
 }
 
 // Steps called out of order fail instead of touching what does not exist.

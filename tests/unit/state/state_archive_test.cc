@@ -117,6 +117,28 @@ TEST_F(StateArchive, DropsSymlinksThatLeaveTheStateAndNeverWritesThroughOne) {
   EXPECT_EQ(r->droppedCount, 6u);
 }
 
+// Every host walk over the state (removal, packing, listing) holds an fd
+// per level, and pax headers are UTF-8: such entries never get in.
+TEST_F(StateArchive, DropsDeepLongAndNonUtf8Paths) {
+  std::string deep = ".claude";
+  for (int i = 0; i < 64; ++i) deep += "/d";
+  std::string longName = ".claude/" + std::string(250, 'n') + "/" + std::string(250, 'n') + "/" +
+                         std::string(250, 'n') + "/" + std::string(250, 'n') + "/" + std::string(250, 'n');
+  auto r = unpack({{".claude", 'd'},
+                   {deep + "/f", 'f', "x"},
+                   {longName, 'f', "x"},
+                   {".claude/\xff\xfe", 'f', "x"},
+                   {".claude/bell\a", 'f', "x"},
+                   {".claude/ok-\xc3\xa9t\xc3\xa9", 'f', "x"},
+                   {".claude/link", 'l', "", "\xff"}});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(listing(), ".claude d\n.claude/ok-\xc3\xa9t\xc3\xa9 f\n");
+  EXPECT_EQ(r->droppedCount, 5u);
+  // What is kept packs again.
+  auto size = packState(state(), dir_.path() + "/out.tar", 1000);
+  EXPECT_TRUE(size) << size.error().message;
+}
+
 TEST_F(StateArchive, AStateOverItsCapIsNotSavedAtAll) {
   StateLimits limits;
   limits.maxBytes = 1000;
