@@ -1,10 +1,14 @@
 // `airlock state ls|rm`: the agents' state kept per project between runs
 // (issue 16): conversations, prompt history, the agent's own settings.
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +17,9 @@
 #include "cli/report.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
+#include "common/fd.h"
 #include "common/paths.h"
+#include "session/session.h"
 #include "state/state_store.h"
 
 namespace airlock::cli {
@@ -50,6 +56,19 @@ int listStates(const HostContext& host, const std::string& agent, bool json) {
   return 0;
 }
 
+/// The workspace lock of `project` taken without waiting, held while its
+/// state is removed (a running session saves it when its agent exits);
+/// kBusy when a session runs there.
+Result<Fd> lockProject(const HostContext& host, const std::string& project) {
+  if (auto r = makeDirs(host.dirs.state + "/locks", 0700); !r) return std::unexpected(r.error());
+  const std::string path = session::lockPathFor(host.dirs.state, project);
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return fail("cannot open {}: {}", path, errnoText(errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
+    return failWith(exit_code::kBusy, "a session is running on {}; remove its state after it ends", project);
+  return fd;
+}
+
 int removeStates(const HostContext& host, const std::string& agent, const std::string& workspace, bool all) {
   if (all == !workspace.empty())
     return reportError(Error{"name the project with -w DIR, or remove every project's state with --all",
@@ -65,6 +84,12 @@ int removeStates(const HostContext& host, const std::string& agent, const std::s
   size_t removed = 0;
   for (const auto& s : *states) {
     if (!all && s.dir != state::stateDirFor(host.dirs.data, agent, project)) continue;
+    std::optional<Fd> lock;
+    if (!s.project.empty()) {
+      auto held = lockProject(host, s.project);
+      if (!held) return reportError(held.error());
+      lock = std::move(*held);
+    }
     if (auto r = removeTree(s.dir); !r) return reportError(r.error());
     std::fprintf(stderr, "airlock: removed %s's state for %s\n", s.agent.c_str(),
                  s.project.empty() ? s.dir.c_str() : s.project.c_str());

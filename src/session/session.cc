@@ -48,11 +48,11 @@ std::string absolutePath(const std::string& path) {
   return out;
 }
 
+}  // namespace
+
 std::string lockPathFor(const std::string& stateDir, const std::string& realWorkspace) {
   return stateDir + "/locks/" + sha256Hex(realWorkspace).substr(0, 16) + ".lock";
 }
-
-}  // namespace
 
 Result<Fd> lockForReview(const std::string& sessionDir) {
   std::string path = SessionLayout{sessionDir}.reviewLock();

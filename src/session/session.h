@@ -39,6 +39,10 @@ void appendSessionLog(const std::string& sessionDir, const std::string& line);
 /// pasted.
 std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir);
 
+/// The workspace lock file of the project at the real path `realWorkspace`
+/// under `stateDir`: a session holds an exclusive flock on it while it runs.
+std::string lockPathFor(const std::string& stateDir, const std::string& realWorkspace);
+
 /// Takes the review lock of `sessionDir` (an exclusive flock on its
 /// review.lock, held until the Fd closes): a review deletes and replaces the
 /// session's staging and pending changes, so two at once would destroy each

@@ -539,5 +539,33 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned by --all";
 }
 
+// `airlock state rm` takes the project's workspace lock: while a session
+// runs there (it saves the state when its agent exits) the state stays,
+// exit 73; afterwards it goes (issue 16, item 4).
+TEST_F(SessionReview, StateRmWaitsForNoSessionAndRemovesOneProjectsState) {
+  env["XDG_DATA_HOME"] = root + "/data";
+  const std::string state = root + "/data/airlock/state/claude-code/" + sha256Hex(workspace).substr(0, 16);
+  writeFile(state + "/home/.claude/a.jsonl", "{}\n");
+  writeFile(state + "/project", workspace + "\n");
+  fs::create_directories(xdg + "/airlock/locks");
+  Fd held(::open(session::lockPathFor(xdg + "/airlock", workspace).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(held);
+  ASSERT_EQ(::flock(held.get(), LOCK_EX), 0);
+  auto busy = airlock({"state", "rm", "claude-code", "-w", workspace}, elsewhere);
+  EXPECT_EQ(busy.exitCode, 73) << busy.err;
+  EXPECT_NE(busy.err.find("a session is running"), std::string::npos) << busy.err;
+  EXPECT_TRUE(fs::exists(state + "/home/.claude/a.jsonl"));
+  held.reset();
+  auto ls = airlock({"state", "ls"}, elsewhere);
+  EXPECT_NE(ls.out.find(workspace), std::string::npos) << ls.out << ls.err;
+  auto rm = airlock({"state", "rm", "claude-code", "-w", workspace}, elsewhere);
+  EXPECT_EQ(rm.exitCode, 0) << rm.err;
+  EXPECT_FALSE(fs::exists(state));
+  auto again = airlock({"state", "rm", "claude-code", "-w", workspace}, elsewhere);
+  EXPECT_EQ(again.exitCode, 64) << again.err;
+  auto both = airlock({"state", "rm", "claude-code", "-w", workspace, "--all"}, elsewhere);
+  EXPECT_EQ(both.exitCode, 64) << both.err;
+}
+
 }  // namespace
 }  // namespace airlock::test
