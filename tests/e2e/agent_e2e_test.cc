@@ -261,7 +261,9 @@ TEST_F(AgentE2E, ClaudeCodeContinuesItsConversationOnTheSameProjectOnly) {
     project_ = projectA;
     const std::string turn = firstAgentTurn(mock.log());
     // Either Claude finds no conversation to continue, or it starts afresh.
-    if (!turn.empty()) EXPECT_NE(turn.find("\"step\": 0"), std::string::npos) << "project A's conversation leaked:\n" << turn;
+    if (!turn.empty()) {
+      EXPECT_NE(turn.find("\"step\": 0"), std::string::npos) << "project A's conversation leaked:\n" << turn;
+    }
     EXPECT_TRUE(r.exitCode == 0 || turn.empty()) << r.err;
   }
   // One saved state per project, listed by `airlock state ls`; `state rm`

@@ -299,15 +299,13 @@ bool isStateSave(const protocol::ExecRequest& r) {
 TEST_F(Runner_, TheAgentsStateIsSavedWhenItExitsAndRestoredNextRun) {
   const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
   script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
-  script_.helperStdout = [](const protocol::ExecRequest& r) {
-    return isStateSave(r) ? makeTar({{".claude", 'd'},
+  const std::string saved = makeTar({{".claude", 'd'},
                                      {".claude/projects", 'd'},
                                      {".claude/projects/s.jsonl", 'f', "{\"turn\":1}\n"},
                                      {".claude/sda", 'b'},
                                      {".bashrc", 'f', "not state\n"},
-                                     {".claude.json", 'f', "{}"}})
-                          : std::string();
-  };
+                                     {".claude.json", 'f', "{}"}});
+  script_.helperStdout = [saved](const protocol::ExecRequest& r) { return isStateSave(r) ? saved : std::string(); };
   Plan p = plan(ws::ReviewMode::Auto, "auto");
   p.homeFiles = {{".claude.json", "{\"hasCompletedOnboarding\": true}"}};
   p.state = StatePlan{stateDir, workspace_, {".claude", ".claude.json"}, {}};
@@ -354,9 +352,8 @@ TEST_F(Runner_, AStateOverItsCapKeepsThePreviousOne) {
   const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
   writeFile(stateDir + "/home/.claude/old.jsonl", "previous\n");
   script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
-  script_.helperStdout = [](const protocol::ExecRequest& r) {
-    return isStateSave(r) ? makeTar({{".claude", 'd'}, {".claude/big", 'f', std::string(300000, 'x')}}) : std::string();
-  };
+  const std::string big = makeTar({{".claude", 'd'}, {".claude/big", 'f', std::string(300000, 'x')}});
+  script_.helperStdout = [big](const protocol::ExecRequest& r) { return isStateSave(r) ? big : std::string(); };
   Plan p = plan(ws::ReviewMode::Auto, "auto");
   p.state = StatePlan{stateDir, workspace_, {".claude"}, {}};
   p.state->limits.maxBytes = 100000;
