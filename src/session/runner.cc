@@ -310,10 +310,12 @@ Result<std::string> Runner::saveState() {
     }
   }
   auto [over, writeFailed] = closeSink();
-  if (!*status || over || writeFailed) {
+  if (!*status || over || writeFailed || (**status).shellCode() != 0) {
     (void)::unlink(tarPath.c_str());
-    return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
-                : fail("{}", !*status ? status->error().message : "cannot write " + tarPath);
+    if (over) return fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20);
+    if (!*status) return std::unexpected(status->error());
+    if (writeFailed) return fail("cannot write {}", tarPath);
+    return fail("the guest's tar exited with {} (an image without GNU tar?)", (**status).shellCode());
   }
   (void)removeTree(fresh);
   auto summary = state::unpackState(tarPath, fresh, st.paths, st.limits);

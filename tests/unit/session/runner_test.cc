@@ -374,6 +374,25 @@ TEST_F(Runner_, AStateOverItsCapKeepsThePreviousOne) {
   EXPECT_EQ(readAll(stateDir + "/home/.claude/old.jsonl"), "previous\n");
 }
 
+// The guest's tar fails (an image without it, a broken run): whatever it
+// sent is not a state, and the previous one stays.
+TEST_F(Runner_, AFailedGuestTarKeepsThePreviousState) {
+  const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
+  writeFile(stateDir + "/home/.claude/old.jsonl", "previous\n");
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
+  const std::string partial = makeTar({{".claude", 'd'}});
+  script_.helperStdout = [partial](const protocol::ExecRequest& r) { return isStateSave(r) ? partial : std::string(); };
+  script_.helperExit = [](const protocol::ExecRequest& r) { return isStateSave(r) ? 2 : 0; };
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.state = StatePlan{stateDir, workspace_, {".claude"}, {}};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(readAll(stateDir + "/home/.claude/old.jsonl"), "previous\n");
+  bool told = false;
+  for (const auto& l : ui_.lines) told |= l.find("tar exited with 2") != std::string::npos;
+  EXPECT_TRUE(told);
+}
+
 // A saved state with a directory where a home file goes (.claude.json):
 // the run starts without the state instead of failing at every boot.
 TEST_F(Runner_, AStateInTheWayOfAHomeFileIsSetAsideNotFatal) {
