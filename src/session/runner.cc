@@ -28,6 +28,17 @@ namespace {
 
 namespace ws = airlock::workspace;
 
+/// One of airlock's helper commands in the guest: `argv` as `uid`, in /,
+/// with the helper PATH and the agent's HOME.
+protocol::ExecRequest helperRequest(const std::vector<std::string>& argv, uint32_t uid) {
+  protocol::ExecRequest request;
+  request.argv = argv;
+  request.env = {std::string("PATH=") + guest::kHelperPath, std::string("HOME=") + guest::kAgentHome};
+  request.uid = request.gid = uid;
+  request.cwd = "/";
+  return request;
+}
+
 /// A directory (not a symlink to one) at `path`.
 bool isDirectory(const std::string& path) {
   struct stat st {};
@@ -163,11 +174,7 @@ Result<> Runner::boot() {
 /// Runs a helper command in the guest as `uid`, feeding `input`; fails with
 /// its stderr when it exits non-zero.
 Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid) {
-  protocol::ExecRequest request;
-  request.argv = argv;
-  request.env = {std::string("PATH=") + guest::kHelperPath, std::string("HOME=") + guest::kAgentHome};
-  request.uid = request.gid = uid;
-  request.cwd = "/";
+  const protocol::ExecRequest request = helperRequest(argv, uid);
   std::string err;
   vm::OutputHandlers handlers;
   handlers.onStderr = [&](std::string_view d) {
@@ -246,8 +253,8 @@ Result<bool> Runner::restoreState() {
 /// The agent's state (Plan::state) out of the guest as a tar stream, kept
 /// as plain data (state::unpackState) in place of the previous one. The
 /// guest's tar is the guest's: its stream is cut off past the size cap or
-/// after two minutes. Returns a summary line for the log.
-Result<std::string> Runner::saveState() {
+/// after two minutes. Returns what was kept and left out.
+Result<state::UnpackSummary> Runner::saveState() {
   const StatePlan& st = *plan_.state;
   if (auto r = makeDirs(st.dir, 0700); !r) return std::unexpected(r.error());
   const std::string tarPath = st.dir + "/save.tar", fresh = st.dir + "/home.new", old = st.dir + "/home.old";
@@ -271,12 +278,9 @@ Result<std::string> Runner::saveState() {
     sink->out.reset();
     return std::pair{sink->over, sink->writeFailed};
   };
-  protocol::ExecRequest request;
-  request.argv = {"sh", "-c", "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read -- \"$@\" 2>/dev/null", "sh"};
-  request.argv.insert(request.argv.end(), st.paths.begin(), st.paths.end());
-  request.env = {std::string("PATH=") + guest::kHelperPath, std::string("HOME=") + guest::kAgentHome};
-  request.uid = request.gid = plan_.exec.uid;
-  request.cwd = "/";
+  std::vector<std::string> argv = {"sh", "-c",
+                                   "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read -- \"$@\" 2>/dev/null", "sh"};
+  argv.insert(argv.end(), st.paths.begin(), st.paths.end());
   vm::OutputHandlers handlers;
   handlers.onStdout = [sink](std::string_view d) {
     std::lock_guard lock(sink->mutex);
@@ -287,7 +291,7 @@ Result<std::string> Runner::saveState() {
     }
     if (!writeAll(sink->out.get(), d)) sink->writeFailed = true;
   };
-  auto cmd = sandbox_->exec(request, handlers);
+  auto cmd = sandbox_->exec(helperRequest(argv, plan_.exec.uid), handlers);
   if (!cmd) {
     closeSink();
     return std::unexpected(cmd.error());
@@ -328,10 +332,7 @@ Result<std::string> Runner::saveState() {
   if (::rename(fresh.c_str(), home.c_str()) != 0) return fail("cannot replace {}: {}", home, errnoText(errno));
   (void)removeTree(old);
   if (auto r = writeFileAtomic(st.dir + "/project", st.project + "\n", 0600); !r) return std::unexpected(r.error());
-  std::string line = fmt::format("state: saved {} entries, {} bytes in {}", summary->entries, summary->bytes, home);
-  if (summary->droppedCount > 0)
-    line += fmt::format("; left out {}: {}", summary->droppedCount, fmt::join(summary->dropped, "; "));
-  return line;
+  return summary;
 }
 
 /// Shows what the egress firewall blocked, if anything.
@@ -362,10 +363,16 @@ Result<int> Runner::runCommand() {
   if (plan_.state && !forced_) {
     step("state", "");
     auto saved = saveState();
-    if (!saved) deps_.ui.warn("the agent's state was not saved (the previous one is kept): " + saved.error().message);
-    else if (session_) session_->log(*saved);
-    if (saved && saved->find("; left out") != std::string::npos)
-      deps_.ui.warn("the agent's saved state " + saved->substr(saved->find("left out")));
+    if (!saved) {
+      deps_.ui.warn("the agent's state was not saved (the previous one is kept): " + saved.error().message);
+    } else {
+      if (session_)
+        session_->log(fmt::format("state: saved {} entries, {} bytes in {}/home", saved->entries, saved->bytes,
+                                  plan_.state->dir));
+      if (saved->droppedCount > 0)
+        deps_.ui.warn(fmt::format("the agent's saved state left out {}: {}", saved->droppedCount,
+                                  fmt::join(saved->dropped, "; ")));
+    }
   }
   return commandCode_;
 }

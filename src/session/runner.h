@@ -103,7 +103,7 @@ class Runner {
   Result<> prepareHome();
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
   Result<bool> restoreState();
-  Result<std::string> saveState();
+  Result<state::UnpackSummary> saveState();
 
   Plan plan_;
   RunnerDeps deps_;
