@@ -3,7 +3,6 @@
 // the envelope are run's own (run_flags.h), mapped through the same function.
 
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,12 +53,10 @@ struct StateInfo {
   std::optional<state::SavedState> saved;
 };
 
-StateInfo stateInfo(const HostContext& host, const agents::AgentSpec& spec, const std::string& workspace) {
+/// `project`: the workspace's real path (config::EffectiveConfig::workspace).
+StateInfo stateInfo(const HostContext& host, const agents::AgentSpec& spec, const std::string& project) {
   StateInfo out{spec.state, std::nullopt};
   if (spec.state.empty()) return out;
-  char* real = ::realpath(workspace.c_str(), nullptr);
-  const std::string project = real ? real : workspace;
-  std::free(real);
   const std::string dir = state::stateDirFor(host.dirs.data, spec.name, project);
   if (auto all = state::listStates(host.dirs.data, spec.name))
     for (auto& s : *all)

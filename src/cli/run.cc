@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -37,6 +36,7 @@
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
+#include "common/paths.h"
 #include "config/effective.h"
 #include "config/egress_plan.h"
 #include "config/loader.h"
@@ -171,9 +171,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   }
   plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild || agentUid != guest::kAgentUid;
   if (!spec.state.empty() && !args.fresh) {
-    char* real = ::realpath(args.workspace.c_str(), nullptr);
-    const std::string project = real ? real : args.workspace;
-    std::free(real);
+    const std::string project = resolvedPath(args.workspace);
     plan.state = session::StatePlan{state::stateDirFor(host.dirs.data, spec.name, project), project, spec.state, {}};
   }
   plan.machine.cpus = settings.cpus.value;

@@ -5,7 +5,6 @@
 #include <sys/file.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -73,12 +72,7 @@ int removeStates(const HostContext& host, const std::string& agent, const std::s
   if (all == !workspace.empty())
     return reportError(Error{"name the project with -w DIR, or remove every project's state with --all",
                              exit_code::kUsage});
-  std::string project;
-  if (!all) {
-    char* real = ::realpath(workspace.c_str(), nullptr);
-    project = real ? real : workspace;
-    std::free(real);
-  }
+  const std::string project = all ? std::string() : resolvedPath(workspace);
   auto states = state::listStates(host.dirs.data, agent);
   if (!states) return reportError(states.error());
   size_t removed = 0;

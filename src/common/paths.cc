@@ -23,6 +23,14 @@ Result<> makeDirs(const std::string& path, unsigned mode) {
   return {};
 }
 
+std::string resolvedPath(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string out = real;
+  std::free(real);
+  return out;
+}
+
 Result<> removeTree(const std::string& path) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);

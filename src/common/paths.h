@@ -12,6 +12,10 @@ namespace airlock {
 /// mkdir -p with `mode` for the directories it creates.
 Result<> makeDirs(const std::string& path, unsigned mode = 0755);
 
+/// The absolute path of `path` with every symlink resolved (realpath(3)),
+/// or `path` as given when it cannot be resolved (missing, unreadable).
+std::string resolvedPath(const std::string& path);
+
 /// Removes a directory tree (never follows symlinks). Missing is not an error.
 Result<> removeTree(const std::string& path);
 

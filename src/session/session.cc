@@ -40,14 +40,6 @@ std::string stampedLine(const std::string& line) {
   return std::string(stamp) + " " + line + "\n";
 }
 
-std::string absolutePath(const std::string& path) {
-  char* real = realpath(path.c_str(), nullptr);
-  if (!real) return path;
-  std::string out = real;
-  free(real);
-  return out;
-}
-
 }  // namespace
 
 std::string lockPathFor(const std::string& stateDir, const std::string& realWorkspace) {
@@ -121,7 +113,7 @@ Result<std::string> resolveSessionDir(const std::string& stateDir, const std::st
   }
   if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return failWith(exit_code::kUsage, "no session directory {}", arg);
-  return checkedSessionDir(absolutePath(arg), arg);
+  return checkedSessionDir(resolvedPath(arg), arg);
 }
 
 std::string recordedWorkspace(const std::string& sessionDir) {
@@ -133,7 +125,7 @@ std::string recordedWorkspace(const std::string& sessionDir) {
 }
 
 Result<> recordWorkspace(const std::string& sessionDir, const std::string& workspace) {
-  return writeFileAtomic(SessionLayout{sessionDir}.workspace(), absolutePath(workspace) + "\n", 0600);
+  return writeFileAtomic(SessionLayout{sessionDir}.workspace(), resolvedPath(workspace) + "\n", 0600);
 }
 
 void appendSessionLog(const std::string& sessionDir, const std::string& line) {
@@ -157,8 +149,8 @@ std::string shellWord(const std::string& word) {
 }  // namespace
 
 std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir) {
-  std::string dir = absolutePath(sessionDir);
-  std::string sessions = absolutePath(sessionsDir(stateDir));
+  std::string dir = resolvedPath(sessionDir);
+  std::string sessions = resolvedPath(sessionsDir(stateDir));
   if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos)
     return "airlock review -s " + shellWord(dir.substr(sessions.size() + 1));
   return "airlock review -s " + shellWord(dir);
