@@ -55,13 +55,8 @@ struct StateInfo {
 
 /// `project`: the workspace's real path (config::EffectiveConfig::workspace).
 StateInfo stateInfo(const HostContext& host, const agents::AgentSpec& spec, const std::string& project) {
-  StateInfo out{spec.state, std::nullopt};
-  if (spec.state.empty()) return out;
-  const std::string dir = state::stateDirFor(host.dirs.data, spec.name, project);
-  if (auto all = state::listStates(host.dirs.data, spec.name))
-    for (auto& s : *all)
-      if (s.dir == dir) out.saved = std::move(s);
-  return out;
+  if (spec.state.empty()) return {};
+  return {spec.state, state::findState(host.dirs.data, spec.name, project)};
 }
 
 std::string stateText(const StateInfo& st) {

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -73,11 +74,16 @@ int removeStates(const HostContext& host, const std::string& agent, const std::s
     return reportError(Error{"name the project with -w DIR, or remove every project's state with --all",
                              exit_code::kUsage});
   const std::string project = all ? std::string() : resolvedPath(workspace);
-  auto states = state::listStates(host.dirs.data, agent);
-  if (!states) return reportError(states.error());
+  std::vector<state::SavedState> states;
+  if (all) {
+    auto listed = state::listStates(host.dirs.data, agent);
+    if (!listed) return reportError(listed.error());
+    states = std::move(*listed);
+  } else if (auto one = state::findState(host.dirs.data, agent, project)) {
+    states.push_back(std::move(*one));
+  }
   size_t removed = 0;
-  for (const auto& s : *states) {
-    if (!all && s.dir != state::stateDirFor(host.dirs.data, agent, project)) continue;
+  for (const auto& s : states) {
     std::optional<Fd> lock;
     if (!s.project.empty()) {
       auto held = lockProject(host, s.project);

@@ -10,8 +10,36 @@
 
 namespace airlock::state {
 
+namespace {
+
+/// The state in the directory `dir` of `agent`: its project record, the
+/// record's mtime (the last save) and the size of the files under home/.
+SavedState readState(const std::string& agent, const std::string& dir) {
+  namespace fs = std::filesystem;
+  SavedState s;
+  s.agent = agent;
+  s.dir = dir;
+  if (auto text = readFile(dir + "/project", 8192)) s.project = text->substr(0, text->find('\n'));
+  struct stat st {};
+  if (::lstat((dir + "/project").c_str(), &st) == 0)
+    s.lastUsed = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir + "/home", ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) s.bytes += it->file_size(ec);
+  return s;
+}
+
+}  // namespace
+
 std::string stateDirFor(const std::string& dataDir, const std::string& agent, const std::string& project) {
   return dataDir + "/state/" + agent + "/" + sha256Hex(project).substr(0, 16);
+}
+
+std::optional<SavedState> findState(const std::string& dataDir, const std::string& agent, const std::string& project) {
+  const std::string dir = stateDirFor(dataDir, agent, project);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return readState(agent, dir);
 }
 
 Result<std::vector<SavedState>> listStates(const std::string& dataDir, const std::string& agent) {
@@ -26,17 +54,7 @@ Result<std::vector<SavedState>> listStates(const std::string& dataDir, const std
     if (!agent.empty() && name != agent) continue;
     for (const auto& entry : fs::directory_iterator(agentDir.path(), ec)) {
       if (!entry.is_directory(ec) || entry.is_symlink(ec)) continue;
-      SavedState s;
-      s.agent = name;
-      s.dir = entry.path().string();
-      if (auto text = readFile(s.dir + "/project", 8192)) s.project = text->substr(0, text->find('\n'));
-      struct stat st {};
-      if (::lstat((s.dir + "/project").c_str(), &st) == 0)
-        s.lastUsed = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
-      for (fs::recursive_directory_iterator it(s.dir + "/home", ec), end; !ec && it != end; it.increment(ec))
-        if (it->is_regular_file(ec) && !it->is_symlink(ec)) s.bytes += it->file_size(ec);
-      ec.clear();
-      out.push_back(std::move(s));
+      out.push_back(readState(name, entry.path().string()));
     }
   }
   if (ec) return fail("cannot read {}: {}", root.string(), ec.message());

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct SavedState {
   uint64_t bytes = 0;   ///< file contents under dir/home
   std::chrono::system_clock::time_point lastUsed;  ///< when it was last saved
 };
+
+/// `agent`'s saved state for the project at the real path `project`;
+/// nullopt when there is none.
+std::optional<SavedState> findState(const std::string& dataDir, const std::string& agent, const std::string& project);
 
 /// Every saved state under `dataDir` (of `agent` only, when not empty),
 /// sorted by agent then project. A missing state directory is no state.

@@ -39,6 +39,11 @@ TEST(StateStore, ListsEachSavedStateWithItsProjectAndSize) {
   ASSERT_TRUE(one);
   ASSERT_EQ(one->size(), 1u);
   EXPECT_EQ((*one)[0].project, "/src/lib");
+  auto found = findState(data, "codex", "/src/lib");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->dir, lib);
+  EXPECT_EQ(found->project, "/src/lib");
+  EXPECT_FALSE(findState(data, "codex", "/src/app"));
   auto none = listStates(data + "/missing", "");
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
