@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
 #include "cli/report.h"
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 
@@ -131,15 +132,6 @@ Result<int64_t> parseExpiry(const std::string& text, int64_t now) {
   return t;
 }
 
-std::string isoTime(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 /// "3 hours ago", "in 5 days", "never".
 std::string relative(std::optional<int64_t> t, int64_t now) {
   if (!t) return "never";
@@ -191,9 +183,9 @@ int listSecrets(const HostContext& host, bool json, bool quiet) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& s : *list) {
       nlohmann::json e = {{"name", s.name}, {"store", s.backend}, {"source", s.source},
-                          {"updated_at", isoTime(s.updatedAt)}, {"expires_at", nullptr}, {"last_used_at", nullptr}};
-      if (s.expiresAt) e["expires_at"] = isoTime(*s.expiresAt);
-      if (s.lastUsedAt) e["last_used_at"] = isoTime(*s.lastUsedAt);
+                          {"updated_at", formatUtcTime(s.updatedAt)}, {"expires_at", nullptr}, {"last_used_at", nullptr}};
+      if (s.expiresAt) e["expires_at"] = formatUtcTime(*s.expiresAt);
+      if (s.lastUsedAt) e["last_used_at"] = formatUtcTime(*s.lastUsedAt);
       out.push_back(std::move(e));
     }
     std::printf("%s\n", out.dump(2).c_str());

@@ -5,7 +5,6 @@
 #include <sys/file.h>
 
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -25,15 +24,6 @@
 namespace airlock::cli {
 namespace {
 
-std::string isoTime(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 int listStates(const HostContext& host, const std::string& agent, bool json) {
   auto states = state::listStates(host.dirs.data, agent);
   if (!states) return reportError(states.error());
@@ -41,7 +31,7 @@ int listStates(const HostContext& host, const std::string& agent, bool json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& s : *states)
       out.push_back({{"agent", s.agent}, {"project", s.project}, {"dir", s.dir}, {"bytes", s.bytes},
-                     {"last_used_at", isoTime(s.lastUsed)}});
+                     {"last_used_at", formatUtcTime(std::chrono::system_clock::to_time_t(s.lastUsed))}});
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -51,7 +41,7 @@ int listStates(const HostContext& host, const std::string& agent, bool json) {
   }
   std::printf("%-12s %-10s %-20s %s\n", "AGENT", "SIZE", "LAST USED", "PROJECT");
   for (const auto& s : *states)
-    std::printf("%-12s %-10s %-20s %s\n", s.agent.c_str(), formatBytes(s.bytes).c_str(), isoTime(s.lastUsed).c_str(),
+    std::printf("%-12s %-10s %-20s %s\n", s.agent.c_str(), formatBytes(s.bytes).c_str(), formatUtcTime(std::chrono::system_clock::to_time_t(s.lastUsed)).c_str(),
                 s.project.empty() ? "(unknown)" : s.project.c_str());
   return 0;
 }

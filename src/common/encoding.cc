@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <ctime>
+
 #include <fmt/format.h>
 
 namespace airlock {
@@ -62,6 +64,15 @@ std::string formatBytes(uint64_t bytes) {
   size_t u = 0;
   while (v >= 1024.0 && u + 1 < std::size(kUnits)) v /= 1024.0, ++u;
   return fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+std::string formatUtcTime(int64_t unixSeconds) {
+  std::time_t t = static_cast<std::time_t>(unixSeconds);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace airlock

@@ -1,6 +1,7 @@
 #pragma once
 // Byte encodings used across airlock: lowercase hex and base64 (RFC 4648),
-// both through OpenSSL's EVP coders, and a human byte-size format.
+// both through OpenSSL's EVP coders, a human byte-size format, and UTC
+// timestamps.
 
 #include <cstdint>
 #include <string>
@@ -24,5 +25,8 @@ Result<std::string> base64Decode(std::string_view text);
 /// A byte count for people: "512 B", "3.0 KiB", "1.5 MiB", "2.1 GiB" (binary
 /// units, one decimal, the largest unit that keeps the number at least 1).
 std::string formatBytes(uint64_t bytes);
+
+/// `unixSeconds` as an RFC 3339 UTC timestamp: "2026-12-04T13:00:00Z".
+std::string formatUtcTime(int64_t unixSeconds);
 
 }  // namespace airlock

@@ -92,15 +92,6 @@ std::string pemIdentityDer(std::string_view pem) {
 }
 
 
-std::string isoTime(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 const json* path(const json& j, std::initializer_list<const char*> keys) {
   const json* at = &j;
   for (const char* k : keys) {
@@ -192,7 +183,7 @@ Result<> verifyChain(X509* leaf, const std::vector<X509Ptr>& intermediates, cons
       }
   }
   if (trusted == 0)
-    return refuse(fmt::format("no certificate authority of the trusted root was valid at {}", isoTime(when)));
+    return refuse(fmt::format("no certificate authority of the trusted root was valid at {}", formatUtcTime(when)));
   X509StackPtr untrusted(sk_X509_new_null());
   for (const auto& c : intermediates) {
     X509_up_ref(c.get());
@@ -207,7 +198,7 @@ Result<> verifyChain(X509* leaf, const std::vector<X509Ptr>& intermediates, cons
   // intermediates (the trusted root names them; it need not include a root).
   X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN);
   if (X509_verify_cert(ctx.get()) != 1)
-    return refuse(fmt::format("the certificate does not chain to the trusted root at {}: {}", isoTime(when),
+    return refuse(fmt::format("the certificate does not chain to the trusted root at {}: {}", formatUtcTime(when),
                               X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get()))));
   if (!(X509_get_extension_flags(leaf) & EXFLAG_XKUSAGE) || !(X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN))
     return refuse("the certificate is not for code signing (no codeSigning extended key usage)");
@@ -354,7 +345,7 @@ Result<TrustedRoot> parseTrustedRoot(std::string_view text) {
 
 std::string Signer::describe() const {
   std::string out = keyless ? fmt::format("issuer {}, subject {}", issuer, subject) : "key " + keyFingerprint;
-  if (signedAt) out += fmt::format(", logged at {} (log index {})", isoTime(signedAt), logIndex);
+  if (signedAt) out += fmt::format(", logged at {} (log index {})", formatUtcTime(signedAt), logIndex);
   return out;
 }
 
@@ -389,7 +380,7 @@ Result<> verifyRekorBundle(const RekorBundle& bundle, const TrustedRoot& root, s
     if (l.logId == bundle.logId) log = &l;
   if (!log) return refuse(fmt::format("the Rekor entry is from log {}, which the trusted root does not list", bundle.logId));
   if (!validAt(bundle.integratedTime, log->validFrom, log->validUntil))
-    return refuse(fmt::format("the Rekor key was not valid at the entry's time {}", isoTime(bundle.integratedTime)));
+    return refuse(fmt::format("the Rekor key was not valid at the entry's time {}", formatUtcTime(bundle.integratedTime)));
   auto set = base64Decode(bundle.setBase64);
   if (!set) return refuse("the signed entry timestamp is not base64");
   auto ok = verifyWithSpki(log->keyDer, rekorSetPayload(bundle), *set);

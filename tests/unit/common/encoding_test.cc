@@ -46,5 +46,10 @@ TEST(FormatBytes, BinaryUnitsOneDecimal) {
   EXPECT_EQ(formatBytes(uint64_t{2} << 40), "2.0 TiB");
 }
 
+TEST(FormatUtcTime, IsRfc3339InUtc) {
+  EXPECT_EQ(formatUtcTime(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(formatUtcTime(1796389200), "2026-12-04T13:00:00Z");
+}
+
 }  // namespace
 }  // namespace airlock
