@@ -8,7 +8,10 @@
 #    rest), the accepted changes land (the demo lists the project at the end:
 #    NEW.md there, old.txt gone) and the demo exits 0.
 # 2. Ctrl-C at the review prompt ends the demo.
-# After both: the sample project, the demo's session state and the mock model
+# 3. When whatever started the pane dies without cleaning up (SIGKILL: a
+#    ctest timeout, a killed CI job), the tmux server goes with it and the
+#    demo cleans up after the hangup: no pane, demo, VM or mock is left.
+# After each: the sample project, the demo's session state and the mock model
 # server are gone, and no QEMU is left running.
 set -euo pipefail
 
@@ -22,6 +25,9 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 fail() {
   echo "FAIL: $*" >&2
   echo "--- screen ---" >&2
@@ -41,19 +47,23 @@ wait_for() {
 # RUN_SERIAL: no other test runs a VM meanwhile, so any QEMU is the demo's.
 qemu_count() { pgrep -c -f "^[^ ]*qemu-system-x86_64 " || true; }
 
-# run_demo NAME: starts scripts/demo in a fresh 200x50 pane; the pane stays
-# after the demo ends and shows its exit code.
+# run_demo [OWNER_PID]: starts scripts/demo in a fresh 200x50 pane; the pane
+# stays after the demo ends and shows its exit code. The tmux server is a
+# daemon of its own: a watcher in it kills it (and so hangs up the demo)
+# once OWNER_PID (default: this script) is gone, however it died.
 # Each run gets its own tmux server and socket: a new session on the socket of
 # a server still shutting down after kill-server fails ("server exited
 # unexpectedly"; seen in CI).
 RUNS=0
 run_demo() {
+  local owner=${1:-$$}
   tmux -S "$SOCK" kill-server 2>/dev/null || true
   RUNS=$((RUNS + 1))
   SOCK=$WORK/tmux-$RUNS.sock
   tmux -S "$SOCK" new-session -d -s demo -x 200 -y 50 \
     "env PAGER=cat AIRLOCK_DEMO_BINARY='$AIRLOCK' '$SRC/scripts/demo'; echo DEMO-EXIT=\$?; sleep 3600"
   tmux -S "$SOCK" set-option -t demo history-limit 20000 >/dev/null
+  tmux -S "$SOCK" run-shell -b "while kill -0 $owner 2>/dev/null; do sleep 1; done; tmux -S '$SOCK' kill-server"
 }
 
 sample_dir() { screen | sed -n 's/^demo: sample project in \(.*\)\/project (.*/\1/p' | head -1; }
@@ -92,3 +102,28 @@ code=$(screen | sed -n 's/^DEMO-EXIT=//p' | tail -1)
 [ "$(qemu_count)" = 0 ] || fail "after Ctrl-C a QEMU of the demo is still running"
 pgrep -f "mock_model_server.py.*$dir" >/dev/null && fail "after Ctrl-C the mock model server is still running"
 echo "ok: Ctrl-C at the review prompt (exit $code), $dir removed"
+
+# -- 3: the test's owner dies at the review prompt (SIGKILL, no cleanup) -----
+sleep 3600 &
+owner=$!
+run_demo "$owner"
+wait_for "demo: sample project in" 30
+dir=$(sample_dir)
+wait_for "accept? [" 900
+mock=$(pgrep -f "mock_model_server.py.*$dir" || true)
+[ -n "$mock" ] || fail "no mock model server for $dir"
+kill -9 "$owner"
+wait "$owner" 2>/dev/null || true
+for _ in $(seq 60); do
+  tmux -S "$SOCK" has-session 2>/dev/null || break
+  sleep 1
+done
+tmux -S "$SOCK" has-session 2>/dev/null && fail "the tmux server outlived its owner"
+for _ in $(seq 60); do
+  [ "$(qemu_count)" = 0 ] && ! kill -0 $mock 2>/dev/null && [ ! -e "$dir" ] && break
+  sleep 1
+done
+[ "$(qemu_count)" = 0 ] || fail "after the hangup a QEMU of the demo is still running"
+kill -0 $mock 2>/dev/null && fail "after the hangup the mock model server is still running"
+[ ! -e "$dir" ] || fail "after the hangup the sample project $dir is left behind"
+echo "ok: the owner's death hangs up the demo, which cleans up ($dir removed)"
