@@ -154,6 +154,20 @@ class AgentE2E : public testing::Test {
   std::vector<std::string> claudeArgs() const {
     return {"-p", "Do the scripted task.", "--output-format", "json"};
   }
+  /// Claude Code on the single_edit scenario with `flags`: it exits 0, its
+  /// one new file is the only change to the project, and every file is the
+  /// owner's.
+  void expectTheSingleEditLands(const std::vector<std::string>& flags) {
+    MockModel mock("single_edit.json", dir_);
+    auto before = files();
+    auto r = run("claude-code", mock, flags, claudeArgs());
+    ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+    auto after = files();
+    EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
+    after.erase("AGENT_NOTE.md");
+    EXPECT_EQ(after, before);
+    EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+  }
   std::string dir_, project_, state_;
   std::optional<TestUser> user_;
   std::optional<TunMode> tun_;
@@ -191,15 +205,7 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
 // project's owner (root here), not by the guest's uid.
 TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: this is the path of airlock started by root";
-  MockModel mock("single_edit.json", dir_);
-  auto before = files();
-  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
-  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
-  auto after = files();
-  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
-  after.erase("AGENT_NOTE.md");
-  EXPECT_EQ(after, before);
-  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+  expectTheSingleEditLands({"--review=auto"});
 }
 
 // Direct mode as a user (with a supplementary group, as a login has): the
@@ -208,15 +214,7 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
 // user's subordinate gids for that). The files are the user's.
 TEST_F(AgentE2E, ClaudeCodeDirectModeAsAUserWritesTheUsersFiles) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
-  MockModel mock("single_edit.json", dir_);
-  auto before = files();
-  auto r = run("claude-code", mock, {"--workspace-mode", "direct", "--yes"}, claudeArgs());
-  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
-  auto after = files();
-  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
-  after.erase("AGENT_NOTE.md");
-  EXPECT_EQ(after, before);
-  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+  expectTheSingleEditLands({"--workspace-mode", "direct", "--yes"});
 }
 
 /// The first line of a mock log where the agent was asked for a step ("" when none).
