@@ -194,9 +194,10 @@ std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
   std::string who = user.empty() ? std::to_string(probe.effectiveUid()) : user;
   const std::string subuid = probe.readText("/etc/subuid").value_or(""), subgid = probe.readText("/etc/subgid").value_or("");
   const uint64_t free = firstFreeSubordinateId({&subuid, &subgid});
-  for (const auto& [name, file, text] : {std::tuple{"subuid", "/etc/subuid", &subuid},
-                                         std::tuple{"subgid", "/etc/subgid", &subgid}}) {
-    const char* flag = name == std::string("subuid") ? "--add-subuids" : "--add-subgids";
+  constexpr const char* kGroupsToo = ", and virtiofsd (-w shares, direct mode) cannot drop your supplementary groups";
+  for (const auto& [name, file, text, flag, alsoBroken] :
+       {std::tuple{"subuid", "/etc/subuid", &subuid, "--add-subuids", ""},
+        std::tuple{"subgid", "/etc/subgid", &subgid, "--add-subgids", kGroupsToo}}) {
     if (findSubordinateRange(*text, user, probe.effectiveUid(), 65536)) {
       out.push_back({name, CheckStatus::kOk, fmt::format("{} has a range in {}", who, file), ""});
       continue;
@@ -204,10 +205,7 @@ std::vector<CheckResult> unprivilegedBuild(HostProbe& probe) {
     out.push_back({name, CheckStatus::kFail,
                    fmt::format("{} has no range of 65536 ids in {}; mmdebstrap cannot build the base image as a user "
                                "other than root{}",
-                               who, file,
-                               file == std::string("/etc/subgid")
-                                   ? ", and virtiofsd (-w shares, direct mode) cannot drop your supplementary groups"
-                                   : ""),
+                               who, file, alsoBroken),
                    fmt::format("sudo usermod {} {}-{} {} (a range no other user has; scripts/setup picks it too)",
                                flag, free, free + 65535, who)});
   }
