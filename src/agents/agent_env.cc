@@ -82,9 +82,9 @@ std::string expandTemplate(std::string_view text, const EnvMap& env) {
   return out;
 }
 
-std::map<std::string, std::string> expandHomeFiles(const AgentSpec& spec, const EnvMap& env) {
+std::map<std::string, std::string> expandFiles(const std::map<std::string, std::string>& files, const EnvMap& env) {
   std::map<std::string, std::string> out;
-  for (const auto& [path, content] : spec.homeFiles) out.emplace(path, expandTemplate(content, env));
+  for (const auto& [path, content] : files) out.emplace(path, expandTemplate(content, env));
   return out;
 }
 

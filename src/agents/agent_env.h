@@ -34,8 +34,9 @@ Result<> checkTemplate(std::string_view text);
 /// A malformed reference (see checkTemplate) is kept as is.
 std::string expandTemplate(std::string_view text, const EnvMap& env);
 
-/// The spec's home files with their templates expanded from `env` (the
-/// environment the agent gets: spec env plus forwarded variables).
-std::map<std::string, std::string> expandHomeFiles(const AgentSpec& spec, const EnvMap& env);
+/// Files (path -> template: a spec's homeFiles or seedFiles) with their
+/// templates expanded from `env` (the environment the agent gets: spec env
+/// plus forwarded variables).
+std::map<std::string, std::string> expandFiles(const std::map<std::string, std::string>& files, const EnvMap& env);
 
 }  // namespace airlock::agents

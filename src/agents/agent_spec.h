@@ -46,6 +46,18 @@ struct EgressHosts {
   bool operator==(const EgressHosts&) const = default;
 };
 
+/// One path of the user's own agent settings on the host, copied into the
+/// guest read-only at each run (issue 16): a file or a directory, the same
+/// path relative to $HOME on both sides (".claude/CLAUDE.md").
+struct SettingsImport {
+  std::string path;
+  /// A JSON file's top-level keys that are copied (the rest is dropped and
+  /// reported); empty: the file or directory is copied as it is.
+  std::vector<std::string> keys;
+
+  bool operator==(const SettingsImport&) const = default;
+};
+
 /// One agent: its image recipe, how to start it, its environment, its VM size
 /// and the hosts it talks to.
 struct AgentSpec {
@@ -62,11 +74,20 @@ struct AgentSpec {
   /// Files written into the agent's $HOME (uid 1000) before it starts: path
   /// relative to $HOME -> content template (see agent_env.h for ${NAME}).
   std::map<std::string, std::string> homeFiles;
+  /// Files written into $HOME only where the saved state has none (first-run
+  /// answers: onboarding done, /workspace trusted), so the agent's own later
+  /// edits of them are kept: path relative to $HOME -> content (a template,
+  /// like homeFiles).
+  std::map<std::string, std::string> seedFiles;
+  /// The user's global settings copied in from the host's $HOME (memory
+  /// files, filtered settings, skills and commands): never written back.
+  std::vector<SettingsImport> settings;
   /// The agent's state, paths relative to $HOME (its config/data dirs and
   /// files: ".claude", ".claude.json"): saved per (agent, project) on the
   /// host when the agent exits and restored at the next run on that project
   /// (state/state_archive.h). Empty: nothing is kept between runs.
   std::vector<std::string> state;
+  int stateMaxMib = 256;    ///< cap of the saved state's file contents, MiB
   int cpus = 2;             ///< vCPUs
   int memoryMib = 4096;     ///< guest memory, MiB
   int scratchMib = 8192;    ///< scratch disk (root and /workspace upper layers, $HOME), MiB

@@ -53,7 +53,20 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   emitMap(out, "env", spec.env);
   emitList(out, "env_forward", spec.envForward);
   emitMap(out, "home_files", spec.homeFiles);
+  emitMap(out, "seed_files", spec.seedFiles);
+  out << YAML::Key << "settings" << YAML::Value << YAML::BeginSeq;
+  for (const auto& entry : spec.settings) {
+    if (entry.keys.empty()) {
+      out << YAML::DoubleQuoted << entry.path;
+      continue;
+    }
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted << entry.path;
+    emitList(out, "keys", entry.keys);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
   emitList(out, "state", spec.state);
+  out << YAML::Key << "state_max_mib" << YAML::Value << spec.stateMaxMib;
   out << YAML::Key << "cpus" << YAML::Value << spec.cpus;
   out << YAML::Key << "memory_mib" << YAML::Value << spec.memoryMib;
   out << YAML::Key << "scratch_mib" << YAML::Value << spec.scratchMib;

@@ -14,7 +14,8 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
-    "home_files", "state", "cpus",  "memory_mib", "scratch_mib", "egress"};
+    "home_files", "seed_files", "settings", "state", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress"};
+constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
 constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
@@ -212,7 +213,15 @@ class SpecReader {
         return error(child(child(root, "home_files"), path.c_str()),
                      fmt::format("home file '{}': {}", path, r.error().message));
     }
+    if (auto r = stringMap(root, "seed_files", isRelativePath, "a relative path", spec.seedFiles); !r) return r;
+    for (const auto& [path, content] : spec.seedFiles) {
+      if (auto r = checkTemplate(content); !r)
+        return error(child(child(root, "seed_files"), path.c_str()),
+                     fmt::format("seed file '{}': {}", path, r.error().message));
+    }
+    if (auto r = readSettings(child(root, "settings"), spec.settings); !r) return r;
     if (auto r = list(root, "state", isRelativePath, "a relative path", spec.state); !r) return r;
+    if (auto r = integer(root, "state_max_mib", 1, 65536, spec.stateMaxMib); !r) return r;
     if (auto r = integer(root, "cpus", 1, 64, spec.cpus); !r) return r;
     if (auto r = integer(root, "memory_mib", 256, 262144, spec.memoryMib); !r) return r;
     if (auto r = integer(root, "scratch_mib", 512, 1048576, spec.scratchMib); !r) return r;
@@ -222,6 +231,35 @@ class SpecReader {
       if (auto r = checkKeys(egress, "egress", kEgressKeys); !r) return r;
       if (auto r = list(egress, "model_hosts", isHostName, "a host name", spec.egress.modelHosts); !r) return r;
       if (auto r = list(egress, "extra_hosts", isHostName, "a host name", spec.egress.extraHosts); !r) return r;
+    }
+    return {};
+  }
+
+  /// `settings`: a list of paths relative to $HOME, each a string or a
+  /// mapping {path, keys} (keys: the top-level keys kept of a JSON file).
+  Result<> readSettings(const YAML::Node& n, std::vector<SettingsImport>& out) {
+    if (!n.IsDefined()) return {};
+    const char* shape = "'settings' must be a list of paths, or of {path: PATH, keys: [KEY...]} for a JSON file";
+    if (!n.IsSequence()) return error(n, shape);
+    std::set<std::string> seen;
+    for (const auto& item : n) {
+      SettingsImport entry;
+      if (item.IsScalar()) {
+        entry.path = item.Scalar();
+      } else if (item.IsMap()) {
+        if (auto r = checkKeys(item, "settings", kSettingsKeys); !r) return r;
+        if (auto r = string(item, "path", true, entry.path); !r) return r;
+        if (auto r = list(item, "keys", nullptr, "", entry.keys); !r) return r;
+        if (entry.keys.empty()) return error(item, fmt::format("'keys' of '{}' must name at least one key", entry.path));
+        if (!entry.path.ends_with(".json"))
+          return error(item, fmt::format("'keys' applies to JSON files only ('{}' does not end in .json)", entry.path));
+      } else {
+        return error(item, shape);
+      }
+      if (!isRelativePath(entry.path))
+        return error(item, fmt::format("'{}' in 'settings' is not a relative path", entry.path));
+      if (!seen.insert(entry.path).second) return error(item, fmt::format("'{}' is twice in 'settings'", entry.path));
+      out.push_back(std::move(entry));
     }
     return {};
   }

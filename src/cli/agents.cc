@@ -31,6 +31,17 @@ struct AgentsArgs {
 
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
+json settingsJson(const std::vector<agents::SettingsImport>& settings) {
+  json out = json::array();
+  for (const auto& entry : settings) {
+    if (entry.keys.empty())
+      out.push_back(entry.path);
+    else
+      out.push_back({{"path", entry.path}, {"keys", entry.keys}});
+  }
+  return out;
+}
+
 json specJson(const agents::AgentSpec& s) {
   json image = {{"npm_package", s.image.npmPackage}, {"version", s.image.version}, {"binary", s.image.binary},
                 {"install_as", s.image.installAs},   {"node", s.image.node}};
@@ -45,6 +56,10 @@ json specJson(const agents::AgentSpec& s) {
           {"env", s.env},
           {"env_forward", s.envForward},
           {"home_files", s.homeFiles},
+          {"seed_files", s.seedFiles},
+          {"settings", settingsJson(s.settings)},
+          {"state", s.state},
+          {"state_max_mib", s.stateMaxMib},
           {"cpus", s.cpus},
           {"memory_mib", s.memoryMib},
           {"scratch_mib", s.scratchMib},

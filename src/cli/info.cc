@@ -19,6 +19,7 @@
 #include "config/effective.h"
 #include "config/loader.h"
 #include "preflight/envelope.h"
+#include "state/settings_import.h"
 #include "state/state_store.h"
 
 namespace airlock::cli {
@@ -67,6 +68,33 @@ std::string stateText(const StateInfo& st) {
                      formatBytes(st.saved->bytes));
 }
 
+/// The user's settings `airlock run` copies in (state/settings_import.h);
+/// nullopt when settings_import is off. `flagEnv`: the -e/--env arguments.
+std::optional<state::ImportedSettings> settingsInfo(const HostContext& host, const config::EffectiveConfig& effective,
+                                                    const std::vector<std::string>& flagEnv) {
+  const config::Settings& settings = effective.resolved.settings;
+  if (!settings.settingsImport.value) return std::nullopt;
+  const agents::AgentSpec& spec = effective.agent;
+  std::vector<std::string> owned = spec.envForward;
+  for (const auto& name : settings.envForward) owned.push_back(name.value);
+  for (const auto& [name, value] : spec.env) owned.push_back(name);
+  for (const auto& e : flagEnv) owned.push_back(e.substr(0, e.find('=')));
+  for (const char* name : {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM"}) owned.emplace_back(name);
+  return state::importSettings(host.dirs.home, spec.settings, owned);
+}
+
+std::string settingsText(const std::optional<state::ImportedSettings>& imported, const config::Settings& settings) {
+  if (!imported)
+    return fmt::format("  {:<14} not copied in (settings_import: false, {})\n", "your settings",
+                       config::layerName(settings.settingsImport.layer));
+  std::string out = fmt::format("  {:<14} {}\n", "your settings",
+                                imported->imported.empty()
+                                    ? std::string("none found")
+                                    : fmt::format("{} (read-only copies)", fmt::join(imported->imported, ", ")));
+  for (const auto& line : imported->dropped) out += fmt::format("  {:<14} left out: {}\n", "", line);
+  return out;
+}
+
 struct InfoArgs : PolicyFlags {
   std::string agent = "claude-code";
   std::string workspace = ".";
@@ -101,6 +129,8 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     kept = std::move(*k);
   }
   const StateInfo agentState = stateInfo(host, effective->agent, effective->workspace);
+  const auto userSettings = settingsInfo(host, *effective, args.env);
+  const config::Settings resolved = effective->resolved.settings;
   auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
   auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
   auto envelope =
@@ -116,11 +146,17 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     j["agent_state"] = {{"paths", agentState.paths},
                         {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
                         {"dir", agentState.saved ? nlohmann::json(agentState.saved->dir) : nlohmann::json()}};
+    j["settings_import"] = userSettings ? nlohmann::json{{"enabled", true},
+                                                         {"imported", userSettings->imported},
+                                                         {"left_out", userSettings->dropped}}
+                                        : nlohmann::json{{"enabled", false},
+                                                         {"layer", config::layerName(resolved.settingsImport.layer)}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
     std::fputs(stateText(agentState).c_str(), stdout);
+    std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }
   return 0;

@@ -20,9 +20,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include <fmt/ranges.h>
 
 #include "agents/agent_env.h"
 #include "cli/attach.h"
@@ -116,7 +119,37 @@ struct RunSetup {
   session::Plan plan;
   config::Settings settings;
   agents::AgentSpec spec;
+  state::ImportedSettings imported;  ///< what of the user's settings goes in, and what was left out
 };
+
+/// The user's settings for `spec` (none with settings_import: false), the
+/// JSON ones that are also airlock home files merged under them (airlock's
+/// keys win); `env` is what the agent gets, which a settings file's "env"
+/// block does not get to change.
+void importUserSettings(const HostContext& host, const agents::AgentSpec& spec, const agents::EnvMap& env,
+                        RunSetup& setup) {
+  session::Plan& plan = setup.plan;
+  if (!setup.settings.settingsImport.value || spec.settings.empty()) return;
+  std::vector<std::string> owned = spec.envForward;
+  for (const auto& [name, value] : env) owned.push_back(name);
+  setup.imported = state::importSettings(host.dirs.home, spec.settings, owned);
+  session::SettingsPlan settings;
+  for (const auto& s : spec.settings) settings.paths.push_back(s.path);
+  for (auto& entry : setup.imported.entries) {
+    auto home = std::find_if(plan.homeFiles.begin(), plan.homeFiles.end(),
+                             [&](const session::HomeFile& f) { return f.path == entry.path; });
+    if (home == plan.homeFiles.end() || entry.directory) {
+      settings.entries.push_back(std::move(entry));
+      continue;
+    }
+    auto merged = state::mergeJsonObjects(entry.content, home->content);
+    if (merged)
+      home->content = std::move(*merged);
+    else
+      setup.imported.dropped.push_back("~/" + entry.path + ": " + merged.error().message);
+  }
+  plan.settings = std::move(settings);
+}
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   if (auto r = checkAllowHosts(args.egress); !r) return std::unexpected(r.error());
@@ -172,7 +205,9 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild || agentUid != guest::kAgentUid;
   if (!spec.state.empty() && !args.fresh) {
     const std::string project = resolvedPath(args.workspace);
-    plan.state = session::StatePlan{state::stateDirFor(host.dirs.data, spec.name, project), project, spec.state, {}};
+    state::StateLimits limits;
+    limits.maxBytes = uint64_t(spec.stateMaxMib) << 20;
+    plan.state = session::StatePlan{state::stateDirFor(host.dirs.data, spec.name, project), project, spec.state, limits};
   }
   plan.machine.cpus = settings.cpus.value;
   plan.machine.memoryMiB = settings.memoryMib.value;
@@ -185,7 +220,9 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
                               direct ? ", direct mode: live workspace read-write" : "");
   plan.commandLine = "running " + spec.name + (plan.pty ? "" : " (no terminal: pipes)");
 
-  for (const auto& [path, content] : agents::expandHomeFiles(spec, *env)) plan.homeFiles.push_back({path, content});
+  for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env)) plan.homeFiles.push_back({path, content});
+  for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env)) plan.seedFiles.push_back({path, content});
+  importUserSettings(host, spec, *env, setup);
   plan.exec.argv = spec.command;
   plan.exec.argv.insert(plan.exec.argv.end(), spec.defaultArgs.begin(), spec.defaultArgs.end());
   plan.exec.argv.insert(plan.exec.argv.end(), args.agentArgs.begin(), args.agentArgs.end());
@@ -199,6 +236,9 @@ int runAgent(const HostContext& host, RunArgs args) {
   auto setup = planRun(host, args);
   if (!setup) return reportError(setup.error());
   TerminalUi ui(host, args.quiet);
+  if (!setup->imported.imported.empty())
+    ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup->imported.imported, ", ")));
+  for (const auto& line : setup->imported.dropped) ui.notice("left out of your settings: " + line);
   CliImageProvider images(host, args.registry, setup->settings, setup->spec, ui, args.quiet);
   session::Runner runner(setup->plan, {host, ui, launchMachine(host), images});
   auto outcome = runner.run();

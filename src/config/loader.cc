@@ -22,7 +22,7 @@ constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_p
                                       "remove_hosts", "host_ports",    "env_forward",    "exclude",
                                       "workspace_mode", "review",      "image",          "agents",
                                       "direct_mode_acknowledged", "image_verify", "image_verify_key",
-                                      "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject"};
+                                      "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import"};
 
 std::string knownKeys() {
   std::string out;
@@ -146,6 +146,13 @@ class ConfigReader {
       if (!n.IsScalar() || !YAML::convert<bool>::decode(n, value))
         return error(n, "'direct_mode_acknowledged' must be true or false");
       layer.directModeAcknowledged = value;
+      return {};
+    }
+    if (key == "settings_import") {
+      bool value = false;
+      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, value))
+        return error(n, "'settings_import' must be true or false");
+      layer.settingsImport = value;
       return {};
     }
     if (key == "agents") return agents(n, layer.agents);

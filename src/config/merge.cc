@@ -24,6 +24,7 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   if (l.review) s.review = Sourced<ReviewPolicy>{*l.review, layer};
   if (l.image) s.image = Sourced<std::string>{*l.image, layer};
   if (l.directModeAcknowledged) s.directModeAcknowledged = {*l.directModeAcknowledged, layer};
+  if (l.settingsImport) s.settingsImport = {*l.settingsImport, layer};
   if (l.imageVerify) s.imageVerify = {*l.imageVerify, layer};
   if (l.imageVerifyKey) s.imageVerifyKey = Sourced<std::string>{*l.imageVerifyKey, layer};
   if (l.imageVerifyTrustedRoot) s.imageVerifyTrustedRoot = Sourced<std::string>{*l.imageVerifyTrustedRoot, layer};
@@ -81,6 +82,10 @@ class RepoTightener {
     for (const auto& a : l.agents) ignore("agents: " + a.name, "a repo config cannot define agents");
     if (l.directModeAcknowledged)
       ignore("direct_mode_acknowledged", "only your user config or --yes can acknowledge direct mode");
+    if (l.settingsImport == false)
+      s_.settingsImport = {false, Layer::kRepo};
+    else if (l.settingsImport)
+      ignore("settings_import: true", "a repo config can only turn settings_import off");
     if (l.imageVerify) {
       if (*l.imageVerify > s_.imageVerify.value)
         s_.imageVerify = {*l.imageVerify, Layer::kRepo};

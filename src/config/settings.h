@@ -61,6 +61,7 @@ struct ConfigLayer {
   std::optional<std::string> image;              ///< `image`: rootfs directory or erofs image to use instead
   std::vector<agents::AgentSpec> agents;         ///< `agents`: custom agent specs
   std::optional<bool> directModeAcknowledged;    ///< `direct_mode_acknowledged`: stands in for --yes
+  std::optional<bool> settingsImport;            ///< `settings_import`: copy your agent settings in (a repo: off only)
   std::optional<VerifyMode> imageVerify;         ///< `image_verify`: off | warn | require
   std::optional<std::string> imageVerifyKey;     ///< `image_verify_key`: cosign public key (PEM file)
   std::optional<std::string> imageVerifyTrustedRoot;  ///< `image_verify_trusted_root`: Sigstore trusted_root.json
@@ -83,6 +84,7 @@ struct Settings {
   std::optional<Sourced<ReviewPolicy>> review;
   std::optional<Sourced<std::string>> image;
   Sourced<bool> directModeAcknowledged;
+  Sourced<bool> settingsImport{true, Layer::kBuiltin};
   std::vector<agents::AgentSpec> customAgents;
   Sourced<VerifyMode> imageVerify{VerifyMode::kWarn, Layer::kBuiltin};
   std::optional<Sourced<std::string>> imageVerifyKey;

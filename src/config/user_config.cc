@@ -42,6 +42,11 @@ const std::string& userConfigTemplate() {
 # workspace_mode: snapshot
 # direct_mode_acknowledged: false
 
+# Your own agent settings (~/.claude/CLAUDE.md, settings.json with secret-
+# bearing keys dropped, skills, commands...; see README "Agent state and
+# settings") are copied into the VM read-only at each run. false: never.
+# settings_import: true
+
 # Review policy: interactive (default with a terminal), auto, all, none.
 # review: interactive
 

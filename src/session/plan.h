@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "state/settings_import.h"
 #include "state/state_archive.h"
 #include "vm/launch_options.h"
 #include "vm/protocol.h"
@@ -59,6 +60,15 @@ struct StatePlan {
   state::StateLimits limits;
 };
 
+/// The user's own agent settings (state/settings_import.h), copied into
+/// $HOME after the saved state and before the seed and home files.
+struct SettingsPlan {
+  /// The spec's settings paths: whatever the restored state has there is
+  /// removed first, and they are never saved with the state.
+  std::vector<std::string> paths;
+  std::vector<state::SettingsEntry> entries;  ///< what was found on the host
+};
+
 /// Everything a session does, decided before anything is created: the
 /// workspace and how the guest sees it, the image, the machine, the command
 /// and its home files, and the review policy.
@@ -83,6 +93,8 @@ struct Plan {
   std::string commandLine;                ///< "running claude-code"
   bool machineProgress = false;           ///< show the machine's own progress lines ("booting VM (TCG emulation)")
   std::vector<HomeFile> homeFiles;        ///< written as exec.uid before the command starts
+  std::vector<HomeFile> seedFiles;        ///< written as exec.uid where the restored state has nothing
+  std::optional<SettingsPlan> settings;   ///< none: settings_import is off
   std::optional<StatePlan> state;         ///< none: nothing kept between runs (run-image, --fresh)
   protocol::ExecRequest exec;             ///< the command (argv, env, uid, cwd)
   bool pty = false;                       ///< attach through a pty (raw mode) instead of pipes

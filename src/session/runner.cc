@@ -194,8 +194,9 @@ Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::str
 
 /// An image airlock did not build for the agent (a rootfs directory, an OCI
 /// image) has its own owners: the agent's home is made the agent user's,
-/// else the agent could not write its settings. Then the saved state, then
-/// the spec's home files (airlock's seeds win over a saved copy).
+/// else the agent could not write its settings. Then the saved state, the
+/// user's settings, the seed files where the state has none, and the spec's
+/// home files (airlock's own files win over a saved copy).
 Result<> Runner::prepareHome() {
   uint32_t uid = plan_.exec.uid;
   if (plan_.chownHome) {
@@ -209,25 +210,60 @@ Result<> Runner::prepareHome() {
   }
   auto restored = restoreState();
   if (!restored) deps_.ui.warn("the agent's saved state was not restored: " + restored.error().message);
-  auto writeHomeFiles = [&]() -> Result<> {
-    for (const auto& file : plan_.homeFiles) {
-      std::string full = std::string(guest::kAgentHome) + "/" + file.path;
-      auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content, uid);
-      if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
-    }
-    return {};
+  auto writeAll = [&]() -> Result<> {
+    if (auto r = writeSettings(); !r) return r;
+    if (auto r = writeSeedFiles(); !r) return r;
+    return writeHomeFiles();
   };
-  auto written = writeHomeFiles();
+  auto written = writeAll();
   if (!written && restored && *restored) {
-    // The saved state holds something where a home file goes (a directory,
-    // a symlink loop): this run starts without it, and replaces it at the end.
+    // The saved state holds something where a file goes (a directory, a
+    // symlink loop): this run starts without it, and replaces it at the end.
     std::vector<std::string> wipe = {"sh", "-c", "cd \"$HOME\" && rm -rf -- \"$@\"", "sh"};
     wipe.insert(wipe.end(), plan_.state->paths.begin(), plan_.state->paths.end());
     if (auto r = runInGuest(wipe, "", uid); !r) return written;
     deps_.ui.warn("the agent's saved state was unusable (" + written.error().message + "); starting without it");
-    written = writeHomeFiles();
+    written = writeAll();
   }
   return written;
+}
+
+/// The user's settings (Plan::settings) into $HOME, in place of whatever
+/// the restored state has at those paths.
+Result<> Runner::writeSettings() {
+  if (!plan_.settings) return {};
+  auto tar = state::packSettings(plan_.settings->entries, plan_.exec.uid);
+  if (!tar) return std::unexpected(tar.error());
+  std::vector<std::string> argv = {"sh", "-c", "cd \"$HOME\" && rm -rf -- \"$@\" && exec tar -x -f -", "sh"};
+  argv.insert(argv.end(), plan_.settings->paths.begin(), plan_.settings->paths.end());
+  if (auto r = runInGuest(argv, *tar, plan_.exec.uid); !r)
+    return failWith(exit_code::kVmFailed, "cannot copy your agent settings into the guest: {}", r.error().message);
+  return {};
+}
+
+/// Plan::seedFiles, each where $HOME has nothing yet.
+Result<> Runner::writeSeedFiles() {
+  for (const auto& file : plan_.seedFiles) {
+    std::string full = std::string(guest::kAgentHome) + "/" + file.path;
+    auto r = runInGuest({"sh", "-c",
+                         "if [ -e \"$1\" ] || [ -L \"$1\" ]; then cat > /dev/null; "
+                         "else mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"; fi",
+                         "sh", full},
+                        file.content, plan_.exec.uid);
+    if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
+  }
+  return {};
+}
+
+/// Plan::homeFiles, replacing what is there.
+Result<> Runner::writeHomeFiles() {
+  for (const auto& file : plan_.homeFiles) {
+    std::string full = std::string(guest::kAgentHome) + "/" + file.path;
+    auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content,
+                        plan_.exec.uid);
+    if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
+  }
+  return {};
 }
 
 /// The saved state (Plan::state) into the agent's home, unpacked by the
@@ -278,8 +314,14 @@ Result<state::UnpackSummary> Runner::saveState() {
     sink->out.reset();
     return std::pair{sink->over, sink->writeFailed};
   };
-  std::vector<std::string> argv = {"sh", "-c",
-                                   "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read -- \"$@\" 2>/dev/null", "sh"};
+  // The user's settings came from the host and go in afresh each run: not
+  // kept with the state.
+  std::vector<std::string> argv = {
+      "sh", "-c", "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read --anchored --no-wildcards \"$@\" 2>/dev/null",
+      "sh"};
+  if (plan_.settings)
+    for (const auto& path : plan_.settings->paths) argv.push_back("--exclude=" + path);
+  argv.push_back("--");
   argv.insert(argv.end(), st.paths.begin(), st.paths.end());
   vm::OutputHandlers handlers;
   handlers.onStdout = [sink](std::string_view d) {

@@ -103,6 +103,9 @@ class Runner {
   Result<> prepareHome();
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
   Result<bool> restoreState();
+  Result<> writeSettings();
+  Result<> writeSeedFiles();
+  Result<> writeHomeFiles();
   Result<state::UnpackSummary> saveState();
 
   Plan plan_;

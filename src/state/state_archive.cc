@@ -51,21 +51,6 @@ std::optional<std::vector<std::string>> components(std::string path) {
   return out;
 }
 
-/// Well-formed UTF-8 without control characters: the names packState can
-/// write back (pax headers are UTF-8) and a terminal can show.
-bool isPlainName(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size() || (len == 1 && (c < 0x20 || c == 0x7f))) return false;
-    if (len == 2 && c < 0xc2) return false;  // overlong
-    for (size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    i += len;
-  }
-  return true;
-}
-
 /// True when a symlink at depth `depth` (the number of directories between
 /// the state's top and the link) with target `target` stays inside the
 /// state whatever the other links are: some leading "..", no more than
@@ -120,6 +105,19 @@ std::string describeType(mode_t type, bool hardlink) {
 }
 
 }  // namespace
+
+bool isPlainName(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size() || (len == 1 && (c < 0x20 || c == 0x7f))) return false;
+    if (len == 2 && c < 0xc2) return false;  // overlong
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
+}
 
 Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string& destDir,
                                   const std::vector<std::string>& roots, const StateLimits& limits) {

@@ -9,11 +9,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
 
 namespace airlock::state {
+
+/// Well-formed UTF-8 without control characters: the names packState can
+/// write back (pax headers are UTF-8) and a terminal can show.
+bool isPlainName(std::string_view s);
 
 /// Bounds of one saved state.
 struct StateLimits {

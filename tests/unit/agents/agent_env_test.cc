@@ -45,10 +45,10 @@ TEST(ExpandHomeFiles, ExpandsEveryFileNotPaths) {
   AgentSpec spec;
   spec.homeFiles = {{".codex/config.toml", "base_url = \"${OPENAI_BASE_URL:-https://api.openai.com/v1}\"\n"},
                     {".claude.json", "{}"}};
-  auto files = expandHomeFiles(spec, {{"OPENAI_BASE_URL", "http://10.0.2.2:9000/v1"}});
+  auto files = expandFiles(spec.homeFiles, {{"OPENAI_BASE_URL", "http://10.0.2.2:9000/v1"}});
   EXPECT_EQ(files.at(".codex/config.toml"), "base_url = \"http://10.0.2.2:9000/v1\"\n");
   EXPECT_EQ(files.at(".claude.json"), "{}");
-  EXPECT_EQ(expandHomeFiles(spec, {}).at(".codex/config.toml"), "base_url = \"https://api.openai.com/v1\"\n");
+  EXPECT_EQ(expandFiles(spec.homeFiles, {}).at(".codex/config.toml"), "base_url = \"https://api.openai.com/v1\"\n");
 }
 
 TEST(ForwardedEnv, NamesAndPrefixes) {

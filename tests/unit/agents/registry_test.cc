@@ -47,7 +47,7 @@ TEST(Registry, BuiltinFacts) {
   auto codex = registry->find("codex");
   ASSERT_TRUE(codex);
   EXPECT_EQ(codex->image.programVersion(), codex->image.version + "-linux-x64");
-  auto codexFiles = expandHomeFiles(*codex, {{"OPENAI_BASE_URL", "http://10.0.2.2:1234/v1"}});
+  auto codexFiles = expandFiles(codex->homeFiles, {{"OPENAI_BASE_URL", "http://10.0.2.2:1234/v1"}});
   EXPECT_NE(codexFiles.at(".codex/config.toml").find("base_url = \"http://10.0.2.2:1234/v1\""), std::string::npos);
   EXPECT_NE(codexFiles.at(".codex/config.toml").find("wire_api = \"responses\""), std::string::npos);
   auto gemini = registry->find("gemini");
@@ -56,7 +56,7 @@ TEST(Registry, BuiltinFacts) {
   EXPECT_NE(gemini->homeFiles.at(".gemini/settings.json").find("gemini-api-key"), std::string::npos);
   auto opencode = registry->find("opencode");
   ASSERT_TRUE(opencode);
-  auto ocFiles = expandHomeFiles(*opencode, {});
+  auto ocFiles = expandFiles(opencode->homeFiles, {});
   EXPECT_NE(ocFiles.at(".config/opencode/opencode.json").find("\"baseURL\": \"https://api.openai.com/v1\""),
             std::string::npos);
   for (const auto& spec : registry->all()) {

@@ -168,6 +168,10 @@ home_files:
   "x/y.toml": |
     a = "${A:-b}"
     c = 1
+seed_files: {".demo.json": '{"onboarded": true}'}
+settings: [.demo/MEMORY.md, {path: .demo/settings.json, keys: [model, hooks]}]
+state: [.demo]
+state_max_mib: 64
 egress: {model_hosts: [h.example]}
 )",
                              "demo.yaml");
@@ -176,6 +180,34 @@ egress: {model_hosts: [h.example]}
   auto again = parseAgentSpec(text, "demo.yaml");
   ASSERT_TRUE(again) << again.error().message << "\n" << text;
   EXPECT_EQ(*again, *spec) << text;
+}
+
+// Issue 16: the user's settings an agent takes from the host, its seeds
+// and its state cap.
+TEST(SpecParser, SettingsSeedsAndStateCap) {
+  auto spec = parseAgentSpec(kMinimal + R"(seed_files: {".demo.json": '{"url": "${DEMO_URL:-x}"}'}
+settings:
+  - .demo/MEMORY.md
+  - {path: .demo/settings.json, keys: [model, env]}
+state: [.demo]
+state_max_mib: 32
+)",
+                             "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->seedFiles.at(".demo.json"), R"({"url": "${DEMO_URL:-x}"})");
+  ASSERT_EQ(spec->settings.size(), 2u);
+  EXPECT_EQ(spec->settings[0], (SettingsImport{".demo/MEMORY.md", {}}));
+  EXPECT_EQ(spec->settings[1], (SettingsImport{".demo/settings.json", {"model", "env"}}));
+  EXPECT_EQ(spec->stateMaxMib, 32);
+  EXPECT_NE(errorOf(kMinimal + "settings: [/etc/passwd]\n").find("not a relative path"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "settings: [../x]\n").find("not a relative path"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "settings: [a, a]\n").find("twice"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "settings: [{path: a.toml, keys: [x]}]\n").find("JSON files only"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "settings: [{path: a.json, keys: []}]\n").find("at least one key"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "settings: [{path: a.json, key: [x]}]\n").find("unknown key 'key'"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "settings: a\n").find("'settings' must be a list"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "seed_files: {a: \"${BAD-NAME}\"}\n").find("seed file 'a'"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "state_max_mib: 0\n").find("'state_max_mib'"), std::string::npos);
 }
 
 TEST(SpecParser, ImageReferenceInsteadOfARecipe) {

@@ -42,6 +42,7 @@ workspace_mode: direct
 review: auto
 image: /srv/rootfs
 direct_mode_acknowledged: true
+settings_import: false
 agents:
   my-agent:
     description: Mine
@@ -61,6 +62,7 @@ agents:
   EXPECT_EQ(layer->review, ReviewPolicy::kAuto);
   EXPECT_EQ(layer->image, "/srv/rootfs");
   EXPECT_EQ(layer->directModeAcknowledged, true);
+  EXPECT_EQ(layer->settingsImport, false);
   ASSERT_EQ(layer->agents.size(), 1u);
   EXPECT_EQ(layer->agents[0].name, "my-agent");
   EXPECT_EQ(layer->agents[0].command, std::vector<std::string>{"my-agent"});
@@ -106,6 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"workspace_mode: live", "snapshot, direct"}, BadValue{"review: yolo", "interactive"},
                       BadValue{"image: {a: b}", "'image' must be a non-empty string"},
                       BadValue{"direct_mode_acknowledged: maybe", "true or false"},
+                      BadValue{"settings_import: [yes]", "'settings_import' must be true or false"},
                       BadValue{"agents: [x]", "mapping of agent names"},
                       BadValue{"agents: {x: {description: d}}", "agent 'x'"},
                       BadValue{"vcpus: 2\nvcpus: 3", "duplicate key 'vcpus'"}, BadValue{"[1, 2]", "YAML mapping"},

@@ -216,6 +216,16 @@ const Row kRows[] = {
     {"verify_subject_repo", Layer::kRepo, "image_verify_subject: '.*'",
      [](const Settings& s) { return s.imageVerifySubject == Sourced<std::string>{"^me$", Layer::kUser}; },
      "who is trusted to sign", "image_verify_subject: '^me$'"},
+    // the user's own agent settings go in unless turned off; a repo can only turn them off
+    {"settings_default", Layer::kUser, "",
+     [](const Settings& s) { return s.settingsImport == Sourced{true, Layer::kBuiltin}; }},
+    {"settings_user_off", Layer::kUser, "settings_import: false",
+     [](const Settings& s) { return s.settingsImport == Sourced{false, Layer::kUser}; }},
+    {"settings_repo_off", Layer::kRepo, "settings_import: false",
+     [](const Settings& s) { return s.settingsImport == Sourced{false, Layer::kRepo}; }},
+    {"settings_repo_on", Layer::kRepo, "settings_import: true",
+     [](const Settings& s) { return s.settingsImport == Sourced{false, Layer::kUser}; },
+     "can only turn settings_import off", "settings_import: false"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),

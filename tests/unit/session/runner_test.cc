@@ -416,6 +416,55 @@ TEST_F(Runner_, AStateInTheWayOfAHomeFileIsSetAsideNotFatal) {
   EXPECT_TRUE(told);
 }
 
+// Issue 16: the user's settings go in after the saved state (replacing
+// whatever the state holds at those paths), then the seed files, which do
+// not replace what the state has, then airlock's home files; the settings
+// are never saved with the state.
+TEST_F(Runner_, TheUsersSettingsGoInAfterTheStateAndAreNotSaved) {
+  const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
+  writeFile(stateDir + "/home/.claude/projects/s.jsonl", "{}\n");
+  script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
+  Plan p = plan(ws::ReviewMode::Auto, "auto");
+  p.state = StatePlan{stateDir, workspace_, {".claude", ".claude.json"}, {}};
+  p.settings = SettingsPlan{{".claude/CLAUDE.md", ".claude/skills"},
+                            {{".claude", true, "", false}, {".claude/CLAUDE.md", false, "Be brief.\n", false}}};
+  p.seedFiles = {{".claude.json", "{\"hasCompletedOnboarding\": true}"}};
+  p.homeFiles = {{".config/agent/settings.json", "{}"}};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  auto find = [&](const std::function<bool(const protocol::ExecRequest&)>& is) {
+    for (size_t i = 0; i < script_.execs.size(); ++i)
+      if (is(script_.execs[i])) return i;
+    return script_.execs.size();
+  };
+  auto script = [](const protocol::ExecRequest& r) { return r.argv.size() > 2 ? r.argv[2] : std::string(); };
+  size_t restore = find([&](const auto& r) { return script(r) == "cd \"$HOME\" && exec tar -x -f -"; });
+  size_t settings = find([&](const auto& r) { return script(r).find("rm -rf") != std::string::npos &&
+                                                     script(r).find("tar -x") != std::string::npos; });
+  size_t seed = find([&](const auto& r) { return script(r).find("[ -e") != std::string::npos; });
+  size_t home = find([&](const auto& r) { return !r.argv.empty() && r.argv.back().ends_with("/settings.json"); });
+  size_t agent = find([](const auto& r) { return !r.argv.empty() && r.argv[0] == "fake-agent"; });
+  ASSERT_LT(agent, script_.execs.size());
+  EXPECT_LT(restore, settings);
+  EXPECT_LT(settings, seed);
+  EXPECT_LT(seed, home);
+  EXPECT_LT(home, agent);
+  // The settings replace what the state has at their paths, as the agent.
+  const auto& s = script_.execs[settings];
+  EXPECT_EQ(s.uid, 1000u);
+  EXPECT_EQ(std::vector<std::string>(s.argv.end() - 2, s.argv.end()),
+            (std::vector<std::string>{".claude/CLAUDE.md", ".claude/skills"}));
+  EXPECT_NE(script_.stdinSeen[settings].find("Be brief."), std::string::npos);
+  EXPECT_EQ(script_.execs[seed].argv.back(), "/home/agent/.claude.json");
+  // The save leaves them out.
+  const auto& save = script_.execs.back();
+  ASSERT_TRUE(isStateSave(save));
+  std::vector<std::string> args(save.argv.begin() + 4, save.argv.end());
+  EXPECT_EQ(args, (std::vector<std::string>{"--exclude=.claude/CLAUDE.md", "--exclude=.claude/skills", "--",
+                                            ".claude", ".claude.json"}));
+  EXPECT_NE(script(save).find("--anchored --no-wildcards"), std::string::npos);
+}
+
 // Steps called out of order fail instead of touching what does not exist.
 TEST_F(Runner_, StepsOutOfOrderFail) {
   Runner runner(plan(ws::ReviewMode::Auto, "auto"), {host_, ui_, test::fakeLauncher(script_), images_});
