@@ -40,7 +40,8 @@ void writeFile(const fs::path& path, const std::string& content) {
 /// The project's mock model server (tests/e2e/mock_model_server.py) on 127.0.0.1.
 class MockModel {
  public:
-  MockModel(const std::string& scenario, const std::string& dir) : log_(dir + "/mock.log"), gate_(dir + "/gate") {
+  MockModel(const std::string& scenario, const std::string& dir)
+      : log_(dir + "/mock.log"), gate_(dir + "/gate"), dump_(dir + "/requests") {
     fs::create_directories(gate_);
     std::string out = dir + "/mock.out";
     pid_ = fork();
@@ -50,7 +51,8 @@ class MockModel {
       std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/e2e/mock_model_server.py";
       std::string scenarioPath = std::string(AIRLOCK_SOURCE_DIR) + "/tests/e2e/scenarios/" + scenario;
       execl("/usr/bin/python3", "python3", script.c_str(), "--port", "0", "--scenario", scenarioPath.c_str(), "--log",
-            log_.c_str(), "--gate-dir", gate_.c_str(), "--exit-after", "1200", "--quiet", nullptr);
+            log_.c_str(), "--gate-dir", gate_.c_str(), "--dump-dir", dump_.c_str(), "--exit-after", "1200", "--quiet",
+            nullptr);
       _exit(127);
     }
     for (int i = 0; i < 100 && port_ == 0; ++i) {
@@ -68,6 +70,13 @@ class MockModel {
   int port() const { return port_; }
   std::string log() const { return slurp(log_); }
   const std::string& gateDir() const { return gate_; }
+  /// Every request body the mock got, concatenated.
+  std::string requests() const {
+    std::string out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dump_, ec)) out += slurp(e.path().string());
+    return out;
+  }
   /// True when the log shows the agent received every scripted step and no
   /// expectation on a tool result was violated.
   bool completed() const {
@@ -76,7 +85,7 @@ class MockModel {
   }
 
  private:
-  std::string log_, gate_;
+  std::string log_, gate_, dump_;
   pid_t pid_ = -1;
   int port_ = 0;
 };
@@ -133,23 +142,27 @@ class AgentE2E : public testing::Test {
       if (e.is_regular_file()) out[fs::relative(e.path(), project_).string()] = slurp(e.path().string());
     return out;
   }
+  /// `home`: the $HOME airlock gets (its user's agent settings), instead of the invoker's.
   ProcessResult run(const std::string& agent, const MockModel& mock, const std::vector<std::string>& flags,
-                    const std::vector<std::string>& agentArgs) {
+                    const std::vector<std::string>& agentArgs, const std::string& home = "") {
     std::vector<std::string> args = {"run", agent, "-q", "-w", project_, "--host-port", std::to_string(mock.port())};
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--");
     args.insert(args.end(), agentArgs.begin(), agentArgs.end());
-    return runAirlock(args, "",
-                      {{"XDG_STATE_HOME", state_},
-                       {"XDG_CONFIG_HOME", dir_ + "/config"},
-                       {"XDG_DATA_HOME", dir_ + "/data"},
-                       {"ANTHROPIC_BASE_URL", mock.guestUrl()},
-                       {"ANTHROPIC_API_KEY", "airlock-e2e"},
-                       {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
-                       {"OPENAI_API_KEY", "airlock-e2e"},
-                       {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
-                       {"GEMINI_API_KEY", "airlock-e2e"}},
-                      1500, user_ ? &*user_ : nullptr);
+    std::map<std::string, std::string> env = {{"XDG_STATE_HOME", state_},
+                                              {"XDG_CONFIG_HOME", dir_ + "/config"},
+                                              {"XDG_DATA_HOME", dir_ + "/data"},
+                                              {"ANTHROPIC_BASE_URL", mock.guestUrl()},
+                                              {"ANTHROPIC_API_KEY", "airlock-e2e"},
+                                              {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
+                                              {"OPENAI_API_KEY", "airlock-e2e"},
+                                              {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
+                                              {"GEMINI_API_KEY", "airlock-e2e"}};
+    if (!home.empty()) {
+      env["HOME"] = home;
+      if (!user_) env["AIRLOCK_CACHE_DIR"] = defaultCacheDir();  // the invoker's images, not a new cache under `home`
+    }
+    return runAirlock(args, "", env, 1500, user_ ? &*user_ : nullptr);
   }
   std::vector<std::string> claudeArgs() const {
     return {"-p", "Do the scripted task.", "--output-format", "json"};
@@ -279,6 +292,59 @@ TEST_F(AgentE2E, ClaudeCodeContinuesItsConversationOnTheSameProjectOnly) {
   ls = runAirlock({"state", "ls", "claude-code", "--json"}, "", env, 60, user_ ? &*user_ : nullptr);
   EXPECT_EQ(ls.out.find(fs::canonical(projectB).string()), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find(fs::canonical(projectA).string()), std::string::npos) << ls.out;
+}
+
+/// Every file under `dir`: path -> content and modification time.
+std::map<std::string, std::string> filesWithTimes(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  struct stat st {};
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && stat(e.path().c_str(), &st) == 0)
+      out[e.path().string()] = slurp(e.path().string()) + "@" + std::to_string(st.st_mtim.tv_sec) + "." +
+                               std::to_string(st.st_mtim.tv_nsec);
+  return out;
+}
+
+// Issue 16: the user's ~/.claude memory, settings (allowed keys only) and
+// skills are in the VM; the dropped key and the token are not; the host's
+// files are unchanged and no copy of them is kept with the state.
+TEST_F(AgentE2E, ClaudeCodeGetsTheUsersSettingsReadOnly) {
+  const std::string home = dir_ + "/home";
+  writeFile(home + "/.claude/CLAUDE.md", "Airlock-e2e memory: the user's global instructions.\n");
+  writeFile(home + "/.claude/settings.json",
+            R"({"cleanupPeriodDays": 77, "apiKeyHelper": "/bin/false",
+                "env": {"AIRLOCK_E2E_NOTE": "airlock-e2e-kept", "GITHUB_TOKEN": "airlock-e2e-token"}})");
+  writeFile(home + "/.claude/skills/e2e/SKILL.md",
+            "---\nname: e2e\ndescription: airlock-e2e-skill, a test skill\n---\nairlock-e2e-skill\n");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
+  const auto before = filesWithTimes(home);
+  fs::create_directories(dir_ + "/m");
+  MockModel mock("settings.json", dir_ + "/m");
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs(), home);
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  EXPECT_NE(mock.requests().find("Airlock-e2e memory"), std::string::npos) << "CLAUDE.md did not reach the agent";
+  EXPECT_EQ(filesWithTimes(home), before) << "the host's settings changed";
+  // The state keeps the conversation, not the copies of the user's files.
+  int states = 0;
+  for (const auto& e : fs::directory_iterator(dir_ + "/data/airlock/state/claude-code")) {
+    ++states;
+    EXPECT_TRUE(fs::exists(e.path() / "home/.claude/projects"));
+    EXPECT_FALSE(fs::exists(e.path() / "home/.claude/CLAUDE.md"));
+    EXPECT_FALSE(fs::exists(e.path() / "home/.claude/skills"));
+    EXPECT_FALSE(fs::exists(e.path() / "home/.claude/settings.json"));
+    // The seeded first-run answers survive the agent's own rewrite of the file.
+    EXPECT_NE(slurp((e.path() / "home/.claude.json").string()).find("hasCompletedOnboarding"), std::string::npos);
+  }
+  EXPECT_EQ(states, 1);
+  // `airlock info` names what goes in and what is left out.
+  auto info = runAirlock({"info", "claude-code", "-w", project_}, "",
+                         {{"HOME", home}, {"XDG_DATA_HOME", dir_ + "/data"}, {"XDG_CONFIG_HOME", dir_ + "/config"}}, 60,
+                         user_ ? &*user_ : nullptr);
+  ASSERT_EQ(info.exitCode, 0) << info.err;
+  EXPECT_NE(info.out.find("~/.claude/CLAUDE.md"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("left out: ~/.claude/settings.json: apiKeyHelper"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("env.GITHUB_TOKEN (may hold a secret)"), std::string::npos) << info.out;
 }
 
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
