@@ -437,5 +437,47 @@ INSTANTIATE_TEST_SUITE_P(
                     std::pair<std::string, std::vector<std::string>>{"opencode", {"Do the scripted task."}}),
     [](const auto& p) { return p.param.first; });
 
+/// An agent, its arguments for one scripted task, and for going on with
+/// its last conversation.
+struct ResumeCase {
+  std::string agent;
+  std::vector<std::string> first, resume;
+};
+
+void PrintTo(const ResumeCase& c, std::ostream* os) { *os << c.agent; }
+
+class AgentsResume : public AgentE2E, public testing::WithParamInterface<ResumeCase> {};
+
+// Issue 16: the agent's conversation is kept with the project's state, and
+// its own resume flag sends the earlier turn (the mock sees the earlier
+// tool call's result and goes on to the next step).
+TEST_P(AgentsResume, TheLastConversationOnTheSameProject) {
+  const ResumeCase& c = GetParam();
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser(c.agent));
+  {
+    fs::create_directories(dir_ + "/m1");
+    MockModel mock("single_edit.json", dir_ + "/m1");
+    auto r = run(c.agent, mock, {"--review=auto"}, c.first);
+    ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+    ASSERT_EQ(files()["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
+  }
+  fs::create_directories(dir_ + "/m2");
+  MockModel mock("single_edit.json", dir_ + "/m2");
+  auto r = run(c.agent, mock, {"--review=auto"}, c.resume);
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  // A fresh conversation's first turn has no tool results; a resumed one
+  // carries the earlier write's.
+  const std::string turn = firstAgentTurn(mock.log());
+  EXPECT_EQ(turn.find("\"step\": 0"), std::string::npos) << "the earlier conversation was not sent:\n" << mock.log();
+  EXPECT_NE(turn.find("AGENT_NOTE.md"), std::string::npos) << mock.log();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Agents, AgentsResume,
+    testing::Values(ResumeCase{"codex", {"Do the scripted task."}, {"resume", "--last", "Go on."}},
+                    ResumeCase{"gemini", {"-p", "Do the scripted task."}, {"-r", "latest", "-p", "Go on."}},
+                    ResumeCase{"opencode", {"Do the scripted task."}, {"--continue", "Go on."}}),
+    [](const auto& p) { return p.param.agent; });
+
 }  // namespace
 }  // namespace airlock::test
