@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <cctype>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "common/visible_text.h"
 #include "state/state_archive.h"
 #include "workspace/ignore.h"
+#include "workspace/private_key_scan.h"
 
 namespace airlock::state {
 namespace {
@@ -56,6 +58,7 @@ class Importer {
       if (errno != ENOENT && errno != ENOTDIR) drop(shown, errnoText(errno));
       return;
     }
+    if (linksToASecret(full, S_ISDIR(st.st_mode), shown)) return;
     uint64_t files = 0;
     if (S_ISDIR(st.st_mode)) {
       if (!setting.keys.empty()) return drop(shown, "a directory, where a JSON file was expected");
@@ -109,6 +112,21 @@ class Importer {
     return true;
   }
 
+  /// True (and reported) when `full` is a symlink whose target the
+  /// snapshot would keep out as a secret (~/.ssh/id_ed25519, anything in
+  /// ~/.aws/), by the target's whole path.
+  bool linksToASecret(const std::string& full, bool isDir, const std::string& shown) {
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return false;
+    char* real = ::realpath(full.c_str(), nullptr);
+    if (!real) return false;
+    std::string target = real;
+    ::free(real);
+    if (rules_.match(std::string_view(target).substr(1), isDir) != workspace::IgnoreVerdict::Secret) return false;
+    drop(shown, "a link to a secret file (" + visibleText(target) + ")");
+    return true;
+  }
+
   /// The regular file `full` (at most limits_.maxFileBytes), else reported.
   std::optional<std::string> readSmall(const std::string& full, const std::string& shown) {
     struct stat st {};
@@ -121,6 +139,10 @@ class Importer {
                        : Result<std::string>(fail("larger"));
     if (!content) {
       drop(shown, fmt::format("unreadable, or larger than {} KiB", limits_.maxFileBytes >> 10));
+      return std::nullopt;
+    }
+    if (workspace::hasPrivateKeyMarker(*content)) {
+      drop(shown, "holds a private key");
       return std::nullopt;
     }
     return std::move(*content);
@@ -194,6 +216,7 @@ class Importer {
         drop(childShown, "a secret file (kept out like the snapshot's secrets)");
         continue;
       }
+      if (linksToASecret(childFull, dir, childShown)) continue;
       if (dir) {
         if (!room(childShown)) return;
         out_.entries.push_back({childRel, true, "", false});

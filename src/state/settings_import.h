@@ -6,7 +6,9 @@
 //
 // What is copied: regular files and directories (symlinks followed, as a
 // dotfile manager makes them), plain UTF-8 names, never a file the snapshot
-// would keep out as a secret (.env, keys, credentials: workspace/ignore.h).
+// would keep out as a secret (.env, keys, credentials: workspace/ignore.h),
+// by its name or, for a symlink, its target's path, nor one holding a
+// private key (workspace/private_key_scan.h).
 // JSON files with `keys` keep only those top-level keys, and a kept "env"
 // object loses the variables that may hold secrets or that airlock itself
 // sets or forwards. Everything left out is reported, one line each.

@@ -93,7 +93,7 @@ TEST_F(SettingsImport_, ADirectoryComesWithoutSecretsOrSpecialFiles) {
   put(home_ + "/.claude/skills/pdf/SKILL.md", "# PDF\n");
   put(home_ + "/.claude/skills/pdf/run.sh", "#!/bin/sh\n", 0755);
   put(home_ + "/.claude/skills/pdf/.env", "KEY=1\n");
-  put(home_ + "/.claude/skills/pdf/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+  put(home_ + "/.claude/skills/pdf/id_rsa", std::string("-----BEGIN OPENSSH ") + "PRIVATE KEY-----\n");
   put(home_ + "/.claude/skills/bad\x01name", "x");
   ASSERT_EQ(::mkfifo((home_ + "/.claude/skills/pipe").c_str(), 0600), 0);
   auto s = import({{".claude/skills", {}}});
@@ -127,6 +127,31 @@ TEST_F(SettingsImport_, SymlinksAreFollowedAndMissingPathsSkipped) {
   ASSERT_NE(find(s, ".claude/commands/fix.md"), nullptr);
   EXPECT_TRUE(s.dropped.empty()) << s.dropped.front();
   EXPECT_EQ(s.imported.size(), 2u);
+}
+
+// A link under an innocent name to a secret, or a key inside any file,
+// stays out all the same.
+TEST_F(SettingsImport_, LinksToSecretsAndPrivateKeysStayOut) {
+  put(home_ + "/.ssh/id_ed25519", "key material\n");
+  put(home_ + "/.aws/credentials", "[default]\n");
+  put(home_ + "/notes/pasted.md", std::string("-----BEGIN OPENSSH ") + "PRIVATE KEY-----\nabc\n");
+  put(home_ + "/.claude/skills/s/SKILL.md", "# S\n");
+  fs::create_symlink(home_ + "/.ssh/id_ed25519", home_ + "/.claude/skills/s/helper.txt");
+  fs::create_symlink(home_ + "/.aws", home_ + "/.claude/skills/cloud");
+  fs::create_symlink(home_ + "/notes/pasted.md", home_ + "/.claude/skills/s/notes.md");
+  fs::create_symlink(home_ + "/.aws/credentials", home_ + "/.claude/CLAUDE.md");
+  auto s = import({{".claude/CLAUDE.md", {}}, {".claude/skills", {}}});
+  EXPECT_EQ(find(s, ".claude/CLAUDE.md"), nullptr);
+  EXPECT_EQ(find(s, ".claude/skills/s/helper.txt"), nullptr);
+  EXPECT_EQ(find(s, ".claude/skills/cloud"), nullptr);
+  EXPECT_EQ(find(s, ".claude/skills/cloud/credentials"), nullptr);
+  EXPECT_EQ(find(s, ".claude/skills/s/notes.md"), nullptr);
+  ASSERT_NE(find(s, ".claude/skills/s/SKILL.md"), nullptr);
+  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: a link to a secret file"));
+  EXPECT_TRUE(said(s.dropped, "helper.txt: a link to a secret file"));
+  EXPECT_TRUE(said(s.dropped, "cloud: a link to a secret file"));
+  EXPECT_TRUE(said(s.dropped, "notes.md: holds a private key"));
+  for (const auto& e : s.entries) EXPECT_EQ(e.content.find("key material"), std::string::npos) << e.path;
 }
 
 TEST_F(SettingsImport_, LimitsLeaveOutWhatDoesNotFitAndSaySo) {
