@@ -141,6 +141,7 @@ const char* decisionName(Decision d) {
   switch (d) {
     case Decision::Accepted: return "accepted";
     case Decision::Rejected: return "rejected";
+    case Decision::Unreviewed: return "not reviewed";
     case Decision::HeldBack: return "held back";
     case Decision::Conflict: return "conflict";
     case Decision::Excluded: return "excluded";
@@ -415,7 +416,7 @@ Result<std::vector<Decision>> decide(const std::vector<DiffItem>& items, ReviewM
     switch (mode) {
       case ReviewMode::Auto: out[i] = items[i].heldBack ? Decision::HeldBack : Decision::Accepted; break;
       case ReviewMode::All: out[i] = Decision::Accepted; break;
-      case ReviewMode::None: out[i] = Decision::Rejected; break;
+      case ReviewMode::None: out[i] = Decision::Unreviewed; break;
       case ReviewMode::Interactive: out[i] = Decision::Rejected; break;
     }
   }

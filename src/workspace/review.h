@@ -31,6 +31,7 @@ Result<ReviewMode> parseReviewMode(std::string_view text);
 enum class Decision {
   Accepted,  ///< will be flushed
   Rejected,  ///< kept in the session, not flushed
+  Unreviewed,  ///< --review=none: kept in the session for a later review, not flushed
   HeldBack,  ///< held-back path not explicitly accepted: kept, reported
   Conflict,  ///< changed on the host: kept, never flushed silently
   Excluded,  ///< secret / ignored path: never flushed

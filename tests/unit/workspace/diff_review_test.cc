@@ -329,7 +329,7 @@ TEST(Review, PoliciesAndPackageJsonScripts) {
         << r.items[i].path;
   auto none = decide(r.items, ReviewMode::None, *eng, nullptr, false);
   for (size_t i = 0; i < r.items.size(); ++i)
-    EXPECT_EQ((*none)[i], r.items[i].gitMetadata ? Decision::GitMetadata : Decision::Rejected) << r.items[i].path;
+    EXPECT_EQ((*none)[i], r.items[i].gitMetadata ? Decision::GitMetadata : Decision::Unreviewed) << r.items[i].path;
   auto all = decide(r.items, ReviewMode::All, *eng, nullptr, false);
   for (size_t i = 0; i < r.items.size(); ++i)
     EXPECT_EQ((*all)[i], r.items[i].gitMetadata ? Decision::GitMetadata : Decision::Accepted) << r.items[i].path;
