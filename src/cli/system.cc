@@ -7,10 +7,14 @@
 //   agent images        built agent images (<cache>/images; rebuilt on demand)
 //   rootfs erofs cache  images of --rootfs / `image: DIR` trees (rebuilt on demand)
 //   boot assets         the guest kernel and initramfs
+//   npm downloads       agent CLI packages and npm's cache (<cache>/npm)
+//   kernel downloads    the kernel package the boot assets are built from
 //
 // prune removes finished sessions without pending changes, snapshots left by
-// dead sessions and the rootfs erofs cache; --all adds pending sessions and
-// agent images. A running session is never touched.
+// dead sessions and the rootfs erofs cache; --all adds pending sessions,
+// agent images with the base rootfs tarball they are built on, and the
+// downloads (fetched again when an image or the boot assets are rebuilt).
+// A running session is never touched, nor a cache while a build holds its lock.
 
 #include <sys/file.h>
 #include <fcntl.h>
@@ -117,11 +121,13 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
 
   const std::string agentImages = image::imagesDir(dirs.cache);
   Usage agent{"agent images", 0, 0, 0, agentImages};
+  const bool buildingAgent = lockHeld(agentImages + "/.lock");
   for (const auto& f : entries(agentImages)) {
-    if (!f.ends_with(".erofs")) continue;
-    ++agent.count;
+    const bool base = fs::path(f).filename().string().starts_with("base-") && f.ends_with(".tar");
+    if (!f.ends_with(".erofs") && !base) continue;
+    if (!base) ++agent.count;
     uint64_t b = bytesOf(f);
-    if (all) inv.removals.push_back({"agent image", f, b});
+    if (all && !buildingAgent) inv.removals.push_back({base ? "base rootfs tarball" : "agent image", f, b});
   }
   agent.bytes = bytesOf(agentImages);
   inv.usage.push_back(agent);
@@ -142,6 +148,23 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
 
   const std::string bootAssets = vm::bootAssetsDir(dirs.cache);
   inv.usage.push_back({"boot assets", entries(bootAssets).size(), bytesOf(bootAssets), 0, bootAssets});
+
+  // Downloads: everything but a build's lock file, removed with --all
+  // unless a build holds the lock.
+  auto downloads = [&](const char* type, const std::string& dir, const char* what) {
+    Usage u{type, 0, 0, 0, dir};
+    const bool busy = lockHeld(dir + "/.lock");
+    for (const auto& f : entries(dir)) {
+      if (f.ends_with("/.lock")) continue;
+      uint64_t b = bytesOf(f);
+      ++u.count;
+      u.bytes += b;
+      if (all && !busy) inv.removals.push_back({what, f, b});
+    }
+    inv.usage.push_back(u);
+  };
+  downloads("npm downloads", dirs.cache + "/npm", "npm download");
+  downloads("kernel downloads", dirs.cache + "/downloads", "kernel download");
   return inv;
 }
 
@@ -224,10 +247,12 @@ void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto* prune = sys->add_subcommand("prune", "Remove finished sessions, stale snapshots and the rootfs erofs cache");
   prune->footer(R"(Removes: finished sessions without pending changes, snapshots left by dead
 sessions, the rootfs erofs cache (rebuilt on demand). Never a running session;
-never pending changes unless --all (which also removes built agent images).
+never pending changes unless --all, which also removes built agent images and
+their base rootfs tarball, and the npm and kernel downloads (fetched again, from
+registry.npmjs.org and Debian, when an image or the boot assets are rebuilt).
 Pulled OCI images stay: remove them with `airlock image rm`.
 Asks for confirmation on a terminal unless -f.)");
-  prune->add_flag("-a,--all", args->all, "Also remove sessions with pending changes and agent images");
+  prune->add_flag("-a,--all", args->all, "Also remove sessions with pending changes, agent images and downloads");
   prune->add_flag("--dry-run", args->dryRun, "List what would be removed and the space freed; remove nothing");
   prune->add_flag("-f,--force", args->force, "Do not ask for confirmation");
   prune->callback([args, &exitCode, &host] { exitCode = runPrune(host, *args); });

@@ -498,6 +498,11 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   std::string running = makeSession("20260101-000002-0002", false, true);
   std::string pending = makeSession("20260101-000003-0003", true, true);
   writeFile(cache + "/rootfs/0123.erofs", std::string(3000, 'e'));
+  writeFile(cache + "/images/abcd.erofs", std::string(500, 'a'));
+  writeFile(cache + "/images/base-abcd.tar", std::string(700, 'b'));
+  writeFile(cache + "/npm/cache/_cacache/x", std::string(600, 'n'));
+  writeFile(cache + "/npm/pkg@1.0.0.tgz", std::string(400, 'n'));
+  writeFile(cache + "/downloads/linux-image.deb", std::string(800, 'k'));
   // The running session holds its workspace's lock, as Session::open does.
   std::string lockDir = xdg + "/airlock/locks";
   fs::create_directories(lockDir);
@@ -516,6 +521,10 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   EXPECT_EQ(byType["pending sessions"]["bytes"], 1000 + 2000 + 4000 + 4 + workspace.size() + 1);
   EXPECT_EQ(byType["rootfs erofs cache"]["bytes"], 3000);
   EXPECT_EQ(byType["rootfs erofs cache"]["reclaimable_bytes"], 3000);
+  EXPECT_EQ(byType["agent images"]["count"], 1);
+  EXPECT_EQ(byType["agent images"]["bytes"], 500 + 700);
+  EXPECT_EQ(byType["npm downloads"]["bytes"], 600 + 400);
+  EXPECT_EQ(byType["kernel downloads"]["bytes"], 800);
 
   auto dry = airlock({"system", "prune", "--dry-run"}, elsewhere);
   ASSERT_EQ(dry.exitCode, 0) << dry.err;
@@ -532,10 +541,25 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   EXPECT_TRUE(fs::exists(pending + "/pending/changes.tar")) << "pending changes pruned without --all";
   EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned";
   EXPECT_FALSE(fs::exists(cache + "/rootfs/0123.erofs"));
+  EXPECT_TRUE(fs::exists(cache + "/images/base-abcd.tar")) << "pruned without --all";
+  EXPECT_TRUE(fs::exists(cache + "/npm/pkg@1.0.0.tgz")) << "pruned without --all";
 
+  // --all: agent images, their base tarball and the downloads too, but not
+  // the npm downloads while a build holds their lock.
+  Fd npmLock(::open((cache + "/npm/.lock").c_str(), O_RDWR | O_CREAT, 0600));
+  ASSERT_EQ(::flock(npmLock.get(), LOCK_EX), 0);
   auto all = airlock({"system", "prune", "--all", "-f"}, elsewhere);
   ASSERT_EQ(all.exitCode, 0) << all.err;
   EXPECT_FALSE(fs::exists(pending));
+  EXPECT_FALSE(fs::exists(cache + "/images/abcd.erofs"));
+  EXPECT_FALSE(fs::exists(cache + "/images/base-abcd.tar"));
+  EXPECT_FALSE(fs::exists(cache + "/downloads/linux-image.deb"));
+  EXPECT_TRUE(fs::exists(cache + "/npm/pkg@1.0.0.tgz")) << "pruned while a build held the lock";
+  npmLock.reset();
+  all = airlock({"system", "prune", "--all", "-f"}, elsewhere);
+  ASSERT_EQ(all.exitCode, 0) << all.err;
+  EXPECT_FALSE(fs::exists(cache + "/npm/pkg@1.0.0.tgz"));
+  EXPECT_FALSE(fs::exists(cache + "/npm/cache"));
   EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned by --all";
 }
 
