@@ -87,6 +87,9 @@ struct AgentSpec {
   /// host when the agent exits and restored at the next run on that project
   /// (state/state_archive.h). Empty: nothing is kept between runs.
   std::vector<std::string> state;
+  /// Paths under `state` never saved: the agent's credentials (a login made
+  /// inside the VM stays there; the accounts of issue 15 own them).
+  std::vector<std::string> stateExclude;
   int stateMaxMib = 256;    ///< cap of the saved state's file contents, MiB
   int cpus = 2;             ///< vCPUs
   int memoryMib = 4096;     ///< guest memory, MiB

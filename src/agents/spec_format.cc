@@ -66,6 +66,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   }
   out << YAML::EndSeq;
   emitList(out, "state", spec.state);
+  emitList(out, "state_exclude", spec.stateExclude);
   out << YAML::Key << "state_max_mib" << YAML::Value << spec.stateMaxMib;
   out << YAML::Key << "cpus" << YAML::Value << spec.cpus;
   out << YAML::Key << "memory_mib" << YAML::Value << spec.memoryMib;

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
-    "home_files", "seed_files", "settings", "state", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress"};
+    "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress"};
 constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
@@ -221,6 +221,7 @@ class SpecReader {
     }
     if (auto r = readSettings(child(root, "settings"), spec.settings); !r) return r;
     if (auto r = list(root, "state", isRelativePath, "a relative path", spec.state); !r) return r;
+    if (auto r = list(root, "state_exclude", isRelativePath, "a relative path", spec.stateExclude); !r) return r;
     if (auto r = integer(root, "state_max_mib", 1, 65536, spec.stateMaxMib); !r) return r;
     if (auto r = integer(root, "cpus", 1, 64, spec.cpus); !r) return r;
     if (auto r = integer(root, "memory_mib", 256, 262144, spec.memoryMib); !r) return r;

@@ -59,6 +59,7 @@ json specJson(const agents::AgentSpec& s) {
           {"seed_files", s.seedFiles},
           {"settings", settingsJson(s.settings)},
           {"state", s.state},
+          {"state_exclude", s.stateExclude},
           {"state_max_mib", s.stateMaxMib},
           {"cpus", s.cpus},
           {"memory_mib", s.memoryMib},

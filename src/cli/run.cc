@@ -207,7 +207,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     const std::string project = resolvedPath(args.workspace);
     state::StateLimits limits;
     limits.maxBytes = uint64_t(spec.stateMaxMib) << 20;
-    plan.state = session::StatePlan{state::stateDirFor(host.dirs.data, spec.name, project), project, spec.state, limits};
+    plan.state = session::StatePlan{state::stateDirFor(host.dirs.data, spec.name, project), project, spec.state, limits,
+                                    spec.stateExclude};
   }
   plan.machine.cpus = settings.cpus.value;
   plan.machine.memoryMiB = settings.memoryMib.value;

@@ -58,6 +58,7 @@ struct StatePlan {
   std::string project;             ///< the workspace's real path, recorded in dir/project
   std::vector<std::string> paths;  ///< $HOME-relative paths (AgentSpec::state)
   state::StateLimits limits;
+  std::vector<std::string> excluded;  ///< never saved (AgentSpec::stateExclude: credentials)
 };
 
 /// The user's own agent settings (state/settings_import.h), copied into

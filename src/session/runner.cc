@@ -314,13 +314,14 @@ Result<state::UnpackSummary> Runner::saveState() {
     sink->out.reset();
     return std::pair{sink->over, sink->writeFailed};
   };
-  // The user's settings came from the host and go in afresh each run: not
-  // kept with the state.
+  // Credentials, and the user's settings (from the host, afresh each run),
+  // are not kept with the state: left out by the guest's tar, and again here.
   std::vector<std::string> argv = {
       "sh", "-c", "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read --anchored --no-wildcards \"$@\" 2>/dev/null",
       "sh"};
-  if (plan_.settings)
-    for (const auto& path : plan_.settings->paths) argv.push_back("--exclude=" + path);
+  std::vector<std::string> excluded = st.excluded;
+  if (plan_.settings) excluded.insert(excluded.end(), plan_.settings->paths.begin(), plan_.settings->paths.end());
+  for (const auto& path : excluded) argv.push_back("--exclude=" + path);
   argv.push_back("--");
   argv.insert(argv.end(), st.paths.begin(), st.paths.end());
   vm::OutputHandlers handlers;
@@ -364,7 +365,7 @@ Result<state::UnpackSummary> Runner::saveState() {
     return fail("the guest's tar exited with {} (an image without GNU tar?)", (**status).shellCode());
   }
   (void)removeTree(fresh);
-  auto summary = state::unpackState(tarPath, fresh, st.paths, st.limits);
+  auto summary = state::unpackState(tarPath, fresh, st.paths, st.limits, excluded);
   (void)::unlink(tarPath.c_str());
   if (!summary) return std::unexpected(summary.error());
   (void)removeTree(old);

@@ -120,7 +120,8 @@ bool isPlainName(std::string_view s) {
 }
 
 Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string& destDir,
-                                  const std::vector<std::string>& roots, const StateLimits& limits) {
+                                  const std::vector<std::string>& roots, const StateLimits& limits,
+                                  const std::vector<std::string>& excluded) {
   if (::mkdir(destDir.c_str(), 0700) != 0) return fail("cannot create {}: {}", destDir, errnoText(errno));
   Fd top(::open(destDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   UnpackSummary summary;
@@ -170,9 +171,12 @@ Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string&
       drop(joined, "a name that is not plain UTF-8");
       continue;
     }
-    bool underRoot = std::any_of(roots.begin(), roots.end(), [&](const std::string& root) {
-      return joined == root || joined.starts_with(root + "/");
-    });
+    auto under = [&](const std::vector<std::string>& tops) {
+      return std::any_of(tops.begin(), tops.end(),
+                         [&](const std::string& p) { return joined == p || joined.starts_with(p + "/"); });
+    };
+    if (under(excluded)) continue;
+    bool underRoot = under(roots);
     if (!underRoot) {
       drop(joined, "not part of the agent's state");
       continue;

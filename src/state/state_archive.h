@@ -45,11 +45,14 @@ struct UnpackSummary {
 /// FIFOs, sockets, absolute or escaping symlinks, entries outside `roots`,
 /// paths with "..", entries below a symlink, paths deeper than 64 levels or
 /// longer than 1024 bytes, and names that are not plain UTF-8 are dropped
-/// and listed.
+/// and listed. Entries at or below one of `excluded` (the agent's
+/// credentials, the user's imported settings: never kept) are skipped
+/// without a word.
 /// Fails (and removes `destDir`) when the contents pass limits.maxBytes or
 /// the entries limits.maxEntries, or the stream is not a readable tar.
 Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string& destDir,
-                                  const std::vector<std::string>& roots, const StateLimits& limits);
+                                  const std::vector<std::string>& roots, const StateLimits& limits,
+                                  const std::vector<std::string>& excluded = {});
 
 /// Packs the directory `dir` (as unpackState left it) into the tar file
 /// `tarPath`, which must not exist (made 0600) (ustar/pax, entries relative to `dir`, owned by `uid`:`uid`).

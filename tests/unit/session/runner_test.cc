@@ -419,13 +419,19 @@ TEST_F(Runner_, AStateInTheWayOfAHomeFileIsSetAsideNotFatal) {
 // Issue 16: the user's settings go in after the saved state (replacing
 // whatever the state holds at those paths), then the seed files, which do
 // not replace what the state has, then airlock's home files; the settings
-// are never saved with the state.
+// and the agent's credentials are never saved with the state.
 TEST_F(Runner_, TheUsersSettingsGoInAfterTheStateAndAreNotSaved) {
   const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
   writeFile(stateDir + "/home/.claude/projects/s.jsonl", "{}\n");
   script_.changeSet = makeTar({{"new.c", 'f', "void f() {}\n"}});
   Plan p = plan(ws::ReviewMode::Auto, "auto");
-  p.state = StatePlan{stateDir, workspace_, {".claude", ".claude.json"}, {}};
+  // A guest whose tar ignores the excludes: the host leaves them out again.
+  const std::string saved = makeTar({{".claude", 'd'},
+                                     {".claude/.credentials.json", 'f', "{\"accessToken\": \"sk-ant-x\"}"},
+                                     {".claude/CLAUDE.md", 'f', "Be brief.\n"},
+                                     {".claude/history.jsonl", 'f', "{}\n"}});
+  script_.helperStdout = [saved](const protocol::ExecRequest& r) { return isStateSave(r) ? saved : std::string(); };
+  p.state = StatePlan{stateDir, workspace_, {".claude", ".claude.json"}, {}, {".claude/.credentials.json"}};
   p.settings = SettingsPlan{{".claude/CLAUDE.md", ".claude/skills"},
                             {{".claude", true, "", false}, {".claude/CLAUDE.md", false, "Be brief.\n", false}}};
   p.seedFiles = {{".claude.json", "{\"hasCompletedOnboarding\": true}"}};
@@ -460,9 +466,12 @@ TEST_F(Runner_, TheUsersSettingsGoInAfterTheStateAndAreNotSaved) {
   const auto& save = script_.execs.back();
   ASSERT_TRUE(isStateSave(save));
   std::vector<std::string> args(save.argv.begin() + 4, save.argv.end());
-  EXPECT_EQ(args, (std::vector<std::string>{"--exclude=.claude/CLAUDE.md", "--exclude=.claude/skills", "--",
-                                            ".claude", ".claude.json"}));
+  EXPECT_EQ(args, (std::vector<std::string>{"--exclude=.claude/.credentials.json", "--exclude=.claude/CLAUDE.md",
+                                            "--exclude=.claude/skills", "--", ".claude", ".claude.json"}));
   EXPECT_NE(script(save).find("--anchored --no-wildcards"), std::string::npos);
+  EXPECT_TRUE(fs::exists(stateDir + "/home/.claude/history.jsonl"));
+  EXPECT_FALSE(fs::exists(stateDir + "/home/.claude/.credentials.json"));
+  EXPECT_FALSE(fs::exists(stateDir + "/home/.claude/CLAUDE.md"));
 }
 
 // Steps called out of order fail instead of touching what does not exist.

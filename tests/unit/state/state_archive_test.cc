@@ -155,6 +155,23 @@ TEST_F(StateArchive, AStateOverItsCapIsNotSavedAtAll) {
   EXPECT_FALSE(fs::exists(state()));
 }
 
+// Credentials and the user's imported settings are never kept, whatever
+// the guest sends, and their absence is not worth a warning.
+TEST_F(StateArchive, ExcludedPathsAreNeverKept) {
+  EXPECT_TRUE(writeFileAtomic(tar(),
+                              test::makeTar({{".claude", 'd'},
+                                             {".claude/.credentials.json", 'f', "{\"accessToken\": \"sk-ant\"}"},
+                                             {".claude/skills", 'd'},
+                                             {".claude/skills/s/SKILL.md", 'f', "copy\n"},
+                                             {".claude/skillsets", 'f', "kept: only a name prefix\n"},
+                                             {".claude/history.jsonl", 'f', "{}\n"}}),
+                              0600));
+  auto r = unpackState(tar(), state(), kClaudeRoots, {}, {".claude/.credentials.json", ".claude/skills"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(listing(), ".claude d\n.claude/history.jsonl f\n.claude/skillsets f\n");
+  EXPECT_EQ(r->droppedCount, 0u);
+}
+
 TEST_F(StateArchive, GarbageIsNotAState) {
   ASSERT_TRUE(writeFileAtomic(tar(), std::string(3000, 'x'), 0600));
   auto r = unpackState(tar(), state(), kClaudeRoots, {});
