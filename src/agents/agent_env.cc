@@ -1,5 +1,6 @@
 #include "agents/agent_env.h"
 
+#include <cstdint>
 #include <optional>
 
 namespace airlock::agents {
@@ -12,6 +13,7 @@ bool isNameChar(char c) { return isNameStart(c) || (c >= '0' && c <= '9'); }
 struct Reference {
   std::string_view name;
   std::optional<std::string_view> fallback;  ///< the part after ":-", if any
+  std::optional<size_t> tail;                ///< N of ${NAME: -N}: the value's last N bytes
   size_t end = 0;                            ///< offset just past the closing '}'
 };
 
@@ -20,8 +22,17 @@ std::expected<Reference, std::string> parseReference(std::string_view text, size
   size_t close = text.find('}', at + 2);
   if (close == std::string_view::npos) return std::unexpected("unterminated ${");
   std::string_view body = text.substr(at + 2, close - at - 2);
-  size_t sep = body.find(":-");
   Reference ref;
+  if (size_t cut = body.find(": -"); cut != std::string_view::npos) {
+    std::string_view digits = body.substr(cut + 3);
+    size_t n = 0;
+    for (char c : digits) n = c >= '0' && c <= '9' && n < 100000 ? n * 10 + static_cast<size_t>(c - '0') : SIZE_MAX;
+    if (digits.empty() || n == SIZE_MAX)
+      return std::unexpected("bad tail '" + std::string(body) + "' (use ${NAME: -N}, N a number of bytes)");
+    ref.tail = n;
+    body = body.substr(0, cut);
+  }
+  size_t sep = body.find(":-");
   ref.name = body.substr(0, sep);
   if (sep != std::string_view::npos) ref.fallback = body.substr(sep + 2);
   ref.end = close + 1;
@@ -72,7 +83,8 @@ std::string expandTemplate(std::string_view text, const EnvMap& env) {
     auto it = env.find(std::string(ref->name));
     bool set = it != env.end() && (!ref->fallback || !it->second.empty());
     if (set) {
-      out += it->second;
+      const std::string& value = it->second;
+      out += ref->tail && *ref->tail < value.size() ? value.substr(value.size() - *ref->tail) : value;
     } else if (ref->fallback) {
       out.append(*ref->fallback);
     }

@@ -30,7 +30,8 @@ EnvMap forwardedEnv(const AgentSpec& spec, const EnvMap& hostEnv);
 /// fault ("unterminated ${", "bad variable name ...").
 Result<> checkTemplate(std::string_view text);
 
-/// Replaces every ${NAME} and ${NAME:-default} of `text` from `env`.
+/// Replaces every ${NAME}, ${NAME:-default} and ${NAME: -N} (the value's
+/// last N bytes, as in bash) of `text` from `env`.
 /// A malformed reference (see checkTemplate) is kept as is.
 std::string expandTemplate(std::string_view text, const EnvMap& env);
 

@@ -9,6 +9,7 @@
 
 #include <fmt/ranges.h>
 
+#include "cli/agent_home.h"
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
 #include "cli/kept_out.h"
@@ -64,25 +65,27 @@ std::string stateText(const StateInfo& st) {
   if (st.paths.empty()) return fmt::format("  {:<14} none kept between runs\n", "agent state");
   std::string paths = fmt::format("{}", fmt::join(st.paths, ", "));
   if (!st.saved) return fmt::format("  {:<14} {} (none saved for this project yet)\n", "agent state", paths);
-  return fmt::format("  {:<14} {}: {} saved for this project, restored at boot (--fresh: not)\n", "agent state", paths,
+  return fmt::format("  {:<14} {}: {} saved for this project, restored at boot (run --fresh: not)\n", "agent state", paths,
                      formatBytes(st.saved->bytes));
 }
 
-/// The user's settings `airlock run` copies in (state/settings_import.h);
+/// The user's settings `airlock run` copies in, as it computes them;
 /// nullopt when settings_import is off. `flagEnv`: the -e/--env arguments.
-std::optional<state::ImportedSettings> settingsInfo(const HostContext& host, const config::EffectiveConfig& effective,
-                                                    const std::vector<std::string>& flagEnv) {
+Result<std::optional<state::ImportedSettings>> settingsInfo(const HostContext& host,
+                                                            const config::EffectiveConfig& effective,
+                                                            const std::vector<std::string>& flagEnv) {
   const config::Settings& settings = effective.resolved.settings;
   if (!settings.settingsImport.value) return std::nullopt;
-  const agents::AgentSpec& spec = effective.agent;
-  std::vector<std::string> owned = spec.envForward;
-  for (const auto& name : settings.envForward) owned.push_back(name.value);
-  for (const auto& [name, value] : spec.env) owned.push_back(name);
-  for (const auto& e : flagEnv) owned.push_back(e.substr(0, e.find('=')));
-  for (const char* name : {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM"}) owned.emplace_back(name);
-  return state::importSettings(host.dirs.home, spec.settings, owned);
+  const agents::AgentSpec spec = withConfigForwards(effective.agent, settings);
+  auto env = agentEnvironment(host, spec, flagEnv, false);
+  if (!env) return std::unexpected(env.error());
+  std::vector<session::HomeFile> homeFiles, seedFiles;
+  for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env)) homeFiles.push_back({path, content});
+  for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env)) seedFiles.push_back({path, content});
+  return importUserSettings(host, spec, settings, *env, homeFiles, seedFiles).imported;
 }
 
+/// The "your settings" lines: what goes in, what is left out, or that none does.
 std::string settingsText(const std::optional<state::ImportedSettings>& imported, const config::Settings& settings) {
   if (!imported)
     return fmt::format("  {:<14} not copied in (settings_import: false, {})\n", "your settings",
@@ -90,7 +93,7 @@ std::string settingsText(const std::optional<state::ImportedSettings>& imported,
   std::string out = fmt::format("  {:<14} {}\n", "your settings",
                                 imported->imported.empty()
                                     ? std::string("none found")
-                                    : fmt::format("{} (read-only copies)", fmt::join(imported->imported, ", ")));
+                                    : fmt::format("{} (copied in, never written back)", fmt::join(imported->imported, ", ")));
   for (const auto& line : imported->dropped) out += fmt::format("  {:<14} left out: {}\n", "", line);
   return out;
 }
@@ -129,7 +132,9 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     kept = std::move(*k);
   }
   const StateInfo agentState = stateInfo(host, effective->agent, effective->workspace);
-  const auto userSettings = settingsInfo(host, *effective, args.env);
+  auto importedSettings = settingsInfo(host, *effective, args.env);
+  if (!importedSettings) return reportError(importedSettings.error());
+  const auto& userSettings = *importedSettings;
   const config::Settings resolved = effective->resolved.settings;
   auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
   auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
@@ -150,7 +155,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
                                                          {"imported", userSettings->imported},
                                                          {"left_out", userSettings->dropped}}
                                         : nlohmann::json{{"enabled", false},
-                                                         {"layer", config::layerName(resolved.settingsImport.layer)}};
+                                                         {"from", config::layerName(resolved.settingsImport.layer)}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);

@@ -20,7 +20,6 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,6 +27,7 @@
 #include <fmt/ranges.h>
 
 #include "agents/agent_env.h"
+#include "cli/agent_home.h"
 #include "cli/attach.h"
 #include "cli/commands.h"
 #include "cli/egress_flags.h"
@@ -66,31 +66,6 @@ struct RunArgs : PolicyFlags {
   RegistryFlags registry;  ///< how to pull --image
 };
 
-/// The agent's environment: base variables, the spec's env, the variables the
-/// spec forwards, then --env NAME / NAME=VALUE.
-Result<agents::EnvMap> agentEnvironment(const HostContext& host, const agents::AgentSpec& spec,
-                                        const std::vector<std::string>& extra, bool pty) {
-  agents::EnvMap env = {{"PATH", guest::kDefaultPath},
-                        {"HOME", guest::kAgentHome},
-                        {"USER", "agent"},
-                        {"LOGNAME", "agent"},
-                        {"LANG", "C.UTF-8"}};
-  if (pty) env["TERM"] = host.terminal.term.empty() ? "xterm-256color" : host.terminal.term;
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  for (const auto& [k, v] : agents::forwardedEnv(spec, host.env)) env[k] = v;
-  auto flags = envFlags(host, extra, "--env");
-  if (!flags) return std::unexpected(flags.error());
-  for (const auto& [k, v] : *flags) env[k] = v;
-  return env;
-}
-
-/// The agent spec with the variables the user config forwards added to its own.
-agents::AgentSpec withConfigForwards(agents::AgentSpec spec, const config::Settings& settings) {
-  for (const auto& name : settings.envForward)
-    if (name.layer == config::Layer::kUser) spec.envForward.push_back(name.value);
-  return spec;
-}
-
 /// Where the root filesystem comes from: --image (a registry reference),
 /// else the configured `image` (a path when it starts with '/' or '.'),
 /// else the agent's (pulled when its spec names a reference, else built).
@@ -121,35 +96,6 @@ struct RunSetup {
   agents::AgentSpec spec;
   state::ImportedSettings imported;  ///< what of the user's settings goes in, and what was left out
 };
-
-/// The user's settings for `spec` (none with settings_import: false), the
-/// JSON ones that are also airlock home files merged under them (airlock's
-/// keys win); `env` is what the agent gets, which a settings file's "env"
-/// block does not get to change.
-void importUserSettings(const HostContext& host, const agents::AgentSpec& spec, const agents::EnvMap& env,
-                        RunSetup& setup) {
-  session::Plan& plan = setup.plan;
-  if (!setup.settings.settingsImport.value || spec.settings.empty()) return;
-  std::vector<std::string> owned = spec.envForward;
-  for (const auto& [name, value] : env) owned.push_back(name);
-  setup.imported = state::importSettings(host.dirs.home, spec.settings, owned);
-  session::SettingsPlan settings;
-  for (const auto& s : spec.settings) settings.paths.push_back(s.path);
-  for (auto& entry : setup.imported.entries) {
-    auto home = std::find_if(plan.homeFiles.begin(), plan.homeFiles.end(),
-                             [&](const session::HomeFile& f) { return f.path == entry.path; });
-    if (home == plan.homeFiles.end() || entry.directory) {
-      settings.entries.push_back(std::move(entry));
-      continue;
-    }
-    auto merged = state::mergeJsonObjects(entry.content, home->content);
-    if (merged)
-      home->content = std::move(*merged);
-    else
-      setup.imported.dropped.push_back("~/" + entry.path + ": " + merged.error().message);
-  }
-  plan.settings = std::move(settings);
-}
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   if (auto r = checkAllowHosts(args.egress); !r) return std::unexpected(r.error());
@@ -223,7 +169,9 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
 
   for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env)) plan.homeFiles.push_back({path, content});
   for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env)) plan.seedFiles.push_back({path, content});
-  importUserSettings(host, spec, *env, setup);
+  auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);
+  setup.imported = std::move(user.imported);
+  plan.settings = std::move(user.plan);
   plan.exec.argv = spec.command;
   plan.exec.argv.insert(plan.exec.argv.end(), spec.defaultArgs.begin(), spec.defaultArgs.end());
   plan.exec.argv.insert(plan.exec.argv.end(), args.agentArgs.begin(), args.agentArgs.end());

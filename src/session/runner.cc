@@ -232,9 +232,15 @@ Result<> Runner::prepareHome() {
 /// the restored state has at those paths.
 Result<> Runner::writeSettings() {
   if (!plan_.settings) return {};
-  auto tar = state::packSettings(plan_.settings->entries, plan_.exec.uid);
+  // Nothing found: only what a saved state has there goes (an image
+  // without tar still runs).
+  const bool none = plan_.settings->entries.empty();
+  auto tar = none ? Result<std::string>("") : state::packSettings(plan_.settings->entries, plan_.exec.uid);
   if (!tar) return std::unexpected(tar.error());
-  std::vector<std::string> argv = {"sh", "-c", "cd \"$HOME\" && rm -rf -- \"$@\" && exec tar -x -f -", "sh"};
+  std::vector<std::string> argv = {"sh", "-c",
+                                   none ? "cd \"$HOME\" && rm -rf -- \"$@\""
+                                        : "cd \"$HOME\" && rm -rf -- \"$@\" && exec tar -x -f -",
+                                   "sh"};
   argv.insert(argv.end(), plan_.settings->paths.begin(), plan_.settings->paths.end());
   if (auto r = runInGuest(argv, *tar, plan_.exec.uid); !r)
     return failWith(exit_code::kVmFailed, "cannot copy your agent settings into the guest: {}", r.error().message);
@@ -289,8 +295,8 @@ Result<bool> Runner::restoreState() {
 /// The agent's state (Plan::state) out of the guest as a tar stream, kept
 /// as plain data (state::unpackState) in place of the previous one. The
 /// guest's tar is the guest's: its stream is cut off past the size cap or
-/// after two minutes. Returns what was kept and left out.
-Result<state::UnpackSummary> Runner::saveState() {
+/// after `within`. Returns what was kept and left out.
+Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
   const StatePlan& st = *plan_.state;
   if (auto r = makeDirs(st.dir, 0700); !r) return std::unexpected(r.error());
   const std::string tarPath = st.dir + "/save.tar", fresh = st.dir + "/home.new", old = st.dir + "/home.old";
@@ -340,7 +346,7 @@ Result<state::UnpackSummary> Runner::saveState() {
     return std::unexpected(cmd.error());
   }
   (void)(*cmd)->closeStdin();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  const auto deadline = std::chrono::steady_clock::now() + within;
   std::optional<Result<protocol::ExitStatus>> status;
   while (!(status = (*cmd)->waitFor(std::chrono::milliseconds(200)))) {
     bool over;
@@ -353,7 +359,7 @@ Result<state::UnpackSummary> Runner::saveState() {
       closeSink();
       (void)::unlink(tarPath.c_str());
       return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
-                  : fail("the guest did not finish sending it in 2 minutes");
+                  : fail("the guest did not finish sending it in {} s", within.count());
     }
   }
   auto [over, writeFailed] = closeSink();
@@ -402,10 +408,10 @@ Result<int> Runner::runCommand() {
   commandCode_ = attached->code;
   forced_ = attached->forced;
   if (session_) session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
-  // A forced end wants out now; the previous state stays.
-  if (plan_.state && !forced_) {
+  // A forced end (the escape keys) wants out soon: the save gets 15 s.
+  if (plan_.state) {
     step("state", "");
-    auto saved = saveState();
+    auto saved = saveState(forced_ ? std::chrono::seconds(15) : std::chrono::seconds(120));
     if (!saved) {
       deps_.ui.warn("the agent's state was not saved (the previous one is kept): " + saved.error().message);
     } else {

@@ -16,6 +16,7 @@
 //   close     scratch removed; the session keeps its log and anything pending
 
 #include <functional>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,7 +107,7 @@ class Runner {
   Result<> writeSettings();
   Result<> writeSeedFiles();
   Result<> writeHomeFiles();
-  Result<state::UnpackSummary> saveState();
+  Result<state::UnpackSummary> saveState(std::chrono::seconds within);
 
   Plan plan_;
   RunnerDeps deps_;

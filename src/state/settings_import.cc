@@ -7,13 +7,20 @@
 #include <archive_entry.h>
 
 #include <algorithm>
-#include <memory>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/fd.h"
 #include "common/visible_text.h"
 #include "state/state_archive.h"
@@ -25,13 +32,35 @@ namespace {
 
 using json = nlohmann::json;
 
-/// True when an environment variable of this name may hold a secret.
-bool mayHoldSecret(std::string_view name) {
+/// True when an environment variable of this name may hold a secret: a
+/// secret-like word in it ("GITHUB_TOKEN", "ANTHROPIC_CUSTOM_HEADERS"), or a
+/// secret-like part between underscores ("GH_PAT", "MYSQL_PWD").
+bool nameMayHoldSecret(std::string_view name) {
   std::string upper(name);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (std::string_view word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE",
-                                "PRIVATE"})
+                                "PRIVATE", "HEADER", "SESSION"})
     if (upper.find(word) != std::string::npos) return true;
+  size_t start = 0;
+  while (start <= upper.size()) {
+    size_t end = upper.find('_', start);
+    if (end == std::string::npos) end = upper.size();
+    std::string_view part(upper.data() + start, end - start);
+    for (std::string_view word : {"PAT", "PWD", "PASS", "DSN", "CREDS"})
+      if (part == word) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+/// True when a variable's value looks like a credential: a URL with a
+/// password, a bearer token, or a well-known token prefix.
+bool valueMayHoldSecret(const std::string& value) {
+  static const std::regex userinfo(R"(://[^/@\s:]*:[^/@\s]*@)");
+  if (std::regex_search(value, userinfo)) return true;
+  for (std::string_view marker : {"Bearer ", "bearer ", "Basic ", "sk-", "ghp_", "gho_", "ghs_", "github_pat_",
+                                  "glpat-", "xoxb-", "xoxp-", "AKIA", "AIza", "x-api-key", "Authorization"})
+    if (value.find(marker) != std::string::npos) return true;
   return false;
 }
 
@@ -43,12 +72,25 @@ bool matchesEnvPattern(const std::string& name, const std::vector<std::string>& 
   return false;
 }
 
+/// True when `path` is `dir` or lies below it.
+bool within(const std::string& path, const std::string& dir) {
+  return !dir.empty() && (path == dir || path.starts_with(dir + "/"));
+}
+
 /// Walks one settings path, filling `out` within `limits`.
 class Importer {
  public:
-  Importer(const std::string& home, const std::vector<std::string>& ownedEnv, const SettingsLimits& limits,
-           ImportedSettings& out)
-      : home_(home), ownedEnv_(ownedEnv), limits_(limits), out_(out) {}
+  Importer(const std::string& home, const std::vector<std::string>& ownedEnv,
+           const std::vector<std::string>& neverDirs, const SettingsLimits& limits, ImportedSettings& out)
+      : home_(home), ownedEnv_(ownedEnv), limits_(limits), out_(out) {
+    // Compared with real paths: the directories' own, links resolved.
+    for (const auto& dir : neverDirs) {
+      if (char* real = ::realpath(dir.c_str(), nullptr)) {
+        neverDirs_.emplace_back(real);
+        ::free(real);
+      }
+    }
+  }
 
   void add(const agents::SettingsImport& setting) {
     const std::string full = home_ + "/" + setting.path;
@@ -58,33 +100,77 @@ class Importer {
       if (errno != ENOENT && errno != ENOTDIR) drop(shown, errnoText(errno));
       return;
     }
-    if (linksToASecret(full, S_ISDIR(st.st_mode), shown)) return;
+    const bool dir = S_ISDIR(st.st_mode);
+    if (!dir && !S_ISREG(st.st_mode)) return drop(shown, "not a regular file or directory");
+    if (!allowed(full, setting.path, dir, st, shown)) return;
     uint64_t files = 0;
-    if (S_ISDIR(st.st_mode)) {
+    if (dir) {
       if (!setting.keys.empty()) return drop(shown, "a directory, where a JSON file was expected");
-      if (!addParents(setting.path)) return;
-      if (!room(shown)) return;
+      if (!addParents(setting.path) || !room(shown)) return;
       out_.entries.push_back({setting.path, true, "", false});
-      walk(full, setting.path, shown, "", 0, files);
+      std::vector<std::pair<dev_t, ino_t>> ancestors = {{st.st_dev, st.st_ino}};
+      walk(full, setting.path, shown, 0, files, ancestors);
       out_.imported.push_back(fmt::format("{} ({} file{})", shown, files, files == 1 ? "" : "s"));
-    } else if (S_ISREG(st.st_mode)) {
-      auto content = readSmall(full, shown);
-      if (!content) return;
-      if (!setting.keys.empty()) {
-        auto filtered = filterJson(*content, setting.keys, shown);
-        if (!filtered) return;
-        *content = std::move(*filtered);
-      }
-      if (!addParents(setting.path) || !room(shown, content->size())) return;
-      out_.entries.push_back({setting.path, false, std::move(*content), (st.st_mode & 0111) != 0});
-      out_.imported.push_back(shown);
-    } else {
-      drop(shown, "not a regular file or directory");
+      return;
     }
+    auto content = readSmall(full, shown);
+    if (!content) return;
+    if (!setting.keys.empty()) {
+      auto filtered = filterJson(*content, setting.keys, shown);
+      if (!filtered) return;
+      *content = std::move(*filtered);
+    }
+    if (!addParents(setting.path) || !room(shown, content->size())) return;
+    out_.entries.push_back({setting.path, false, std::move(*content), (st.st_mode & 0111) != 0});
+    out_.imported.push_back(shown);
   }
 
  private:
-  void drop(const std::string& what, const std::string& why) { out_.dropped.push_back(visibleText(what) + ": " + why); }
+  void drop(const std::string& what, const std::string& why) { out_.dropped.push_back(visibleText(what + ": " + why)); }
+
+  /// False (and reported) for what never goes in, whatever its settings
+  /// path: a secret by its path under $HOME or by its real path (a link to
+  /// ~/.ssh, to airlock's own directories, into /proc), git metadata, or
+  /// another name (hard link) of a file.
+  bool allowed(const std::string& full, const std::string& homeRel, bool isDir, const struct stat& st,
+               const std::string& shown) {
+    if (rules_.match(homeRel, isDir) == workspace::IgnoreVerdict::Secret) {
+      drop(shown, "a secret file (kept out like the snapshot's secrets)");
+      return false;
+    }
+    if (homeRel == ".git" || homeRel.ends_with("/.git")) {
+      drop(shown, "git metadata (it may hold credentials)");
+      return false;
+    }
+    if (!isDir && st.st_nlink > 1) {
+      drop(shown, "a hard link (another name of a file that may be a secret)");
+      return false;
+    }
+    char* resolved = ::realpath(full.c_str(), nullptr);
+    if (!resolved) {
+      drop(shown, errnoText(errno));
+      return false;
+    }
+    const std::string real = resolved;
+    ::free(resolved);
+    for (const char* system : {"/proc", "/sys", "/dev", "/run"}) {
+      if (within(real, system)) {
+        drop(shown, "a link to " + real);
+        return false;
+      }
+    }
+    for (const auto& dir : neverDirs_) {
+      if (within(real, dir)) {
+        drop(shown, "a link into airlock's own files (" + real + ")");
+        return false;
+      }
+    }
+    if (rules_.match(std::string_view(real).substr(1), isDir) == workspace::IgnoreVerdict::Secret) {
+      drop(shown, "a secret file by its real path (" + real + ")");
+      return false;
+    }
+    return true;
+  }
 
   /// True when one more entry of `bytes` fits; else reports `shown`.
   bool room(const std::string& shown, uint64_t bytes = 0) {
@@ -93,7 +179,7 @@ class Importer {
       return false;
     }
     if (bytes_ + bytes > limits_.maxBytes) {
-      drop(shown, fmt::format("past the limit of {} MiB of settings", limits_.maxBytes >> 20));
+      drop(shown, fmt::format("past the limit of {} of settings", formatBytes(limits_.maxBytes)));
       return false;
     }
     bytes_ += bytes;
@@ -112,22 +198,8 @@ class Importer {
     return true;
   }
 
-  /// True (and reported) when `full` is a symlink whose target the
-  /// snapshot would keep out as a secret (~/.ssh/id_ed25519, anything in
-  /// ~/.aws/), by the target's whole path.
-  bool linksToASecret(const std::string& full, bool isDir, const std::string& shown) {
-    struct stat st {};
-    if (::lstat(full.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return false;
-    char* real = ::realpath(full.c_str(), nullptr);
-    if (!real) return false;
-    std::string target = real;
-    ::free(real);
-    if (rules_.match(std::string_view(target).substr(1), isDir) != workspace::IgnoreVerdict::Secret) return false;
-    drop(shown, "a link to a secret file (" + visibleText(target) + ")");
-    return true;
-  }
-
-  /// The regular file `full` (at most limits_.maxFileBytes), else reported.
+  /// The regular file `full` (at most limits_.maxFileBytes, no private
+  /// key in it), else reported.
   std::optional<std::string> readSmall(const std::string& full, const std::string& shown) {
     struct stat st {};
     if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -138,7 +210,7 @@ class Importer {
                        ? readFile(full, limits_.maxFileBytes)
                        : Result<std::string>(fail("larger"));
     if (!content) {
-      drop(shown, fmt::format("unreadable, or larger than {} KiB", limits_.maxFileBytes >> 10));
+      drop(shown, fmt::format("unreadable, or larger than {}", formatBytes(limits_.maxFileBytes)));
       return std::nullopt;
     }
     if (workspace::hasPrivateKeyMarker(*content)) {
@@ -154,7 +226,7 @@ class Importer {
                                         const std::string& shown) {
     json doc = json::parse(text, nullptr, false, true);
     if (doc.is_discarded() || !doc.is_object()) {
-      drop(shown, "not a JSON object");
+      drop(shown, "not valid JSON, or not a JSON object");
       return std::nullopt;
     }
     json kept = json::object();
@@ -166,10 +238,10 @@ class Importer {
       if (key == "env" && value.is_object()) {
         json env = json::object();
         for (auto& [name, v] : value.items()) {
-          if (mayHoldSecret(name))
+          if (nameMayHoldSecret(name) || (v.is_string() && valueMayHoldSecret(v.get<std::string>())))
             drop(shown, fmt::format("env.{} (may hold a secret)", name));
           else if (matchesEnvPattern(name, ownedEnv_))
-            drop(shown, fmt::format("env.{} (airlock sets it for the agent)", name));
+            drop(shown, fmt::format("env.{} (airlock sets or forwards it for the agent)", name));
           else
             env[name] = v;
         }
@@ -182,14 +254,18 @@ class Importer {
   }
 
   /// Adds the entries of the directory `full` (shown as `shown`, at `rel`
-  /// below $HOME and `inside` below the settings path).
-  void walk(const std::string& full, const std::string& rel, const std::string& shown, const std::string& inside,
-            unsigned depth, uint64_t& files) {
+  /// below $HOME); `ancestors` are the directories walked into, by device
+  /// and inode, so a symlink loop is seen once.
+  void walk(const std::string& full, const std::string& rel, const std::string& shown, unsigned depth, uint64_t& files,
+            std::vector<std::pair<dev_t, ino_t>>& ancestors) {
     if (depth >= limits_.maxDepth) return drop(shown, fmt::format("deeper than {} levels", limits_.maxDepth));
     std::vector<std::string> names;
     if (DIR* d = ::opendir(full.c_str())) {
-      while (dirent* e = ::readdir(d))
-        if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") names.emplace_back(e->d_name);
+      while (dirent* e = ::readdir(d)) {
+        if (std::string_view(e->d_name) == "." || std::string_view(e->d_name) == "..") continue;
+        if (names.size() >= limits_.maxEntries) break;  // past the cap anyway
+        names.emplace_back(e->d_name);
+      }
       ::closedir(d);
     } else {
       return drop(shown, errnoText(errno));
@@ -197,7 +273,6 @@ class Importer {
     std::sort(names.begin(), names.end());
     for (const auto& name : names) {
       const std::string childFull = full + "/" + name, childRel = rel + "/" + name, childShown = shown + "/" + name;
-      const std::string childInside = inside.empty() ? name : inside + "/" + name;
       if (!isPlainName(name)) {
         drop(childShown, "a name that is not plain UTF-8");
         continue;
@@ -212,15 +287,18 @@ class Importer {
         drop(childShown, "not a regular file or directory");
         continue;
       }
-      if (rules_.matchEntry(childInside, dir) == workspace::IgnoreVerdict::Secret) {
-        drop(childShown, "a secret file (kept out like the snapshot's secrets)");
-        continue;
-      }
-      if (linksToASecret(childFull, dir, childShown)) continue;
+      if (!allowed(childFull, childRel, dir, st, childShown)) continue;
       if (dir) {
+        const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+        if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end()) {
+          drop(childShown, "a symlink loop");
+          continue;
+        }
         if (!room(childShown)) return;
         out_.entries.push_back({childRel, true, "", false});
-        walk(childFull, childRel, childShown, childInside, depth + 1, files);
+        ancestors.push_back(id);
+        walk(childFull, childRel, childShown, depth + 1, files, ancestors);
+        ancestors.pop_back();
         continue;
       }
       auto content = readSmall(childFull, childShown);
@@ -233,6 +311,7 @@ class Importer {
 
   const std::string& home_;
   const std::vector<std::string>& ownedEnv_;
+  std::vector<std::string> neverDirs_;
   const SettingsLimits& limits_;
   ImportedSettings& out_;
   workspace::IgnoreRules rules_;  ///< the built-in secret patterns only
@@ -253,9 +332,10 @@ void mergeInto(json& base, const json& over) {
 }  // namespace
 
 ImportedSettings importSettings(const std::string& home, const std::vector<agents::SettingsImport>& settings,
-                                const std::vector<std::string>& ownedEnv, const SettingsLimits& limits) {
+                                const std::vector<std::string>& ownedEnv, const std::vector<std::string>& neverDirs,
+                                const SettingsLimits& limits) {
   ImportedSettings out;
-  Importer importer(home, ownedEnv, limits, out);
+  Importer importer(home, ownedEnv, neverDirs, limits, out);
   for (const auto& setting : settings) importer.add(setting);
   return out;
 }
@@ -263,6 +343,8 @@ ImportedSettings importSettings(const std::string& home, const std::vector<agent
 Result<std::string> packSettings(const std::vector<SettingsEntry>& entries, uint32_t uid) {
   std::unique_ptr<archive, decltype(&archive_write_free)> out(archive_write_new(), archive_write_free);
   archive_write_set_format_pax_restricted(out.get());
+  // Names as the bytes they are (plain UTF-8, checked): no conversion from
+  // the C locale's charset, which would refuse non-ASCII.
   archive_write_set_format_option(out.get(), "pax", "hdrcharset", "BINARY");
   archive_write_set_bytes_in_last_block(out.get(), 1);
   size_t total = 10240;
@@ -271,11 +353,13 @@ Result<std::string> packSettings(const std::vector<SettingsEntry>& entries, uint
   size_t used = 0;
   if (archive_write_open_memory(out.get(), buffer.data(), buffer.size(), &used) != ARCHIVE_OK)
     return fail("cannot pack the settings: {}", archive_error_string(out.get()));
+  const int64_t now = static_cast<int64_t>(::time(nullptr));
   for (const auto& e : entries) {
     std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(archive_entry_new(), archive_entry_free);
     archive_entry_set_pathname(entry.get(), e.path.c_str());
     archive_entry_set_uid(entry.get(), uid);
     archive_entry_set_gid(entry.get(), uid);
+    archive_entry_set_mtime(entry.get(), now, 0);
     archive_entry_set_filetype(entry.get(), e.directory ? AE_IFDIR : AE_IFREG);
     archive_entry_set_perm(entry.get(), e.directory || e.executable ? 0755 : 0644);
     if (!e.directory) archive_entry_set_size(entry.get(), static_cast<la_int64_t>(e.content.size()));

@@ -5,15 +5,19 @@
 // run. Nothing is ever written back to the host's dirs.
 //
 // What is copied: regular files and directories (symlinks followed, as a
-// dotfile manager makes them), plain UTF-8 names, never a file the snapshot
-// would keep out as a secret (.env, keys, credentials: workspace/ignore.h),
-// by its name or, for a symlink, its target's path, nor one holding a
-// private key (workspace/private_key_scan.h).
+// dotfile manager makes them; a loop is seen once), plain UTF-8 names. Never
+// a file the snapshot would keep out as a secret (.env, keys, credentials:
+// workspace/ignore.h) by its path under $HOME or its real path, one holding
+// a private key (workspace/private_key_scan.h), git metadata, a hard link,
+// or anything that resolves into /proc, /sys, /dev, /run or airlock's own
+// directories.
 // JSON files with `keys` keep only those top-level keys, and a kept "env"
-// object loses the variables that may hold secrets or that airlock itself
-// sets or forwards. Everything left out is reported, one line each.
+// object loses the variables that may hold secrets (by name or by value:
+// a URL with a password, a bearer token, a known token prefix) or that
+// airlock itself sets or forwards. Everything left out is reported, one line each.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +55,14 @@ struct ImportedSettings {
 
 /// Reads `settings` from the home directory `home`. `ownedEnv` are the
 /// variables airlock sets or forwards for the agent (names, or prefixes
-/// ending in '*'): a settings "env" block does not get to change them. A
-/// missing path is skipped silently; an unreadable one, a JSON file that is
-/// not a JSON object, or one past the limits is left out and reported.
+/// ending in '*'): a settings "env" block does not get to change them.
+/// `neverDirs`: directories nothing is copied from, whatever links there
+/// (airlock's own: secrets, sessions, states). A missing path is skipped
+/// silently; an unreadable one, a JSON file that is not a JSON object, or
+/// one past the limits is left out and reported.
 ImportedSettings importSettings(const std::string& home, const std::vector<agents::SettingsImport>& settings,
-                                const std::vector<std::string>& ownedEnv, const SettingsLimits& limits = {});
+                                const std::vector<std::string>& ownedEnv, const std::vector<std::string>& neverDirs,
+                                const SettingsLimits& limits = {});
 
 /// `entries` as a tar stream for the guest's tar to unpack in $HOME: owned
 /// by `uid`:`uid`, directories 0755, files 0644 (0755 when executable).

@@ -29,6 +29,17 @@ TEST(ExpandTemplate, MalformedReferencesKept) {
   EXPECT_EQ(expandTemplate("${1BAD} ${A", {{"A", "1"}}), "${1BAD} ${A");
 }
 
+// ${NAME: -N}: the last N bytes (Claude Code records the last 20
+// characters of an API key it was told to use).
+TEST(ExpandTemplate, Tails) {
+  EXPECT_EQ(expandTemplate("[${K: -4}]", {{"K", "sk-ant-abcdef"}}), "[cdef]");
+  EXPECT_EQ(expandTemplate("[${K: -40}]", {{"K", "short"}}), "[short]");
+  EXPECT_EQ(expandTemplate("[${K: -4}]", {}), "[]");
+  EXPECT_TRUE(checkTemplate("${K: -20}"));
+  EXPECT_FALSE(checkTemplate("${K: -}"));
+  EXPECT_FALSE(checkTemplate("${K: -2x}"));
+}
+
 TEST(CheckTemplate, ReportsFaults) {
   EXPECT_TRUE(checkTemplate("${A} ${B:-c} $D {x}"));
   auto unterminated = checkTemplate("abc ${A");

@@ -43,7 +43,8 @@ class SettingsImport_ : public ::testing::Test {
  protected:
   void SetUp() override { home_ = fs::canonical(dir_.path()).string(); }
   ImportedSettings import(const std::vector<agents::SettingsImport>& settings, const SettingsLimits& limits = {}) {
-    return importSettings(home_, settings, {"ANTHROPIC_BASE_URL", "CLAUDE_*", "PATH"}, limits);
+    return importSettings(home_, settings, {"ANTHROPIC_BASE_URL", "CLAUDE_*", "PATH"}, {home_ + "/.local/share/airlock"},
+                          limits);
   }
   TempDir dir_ = test::scratchDir();
   std::string home_;
@@ -63,8 +64,8 @@ TEST_F(SettingsImport_, AJsonFileKeepsTheListedKeysAndASafeEnv) {
   EXPECT_EQ(e->content.find("ghp_x"), std::string::npos);
   EXPECT_TRUE(said(s.dropped, "apiKeyHelper (not on the agent's list"));
   EXPECT_TRUE(said(s.dropped, "env.GITHUB_TOKEN (may hold a secret)"));
-  EXPECT_TRUE(said(s.dropped, "env.ANTHROPIC_BASE_URL (airlock sets it"));
-  EXPECT_TRUE(said(s.dropped, "env.CLAUDE_CODE_X (airlock sets it"));
+  EXPECT_TRUE(said(s.dropped, "env.ANTHROPIC_BASE_URL (airlock sets or forwards it"));
+  EXPECT_TRUE(said(s.dropped, "env.CLAUDE_CODE_X (airlock sets or forwards it"));
   EXPECT_EQ(s.imported, std::vector<std::string>{"~/.claude/settings.json"});
   // The parent directory goes first, once.
   ASSERT_NE(find(s, ".claude"), nullptr);
@@ -76,7 +77,7 @@ TEST_F(SettingsImport_, AJsonFileThatIsNotAnObjectIsLeftOutAndSaid) {
   put(home_ + "/.claude/settings.json", "[1, 2]");
   auto s = import({{".claude/settings.json", {"model"}}});
   EXPECT_EQ(find(s, ".claude/settings.json"), nullptr);
-  EXPECT_TRUE(said(s.dropped, "~/.claude/settings.json: not a JSON object"));
+  EXPECT_TRUE(said(s.dropped, "~/.claude/settings.json: not valid JSON, or not a JSON object"));
 }
 
 // Gemini's settings.json may carry comments.
@@ -147,11 +148,61 @@ TEST_F(SettingsImport_, LinksToSecretsAndPrivateKeysStayOut) {
   EXPECT_EQ(find(s, ".claude/skills/cloud/credentials"), nullptr);
   EXPECT_EQ(find(s, ".claude/skills/s/notes.md"), nullptr);
   ASSERT_NE(find(s, ".claude/skills/s/SKILL.md"), nullptr);
-  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: a link to a secret file"));
-  EXPECT_TRUE(said(s.dropped, "helper.txt: a link to a secret file"));
-  EXPECT_TRUE(said(s.dropped, "cloud: a link to a secret file"));
+  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: a secret file by its real path"));
+  EXPECT_TRUE(said(s.dropped, "helper.txt: a secret file by its real path"));
+  EXPECT_TRUE(said(s.dropped, "cloud: a secret file by its real path"));
   EXPECT_TRUE(said(s.dropped, "notes.md: holds a private key"));
   for (const auto& e : s.entries) EXPECT_EQ(e.content.find("key material"), std::string::npos) << e.path;
+}
+
+// What a reviewer got through: secrets by their path under $HOME (a spec
+// naming ~/.aws, a link to ~/.config), credentials in env values, a
+// skill's .git, hard links, links into /proc and into airlock's own files,
+// and a symlink loop copying a skill over and over.
+TEST_F(SettingsImport_, SecretsByPathValueLinkOrLoopStayOut) {
+  put(home_ + "/.aws/credentials", "[default]\n");
+  put(home_ + "/.config/gh/hosts.yml", "oauth_token: gho_x\n");
+  put(home_ + "/.local/share/airlock/secrets/token", "s3cret\n");
+  put(home_ + "/.claude/skills/s/SKILL.md", "# S\n");
+  put(home_ + "/.claude/skills/s/.git/config", "[remote]\nurl = https://x:ghp_y@github.com/a/b\n");
+  fs::create_symlink(home_ + "/.config", home_ + "/.claude/skills/cfg");
+  fs::create_symlink("/proc/self/environ", home_ + "/.claude/skills/env.txt");
+  fs::create_symlink(home_ + "/.local/share/airlock", home_ + "/.claude/skills/al");
+  fs::create_symlink(".", home_ + "/.claude/skills/s/self");
+  fs::create_hard_link(home_ + "/.aws/credentials", home_ + "/.claude/skills/notes.txt");
+  put(home_ + "/.claude/settings.json", R"({"env": {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer x",
+    "HTTPS_PROXY": "http://me:pw@proxy:3128", "GH_PAT": "x", "MYSQL_PWD": "x", "SENTRY_DSN": "https://k@s.io/1",
+    "TOOL_URL": "https://example.com/api", "NODE_PATH": "/opt/node", "EDITOR": "vi"}})");
+  auto s = import({{".aws", {}}, {".claude/skills", {}}, {".claude/settings.json", {"env"}}});
+  for (const auto& e : s.entries) {
+    EXPECT_FALSE(e.path.starts_with(".aws")) << e.path;
+    EXPECT_FALSE(e.path.ends_with("hosts.yml")) << e.path;
+    EXPECT_EQ(e.path.find(".git"), std::string::npos) << e.path;
+    EXPECT_EQ(e.path.find("/al"), std::string::npos) << e.path;
+    EXPECT_EQ(e.path.find("env.txt"), std::string::npos) << e.path;
+    EXPECT_EQ(e.path.find("notes.txt"), std::string::npos) << e.path;
+    EXPECT_EQ(e.path.find("/self"), std::string::npos) << e.path;
+  }
+  ASSERT_NE(find(s, ".claude/skills/s/SKILL.md"), nullptr);
+  EXPECT_TRUE(said(s.dropped, "~/.aws: a secret file"));
+  EXPECT_TRUE(said(s.dropped, "cfg/gh/hosts.yml: a secret file by its real path"));
+  EXPECT_TRUE(said(s.dropped, ".git: git metadata"));
+  EXPECT_TRUE(said(s.dropped, "env.txt: a link to /proc"));
+  EXPECT_TRUE(said(s.dropped, "al: a link into airlock's own files"));
+  EXPECT_TRUE(said(s.dropped, "self: a symlink loop"));
+  EXPECT_TRUE(said(s.dropped, "notes.txt: a hard link"));
+  json env = json::parse(find(s, ".claude/settings.json")->content)["env"];
+  EXPECT_EQ(env, json::parse(R"({"TOOL_URL": "https://example.com/api", "NODE_PATH": "/opt/node", "EDITOR": "vi"})"));
+  for (const char* name : {"OTEL_EXPORTER_OTLP_HEADERS", "HTTPS_PROXY", "GH_PAT", "MYSQL_PWD", "SENTRY_DSN"})
+    EXPECT_TRUE(said(s.dropped, std::string("env.") + name + " (may hold a secret)")) << name;
+}
+
+// A name or key a terminal would act on is shown escaped.
+TEST_F(SettingsImport_, DroppedLinesCarryNoTerminalEscapes) {
+  put(home_ + "/.claude/settings.json", "{\"\\u001b]0;owned\\u0007\": 1}");
+  auto s = import({{".claude/settings.json", {"model"}}});
+  ASSERT_EQ(s.dropped.size(), 1u);
+  EXPECT_EQ(s.dropped[0].find('\x1b'), std::string::npos) << s.dropped[0];
 }
 
 TEST_F(SettingsImport_, LimitsLeaveOutWhatDoesNotFitAndSaySo) {
@@ -162,7 +213,7 @@ TEST_F(SettingsImport_, LimitsLeaveOutWhatDoesNotFitAndSaySo) {
   limits.maxEntries = 6;
   auto s = import({{".claude/CLAUDE.md", {}}, {".claude/commands", {}}}, limits);
   EXPECT_EQ(find(s, ".claude/CLAUDE.md"), nullptr);
-  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: unreadable, or larger than 2 KiB"));
+  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: unreadable, or larger than 2.0 KiB"));
   EXPECT_LE(s.entries.size(), 6u);
   EXPECT_TRUE(said(s.dropped, "past the limit of 6 settings entries"));
 }
