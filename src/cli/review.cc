@@ -61,7 +61,7 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
   if (a.json)
     printReviewJson(*result->outcome, result->session);
   else
-    printReviewText(*result->outcome, result->workspace);
+    printReviewText(stdout, *result->outcome, result->workspace);
   printResumeHint(*result->outcome, host.dirs.state, result->session);
   return result->exitCode();
 }

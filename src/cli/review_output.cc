@@ -14,26 +14,26 @@ namespace airlock::cli {
 namespace ws = airlock::workspace;
 using json = nlohmann::json;
 
-void printReviewText(const ws::GateOutcome& o, const std::string& workspace) {
+void printReviewText(std::FILE* out, const ws::GateOutcome& o, const std::string& workspace) {
   if (o.items.empty())
-    std::printf("no changes to review\n");
+    std::fprintf(out, "no changes to review\n");
   else
-    std::printf("%s", ws::summaryTable(o.items, &o.decisions).c_str());
-  for (const auto& message : o.flushConflicts) std::printf("not flushed: %s\n", message.c_str());
+    std::fprintf(out, "%s", ws::summaryTable(o.items, &o.decisions).c_str());
+  for (const auto& message : o.flushConflicts) std::fprintf(out, "not flushed: %s\n", message.c_str());
   if (o.heldBack)
-    std::printf("held back %zu change(s): they run code later on your host (git hooks, CI, editor tasks, agent "
+    std::fprintf(out, "held back %zu change(s): they run code later on your host (git hooks, CI, editor tasks, agent "
                 "settings, package-manager configs); accept them in an interactive review (a) or with --review=all\n",
                 o.heldBack);
   if (o.skipped)
-    std::printf("skipped %zu entr%s of the change set (FIFOs, sockets, device nodes, oversized files); not flushed\n",
+    std::fprintf(out, "skipped %zu entr%s of the change set (FIFOs, sockets, device nodes, oversized files); not flushed\n",
                 o.skipped, o.skipped == 1 ? "y" : "ies");
-  std::printf("flushed %zu change(s) into %s", o.flushed, workspace.c_str());
-  if (o.alreadyApplied) std::printf("; %zu already present", o.alreadyApplied);
-  std::printf("\n");
+  std::fprintf(out, "flushed %zu change(s) into %s", o.flushed, workspace.c_str());
+  if (o.alreadyApplied) std::fprintf(out, "; %zu already present", o.alreadyApplied);
+  std::fprintf(out, "\n");
   if (!o.keptDir.empty())
-    std::printf("kept %zu change(s) in %s (changes.tar, changes.patch)\n", o.pending + o.conflicts, o.keptDir.c_str());
+    std::fprintf(out, "kept %zu change(s) in %s (changes.tar, changes.patch)\n", o.pending + o.conflicts, o.keptDir.c_str());
   if (o.gitKept)
-    std::printf("%zu git metadata change(s) (under .git, in a git directory or links into one) stay in the "
+    std::fprintf(out, "%zu git metadata change(s) (under .git, in a git directory or links into one) stay in the "
                 "session: never flushed as files\n",
                 o.gitKept);
 }

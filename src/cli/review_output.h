@@ -2,16 +2,18 @@
 // How a review's outcome is shown: the summary table and what was kept
 // (text), or one JSON document (--json).
 
+#include <cstdio>
 #include <string>
 
 #include "workspace/gate.h"
 
 namespace airlock::cli {
 
-/// Prints `outcome` on stdout: the table, flush conflicts, held-back and
-/// skipped counts with what to do, what was flushed into `workspace` and
-/// what was kept.
-void printReviewText(const workspace::GateOutcome& outcome, const std::string& workspace);
+/// Prints `outcome` on `out` (stdout for `airlock review`; stderr after
+/// `airlock run`, whose stdout is the agent's): the table, flush conflicts,
+/// held-back and skipped counts with what to do, what was flushed into
+/// `workspace` and what was kept.
+void printReviewText(std::FILE* out, const workspace::GateOutcome& outcome, const std::string& workspace);
 
 /// Prints `outcome` as one JSON document on stdout (`session` is its directory).
 void printReviewJson(const workspace::GateOutcome& outcome, const std::string& session);

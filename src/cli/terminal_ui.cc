@@ -65,7 +65,9 @@ workspace::ReviewTerminal* TerminalUi::reviewTerminal() {
 }
 
 void TerminalUi::reviewed(const workspace::GateOutcome& outcome, const std::string& workspace) {
-  printReviewText(outcome, workspace);
+  // The run's stdout is the agent's output (a script may be parsing it).
+  std::fflush(stdout);
+  printReviewText(stderr, outcome, workspace);
 }
 
 void TerminalUi::blockedEgress(const std::vector<std::string>& lines, const std::string& details) {

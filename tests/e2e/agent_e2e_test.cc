@@ -175,6 +175,11 @@ class AgentE2E : public testing::Test {
     auto before = files();
     auto r = run("claude-code", mock, flags, claudeArgs());
     ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+    // stdout is the agent's alone (`-p --output-format json | jq` works);
+    // the review's summary goes to stderr.
+    EXPECT_EQ(r.out.find("flushed"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.rfind("{", 0), 0u) << r.out;
+    EXPECT_NE(r.err.find("flushed 1 change(s)"), std::string::npos) << r.err;
     auto after = files();
     EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
     after.erase("AGENT_NOTE.md");
