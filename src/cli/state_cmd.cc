@@ -96,14 +96,16 @@ void addStateCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto* cmd = app.add_subcommand("state", "The agents' state kept per project between runs (conversations, history)");
   cmd->require_subcommand(1);
   cmd->footer(R"(When an agent exits, airlock saves the agent's own state directories (its
-conversations, prompt history and settings: Claude Code's ~/.claude and
+conversations, prompt history, project entries: Claude Code's ~/.claude and
 ~/.claude.json, Codex's ~/.codex, Gemini CLI's ~/.gemini, OpenCode's
 ~/.local/share/opencode) from the VM, per agent and per project, under
 $XDG_DATA_HOME/airlock/state, and puts them back at the next run on the same
-project, so `claude --continue` resumes there and nowhere else. What comes out
-of the VM is kept as plain data: files, directories and symlinks that stay
-inside; never devices or setuid bits; at most 256 MiB. `airlock run --fresh`
-starts without it once and leaves it as it is.
+project, so `claude --continue` resumes there and nowhere else. Never saved:
+credentials (a login made in the VM stays there) and your own settings copied
+in from the host (they go in afresh each run). What comes out of the VM is
+kept as plain data: files, directories and symlinks that stay inside; never
+devices or setuid bits; at most 256 MiB. `airlock run --fresh` starts without
+it once and leaves it as it is. See README "Agent state and settings".
 
 Examples:
   airlock state ls
