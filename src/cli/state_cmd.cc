@@ -60,7 +60,10 @@ Result<Fd> lockProject(const HostContext& host, const std::string& project) {
 }
 
 int removeStates(const HostContext& host, const std::string& agent, const std::string& workspace, bool all) {
-  if (all == !workspace.empty())
+  if (all && !workspace.empty())
+    return reportError(Error{"give -w DIR (one project's state) or --all (every project's), not both",
+                             exit_code::kUsage});
+  if (!all && workspace.empty())
     return reportError(Error{"name the project with -w DIR, or remove every project's state with --all",
                              exit_code::kUsage});
   const std::string project = all ? std::string() : resolvedPath(workspace);
