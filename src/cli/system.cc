@@ -9,6 +9,7 @@
 //   boot assets         the guest kernel and initramfs
 //   npm downloads       agent CLI packages and npm's cache (<cache>/npm)
 //   kernel downloads    the kernel package the boot assets are built from
+//   agent state         each agent's saved state per project (`airlock state rm`)
 //
 // prune removes finished sessions without pending changes, snapshots left by
 // dead sessions and the rootfs erofs cache; --all adds pending sessions,
@@ -163,6 +164,12 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
     }
     inv.usage.push_back(u);
   };
+  // The agents' saved state per project: never pruned (`airlock state rm`).
+  const std::string states = dirs.data + "/state";
+  Usage agentState{"agent state", 0, bytesOf(states), 0, states};
+  for (const auto& dir : entries(states)) agentState.count += entries(dir).size();
+  inv.usage.push_back(agentState);
+
   downloads("npm downloads", dirs.cache + "/npm", "npm download");
   downloads("kernel downloads", dirs.cache + "/downloads", "kernel download");
   return inv;

@@ -503,6 +503,9 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   writeFile(cache + "/npm/cache/_cacache/x", std::string(600, 'n'));
   writeFile(cache + "/npm/pkg@1.0.0.tgz", std::string(400, 'n'));
   writeFile(cache + "/downloads/linux-image.deb", std::string(800, 'k'));
+  const std::string data = root + "/data";
+  env["XDG_DATA_HOME"] = data;
+  writeFile(data + "/airlock/state/claude-code/0123456789abcdef/home/.claude/history.jsonl", std::string(900, 'h'));
   // The running session holds its workspace's lock, as Session::open does.
   std::string lockDir = xdg + "/airlock/locks";
   fs::create_directories(lockDir);
@@ -525,6 +528,8 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   EXPECT_EQ(byType["agent images"]["bytes"], 500 + 700);
   EXPECT_EQ(byType["npm downloads"]["bytes"], 600 + 400);
   EXPECT_EQ(byType["kernel downloads"]["bytes"], 800);
+  EXPECT_EQ(byType["agent state"]["count"], 1);
+  EXPECT_EQ(byType["agent state"]["bytes"], 900);
 
   auto dry = airlock({"system", "prune", "--dry-run"}, elsewhere);
   ASSERT_EQ(dry.exitCode, 0) << dry.err;
@@ -560,6 +565,8 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   ASSERT_EQ(all.exitCode, 0) << all.err;
   EXPECT_FALSE(fs::exists(cache + "/npm/pkg@1.0.0.tgz"));
   EXPECT_FALSE(fs::exists(cache + "/npm/cache"));
+  EXPECT_TRUE(fs::exists(data + "/airlock/state/claude-code/0123456789abcdef/home/.claude/history.jsonl"))
+      << "prune removed an agent's saved state";
   EXPECT_TRUE(fs::exists(running + "/snapshot/file.txt")) << "a running session was pruned by --all";
 }
 
