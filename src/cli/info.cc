@@ -61,10 +61,14 @@ StateInfo stateInfo(const HostContext& host, const agents::AgentSpec& spec, cons
   return {spec.state, state::findState(host.dirs.data, spec.name, project)};
 }
 
-std::string stateText(const StateInfo& st) {
+/// The "agent state" line; `fresh`: as `airlock run --fresh` (not restored).
+std::string stateText(const StateInfo& st, bool fresh) {
   if (st.paths.empty()) return fmt::format("  {:<14} none kept between runs\n", "agent state");
   std::string paths = fmt::format("{}", fmt::join(st.paths, ", "));
   if (!st.saved) return fmt::format("  {:<14} {} (none saved for this project yet)\n", "agent state", paths);
+  if (fresh)
+    return fmt::format("  {:<14} {}: {} saved for this project, not restored (--fresh) and kept as it is\n",
+                       "agent state", paths, formatBytes(st.saved->bytes));
   return fmt::format("  {:<14} {}: {} saved for this project, restored at boot (run --fresh: not)\n", "agent state", paths,
                      formatBytes(st.saved->bytes));
 }
@@ -104,6 +108,7 @@ struct InfoArgs : PolicyFlags {
   bool json = false;
   bool excluded = false;
   bool yes = false;
+  bool fresh = false;
   std::string accel = "auto";
 };
 
@@ -150,6 +155,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
     j["agent_state"] = {{"paths", agentState.paths},
                         {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
+                        {"restored", agentState.saved.has_value() && !args.fresh},
                         {"dir", agentState.saved ? nlohmann::json(agentState.saved->dir) : nlohmann::json()}};
     j["settings_import"] = userSettings ? nlohmann::json{{"enabled", true},
                                                          {"imported", userSettings->imported},
@@ -160,7 +166,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
-    std::fputs(stateText(agentState).c_str(), stdout);
+    std::fputs(stateText(agentState, args.fresh).c_str(), stdout);
     std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }
@@ -201,6 +207,7 @@ Examples:
       ->check(CLI::ExistingDirectory);
   addPolicyFlags(*cmd, *args);
   cmd->add_flag("--yes", args->yes, "As `airlock run --yes` (acknowledges direct mode)");
+  cmd->add_flag("--fresh", args->fresh, "As `airlock run --fresh` (the saved agent state is not restored)");
   cmd->add_option("--accel", args->accel, "As `airlock run --accel`: auto, kvm or tcg")->capture_default_str();
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_flag("--excluded", args->excluded,
