@@ -1,6 +1,9 @@
 #include "state/settings_import.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <archive.h>
@@ -38,8 +41,8 @@ using json = nlohmann::json;
 bool nameMayHoldSecret(std::string_view name) {
   std::string upper(name);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (std::string_view word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE",
-                                "PRIVATE", "HEADER", "SESSION"})
+  for (std::string_view word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH",
+                                "COOKIE", "PRIVATE", "HEADER", "SESSION", "CONNECTION_STRING", "WEBHOOK", "SIGNING"})
     if (upper.find(word) != std::string::npos) return true;
   size_t start = 0;
   while (start <= upper.size()) {
@@ -53,16 +56,54 @@ bool nameMayHoldSecret(std::string_view name) {
   return false;
 }
 
-/// True when a variable's value looks like a credential: a URL with a
-/// password, a bearer token, or a well-known token prefix.
+/// True when a string looks like it holds a credential: a URL with user
+/// information, a password or token parameter, an authorization header, or
+/// a well-known token prefix (any case).
 bool valueMayHoldSecret(const std::string& value) {
-  static const std::regex userinfo(R"(://[^/@\s:]*:[^/@\s]*@)");
-  if (std::regex_search(value, userinfo)) return true;
-  for (std::string_view marker : {"Bearer ", "bearer ", "Basic ", "sk-", "ghp_", "gho_", "ghs_", "github_pat_",
-                                  "glpat-", "xoxb-", "xoxp-", "AKIA", "AIza", "x-api-key", "Authorization"})
-    if (value.find(marker) != std::string::npos) return true;
+  std::string lower(value);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::regex userinfo(R"(://[^/\s@]+@)");
+  if (std::regex_search(lower, userinfo)) return true;
+  for (std::string_view marker :
+       {"bearer ", "basic ", "authorization", "x-api-key", "password=", "passwd=", "token=", "secret=", "apikey=",
+        "api_key=", "accountkey=", "sk-", "sk_live_", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-",
+        "glrt-", "xoxb-", "xoxp-", "xapp-", "npm_", "hf_", "ya29.", "akia", "asia", "aiza", "eyj"})
+    if (lower.find(marker) != std::string::npos) return true;
   return false;
 }
+
+/// True when a string anywhere in `value` looks like a credential.
+bool anyStringMayHoldSecret(const nlohmann::json& value) {
+  if (value.is_string()) return valueMayHoldSecret(value.get<std::string>());
+  if (value.is_object() || value.is_array())
+    for (const auto& item : value)
+      if (anyStringMayHoldSecret(item)) return true;
+  if (value.is_object())
+    for (const auto& [key, item] : value.items())
+      if (valueMayHoldSecret(key)) return true;
+  return false;
+}
+
+/// The deepest nesting of [ and { in JSON text outside strings (comments
+/// counted too: only ever an overestimate).
+size_t jsonDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') inString = false;
+      continue;
+    }
+    if (c == '"') inString = true;
+    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return deepest;
+}
+
+constexpr size_t kMaxJsonDepth = 64;
 
 /// True when `name` is one of `patterns` (a name, or a prefix ending in '*').
 bool matchesEnvPattern(const std::string& name, const std::vector<std::string>& patterns) {
@@ -77,7 +118,10 @@ bool within(const std::string& path, const std::string& dir) {
   return !dir.empty() && (path == dir || path.starts_with(dir + "/"));
 }
 
-/// Walks one settings path, filling `out` within `limits`.
+/// Walks one settings path, filling `out` within `limits`. Every check is
+/// made on the opened file (its type, link count and real path, read from
+/// the descriptor), and the content is read from that same descriptor: a
+/// path swapped between a check and the read changes nothing.
 class Importer {
  public:
   Importer(const std::string& home, const std::vector<std::string>& ownedEnv,
@@ -92,6 +136,12 @@ class Importer {
     }
   }
 
+  /// Ends the report: how many more were left out than listed.
+  void finish() {
+    if (droppedCount_ > out_.dropped.size())
+      out_.dropped.push_back(fmt::format("and {} more left out", droppedCount_ - out_.dropped.size()));
+  }
+
   void add(const agents::SettingsImport& setting) {
     const std::string full = home_ + "/" + setting.path;
     const std::string shown = "~/" + setting.path;
@@ -100,20 +150,18 @@ class Importer {
       if (errno != ENOENT && errno != ENOTDIR) drop(shown, errnoText(errno));
       return;
     }
-    const bool dir = S_ISDIR(st.st_mode);
-    if (!dir && !S_ISREG(st.st_mode)) return drop(shown, "not a regular file or directory");
-    if (!allowed(full, setting.path, dir, st, shown)) return;
+    auto opened = open(full, setting.path, shown);
+    if (!opened) return;
     uint64_t files = 0;
-    if (dir) {
+    if (opened->dir) {
       if (!setting.keys.empty()) return drop(shown, "a directory, where a JSON file was expected");
       if (!addParents(setting.path) || !room(shown)) return;
       out_.entries.push_back({setting.path, true, "", false});
-      std::vector<std::pair<dev_t, ino_t>> ancestors = {{st.st_dev, st.st_ino}};
-      walk(full, setting.path, shown, 0, files, ancestors);
+      walk(std::move(opened->fd), full, setting.path, shown, 0, files);
       out_.imported.push_back(fmt::format("{} ({} file{})", shown, files, files == 1 ? "" : "s"));
       return;
     }
-    auto content = readSmall(full, shown);
+    auto content = read(*opened, shown);
     if (!content) return;
     if (!setting.keys.empty()) {
       auto filtered = filterJson(*content, setting.keys, shown);
@@ -121,55 +169,90 @@ class Importer {
       *content = std::move(*filtered);
     }
     if (!addParents(setting.path) || !room(shown, content->size())) return;
-    out_.entries.push_back({setting.path, false, std::move(*content), (st.st_mode & 0111) != 0});
+    out_.entries.push_back({setting.path, false, std::move(*content), opened->executable});
     out_.imported.push_back(shown);
   }
 
  private:
-  void drop(const std::string& what, const std::string& why) { out_.dropped.push_back(visibleText(what + ": " + why)); }
+  /// An opened file or directory that passed every check.
+  struct Opened {
+    Fd fd;
+    bool dir = false;
+    bool executable = false;
+    uint64_t size = 0;
+  };
 
-  /// False (and reported) for what never goes in, whatever its settings
-  /// path: a secret by its path under $HOME or by its real path (a link to
-  /// ~/.ssh, to airlock's own directories, into /proc), git metadata, or
-  /// another name (hard link) of a file.
-  bool allowed(const std::string& full, const std::string& homeRel, bool isDir, const struct stat& st,
-               const std::string& shown) {
-    if (rules_.match(homeRel, isDir) == workspace::IgnoreVerdict::Secret) {
+  void drop(const std::string& what, const std::string& why) {
+    if (out_.dropped.size() < 20) out_.dropped.push_back(visibleText(what + ": " + why));
+    ++droppedCount_;
+  }
+
+  /// Opens `full` (links followed, never blocking on a FIFO or a device),
+  /// or says why not: what never goes in, whatever its settings path, is a
+  /// secret by its path under $HOME or by its real path (a link to ~/.ssh,
+  /// to airlock's own directories, into /proc), git metadata, another name
+  /// (hard link) of a file, or anything but a regular file or directory.
+  std::optional<Opened> open(const std::string& full, const std::string& homeRel, const std::string& shown) {
+    if (++examined_ > limits_.maxEntries * 4) {
+      if (examined_ == limits_.maxEntries * 4 + 1)
+        drop(shown, fmt::format("past the limit of {} settings entries examined", limits_.maxEntries * 4));
+      return std::nullopt;
+    }
+    Opened o;
+    o.fd = Fd(::open(full.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    struct stat st {};
+    if (!o.fd || ::fstat(o.fd.get(), &st) != 0) {
+      drop(shown, errnoText(errno));
+      return std::nullopt;
+    }
+    o.dir = S_ISDIR(st.st_mode);
+    o.executable = (st.st_mode & 0111) != 0;
+    o.size = static_cast<uint64_t>(st.st_size);
+    if (!o.dir && !S_ISREG(st.st_mode)) {
+      drop(shown, "not a regular file or directory");
+      return std::nullopt;
+    }
+    if (rules_.match(homeRel, o.dir) == workspace::IgnoreVerdict::Secret) {
       drop(shown, "a secret file (kept out like the snapshot's secrets)");
-      return false;
+      return std::nullopt;
     }
     if (homeRel == ".git" || homeRel.ends_with("/.git")) {
       drop(shown, "git metadata (it may hold credentials)");
-      return false;
+      return std::nullopt;
     }
-    if (!isDir && st.st_nlink > 1) {
+    if (!o.dir && st.st_nlink > 1) {
       drop(shown, "a hard link (another name of a file that may be a secret)");
-      return false;
+      return std::nullopt;
     }
-    char* resolved = ::realpath(full.c_str(), nullptr);
-    if (!resolved) {
-      drop(shown, errnoText(errno));
-      return false;
+    char link[PATH_MAX + 1];
+    const std::string self = "/proc/self/fd/" + std::to_string(o.fd.get());
+    ssize_t n = ::readlink(self.c_str(), link, PATH_MAX);
+    if (n <= 0 || link[0] != '/') {
+      drop(shown, "its real path cannot be read");
+      return std::nullopt;
     }
-    const std::string real = resolved;
-    ::free(resolved);
+    const std::string real(link, static_cast<size_t>(n));
     for (const char* system : {"/proc", "/sys", "/dev", "/run"}) {
       if (within(real, system)) {
         drop(shown, "a link to " + real);
-        return false;
+        return std::nullopt;
       }
     }
     for (const auto& dir : neverDirs_) {
       if (within(real, dir)) {
         drop(shown, "a link into airlock's own files (" + real + ")");
-        return false;
+        return std::nullopt;
       }
     }
-    if (rules_.match(std::string_view(real).substr(1), isDir) == workspace::IgnoreVerdict::Secret) {
+    if (rules_.match(std::string_view(real).substr(1), o.dir) == workspace::IgnoreVerdict::Secret) {
       drop(shown, "a secret file by its real path (" + real + ")");
-      return false;
+      return std::nullopt;
     }
-    return true;
+    if (o.dir && !walked_.insert({st.st_dev, st.st_ino}).second) {
+      drop(shown, "a directory already copied under another name (a symlink loop?)");
+      return std::nullopt;
+    }
+    return o;
   }
 
   /// True when one more entry of `bytes` fits; else reports `shown`.
@@ -198,32 +281,51 @@ class Importer {
     return true;
   }
 
-  /// The regular file `full` (at most limits_.maxFileBytes, no private
-  /// key in it), else reported.
-  std::optional<std::string> readSmall(const std::string& full, const std::string& shown) {
-    struct stat st {};
-    if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      drop(shown, st.st_mode ? "not a regular file" : errnoText(errno));
+  /// The opened regular file's content (at most limits_.maxFileBytes, all
+  /// files read within 4 times limits_.maxBytes, no private key in it),
+  /// else reported.
+  std::optional<std::string> read(const Opened& o, const std::string& shown) {
+    if (o.size > limits_.maxFileBytes) {
+      drop(shown, fmt::format("larger than {}", formatBytes(limits_.maxFileBytes)));
       return std::nullopt;
     }
-    auto content = static_cast<uint64_t>(st.st_size) <= limits_.maxFileBytes
-                       ? readFile(full, limits_.maxFileBytes)
-                       : Result<std::string>(fail("larger"));
-    if (!content) {
-      drop(shown, fmt::format("unreadable, or larger than {}", formatBytes(limits_.maxFileBytes)));
+    if (read_ + o.size > limits_.maxBytes * 4) {
+      drop(shown, fmt::format("past the limit of {} of settings read", formatBytes(limits_.maxBytes * 4)));
       return std::nullopt;
     }
-    if (workspace::hasPrivateKeyMarker(*content)) {
+    std::string content;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(o.fd.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        drop(shown, errnoText(errno));
+        return std::nullopt;
+      }
+      if (n == 0) break;
+      content.append(buf, static_cast<size_t>(n));
+      read_ += static_cast<uint64_t>(n);
+      if (content.size() > limits_.maxFileBytes) {
+        drop(shown, fmt::format("larger than {}", formatBytes(limits_.maxFileBytes)));
+        return std::nullopt;
+      }
+    }
+    if (workspace::hasPrivateKeyMarker(content)) {
       drop(shown, "holds a private key");
       return std::nullopt;
     }
-    return std::move(*content);
+    return content;
   }
 
-  /// The JSON object `text` with only `keys` at the top, and its "env"
-  /// object without the variables that may hold secrets or are airlock's.
+  /// The JSON object `text` with only `keys` at the top, none holding a
+  /// string that looks like a credential, and its "env" object without the
+  /// variables that may hold secrets or are airlock's.
   std::optional<std::string> filterJson(const std::string& text, const std::vector<std::string>& keys,
                                         const std::string& shown) {
+    if (jsonDepth(text) > kMaxJsonDepth) {
+      drop(shown, fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+      return std::nullopt;
+    }
     json doc = json::parse(text, nullptr, false, true);
     if (doc.is_discarded() || !doc.is_object()) {
       drop(shown, "not valid JSON, or not a JSON object");
@@ -235,41 +337,54 @@ class Importer {
         drop(shown, fmt::format("{} (not on the agent's list of settings keys)", key));
         continue;
       }
-      if (key == "env" && value.is_object()) {
-        json env = json::object();
-        for (auto& [name, v] : value.items()) {
-          if (nameMayHoldSecret(name) || (v.is_string() && valueMayHoldSecret(v.get<std::string>())))
-            drop(shown, fmt::format("env.{} (may hold a secret)", name));
-          else if (matchesEnvPattern(name, ownedEnv_))
-            drop(shown, fmt::format("env.{} (airlock sets or forwards it for the agent)", name));
-          else
-            env[name] = v;
+      if (key != "env") {
+        if (anyStringMayHoldSecret(value)) {
+          drop(shown, fmt::format("{} (holds what looks like a credential)", key));
+          continue;
         }
-        kept[key] = std::move(env);
+        kept[key] = value;
         continue;
       }
-      kept[key] = value;
+      if (!value.is_object()) {
+        drop(shown, "env (not an object of strings)");
+        continue;
+      }
+      json env = json::object();
+      for (auto& [name, v] : value.items()) {
+        if (!v.is_string())
+          drop(shown, fmt::format("env.{} (not a string)", name));
+        else if (nameMayHoldSecret(name) || valueMayHoldSecret(v.get<std::string>()))
+          drop(shown, fmt::format("env.{} (may hold a secret)", name));
+        else if (matchesEnvPattern(name, ownedEnv_))
+          drop(shown, fmt::format("env.{} (airlock sets or forwards it for the agent)", name));
+        else
+          env[name] = v;
+      }
+      kept[key] = std::move(env);
     }
     return kept.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
 
-  /// Adds the entries of the directory `full` (shown as `shown`, at `rel`
-  /// below $HOME); `ancestors` are the directories walked into, by device
-  /// and inode, so a symlink loop is seen once.
-  void walk(const std::string& full, const std::string& rel, const std::string& shown, unsigned depth, uint64_t& files,
-            std::vector<std::pair<dev_t, ino_t>>& ancestors) {
+  /// Adds the entries of the opened directory `dirFd` (at `full`, shown as
+  /// `shown`, at `rel` below $HOME).
+  void walk(Fd dirFd, const std::string& full, const std::string& rel, const std::string& shown, unsigned depth,
+            uint64_t& files) {
     if (depth >= limits_.maxDepth) return drop(shown, fmt::format("deeper than {} levels", limits_.maxDepth));
     std::vector<std::string> names;
-    if (DIR* d = ::opendir(full.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        if (std::string_view(e->d_name) == "." || std::string_view(e->d_name) == "..") continue;
-        if (names.size() >= limits_.maxEntries) break;  // past the cap anyway
-        names.emplace_back(e->d_name);
+    DIR* d = ::fdopendir(dirFd.get());
+    if (!d) return drop(shown, errnoText(errno));
+    (void)dirFd.release();  // the DIR owns it now
+    bool cut = false;
+    while (dirent* e = ::readdir(d)) {
+      if (std::string_view(e->d_name) == "." || std::string_view(e->d_name) == "..") continue;
+      if (names.size() >= limits_.maxEntries) {
+        cut = true;
+        break;
       }
-      ::closedir(d);
-    } else {
-      return drop(shown, errnoText(errno));
+      names.emplace_back(e->d_name);
     }
+    ::closedir(d);
+    if (cut) drop(shown, fmt::format("more than {} entries: only the first are considered", limits_.maxEntries));
     std::sort(names.begin(), names.end());
     for (const auto& name : names) {
       const std::string childFull = full + "/" + name, childRel = rel + "/" + name, childShown = shown + "/" + name;
@@ -277,34 +392,18 @@ class Importer {
         drop(childShown, "a name that is not plain UTF-8");
         continue;
       }
-      struct stat st {};
-      if (::stat(childFull.c_str(), &st) != 0) {
-        drop(childShown, errnoText(errno));
-        continue;
-      }
-      const bool dir = S_ISDIR(st.st_mode);
-      if (!dir && !S_ISREG(st.st_mode)) {
-        drop(childShown, "not a regular file or directory");
-        continue;
-      }
-      if (!allowed(childFull, childRel, dir, st, childShown)) continue;
-      if (dir) {
-        const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
-        if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end()) {
-          drop(childShown, "a symlink loop");
-          continue;
-        }
+      auto child = open(childFull, childRel, childShown);
+      if (!child) continue;
+      if (child->dir) {
         if (!room(childShown)) return;
         out_.entries.push_back({childRel, true, "", false});
-        ancestors.push_back(id);
-        walk(childFull, childRel, childShown, depth + 1, files, ancestors);
-        ancestors.pop_back();
+        walk(std::move(child->fd), childFull, childRel, childShown, depth + 1, files);
         continue;
       }
-      auto content = readSmall(childFull, childShown);
+      auto content = read(*child, childShown);
       if (!content) continue;
       if (!room(childShown, content->size())) return;
-      out_.entries.push_back({childRel, false, std::move(*content), (st.st_mode & 0111) != 0});
+      out_.entries.push_back({childRel, false, std::move(*content), child->executable});
       ++files;
     }
   }
@@ -316,7 +415,11 @@ class Importer {
   ImportedSettings& out_;
   workspace::IgnoreRules rules_;  ///< the built-in secret patterns only
   std::vector<std::string> parents_;
-  uint64_t bytes_ = 0;
+  std::set<std::pair<dev_t, ino_t>> walked_;  ///< directories walked, each once
+  uint64_t bytes_ = 0;      ///< kept file contents
+  uint64_t read_ = 0;       ///< file contents read, kept or not
+  uint64_t examined_ = 0;   ///< entries opened, kept or not
+  uint64_t droppedCount_ = 0;
 };
 
 void mergeInto(json& base, const json& over) {
@@ -337,6 +440,7 @@ ImportedSettings importSettings(const std::string& home, const std::vector<agent
   ImportedSettings out;
   Importer importer(home, ownedEnv, neverDirs, limits, out);
   for (const auto& setting : settings) importer.add(setting);
+  importer.finish();
   return out;
 }
 

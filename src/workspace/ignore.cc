@@ -267,6 +267,9 @@ const std::vector<std::string>& IgnoreRules::secretPatterns() {
       "**/.gradle/gradle.properties", ".credentials", "rclone.conf", "**/huggingface/token", "token.json",
       "*.token", ".gh_token", "secrets.yaml", "secrets.yml", "secrets.json", "secrets.toml",
       "**/.claude/settings.local.json",
+      // Coding agents' own logins (Claude Code, Gemini CLI, OpenCode, Copilot; Codex: auth.json above).
+      ".credentials.json", "oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json", "mcp-auth.json",
+      "**/github-copilot/hosts.json", "**/github-copilot/apps.json",
       // Terraform state, variables and CLI credentials.
       "*.tfstate*", "*.tfvars", ".terraform/", ".terraformrc", "terraform.rc", "credentials.tfrc.json",
       // Shell, REPL and editor histories (typed passwords and tokens).

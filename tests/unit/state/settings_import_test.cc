@@ -189,12 +189,59 @@ TEST_F(SettingsImport_, SecretsByPathValueLinkOrLoopStayOut) {
   EXPECT_TRUE(said(s.dropped, ".git: git metadata"));
   EXPECT_TRUE(said(s.dropped, "env.txt: a link to /proc"));
   EXPECT_TRUE(said(s.dropped, "al: a link into airlock's own files"));
-  EXPECT_TRUE(said(s.dropped, "self: a symlink loop"));
+  EXPECT_TRUE(said(s.dropped, "self: a directory already copied under another name"));
   EXPECT_TRUE(said(s.dropped, "notes.txt: a hard link"));
   json env = json::parse(find(s, ".claude/settings.json")->content)["env"];
   EXPECT_EQ(env, json::parse(R"({"TOOL_URL": "https://example.com/api", "NODE_PATH": "/opt/node", "EDITOR": "vi"})"));
   for (const char* name : {"OTEL_EXPORTER_OTLP_HEADERS", "HTTPS_PROXY", "GH_PAT", "MYSQL_PWD", "SENTRY_DSN"})
     EXPECT_TRUE(said(s.dropped, std::string("env.") + name + " (may hold a secret)")) << name;
+}
+
+// What a second review got through: an agent's own login behind an
+// innocent link, credentials in non-string env values and in kept keys,
+// case and prefix variants, JSON nested to crash the copy, and a fan of
+// links that made millions of report lines.
+TEST_F(SettingsImport_, LoginsNestedJsonAndLinkFansStayBounded) {
+  put(home_ + "/.claude/.credentials.json", "{\"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-x\"}}");
+  put(home_ + "/src/skills/review/SKILL.md", "# R\n");
+  fs::create_directories(home_ + "/.claude");
+  fs::create_symlink("../src/skills", home_ + "/.claude/skills");
+  fs::create_symlink("../../../.claude/.credentials.json", home_ + "/src/skills/review/notes.md");
+  put(home_ + "/.claude/settings.json", R"({
+    "env": {"OBJ": {"v": "sk-ant-api03-x"}, "ARR": ["ghp_x"], "H": "authorization: token abc",
+            "U": "https://ghu_x@github.com/a", "Q": "https://h/?password=p", "EDITOR": "vi"},
+    "hooks": {"Stop": [{"command": "curl -H 'Authorization: Bearer sk-x' https://h"}]},
+    "model": "opus"})");
+  auto s = import({{".claude/skills", {}}, {".claude/settings.json", {"env", "hooks", "model"}}});
+  for (const auto& e : s.entries) EXPECT_EQ(e.content.find("sk-ant-oat01"), std::string::npos) << e.path;
+  EXPECT_TRUE(said(s.dropped, "notes.md: a secret file by its real path"));
+  json j = json::parse(find(s, ".claude/settings.json")->content);
+  EXPECT_EQ(j, json::parse(R"({"env": {"EDITOR": "vi"}, "model": "opus"})"));
+  EXPECT_TRUE(said(s.dropped, "env.OBJ (not a string)"));
+  EXPECT_TRUE(said(s.dropped, "hooks (holds what looks like a credential)"));
+  for (const char* name : {"H", "U", "Q"}) EXPECT_TRUE(said(s.dropped, std::string("env.") + name + " (may")) << name;
+
+  // Nested far past any real settings file: left out, no crash.
+  put(home_ + "/.gemini/settings.json", "{\"ui\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
+  auto deep = import({{".gemini/settings.json", {"ui"}}});
+  EXPECT_EQ(find(deep, ".gemini/settings.json"), nullptr);
+  EXPECT_TRUE(said(deep.dropped, "nested deeper than 64 levels"));
+
+  // 11 directories, each with two links to the next and bad names: each
+  // directory is walked once, and the report stays short.
+  for (int i = 0; i < 11; ++i) {
+    const std::string d = home_ + "/fan/d" + std::to_string(i);
+    fs::create_directories(d);
+    for (int k = 0; k < 50; ++k) put(d + "/bad\xff" + std::to_string(k), "x");
+    if (i > 0) {
+      fs::create_symlink(d, home_ + "/fan/d" + std::to_string(i - 1) + "/a");
+      fs::create_symlink(d, home_ + "/fan/d" + std::to_string(i - 1) + "/b");
+    }
+  }
+  fs::create_symlink(home_ + "/fan/d0", home_ + "/.claude/commands");
+  auto fan = import({{".claude/commands", {}}});
+  EXPECT_LE(fan.dropped.size(), 21u);
+  EXPECT_TRUE(said(fan.dropped, "more left out"));
 }
 
 // A name or key a terminal would act on is shown escaped.
@@ -213,7 +260,7 @@ TEST_F(SettingsImport_, LimitsLeaveOutWhatDoesNotFitAndSaySo) {
   limits.maxEntries = 6;
   auto s = import({{".claude/CLAUDE.md", {}}, {".claude/commands", {}}}, limits);
   EXPECT_EQ(find(s, ".claude/CLAUDE.md"), nullptr);
-  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: unreadable, or larger than 2.0 KiB"));
+  EXPECT_TRUE(said(s.dropped, "~/.claude/CLAUDE.md: larger than 2.0 KiB"));
   EXPECT_LE(s.entries.size(), 6u);
   EXPECT_TRUE(said(s.dropped, "past the limit of 6 settings entries"));
 }
