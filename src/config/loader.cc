@@ -70,6 +70,15 @@ class ConfigReader {
     return n.Scalar();
   }
 
+  /// true or false (YAML's spellings of them).
+  Result<> boolean(const std::string& key, const YAML::Node& n, std::optional<bool>& out) {
+    bool value = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, value))
+      return error(n, fmt::format("'{}' must be true or false", key));
+    out = value;
+    return {};
+  }
+
   Result<> strings(const std::string& key, const YAML::Node& n, bool (*valid)(std::string_view), const char* what,
                    std::vector<std::string>& out) {
     if (!n.IsSequence()) return error(n, fmt::format("'{}' must be a list of strings", key));
@@ -141,20 +150,8 @@ class ConfigReader {
       layer.image = *image;
       return {};
     }
-    if (key == "direct_mode_acknowledged") {
-      bool value = false;
-      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, value))
-        return error(n, "'direct_mode_acknowledged' must be true or false");
-      layer.directModeAcknowledged = value;
-      return {};
-    }
-    if (key == "settings_import") {
-      bool value = false;
-      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, value))
-        return error(n, "'settings_import' must be true or false");
-      layer.settingsImport = value;
-      return {};
-    }
+    if (key == "direct_mode_acknowledged") return boolean(key, n, layer.directModeAcknowledged);
+    if (key == "settings_import") return boolean(key, n, layer.settingsImport);
     if (key == "agents") return agents(n, layer.agents);
     if (key == "image_verify") return named(key, n, parseVerifyMode, "off, warn, require", layer.imageVerify);
     if (key == "image_verify_key" || key == "image_verify_trusted_root" || key == "image_verify_issuer" ||

@@ -78,21 +78,29 @@ run_agent() {
   tmux -S "$SOCK" run-shell -b "while kill -0 $$ 2>/dev/null; do sleep 1; done; tmux -S '$SOCK' kill-server"
 }
 
+# type TEXT: TEXT into Claude's input line, then Enter (a pause between, as
+# a paste and Enter at once can be taken as one multi-line paste).
+type_line() {
+  tmux -S "$SOCK" send-keys -t run -l "$1"
+  sleep 1
+  tmux -S "$SOCK" send-keys -t run Enter
+}
+# exit_agent WHAT: /exit, then the run must end with 0.
+exit_agent() {
+  type_line "/exit"
+  wait_for "RUN-EXIT=" 300
+  screen | grep -q "RUN-EXIT=0" || fail "$1 did not exit 0"
+}
+
 # -- 1: first run on the project -------------------------------------------
 run_agent 1
 # Claude's input line in bypass mode (the first run may build the image).
 wait_for "bypass permissions on" 1500
-tmux -S "$SOCK" send-keys -t run -l "Do the scripted task."
-sleep 1
-tmux -S "$SOCK" send-keys -t run Enter
+type_line "Do the scripted task."
 for _ in $(seq 180); do grep -q '"text": "Done: wrote AGENT_NOTE.md."' "$WORK/mock.log" 2>/dev/null && break; sleep 1; done
 grep -q '"text": "Done: wrote AGENT_NOTE.md."' "$WORK/mock.log" || fail "the typed prompt did not reach the model"
 wait_for "Done: wrote AGENT_NOTE.md." 60
-tmux -S "$SOCK" send-keys -t run -l "/exit"
-sleep 1
-tmux -S "$SOCK" send-keys -t run Enter
-wait_for "RUN-EXIT=" 300
-screen | grep -q "RUN-EXIT=0" || fail "the run did not exit 0"
+exit_agent "the run"
 [ "$(cat "$PROJECT/AGENT_NOTE.md" 2>/dev/null)" = "Edited by the agent under airlock." ] ||
   fail "the agent's edit did not land"
 echo "ok: first interactive run, no first-run question, the edit landed"
@@ -100,10 +108,6 @@ echo "ok: first interactive run, no first-run question, the edit landed"
 # -- 2: the next run on the same project: still no question ----------------
 run_agent 2
 wait_for "bypass permissions on" 600
-tmux -S "$SOCK" send-keys -t run -l "/exit"
-sleep 1
-tmux -S "$SOCK" send-keys -t run Enter
-wait_for "RUN-EXIT=" 300
-screen | grep -q "RUN-EXIT=0" || fail "the second run did not exit 0"
+exit_agent "the second run"
 echo "ok: second interactive run, no first-run question"
 echo PASS
