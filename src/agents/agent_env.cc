@@ -45,13 +45,15 @@ std::expected<Reference, std::string> parseReference(std::string_view text, size
 
 }  // namespace
 
-bool forwardsEnv(const AgentSpec& spec, std::string_view name) {
-  for (const auto& entry : spec.envForward) {
+bool matchesEnvPattern(const std::vector<std::string>& patterns, std::string_view name) {
+  for (const auto& entry : patterns) {
     std::string_view pattern = entry;
     if (pattern.ends_with('*') ? name.starts_with(pattern.substr(0, pattern.size() - 1)) : name == pattern) return true;
   }
   return false;
 }
+
+bool forwardsEnv(const AgentSpec& spec, std::string_view name) { return matchesEnvPattern(spec.envForward, name); }
 
 EnvMap forwardedEnv(const AgentSpec& spec, const EnvMap& hostEnv) {
   EnvMap out;

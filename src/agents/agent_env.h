@@ -19,8 +19,12 @@ namespace airlock::agents {
 /// Environment variables by name.
 using EnvMap = std::map<std::string, std::string>;
 
-/// True when `name` matches one of the spec's env_forward entries: equal to
-/// it, or, for an entry ending in '*', starting with the part before the '*'.
+/// True when `name` matches one of `patterns`: equal to one, or, for one
+/// ending in '*', starting with the part before the '*'.
+bool matchesEnvPattern(const std::vector<std::string>& patterns, std::string_view name);
+
+/// True when `name` matches one of the spec's env_forward entries
+/// (matchesEnvPattern).
 bool forwardsEnv(const AgentSpec& spec, std::string_view name);
 
 /// The subset of `hostEnv` the spec forwards.

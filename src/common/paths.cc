@@ -62,4 +62,8 @@ TempDir::~TempDir() {
   if (!path_.empty()) (void)removeTree(path_);
 }
 
+bool isAtOrBelow(std::string_view path, std::string_view dir) {
+  return !dir.empty() && path.starts_with(dir) && (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
 }  // namespace airlock

@@ -3,6 +3,7 @@
 // keeps its files (the XDG directories) is in HostContext::dirs.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -18,6 +19,11 @@ std::string resolvedPath(const std::string& path);
 
 /// Removes a directory tree (never follows symlinks). Missing is not an error.
 Result<> removeTree(const std::string& path);
+
+/// True when `path` is `dir` or lies below it, compared as text by whole
+/// components ("a/bc" is not below "a/b"); nothing is resolved. An empty
+/// `dir` contains nothing.
+bool isAtOrBelow(std::string_view path, std::string_view dir);
 
 /// The names in directory `dir`, sorted bytewise, without "." and "..".
 /// Fails (with errno's text) when `dir` cannot be opened.

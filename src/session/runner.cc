@@ -212,8 +212,8 @@ Result<> Runner::prepareHome() {
   if (!restored) deps_.ui.warn("the agent's saved state was not restored: " + restored.error().message);
   auto writeAll = [&]() -> Result<> {
     if (auto r = writeSettings(); !r) return r;
-    if (auto r = writeSeedFiles(); !r) return r;
-    return writeHomeFiles();
+    if (auto r = writeHomeFiles(plan_.seedFiles, true); !r) return r;
+    return writeHomeFiles(plan_.homeFiles, false);
   };
   auto written = writeAll();
   if (!written && restored && *restored) {
@@ -247,26 +247,15 @@ Result<> Runner::writeSettings() {
   return {};
 }
 
-/// Plan::seedFiles, each where $HOME has nothing yet.
-Result<> Runner::writeSeedFiles() {
-  for (const auto& file : plan_.seedFiles) {
+/// `files` into $HOME, as the agent: each replacing what is there, or with
+/// `onlyNew` (seed files) only where nothing is yet.
+Result<> Runner::writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew) {
+  const char* write = "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"";
+  const std::string script =
+      onlyNew ? std::string("if [ -e \"$1\" ] || [ -L \"$1\" ]; then cat > /dev/null; else ") + write + "; fi" : write;
+  for (const auto& file : files) {
     std::string full = std::string(guest::kAgentHome) + "/" + file.path;
-    auto r = runInGuest({"sh", "-c",
-                         "if [ -e \"$1\" ] || [ -L \"$1\" ]; then cat > /dev/null; "
-                         "else mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"; fi",
-                         "sh", full},
-                        file.content, plan_.exec.uid);
-    if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
-  }
-  return {};
-}
-
-/// Plan::homeFiles, replacing what is there.
-Result<> Runner::writeHomeFiles() {
-  for (const auto& file : plan_.homeFiles) {
-    std::string full = std::string(guest::kAgentHome) + "/" + file.path;
-    auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "sh", full}, file.content,
-                        plan_.exec.uid);
+    auto r = runInGuest({"sh", "-c", script, "sh", full}, file.content, plan_.exec.uid);
     if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
   }
   return {};

@@ -105,8 +105,7 @@ class Runner {
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
   Result<bool> restoreState();
   Result<> writeSettings();
-  Result<> writeSeedFiles();
-  Result<> writeHomeFiles();
+  Result<> writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew);
   Result<state::UnpackSummary> saveState(std::chrono::seconds within);
 
   Plan plan_;

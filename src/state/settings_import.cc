@@ -23,8 +23,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "agents/agent_env.h"
 #include "common/encoding.h"
 #include "common/fd.h"
+#include "common/paths.h"
 #include "common/visible_text.h"
 #include "state/state_archive.h"
 #include "workspace/ignore.h"
@@ -104,19 +106,6 @@ size_t jsonDepth(std::string_view text) {
 }
 
 constexpr size_t kMaxJsonDepth = 64;
-
-/// True when `name` is one of `patterns` (a name, or a prefix ending in '*').
-bool matchesEnvPattern(const std::string& name, const std::vector<std::string>& patterns) {
-  for (const auto& p : patterns) {
-    if (p.ends_with('*') ? name.starts_with(std::string_view(p).substr(0, p.size() - 1)) : name == p) return true;
-  }
-  return false;
-}
-
-/// True when `path` is `dir` or lies below it.
-bool within(const std::string& path, const std::string& dir) {
-  return !dir.empty() && (path == dir || path.starts_with(dir + "/"));
-}
 
 /// Walks one settings path, filling `out` within `limits`. Every check is
 /// made on the opened file (its type, link count and real path, read from
@@ -233,13 +222,13 @@ class Importer {
     }
     const std::string real(link, static_cast<size_t>(n));
     for (const char* system : {"/proc", "/sys", "/dev", "/run"}) {
-      if (within(real, system)) {
+      if (isAtOrBelow(real, system)) {
         drop(shown, "a link to " + real);
         return std::nullopt;
       }
     }
     for (const auto& dir : neverDirs_) {
-      if (within(real, dir)) {
+      if (isAtOrBelow(real, dir)) {
         drop(shown, "a link into airlock's own files (" + real + ")");
         return std::nullopt;
       }
@@ -355,7 +344,7 @@ class Importer {
           drop(shown, fmt::format("env.{} (not a string)", name));
         else if (nameMayHoldSecret(name) || valueMayHoldSecret(v.get<std::string>()))
           drop(shown, fmt::format("env.{} (may hold a secret)", name));
-        else if (matchesEnvPattern(name, ownedEnv_))
+        else if (agents::matchesEnvPattern(ownedEnv_, name))
           drop(shown, fmt::format("env.{} (airlock sets or forwards it for the agent)", name));
         else
           env[name] = v;

@@ -172,8 +172,7 @@ Result<UnpackSummary> unpackState(const std::string& tarPath, const std::string&
       continue;
     }
     auto under = [&](const std::vector<std::string>& tops) {
-      return std::any_of(tops.begin(), tops.end(),
-                         [&](const std::string& p) { return joined == p || joined.starts_with(p + "/"); });
+      return std::any_of(tops.begin(), tops.end(), [&](const std::string& p) { return isAtOrBelow(joined, p); });
     };
     if (under(excluded)) continue;
     bool underRoot = under(roots);
