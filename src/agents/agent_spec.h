@@ -58,6 +58,28 @@ struct SettingsImport {
   bool operator==(const SettingsImport&) const = default;
 };
 
+/// How the agent logs in with an account (issue 15): the login is kept on
+/// the host (`airlock login AGENT`) and the credential broker puts the real
+/// token on the wire; the guest gets placeholders. Empty format: the agent
+/// has no login airlock brokers (API keys are forwarded by value).
+struct LoginSpec {
+  /// How the agent's credential file reads ("claude-oauth";
+  /// secrets/agent_login.h). Empty: no login.
+  std::string format;
+  std::string file;      ///< the credential file, relative to $HOME on the host and in the guest
+  std::string tokenEnv;  ///< the variable carrying a long-lived token ("CLAUDE_CODE_OAUTH_TOKEN")
+  std::string baseUrlEnv;  ///< the variable pointing the agent at the broker ("ANTHROPIC_BASE_URL")
+  std::string upstream;    ///< the real API ("https://api.anthropic.com")
+  std::vector<std::string> paths;  ///< request path prefixes the broker forwards ("/v1/")
+  std::string refreshUrl;  ///< the OAuth token endpoint the host refreshes at
+  std::string clientId;    ///< the agent's public OAuth client id
+  /// API-key variables not forwarded while a login is used (they would
+  /// bill the API account instead of the subscription), unless named with --env.
+  std::vector<std::string> billingEnv;
+
+  bool operator==(const LoginSpec&) const = default;
+};
+
 /// One agent: its image recipe, how to start it, its environment, its VM size
 /// and the hosts it talks to.
 struct AgentSpec {
@@ -95,6 +117,7 @@ struct AgentSpec {
   int memoryMib = 4096;     ///< guest memory, MiB
   int scratchMib = 8192;    ///< scratch disk (root and /workspace upper layers, $HOME), MiB
   EgressHosts egress;
+  LoginSpec login;
 
   bool operator==(const AgentSpec&) const = default;
 };

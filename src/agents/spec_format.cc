@@ -75,6 +75,19 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   emitList(out, "model_hosts", spec.egress.modelHosts);
   emitList(out, "extra_hosts", spec.egress.extraHosts);
   out << YAML::EndMap;
+  if (!spec.login.format.empty()) {
+    const LoginSpec& l = spec.login;
+    out << YAML::Key << "login" << YAML::Value << YAML::BeginMap;
+    for (auto [key, value] : {std::pair{"format", &l.format}, std::pair{"file", &l.file},
+                              std::pair{"token_env", &l.tokenEnv}, std::pair{"base_url_env", &l.baseUrlEnv},
+                              std::pair{"upstream", &l.upstream}})
+      if (!value->empty()) out << YAML::Key << key << YAML::Value << *value;
+    emitList(out, "paths", l.paths);
+    out << YAML::Key << "refresh_url" << YAML::Value << l.refreshUrl;
+    out << YAML::Key << "client_id" << YAML::Value << l.clientId;
+    emitList(out, "billing_env", l.billingEnv);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

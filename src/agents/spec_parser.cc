@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
-    "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress"};
+    "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
+constexpr std::string_view kLoginKeys[] = {"format", "file", "token_env", "base_url_env", "upstream", "paths",
+                                           "refresh_url", "client_id", "billing_env"};
 constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
@@ -233,7 +235,39 @@ class SpecReader {
       if (auto r = list(egress, "model_hosts", isHostName, "a host name", spec.egress.modelHosts); !r) return r;
       if (auto r = list(egress, "extra_hosts", isHostName, "a host name", spec.egress.extraHosts); !r) return r;
     }
-    return {};
+    return readLogin(child(root, "login"), spec.login);
+  }
+
+  /// `login`: the credential format, files, variables and the broker's
+  /// route (agent_spec.h LoginSpec). URLs must be https:// (the broker and
+  /// the refresh talk to the real API).
+  Result<> readLogin(const YAML::Node& n, LoginSpec& login) {
+    if (!n.IsDefined()) return {};
+    if (!n.IsMap()) return error(n, "'login' must be a mapping");
+    if (auto r = checkKeys(n, "login", kLoginKeys); !r) return r;
+    if (auto r = string(n, "format", true, login.format); !r) return r;
+    if (login.format != "claude-oauth")
+      return error(child(n, "format"), fmt::format("login format '{}' is not one airlock reads (claude-oauth)",
+                                                   login.format));
+    if (auto r = string(n, "file", true, login.file); !r) return r;
+    if (!isRelativePath(login.file)) return error(child(n, "file"), "'file' must be a relative path");
+    for (auto [key, out] : {std::pair{"token_env", &login.tokenEnv}, std::pair{"base_url_env", &login.baseUrlEnv}}) {
+      if (auto r = string(n, key, std::string_view(key) == "base_url_env", *out); !r) return r;
+      if (!out->empty() && !isEnvName(*out)) return error(child(n, key), fmt::format("'{}' must be a variable name", key));
+    }
+    for (auto [key, out] : {std::pair{"upstream", &login.upstream}, std::pair{"refresh_url", &login.refreshUrl}}) {
+      if (auto r = string(n, key, true, *out); !r) return r;
+      if (!out->starts_with("https://") || out->find_first_of(" \t\n\r") != std::string::npos)
+        return error(child(n, key), fmt::format("'{}' must be an https:// URL", key));
+    }
+    if (login.upstream.find('/', 8) != std::string::npos)
+      return error(child(n, "upstream"), "'upstream' is scheme and host only (https://api.example.com)");
+    if (auto r = string(n, "client_id", true, login.clientId); !r) return r;
+    if (auto r = list(n, "paths", nullptr, "", login.paths); !r) return r;
+    if (login.paths.empty()) return missing(n, "paths");
+    for (const auto& p : login.paths)
+      if (!p.starts_with('/')) return error(child(n, "paths"), fmt::format("path '{}' must start with /", p));
+    return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
   }
 
   /// `settings`: a list of paths relative to $HOME, each a string or a

@@ -17,6 +17,8 @@
 #include "cli/commands.h"
 #include "cli/report.h"
 #include "common/exit_codes.h"
+#include "config/effective.h"
+#include "config/loader.h"
 
 namespace airlock::cli {
 namespace {
@@ -104,6 +106,14 @@ int showAgent(const AgentsArgs& args) {
 }
 
 }  // namespace
+
+Result<agents::AgentRegistry> knownAgents(const HostContext& host) {
+  std::string path = config::userConfigPath(host.dirs.config);
+  auto user = config::loadConfigFile(path);
+  if (!user) return agents::AgentRegistry::builtin();
+  auto registry = config::registryWithCustomAgents(*user, path);
+  return registry ? registry : agents::AgentRegistry::builtin();
+}
 
 nlohmann::json agentsListJson(const std::vector<agents::AgentSpec>& specs) {
   json list = json::array();

@@ -61,6 +61,10 @@ void addImageArchiveCommands(CLI::App& image, int& exitCode, const HostContext& 
 void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
                       const std::vector<std::string>& afterDoubleDash);
 
+/// `airlock login AGENT` and `airlock logout AGENT`: account logins kept on
+/// the host and brokered into runs (src/cli/login_cmd.cc).
+void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host);
+
 /// `airlock state ls|rm`: agent state kept per project (src/cli/state_cmd.cc).
 void addStateCommand(CLI::App& app, int& exitCode, const HostContext& host);
 

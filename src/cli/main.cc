@@ -14,25 +14,10 @@
 #include <CLI/CLI.hpp>
 
 #include "agents/registry.h"
+#include "cli/agents.h"
 #include "cli/commands.h"
 #include "common/exit_codes.h"
 #include "common/host_context.h"
-#include "config/effective.h"
-#include "config/loader.h"
-
-namespace {
-
-/// The built-in agents plus the user config's custom agents; just the
-/// built-in ones when the user config does not load (the verb reports why).
-airlock::Result<airlock::agents::AgentRegistry> knownAgents(const airlock::HostContext& host) {
-  std::string path = airlock::config::userConfigPath(host.dirs.config);
-  auto user = airlock::config::loadConfigFile(path);
-  if (!user) return airlock::agents::AgentRegistry::builtin();
-  auto registry = airlock::config::registryWithCustomAgents(*user, path);
-  return registry ? registry : airlock::agents::AgentRegistry::builtin();
-}
-
-}  // namespace
 
 extern char** environ;
 
@@ -63,7 +48,7 @@ int main(int argc, char** argv) {
   // `airlock AGENT ...` is `airlock run AGENT ...`.
   std::vector<char*> args(argv, argv + argc);
   if (argc > 1) {
-    if (auto registry = knownAgents(host); registry && registry->find(argv[1]))
+    if (auto registry = airlock::cli::knownAgents(host); registry && registry->find(argv[1]))
       args.insert(args.begin() + 1, const_cast<char*>("run"));
   }
   airlock::cli::addRunImageCommand(app, exitCode, host, afterDoubleDash);
@@ -78,6 +63,7 @@ int main(int argc, char** argv) {
   airlock::cli::addDoctorCommand(app, exitCode, host);
   airlock::cli::addConfigCommand(app, exitCode, host);
   airlock::cli::addSecretCommand(app, exitCode, host, afterDoubleDash);
+  airlock::cli::addLoginCommands(app, exitCode, host);
   airlock::cli::addStateCommand(app, exitCode, host);
   // A first word that is neither a verb nor an agent: say so, with both lists.
   auto subcommands = app.get_subcommands({});
@@ -87,7 +73,7 @@ int main(int argc, char** argv) {
     std::string verbs, agentNames;
     for (const auto* sub : subcommands)
       if (!sub->get_group().empty()) verbs += (verbs.empty() ? "" : ", ") + sub->get_name();
-    if (auto registry = knownAgents(host))
+    if (auto registry = airlock::cli::knownAgents(host))
       for (const auto& name : registry->names()) agentNames += (agentNames.empty() ? "" : ", ") + name;
     std::fprintf(stderr,
                  "airlock: unknown command or agent '%s'\n  commands: %s\n  agents: %s\nRun airlock --help.\n",

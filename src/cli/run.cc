@@ -36,6 +36,7 @@
 #include "cli/report.h"
 #include "cli/review_output.h"
 #include "cli/run_flags.h"
+#include "cli/run_login.h"
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
@@ -95,6 +96,7 @@ struct RunSetup {
   config::Settings settings;
   agents::AgentSpec spec;
   state::ImportedSettings imported;  ///< what of the user's settings goes in, and what was left out
+  std::unique_ptr<RunLogin> login;   ///< the account login and its broker (none: API keys by value)
 };
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
@@ -111,6 +113,10 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   const config::Settings& settings = setup.settings;
   const bool direct = settings.workspaceMode.value == config::WorkspaceMode::kDirect;
   setup.spec = withConfigForwards(effective->agent, settings);
+  auto login = RunLogin::open(host, setup.spec, args.env);
+  if (!login) return std::unexpected(login.error());
+  setup.login = std::move(*login);
+  if (setup.login) setup.spec = setup.login->brokeredSpec(std::move(setup.spec));
   const agents::AgentSpec& spec = setup.spec;
   session::Plan& plan = setup.plan;
   plan.workspace = args.workspace;
@@ -129,6 +135,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   plan.pty = usePty(host, args.tty);
   auto env = agentEnvironment(host, spec, args.env, plan.pty);
   if (!env) return std::unexpected(env.error());
+  if (setup.login) setup.login->applyToEnvironment(*env, args.env);
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
   if (!hostPorts) return std::unexpected(hostPorts.error());
   auto policy = config::runEgressPolicy(spec, settings, std::move(*hostPorts));
@@ -178,6 +185,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   for (const auto& [k, v] : *env) plan.exec.env.push_back(k + "=" + v);
   plan.exec.uid = plan.exec.gid = agentUid;
   plan.exec.cwd = guest::kWorkspace;
+  if (setup.login)
+    if (auto r = setup.login->applyToPlan(plan); !r) return std::unexpected(r.error());
   return setup;
 }
 
@@ -185,6 +194,9 @@ int runAgent(const HostContext& host, RunArgs args) {
   auto setup = planRun(host, args);
   if (!setup) return reportError(setup.error());
   TerminalUi ui(host, args.quiet);
+  if (setup->login)
+    ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder",
+                            setup->login->describe()));
   if (!setup->imported.imported.empty())
     ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup->imported.imported, ", ")));
   for (const auto& line : setup->imported.dropped) ui.notice("left out of your settings: " + line);

@@ -2,9 +2,6 @@
 // A value comes from standard input, never from the command line (argv is
 // readable by every user in /proc); `ls` never prints a value.
 
-#include <poll.h>
-#include <signal.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,102 +14,13 @@
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
 #include "cli/report.h"
+#include "cli/secret_input.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 
 namespace airlock::cli {
 namespace {
-
-/// The terminal's settings while the prompt has echo off, restored by the
-/// prompt and by the handlers of the signals that would end airlock there.
-termios gSavedTerminal{};
-volatile sig_atomic_t gTerminalChanged = 0;
-
-void restoreTerminalAndDie(int sig) {
-  if (gTerminalChanged) ::tcsetattr(0, TCSAFLUSH, &gSavedTerminal);
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-/// One line typed at the terminal, without echo: byte by byte (no line
-/// length limit), backspace edits, Enter ends, Ctrl-C aborts (exit 130),
-/// Ctrl-D on an empty line ends input. A paste of several lines is
-/// refused (the rest would otherwise be lost or reach the shell).
-Result<std::string> promptValue(const std::string& name) {
-  std::fprintf(stderr, "Value of %s (not shown): ", name.c_str());
-  std::fflush(stderr);
-  std::string value;
-  bool raw = ::tcgetattr(0, &gSavedTerminal) == 0;
-  if (raw) {
-    for (int sig : {SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, restoreTerminalAndDie);
-    termios quiet = gSavedTerminal;
-    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | ISIG | IEXTEN);
-    quiet.c_cc[VMIN] = 1;
-    quiet.c_cc[VTIME] = 0;
-    gTerminalChanged = ::tcsetattr(0, TCSAFLUSH, &quiet) == 0;
-  }
-  Result<std::string> out = std::unexpected(Error{});
-  for (;;) {
-    char c;
-    ssize_t n = ::read(0, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || c == 4) {  // end of input, Ctrl-D
-      out = std::move(value);
-      break;
-    }
-    if (c == 3) {  // Ctrl-C
-      out = failWith(130, "interrupted; nothing stored");
-      break;
-    }
-    if (c == '\r' || c == '\n') {
-      pollfd more{0, POLLIN, 0};
-      if (::poll(&more, 1, 50) > 0)
-        out = failWith(exit_code::kUsage, "the value has more than one line; pipe it instead: airlock secret set "
-                                          "{} < FILE", name);
-      else
-        out = std::move(value);
-      break;
-    }
-    if (c == 127 || c == 8) {
-      if (!value.empty()) value.pop_back();
-      continue;
-    }
-    if (value.size() > secrets::kMaxSecretBytes) continue;  // set() refuses it, without a partial value
-    value.push_back(c);
-  }
-  if (gTerminalChanged) ::tcsetattr(0, TCSAFLUSH, &gSavedTerminal);
-  gTerminalChanged = 0;
-  std::fprintf(stderr, "\n");
-  return out;
-}
-
-/// Reads the value: from a terminal, promptValue(); from a pipe or file,
-/// every byte, without a final newline when it is the only one (a token
-/// from printenv or echo; a multi-line file such as a PEM key is kept byte
-/// for byte).
-Result<std::string> readValue(const std::string& name, bool terminal) {
-  std::string value;
-  if (terminal) {
-    auto typed = promptValue(name);
-    if (!typed) return typed;
-    value = std::move(*typed);
-  } else {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(0, buf, sizeof buf)) > 0 && value.size() <= secrets::kMaxSecretBytes)
-      value.append(buf, static_cast<size_t>(n));
-    if (n < 0) return fail("cannot read the value from standard input: {}", errnoText(errno));
-    std::string_view body(value);
-    if (body.ends_with("\r\n")) body.remove_suffix(2);
-    else if (body.ends_with('\n')) body.remove_suffix(1);
-    if (body.find('\n') == std::string_view::npos) value.resize(body.size());
-  }
-  if (value.empty())
-    return failWith(exit_code::kUsage, "no value for {} on standard input (e.g. `printenv TOKEN | airlock secret set "
-                    "{}`)", name, name);
-  return value;
-}
 
 /// "2026-12-31" or "2026-12-31T08:00:00Z" (UTC) as Unix seconds; a day
 /// that does not exist (2026-02-31) or a time already past is refused.
@@ -160,7 +68,7 @@ int setSecret(const HostContext& host, const std::string& name, const std::strin
     if (!at) return reportError(at.error());
     expiresAt = *at;
   }
-  auto value = readValue(name, host.terminal.stdinTty);
+  auto value = readSecretValue(name, host.terminal.stdinTty, "airlock secret set " + name);
   if (!value) return reportError(value.error());
   HostSecrets secrets(host, true);
   std::string note;

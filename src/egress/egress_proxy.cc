@@ -29,6 +29,7 @@ struct EgressProxy::Shared {
   EgressLogFn log;
   std::shared_ptr<BlockedLog> blocked;
   int maxConnections = EgressProxy::kDefaultMaxConnections;
+  std::map<uint16_t, GatewayService> services;
   std::atomic<int> active{0};
   Fd listener;
   void note(const std::string& line) const {
@@ -102,7 +103,8 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest);
 Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netns, Policy policy,
                                                         std::shared_ptr<const AddressBook> book,
                                                         std::set<IpAddress> hostAddresses, EgressLogFn log,
-                                                        std::shared_ptr<BlockedLog> blocked, int maxConnections) {
+                                                        std::shared_ptr<BlockedLog> blocked, int maxConnections,
+                                                        std::map<uint16_t, GatewayService> services) {
   auto shared = std::make_shared<Shared>();
   shared->policy = std::move(policy);
   shared->book = std::move(book);
@@ -110,6 +112,7 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
   shared->log = std::move(log);
   shared->blocked = std::move(blocked);
   shared->maxConnections = maxConnections;
+  shared->services = std::move(services);
   auto bound = netns.run([&]() -> Result<> {
     Fd s(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int zero = 0, one = 1;
@@ -165,6 +168,11 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
   uint16_t upstreamPort = dest->port;
   std::string label = text(*dest);
   if (isGateway(dest->address)) {
+    if (auto service = shared->services.find(dest->port); service != shared->services.end()) {
+      shared->note(fmt::format("tcp {} to a host service", label));
+      service->second(std::move(guest), shared->log);
+      return;
+    }
     upstreamPort = shared->policy.hostPortFor(dest->port);
     if (!upstreamPort) {
       shared->refuse(label, "gateway port without a --host-port mapping");

@@ -3,6 +3,9 @@
 // kProxyPort in the session namespace and admits one only if
 //  - its original destination is the gateway and the port is a --host-port
 //    mapping (then it goes to the host's 127.0.0.1:PORT), or
+//  - its original destination is the gateway and the port is one of the
+//    session's gateway services (the credential broker), which then owns
+//    the connection, or
 //  - the profile is permissive, or
 //  - the DNS proxy answered that address for an allowed name in this session,
 //    the port is allowed for that name, and the TLS SNI (or HTTP Host) names it.
@@ -10,6 +13,8 @@
 // threads live there) and bytes are spliced both ways.
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -24,6 +29,11 @@
 
 namespace airlock::egress {
 
+/// A host-side service the guest reaches at gateway:PORT (nothing else
+/// reaches it): called on a connection thread with the guest's connection,
+/// which it owns until it returns, and the session's egress log.
+using GatewayService = std::function<void(Fd guest, const EgressLogFn& log)>;
+
 class EgressProxy {
  public:
   /// Default cap on connections handled at once (each holds a thread and two fds).
@@ -36,12 +46,15 @@ class EgressProxy {
   /// the gateway with a --host-port mapping. Every refusal is added
   /// to `blocked` (may be null). At most `maxConnections` guest connections
   /// are handled at once; beyond that a new one is closed at once, logged
-  /// and counted as blocked. Errors carry kEgress.
+  /// and counted as blocked. `services`: gateway ports served on the host
+  /// (they win over a --host-port mapping of the same port). Errors carry
+  /// kEgress.
   static Result<std::unique_ptr<EgressProxy>> start(const NetNamespace& netns, Policy policy,
                                                     std::shared_ptr<const AddressBook> book,
                                                     std::set<IpAddress> hostAddresses, EgressLogFn log,
                                                     std::shared_ptr<BlockedLog> blocked = nullptr,
-                                                    int maxConnections = kDefaultMaxConnections);
+                                                    int maxConnections = kDefaultMaxConnections,
+                                                    std::map<uint16_t, GatewayService> services = {});
   /// Stops accepting (new connections are refused: fail closed); connections
   /// in flight end with the session.
   ~EgressProxy();

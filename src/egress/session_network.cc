@@ -79,7 +79,7 @@ Result<std::unique_ptr<SessionNetwork>> SessionNetwork::start(Policy policy, Net
   if (!dns) return std::unexpected(dns.error());
   net->dns_ = std::move(*dns);
   auto proxy = EgressProxy::start(net->netns_, net->policy_, net->book_, host, log, net->blocked_,
-                                  options.maxConnections);
+                                  options.maxConnections, std::move(options.gatewayServices));
   if (!proxy) return std::unexpected(proxy.error());
   net->proxy_ = std::move(*proxy);
   return net;

@@ -36,6 +36,8 @@ struct NetworkOptions {
   /// Guest TCP connections the egress proxy handles at once; beyond it new
   /// ones are refused (and listed by blocked()).
   int maxConnections = EgressProxy::kDefaultMaxConnections;
+  /// Host-side services at gateway ports (the credential broker).
+  std::map<uint16_t, GatewayService> gatewayServices;
 };
 
 class SessionNetwork {

@@ -11,7 +11,12 @@ One process, one port, four model APIs (routed by path):
   POST /v1beta/models/<m>:countTokens            Gemini token count
   POST /v1/chat/completions               OpenAI chat completions (SSE/JSON) -> OpenCode
   GET  /v1/models                         a one-model list
+  POST /v1/oauth/token                    OAuth refresh (Claude's platform.claude.com): new
+                                          access and refresh tokens, "sk-ant-oat01-rotated-<hex>"
   HEAD anything, GET /                    200, empty; any other path: 404
+
+--reject-first-bearer answers the first model request with 401 (an access
+token the API stopped taking), whatever its Authorization header.
 
 The "model" follows a JSON scenario (--scenario FILE):
 
@@ -839,6 +844,24 @@ class Handler(BaseHTTPRequestHandler):
                                            "message": "mock: request limit reached"}})
             return
 
+        if path == "/v1/oauth/token":
+            rotated = uuid.uuid4().hex[:16]
+            entry.update(kind="oauth_token", grant_type=body.get("grant_type"),
+                         refresh_token=body.get("refresh_token"), client_id=body.get("client_id"),
+                         rotated=rotated)
+            st.log(entry)
+            self.send_json(200, {"access_token": "sk-ant-oat01-rotated-" + rotated,
+                                 "refresh_token": "sk-ant-ort01-rotated-" + rotated,
+                                 "expires_in": 28800, "token_type": "Bearer"})
+            return
+        if st.reject_first_bearer and path in ("/v1/messages", "/messages"):
+            st.reject_first_bearer = False
+            entry.update(kind="rejected_bearer", authorization=self.headers.get("Authorization"))
+            st.log(entry)
+            self.send_json(401, {"type": "error", "error": {"type": "authentication_error",
+                                                            "message": "mock: token expired"}})
+            return
+
         gm = GEMINI_RE.match(path)
         if path in ("/v1/messages", "/messages"):
             api, tools, results = "anthropic", tools_anthropic(body), results_anthropic(body)
@@ -935,6 +958,8 @@ def main(argv=None):
     ap.add_argument("--gate-dir", default=".",
                     help="directory for relative wait_for_file paths (default: cwd)")
     ap.add_argument("--quiet", action="store_true", help="no per-request line on stderr")
+    ap.add_argument("--reject-first-bearer", action="store_true",
+                    help="answer the first model request with 401")
     ap.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (chain)")
     ap.add_argument("--tls-key", help="the certificate's PEM private key")
     args = ap.parse_args(argv)
@@ -949,6 +974,7 @@ def main(argv=None):
     Handler.state = State(scenario, args.log, args.max_requests, args.quiet,
                           args.dump_dir)
     Handler.state.gate_dir = os.path.abspath(args.gate_dir)
+    Handler.state.reject_first_bearer = args.reject_first_bearer
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)

@@ -1,0 +1,154 @@
+// `airlock login AGENT` and `airlock logout AGENT` (issue 15, item 2): an
+// agent's account login kept on this host, in the secret store, as the
+// secret "login.AGENT". `airlock run` then brokers it (cli/run_login.h):
+// the VM only ever gets placeholders.
+//
+//   --from-host      the login the agent made on this machine (its own
+//                    credential file under $HOME, e.g. ~/.claude/.credentials.json)
+//   --from-env NAME  a long-lived token in the variable NAME
+//   (neither)        a long-lived token on standard input (`claude setup-token`)
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/agents.h"
+#include "cli/commands.h"
+#include "cli/host_secrets.h"
+#include "cli/report.h"
+#include "cli/secret_input.h"
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "secrets/agent_login.h"
+
+namespace airlock::cli {
+namespace {
+
+struct LoginArgs {
+  std::string agent;
+  bool fromHost = false;
+  std::string fromEnv;
+};
+
+Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& name) {
+  auto registry = knownAgents(host);
+  if (!registry) return std::unexpected(registry.error());
+  auto spec = registry->find(name);
+  if (!spec) return std::unexpected(spec.error());
+  if (spec->login.format.empty())
+    return failWith(exit_code::kUsage, "{} has no account login airlock can keep; give it an API key with --env "
+                    "(see `airlock agents show {}`)", name, name);
+  return *spec;
+}
+
+/// The agent's own credential file under $HOME: a regular file of the
+/// user's, at most kMaxCredentialFileBytes.
+Result<std::string> readCredentialFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd)
+    return failWith(exit_code::kUsage, "cannot read {}: {}; log in with the agent on this machine first",
+                    path, errnoText(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size > static_cast<off_t>(secrets::kMaxCredentialFileBytes))
+    return failWith(exit_code::kUsage, "{} is not a credential file (a regular file of at most {} KiB)", path,
+                    secrets::kMaxCredentialFileBytes / 1024);
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  if (readFull(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return fail("cannot read {}: {}", path, errnoText(errno));
+  return text;
+}
+
+int login(const HostContext& host, const LoginArgs& args) {
+  auto spec = loginSpec(host, args.agent);
+  if (!spec) return reportError(spec.error());
+  const agents::LoginSpec& how = spec->login;
+  Result<secrets::AgentLogin> login = std::unexpected(Error{});
+  std::string source;
+  if (args.fromHost) {
+    const std::string path = host.getEnv("HOME") + "/" + how.file;
+    auto text = readCredentialFile(path);
+    if (!text) return reportError(text.error());
+    login = secrets::loginFromCredentialFile(how.format, *text);
+    source = "host file";
+  } else if (!args.fromEnv.empty()) {
+    if (host.env.find(args.fromEnv) == host.env.end())
+      return reportError(Error{fmt::format("{} is not set", args.fromEnv), exit_code::kUsage});
+    login = secrets::loginFromToken(how.format, host.getEnv(args.fromEnv));
+    source = "env " + args.fromEnv;
+  } else {
+    const std::string what = how.tokenEnv.empty() ? "the token" : how.tokenEnv;
+    auto value = readSecretValue(what, host.terminal.stdinTty, "airlock login " + args.agent);
+    if (!value) return reportError(value.error());
+    login = secrets::loginFromToken(how.format, *value);
+    source = "stdin";
+  }
+  if (!login) return reportError(login.error());
+  HostSecrets secrets(host, true);
+  std::string note;
+  if (auto r = secrets.store().set(secrets::loginSecretName(args.agent), secrets::serializeLogin(*login), source,
+                                   std::nullopt, note);
+      !r)
+    return reportError(r.error());
+  const std::string kind = login->kind == secrets::AgentLogin::Kind::kSubscription
+                               ? (login->subscriptionType.empty() ? "subscription"
+                                                                  : "subscription (" + login->subscriptionType + ")")
+                               : "long-lived token";
+  std::fprintf(stderr, "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
+                       "placeholder\n",
+               args.agent.c_str(), secrets.preferred().describe().c_str(), kind.c_str(), args.agent.c_str());
+  if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription)
+    std::fprintf(stderr, "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
+                         "the other may have to log in again\n", args.agent.c_str());
+  if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
+  return 0;
+}
+
+int logout(const HostContext& host, const std::string& agent) {
+  HostSecrets secrets(host, true);
+  std::string note;
+  auto removed = secrets.store().remove(secrets::loginSecretName(agent), note);
+  if (!removed) return reportError(removed.error());
+  if (!*removed) return reportError(Error{fmt::format("no login stored for {}", agent), exit_code::kUsage});
+  std::fprintf(stderr, "airlock: %s logged out (the agent's own login on this machine is untouched)\n",
+               agent.c_str());
+  if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host) {
+  auto args = std::make_shared<LoginArgs>();
+  auto* cmd = app.add_subcommand("login", "Keep an agent's account login on this host; runs get a placeholder");
+  cmd->footer(
+      "The login goes into airlock's secret store (see `airlock secret ls`: login.AGENT). `airlock run AGENT` then "
+      "starts a credential broker on the host: the agent in the VM talks to it with a placeholder token, and the "
+      "broker sends the real one to the API and refreshes it. The real token never enters the VM, and the model "
+      "API needs no egress allowance there. While a login is stored, the agent's API-key variables (e.g. "
+      "ANTHROPIC_API_KEY) are not forwarded; name one with --env to use the key instead.\n\n"
+      "Examples:\n"
+      "  airlock login claude-code --from-host      # your Claude Pro/Max login from ~/.claude\n"
+      "  claude setup-token                          # prints a long-lived token, then:\n"
+      "  airlock login claude-code                  # paste it (not shown)\n"
+      "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
+      "  airlock logout claude-code");
+  cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
+  auto* host_ = cmd->add_flag("--from-host", args->fromHost,
+                              "Import the login the agent made on this machine (its credential file under $HOME)");
+  cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token from this environment variable")
+      ->excludes(host_);
+  cmd->callback([args, &exitCode, &host] { exitCode = login(host, *args); });
+
+  auto agent = std::make_shared<std::string>();
+  auto* out = app.add_subcommand("logout", "Remove an agent's login kept by airlock");
+  out->add_option("agent", *agent, "Agent name")->required();
+  out->callback([agent, &exitCode, &host] { exitCode = logout(host, *agent); });
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,81 @@
+#include "cli/run_login.h"
+
+#include <fmt/format.h>
+
+#include "common/exit_codes.h"
+#include "egress/addresses.h"
+
+namespace airlock::cli {
+
+bool namesVariable(const std::vector<std::string>& env, const std::string& name) {
+  for (const auto& e : env)
+    if (e == name || e.starts_with(name + "=")) return true;
+  return false;
+}
+
+Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const agents::AgentSpec& spec,
+                                                 const std::vector<std::string>& namedEnv) {
+  if (spec.login.format.empty()) return nullptr;
+  for (const auto& name : spec.login.billingEnv)
+    if (namesVariable(namedEnv, name)) return nullptr;
+  // Whether there is a login at all is in the index: no keyring is
+  // contacted for an agent without one.
+  {
+    HostSecrets index(host, false);
+    auto list = index.store().list();
+    if (!list) return std::unexpected(list.error());
+    bool stored = false;
+    for (const auto& s : *list) stored = stored || s.name == secrets::loginSecretName(spec.name);
+    if (!stored) return nullptr;
+  }
+  std::unique_ptr<RunLogin> run(new RunLogin());
+  run->spec_ = spec.login;
+  run->agent_ = spec.name;
+  run->secrets_ = std::make_unique<HostSecrets>(host, true);
+  run->tokens_ = std::make_unique<secrets::LoginTokens>(
+      run->secrets_->store(), spec.name, secrets::RefreshEndpoint{spec.login.refreshUrl, spec.login.clientId},
+      secrets::curlJsonPoster(host.getEnv("SSL_CERT_FILE")), host.dirs.data + "/login-" + spec.name + ".lock",
+      *host.clock);
+  if (auto r = run->tokens_->load(); !r) return std::unexpected(r.error());
+  secrets::BrokerOptions options;
+  options.caFile = host.getEnv("SSL_CERT_FILE");
+  run->broker_ = std::make_shared<secrets::CredentialBroker>(
+      secrets::BrokerRoute{spec.login.upstream, spec.login.paths, spec.name}, *run->tokens_, options);
+  return run;
+}
+
+std::string RunLogin::describe() const {
+  const auto& l = login();
+  if (l.kind == secrets::AgentLogin::Kind::kToken) return "long-lived token";
+  return l.subscriptionType.empty() ? "subscription" : fmt::format("subscription ({})", l.subscriptionType);
+}
+
+agents::AgentSpec RunLogin::brokeredSpec(agents::AgentSpec spec) const {
+  spec.egress.modelHosts.clear();
+  return spec;
+}
+
+void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const {
+  for (const auto& name : spec_.billingEnv)
+    if (!namesVariable(namedEnv, name)) env.erase(name);
+  env[spec_.baseUrlEnv] = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kBrokerPort);
+  if (login().kind == secrets::AgentLogin::Kind::kToken && !spec_.tokenEnv.empty())
+    env[spec_.tokenEnv] = secrets::placeholderToken(login());
+  else if (!spec_.tokenEnv.empty())
+    env.erase(spec_.tokenEnv);
+}
+
+Result<> RunLogin::applyToPlan(session::Plan& plan) const {
+  if (plan.machine.egress)
+    for (const auto& mapping : plan.machine.egress->hostPorts)
+      if (mapping.guestPort == secrets::kBrokerPort)
+        return failWith(exit_code::kUsage, "--host-port {} takes the gateway port of the {} login's broker; map "
+                        "another port, or log out first (airlock logout {})", mapping.guestPort, agent_, agent_);
+  if (login().kind == secrets::AgentLogin::Kind::kSubscription)
+    plan.homeFiles.push_back({spec_.file, secrets::placeholderCredentialFile(login())});
+  plan.machine.egressNetwork.gatewayServices[secrets::kBrokerPort] =
+      [broker = broker_](Fd guest, const egress::EgressLogFn& log) { broker->serve(std::move(guest), log); };
+  return {};
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,133 @@
+#include "secrets/agent_login.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/exit_codes.h"
+
+namespace airlock::secrets {
+namespace {
+
+using nlohmann::json;
+
+/// 2100-01-01T00:00:00Z in ms: the placeholder's expiry.
+constexpr int64_t kFarFutureMs = 4102444800000;
+
+/// Tokens are printable ASCII without spaces (they go into HTTP headers).
+bool isTokenText(std::string_view s) {
+  if (s.empty() || s.size() > 4096) return false;
+  for (unsigned char c : s)
+    if (c <= 0x20 || c >= 0x7f) return false;
+  return true;
+}
+
+std::string optionalString(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+Result<> checkFormat(std::string_view format) {
+  if (format != "claude-oauth") return failWith(exit_code::kUsage, "unknown login format '{}'", format);
+  return {};
+}
+
+}  // namespace
+
+std::string loginSecretName(std::string_view agent) { return "login." + std::string(agent); }
+
+std::string serializeLogin(const AgentLogin& login) {
+  json o = {{"kind", login.kind == AgentLogin::Kind::kSubscription ? "subscription" : "token"},
+            {"format", login.format},
+            {"accessToken", login.accessToken}};
+  if (!login.refreshToken.empty()) o["refreshToken"] = login.refreshToken;
+  if (login.expiresAtMs) o["expiresAt"] = *login.expiresAtMs;
+  if (!login.scopes.empty()) o["scopes"] = login.scopes;
+  if (!login.subscriptionType.empty()) o["subscriptionType"] = login.subscriptionType;
+  if (!login.rateLimitTier.empty()) o["rateLimitTier"] = login.rateLimitTier;
+  return o.dump();
+}
+
+Result<AgentLogin> parseLogin(std::string_view value) {
+  json o = json::parse(value, nullptr, false);
+  const auto bad = [] { return fail("the stored login is not airlock's; run `airlock login` again"); };
+  if (!o.is_object()) return bad();
+  AgentLogin login;
+  std::string kind = optionalString(o, "kind");
+  if (kind != "subscription" && kind != "token") return bad();
+  login.kind = kind == "subscription" ? AgentLogin::Kind::kSubscription : AgentLogin::Kind::kToken;
+  login.format = optionalString(o, "format");
+  login.accessToken = optionalString(o, "accessToken");
+  login.refreshToken = optionalString(o, "refreshToken");
+  if (!checkFormat(login.format) || !isTokenText(login.accessToken)) return bad();
+  if (!login.refreshToken.empty() && !isTokenText(login.refreshToken)) return bad();
+  if (auto it = o.find("expiresAt"); it != o.end() && it->is_number_integer()) login.expiresAtMs = it->get<int64_t>();
+  if (auto it = o.find("scopes"); it != o.end() && it->is_array())
+    for (const auto& s : *it)
+      if (s.is_string()) login.scopes.push_back(s.get<std::string>());
+  login.subscriptionType = optionalString(o, "subscriptionType");
+  login.rateLimitTier = optionalString(o, "rateLimitTier");
+  return login;
+}
+
+Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content) {
+  if (auto ok = checkFormat(format); !ok) return std::unexpected(ok.error());
+  if (content.size() > kMaxCredentialFileBytes)
+    return failWith(exit_code::kUsage, "the credential file is over {} KiB; not a login", kMaxCredentialFileBytes / 1024);
+  json doc = json::parse(content, nullptr, false);
+  const json* oauth = nullptr;
+  if (doc.is_object())
+    if (auto it = doc.find("claudeAiOauth"); it != doc.end() && it->is_object()) oauth = &*it;
+  if (!oauth)
+    return failWith(exit_code::kUsage, "the credential file has no Claude subscription login (claudeAiOauth); "
+                                       "log in with `claude` on this machine first");
+  AgentLogin login;
+  login.kind = AgentLogin::Kind::kSubscription;
+  login.format = std::string(format);
+  login.accessToken = optionalString(*oauth, "accessToken");
+  login.refreshToken = optionalString(*oauth, "refreshToken");
+  if (!isTokenText(login.accessToken) || (!login.refreshToken.empty() && !isTokenText(login.refreshToken)))
+    return failWith(exit_code::kUsage, "the credential file's tokens are missing or not plain ASCII");
+  if (login.refreshToken.empty()) login.kind = AgentLogin::Kind::kToken;
+  if (auto it = oauth->find("expiresAt"); it != oauth->end() && it->is_number_integer())
+    login.expiresAtMs = it->get<int64_t>();
+  if (auto it = oauth->find("scopes"); it != oauth->end() && it->is_array())
+    for (const auto& s : *it)
+      if (s.is_string() && s.get_ref<const std::string&>().size() < 128) login.scopes.push_back(s.get<std::string>());
+  auto plain = [](std::string s) { return s.size() <= 64 && isTokenText(s) ? s : std::string(); };
+  login.subscriptionType = plain(optionalString(*oauth, "subscriptionType"));
+  login.rateLimitTier = plain(optionalString(*oauth, "rateLimitTier"));
+  return login;
+}
+
+Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token) {
+  if (auto ok = checkFormat(format); !ok) return std::unexpected(ok.error());
+  if (token.ends_with('\n')) token.remove_suffix(1);
+  if (token.ends_with('\r')) token.remove_suffix(1);
+  if (!isTokenText(token))
+    return failWith(exit_code::kUsage, "the token must be 1 to 4096 printable characters without spaces");
+  AgentLogin login;
+  login.kind = AgentLogin::Kind::kToken;
+  login.format = std::string(format);
+  login.accessToken = std::string(token);
+  return login;
+}
+
+std::string placeholderToken(const AgentLogin& login) {
+  const std::string& real = login.accessToken;
+  size_t first = real.find('-');
+  size_t second = first == std::string::npos ? first : real.find('-', first + 1);
+  size_t third = second == std::string::npos ? second : real.find('-', second + 1);
+  std::string prefix = third == std::string::npos ? std::string() : real.substr(0, third + 1);
+  return prefix + std::string(kPlaceholderMark);
+}
+
+std::string placeholderCredentialFile(const AgentLogin& login) {
+  json oauth = {{"accessToken", placeholderToken(login)},
+                {"refreshToken", "sk-ant-ort01-" + std::string(kPlaceholderMark)},
+                {"expiresAt", kFarFutureMs},
+                {"scopes", login.scopes}};
+  if (!login.subscriptionType.empty()) oauth["subscriptionType"] = login.subscriptionType;
+  if (!login.rateLimitTier.empty()) oauth["rateLimitTier"] = login.rateLimitTier;
+  return json{{"claudeAiOauth", oauth}}.dump();
+}
+
+}  // namespace airlock::secrets

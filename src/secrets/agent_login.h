@@ -1,0 +1,78 @@
+#pragma once
+// An agent's login as airlock keeps it on the host (`airlock login AGENT`,
+// issue 15): the real tokens, stored as one secret ("login.AGENT") whose
+// value is this struct as JSON. The guest only ever gets placeholders
+// (placeholderCredentialFile, kPlaceholderToken); the credential broker
+// (credential_broker.h) puts the real token on the wire.
+//
+// Formats (AgentSpec::login.format) airlock reads from an agent's own
+// credential file (`--from-host`):
+//   claude-oauth  Claude Code's .credentials.json:
+//                 {"claudeAiOauth": {"accessToken": "sk-ant-oat01-...",
+//                  "refreshToken": "sk-ant-ort01-...", "expiresAt": <ms>,
+//                  "scopes": [...], "subscriptionType": "max", ...}}
+//                 (facts: ../shared/agent-credentials.md, "Claude Code").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace airlock::secrets {
+
+/// The secret holding `agent`'s login: "login.AGENT".
+std::string loginSecretName(std::string_view agent);
+
+/// The largest credential file `--from-host` reads (they are a few hundred bytes).
+inline constexpr size_t kMaxCredentialFileBytes = 64 * 1024;
+
+/// Every placeholder token the guest sees starts with the agent's own prefix
+/// (which it checks) and then this, so a leak is recognizable.
+inline constexpr std::string_view kPlaceholderMark = "airlock-placeholder";
+
+/// One agent's login.
+struct AgentLogin {
+  enum class Kind {
+    kSubscription,  ///< an OAuth login with a refresh token (the agent's credential file)
+    kToken,         ///< a long-lived token (CLAUDE_CODE_OAUTH_TOKEN), never refreshed
+  };
+  Kind kind = Kind::kToken;
+  std::string format;        ///< the spec's login format ("claude-oauth")
+  std::string accessToken;   ///< what goes on the wire
+  std::string refreshToken;  ///< "" for kToken
+  std::optional<int64_t> expiresAtMs;  ///< the access token's expiry (Unix ms); none: unknown
+  std::vector<std::string> scopes;     ///< OAuth scopes (sent again at refresh)
+  std::string subscriptionType;        ///< "pro", "max", ... (not secret; shown to the agent)
+  std::string rateLimitTier;           ///< not secret; shown to the agent
+};
+
+/// The login as the secret's value (JSON).
+std::string serializeLogin(const AgentLogin& login);
+/// The login from a secret's value. Errors: not airlock's login JSON.
+Result<AgentLogin> parseLogin(std::string_view value);
+
+/// The login in an agent's credential file `content` of `format`; only the
+/// credential fields are kept. Errors (exit code 64): an unknown format,
+/// content over kMaxCredentialFileBytes, not the format's JSON, no access
+/// token, a token with a character outside printable ASCII.
+Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content);
+
+/// A long-lived token given by value (`--from-env NAME`, stdin): trimmed of
+/// one trailing newline. Errors (64): empty, over 4 KiB, whitespace or
+/// control characters inside.
+Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token);
+
+/// The access token the guest gets instead of the real one: the real
+/// token's prefix up to its third '-' ("sk-ant-oat01-"), then
+/// kPlaceholderMark.
+std::string placeholderToken(const AgentLogin& login);
+
+/// The credential file written in the guest for a kSubscription login:
+/// the format's JSON with placeholder tokens and an expiry far in the
+/// future (2100-01-01), so the agent never tries to refresh on its own.
+std::string placeholderCredentialFile(const AgentLogin& login);
+
+}  // namespace airlock::secrets

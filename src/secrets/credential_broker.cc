@@ -1,0 +1,211 @@
+#include "secrets/credential_broker.h"
+
+#include <curl/curl.h>
+#include <strings.h>
+
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace airlock::secrets {
+namespace {
+
+bool equalsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+/// Request headers never forwarded: hop-by-hop ones (RFC 9110 7.6.1), the
+/// ones the broker sets itself, and every credential the guest could send.
+bool droppedRequestHeader(std::string_view name) {
+  for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+                             "upgrade", "host", "content-length", "expect", "authorization", "proxy-authorization",
+                             "x-api-key", "cookie"})
+    if (equalsIgnoringCase(name, h)) return true;
+  return false;
+}
+
+/// Response headers never passed back: hop-by-hop ones and the framing
+/// (the guest's answer is close-delimited, the body as libcurl decoded it).
+bool droppedResponseHeader(std::string_view name) {
+  for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+                             "upgrade", "content-length", "set-cookie", "alt-svc"})
+    if (equalsIgnoringCase(name, h)) return true;
+  return false;
+}
+
+bool headerTextOk(std::string_view s) {
+  for (unsigned char c : s)
+    if (c == '\r' || c == '\n' || c == 0) return false;
+  return true;
+}
+
+std::string reasonPhrase(long status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+  }
+}
+
+/// An error answer in the shape the Anthropic and OpenAI clients print.
+void answerError(int fd, long status, const std::string& message) {
+  nlohmann::json body = {{"type", "error"}, {"error", {{"type", "airlock_broker"}, {"message", message}}}};
+  std::string text = body.dump();
+  writeAll(fd, fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+                           "Connection: close\r\n\r\n{}",
+                           status, reasonPhrase(status), text.size(), text));
+}
+
+/// One attempt's answer as it streams to the guest.
+struct Transfer {
+  int guest = -1;
+  bool holdUnauthorized = false;  ///< a 401 is not passed on (the first attempt)
+  long status = 0;
+  bool unauthorized = false;      ///< held back a 401
+  bool headersSent = false;
+  bool guestGone = false;
+  std::string head;               ///< the answer's header block being built
+};
+
+size_t onHeader(char* data, size_t size, size_t count, void* p) {
+  auto& t = *static_cast<Transfer*>(p);
+  std::string_view line(data, size * count);
+  if (line.starts_with("HTTP/")) {  // a status line (again after a 1xx)
+    size_t sp = line.find(' ');
+    t.status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+    t.head = fmt::format("HTTP/1.1 {} {}\r\n", t.status, reasonPhrase(t.status));
+    return line.size();
+  }
+  if (line == "\r\n" || line == "\n") {
+    if (t.status >= 100 && t.status < 200) return line.size();  // interim answer: the final one follows
+    if (t.status == 401 && t.holdUnauthorized) {
+      t.unauthorized = true;
+      return 0;  // abort this attempt; the caller refreshes and retries
+    }
+    t.head += "Connection: close\r\n\r\n";
+    if (!writeAll(t.guest, t.head)) {
+      t.guestGone = true;
+      return 0;
+    }
+    t.headersSent = true;
+    return line.size();
+  }
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return line.size();
+  std::string_view name = line.substr(0, colon);
+  if (!droppedResponseHeader(name)) t.head.append(line);
+  return line.size();
+}
+
+size_t onBody(char* data, size_t size, size_t count, void* p) {
+  auto& t = *static_cast<Transfer*>(p);
+  size_t n = size * count;
+  if (!t.headersSent || !writeAll(t.guest, std::string_view(data, n))) {
+    t.guestGone = true;
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+CredentialBroker::CredentialBroker(BrokerRoute route, TokenSource& tokens, BrokerOptions options)
+    : route_(std::move(route)), tokens_(tokens), options_(std::move(options)) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
+  auto log = [this, &sessionLog](const std::string& line) {
+    if (sessionLog) sessionLog("broker " + route_.agent + ": " + line);
+  };
+  auto request = readHttpRequest(guest.get(), options_.limits);
+  if (!request) {
+    log("refused a request: " + request.error().message);
+    answerError(guest.get(), request.error().code, "airlock broker: " + request.error().message);
+    return;
+  }
+  const std::string path = request->target.substr(0, request->target.find('?'));
+  bool allowed = false;
+  for (const auto& prefix : route_.pathPrefixes) allowed = allowed || path.starts_with(prefix);
+  if (!allowed || path.find("/../") != std::string::npos || path.find("/./") != std::string::npos ||
+      path.find('%') != std::string::npos || path.find("//") != std::string::npos) {
+    log(fmt::format("refused {} {} (not a path of the API)", request->method, path));
+    answerError(guest.get(), 403, fmt::format("airlock broker: {} is not forwarded", path));
+    return;
+  }
+  auto token = tokens_.token();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!token) {
+      log(token.error().message);
+      answerError(guest.get(), 403, "airlock: " + token.error().message);
+      return;
+    }
+    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+    curl_slist* list = nullptr;
+    for (const auto& [name, value] : request->headers)
+      if (!droppedRequestHeader(name) && headerTextOk(name) && headerTextOk(value))
+        list = curl_slist_append(list, (name + ": " + value).c_str());
+    list = curl_slist_append(list, ("Authorization: Bearer " + *token).c_str());
+    list = curl_slist_append(list, "Expect:");  // no 100-continue round trip
+    std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(list, curl_slist_free_all);
+    Transfer t;
+    t.guest = guest.get();
+    t.holdUnauthorized = true;
+    const std::string url = route_.upstream + request->target;
+    CURL* c = curl.get();
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 15L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);   // an answer silent for 10 minutes is dead
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 600L);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, onHeader);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onBody);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    if (!options_.caFile.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.caFile.c_str());
+    if (request->method == "GET") {
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    } else if (request->method == "HEAD") {
+      curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, request->body.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
+      if (request->method != "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request->method.c_str());
+    }
+    CURLcode rc = curl_easy_perform(c);
+    if (t.unauthorized) {
+      log(fmt::format("{} {}: the API refused the token (401); refreshing on the host", request->method, path));
+      token = tokens_.replaceRejected(*token);
+      continue;
+    }
+    if (rc != CURLE_OK && !t.headersSent && !t.guestGone) {
+      log(fmt::format("{} {}: {}", request->method, path, curl_easy_strerror(rc)));
+      answerError(guest.get(), 502, fmt::format("airlock broker: {} unreachable: {}", route_.upstream,
+                                                curl_easy_strerror(rc)));
+      return;
+    }
+    log(fmt::format("{} {} -> {}{}", request->method, path, t.status,
+                    rc == CURLE_OK ? "" : std::string(" (cut: ") + curl_easy_strerror(rc) + ")"));
+    return;
+  }
+  log(fmt::format("{} {}: the API refused the refreshed token too", request->method, path));
+  answerError(guest.get(), 403,
+              fmt::format("airlock: the API refused the {} login; run `airlock login {}`", route_.agent, route_.agent));
+}
+
+}  // namespace airlock::secrets

@@ -1,0 +1,62 @@
+#pragma once
+// The credential broker (issue 15, item 3): the guest's agent talks plain
+// HTTP to it at the session's gateway (its base URL points there; see the
+// agent spec's login section) with a placeholder token; the broker puts the
+// real token of the host's login in its place and forwards the request to
+// the real API over TLS (system trust store), streaming the answer back as
+// it arrives (SSE is never buffered). The real token never enters the VM.
+//
+// Per guest connection: one request (http_request.h), then the answer with
+// "Connection: close". The request's own credential headers
+// (Authorization, X-Api-Key, Cookie, Proxy-Authorization) are dropped; the
+// route's header carries the real token. Hop-by-hop headers are dropped.
+// Only the route's path prefixes are forwarded (403 otherwise). A 401 from
+// the API is never passed on (the agent would try its own refresh): the
+// token is refreshed on the host and the request sent once more; a second
+// 401 is answered as 403 with a message naming `airlock login`.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/fd.h"
+#include "secrets/http_request.h"
+#include "secrets/login_tokens.h"
+
+namespace airlock::secrets {
+
+/// Where the broker forwards to and how it authenticates.
+struct BrokerRoute {
+  std::string upstream;  ///< "https://api.anthropic.com" (scheme and authority, no path)
+  std::vector<std::string> pathPrefixes;  ///< request paths forwarded ("/v1/"); others get 403
+  std::string agent;  ///< for messages ("claude-code")
+};
+
+/// The gateway port the guest reaches the broker at (http://10.0.2.2:4180).
+inline constexpr uint16_t kBrokerPort = 4180;
+
+struct BrokerOptions {
+  std::string caFile;  ///< trust these CAs (PEM) instead of the system store ("" = system)
+  HttpRequestLimits limits;
+};
+
+/// One line per request and per failure (the session's egress log); may be empty.
+using BrokerLogFn = std::function<void(const std::string&)>;
+
+class CredentialBroker {
+ public:
+  /// `tokens` must outlive the broker.
+  CredentialBroker(BrokerRoute route, TokenSource& tokens, BrokerOptions options);
+  /// Serves one guest connection: reads one request, answers it, closes.
+  /// Thread-safe (called on the egress proxy's connection threads).
+  void serve(Fd guest, const BrokerLogFn& log) const;
+
+ private:
+  BrokerRoute route_;
+  TokenSource& tokens_;
+  BrokerOptions options_;
+};
+
+}  // namespace airlock::secrets

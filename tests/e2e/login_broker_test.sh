@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Claude Code on a subscription login kept on the host (issue 15): the VM
+# gets placeholders, the credential broker puts the real token on the wire.
+#
+#   tests/e2e/login_broker_test.sh AIRLOCK_BINARY
+#
+# A fake internet like locked_egress_test.sh: namespace "inet" with DNS on
+# 192.0.2.53 (api.anthropic.com and platform.claude.com = 192.0.2.10) and
+# the mock model server with TLS on 192.0.2.10:443 under a certificate from
+# a CA made here; namespace "host", where airlock runs, trusting that CA
+# through SSL_CERT_FILE. No default route anywhere.
+#
+# A FAKE subscription login (~/.claude/.credentials.json, access token
+# expiring in a minute) is imported with `airlock login --from-host`.
+# Run 1 asserts: the broker refreshes it on the host first (the mock's
+# /v1/oauth/token gets the real refresh token), the model API sees the
+# rotated token with Claude's oauth beta header, the guest's environment,
+# files and processes hold only placeholders (no real, rotated or API-key
+# value; ANTHROPIC_API_KEY is set on the host and not forwarded), the model
+# host is unreachable from the guest, and the change lands; the rotated
+# tokens are in the store. Run 2 (no new login) asserts: the API refusing
+# the token (401) never reaches the agent: the broker refreshes with the
+# refresh token run 1 stored and retries, and the run succeeds.
+set -euo pipefail
+
+AIRLOCK=$1
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-e2e.XXXXXX")
+INET=airlock-login-inet-$$
+HOST=airlock-login-host-$$
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  ip netns del "$INET" 2>/dev/null || true
+  ip netns del "$HOST" 2>/dev/null || true
+  rm -rf "/etc/netns/$HOST" "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+ip netns add "$INET"
+ip netns add "$HOST"
+ip -n "$INET" link set lo up
+ip -n "$HOST" link set lo up
+ip link add up0 netns "$HOST" type veth peer name in0 netns "$INET"
+ip -n "$HOST" addr add 192.0.2.1/24 dev up0
+ip -n "$HOST" link set up0 up
+for a in 192.0.2.10 192.0.2.53; do ip -n "$INET" addr add "$a/24" dev in0; done
+ip -n "$INET" link set in0 up
+mkdir -p "/etc/netns/$HOST"
+echo "nameserver 192.0.2.53" >"/etc/netns/$HOST/resolv.conf"
+
+cd "$WORK"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt -days 2 \
+  -subj /CN=airlock-login-e2e-ca 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout api.key -out api.csr \
+  -subj /CN=api.anthropic.com 2>/dev/null
+printf 'subjectAltName=DNS:api.anthropic.com,DNS:platform.claude.com\nextendedKeyUsage=serverAuth\n' >api.ext
+openssl x509 -req -in api.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out api.crt -days 2 -extfile api.ext 2>/dev/null
+
+ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 \
+  api.anthropic.com=192.0.2.10 platform.claude.com=192.0.2.10 >dns.out 2>&1 &
+pids+=($!)
+
+# mock RUN [FLAGS...]: the mock model server for one run, logging to mock-RUN.log.
+start_mock() {
+  local run=$1
+  shift
+  mkdir -p "requests-$run" gate
+  ip netns exec "$INET" python3 "$SRC/tests/e2e/mock_model_server.py" --host 192.0.2.10 --port 443 \
+    --tls-cert api.crt --tls-key api.key --scenario "$SRC/tests/e2e/scenarios/login_broker.json" \
+    --log "mock-$run.log" --dump-dir "requests-$run" --gate-dir gate --exit-after 1500 --quiet "$@" \
+    >"mock-$run.out" 2>&1 &
+  mock_pid=$!
+  pids+=($mock_pid)
+  for _ in $(seq 100); do grep -q '^PORT ' "mock-$run.out" && grep -q READY dns.out && break; sleep 0.1; done
+  grep -q '^PORT ' "mock-$run.out" || fail "mock model server did not start: $(cat "mock-$run.out")"
+}
+
+# The user's machine: a Claude subscription login whose access token expires in a minute.
+mkdir -p home/.claude project
+expires=$(( ($(date +%s) + 60) * 1000 ))
+cat >home/.claude/.credentials.json <<JSON
+{"claudeAiOauth":{"accessToken":"sk-ant-oat01-FAKE-REAL-ACCESS","refreshToken":"sk-ant-ort01-FAKE-REAL-REFRESH","expiresAt":$expires,"scopes":["user:inference","user:profile"],"subscriptionType":"max","rateLimitTier":"default_claude_max_20x"}}
+JSON
+echo "# Brokered project" >project/README.md
+
+as_user() {
+  ip netns exec "$HOST" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN HOME="$WORK/home" \
+    XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" \
+    AIRLOCK_CACHE_DIR="${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}" AIRLOCK_SECRET_STORE=file \
+    SSL_CERT_FILE="$WORK/ca.crt" ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM "$@"
+}
+stored_login() { cat "$WORK/data/airlock/secrets/login.claude-code"; }
+
+as_user "$AIRLOCK" login claude-code --from-host 2>login.err || fail "login --from-host: $(cat login.err)"
+grep -q 'subscription (max)' login.err || fail "login did not say what it stored: $(cat login.err)"
+stored_login | grep -q FAKE-REAL-REFRESH || fail "the store lacks the imported login"
+
+run_agent() {
+  set +e
+  as_user "$AIRLOCK" run claude-code -w "$WORK/project" --review=auto --egress-profile locked -- \
+    -p "Do the scripted task." --output-format json </dev/null >"airlock-$1.out" 2>"airlock-$1.err"
+  code=$?
+  set -e
+  [ "$code" = 0 ] || fail "run $1: airlock exited $code: $(cat "airlock-$1.err") mock: $(cat "mock-$1.log" 2>/dev/null)"
+  grep -q '"step": ' "mock-$1.log" || fail "run $1: the model API was never reached"
+  if grep -q '"violations": \[{' "mock-$1.log"; then fail "run $1: the guest saw a secret: $(cat "mock-$1.log")"; fi
+  grep -q 'login stays on this host' "airlock-$1.err" || fail "run $1 did not say the login is brokered"
+}
+
+# Run 1: refresh on the host before the first request.
+start_mock 1
+run_agent 1
+grep -q '"kind": "oauth_token".*"refresh_token": "sk-ant-ort01-FAKE-REAL-REFRESH"' mock-1.log ||
+  fail "the broker did not refresh the expiring login with the real refresh token: $(cat mock-1.log)"
+rotated=$(grep -o '"rotated": "[0-9a-f]*"' mock-1.log | head -1 | cut -d'"' -f4)
+[ -n "$rotated" ] || fail "no rotation in the mock's log"
+grep -l '"/v1/messages' requests-1/*.json >/dev/null || fail "no model request was dumped"
+for f in $(grep -l '"/v1/messages' requests-1/*.json); do
+  grep -q "\"Authorization\": \"Bearer sk-ant-oat01-rotated-$rotated\"" "$f" ||
+    fail "a model request did not carry the rotated real token: $(grep -i authorization "$f")"
+  grep -q 'oauth-2025-04-20' "$f" || fail "a model request lacks Claude's oauth beta header: $(head -c 2000 "$f")"
+done
+python3 - requests-1 <<'PY' || fail "a placeholder or the API key reached the API in a header"
+import json, os, sys
+for name in os.listdir(sys.argv[1]):
+    headers = json.load(open(os.path.join(sys.argv[1], name)))["headers"]
+    for k, v in headers.items():
+        if "airlock-placeholder" in v or "SHOULD-NOT" in v:
+            sys.exit("%s: %s: %s" % (name, k, v))
+PY
+[ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "the change did not land"
+stored_login | grep -q "sk-ant-ort01-rotated-$rotated" || fail "the rotated refresh token was not stored"
+log=$(ls "$WORK"/state/airlock/sessions/*/egress.log | head -1)
+grep -q 'broker claude-code: POST /v1/messages' "$log" || fail "the egress log lacks the broker's lines: $(cat "$log")"
+if grep -q 'api.anthropic.com.* allowed' "$log"; then fail "the guest reached the model host directly: $(cat "$log")"; fi
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+
+# Run 2: the API refuses the stored token once; the agent never sees the 401.
+rm project/BROKERED.md
+start_mock 2 --reject-first-bearer
+run_agent 2
+grep -q '"kind": "rejected_bearer"' mock-2.log || fail "the mock never refused a token"
+grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"sk-ant-ort01-rotated-$rotated\"" mock-2.log ||
+  fail "after the 401 the broker did not refresh with the stored rotated token: $(cat mock-2.log)"
+[ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "run 2's change did not land"
+ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
+echo "PASS: the subscription login stayed on the host: brokered, refreshed before expiry and after a 401, rotated tokens stored, only placeholders in the VM"
