@@ -73,6 +73,12 @@ struct LoginSpec {
   std::vector<std::string> paths;  ///< request path prefixes the broker forwards ("/v1/")
   std::string refreshUrl;  ///< the OAuth token endpoint the host refreshes at
   std::string clientId;    ///< the agent's public OAuth client id
+  /// Where the agent caches who is logged in (not secret: ids, e-mail), so
+  /// that it does not ask the API at start: `accountKey` of the JSON file
+  /// `accountFile` under $HOME, copied at `--from-host` and merged into the
+  /// guest's seed of that file. Empty: none.
+  std::string accountFile;
+  std::string accountKey;
   /// API-key variables not forwarded while a login is used (they would
   /// bill the API account instead of the subscription), unless named with --env.
   std::vector<std::string> billingEnv;

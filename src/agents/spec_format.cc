@@ -86,6 +86,10 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     out << YAML::Key << "refresh_url" << YAML::Value << l.refreshUrl;
     out << YAML::Key << "client_id" << YAML::Value << l.clientId;
     emitList(out, "billing_env", l.billingEnv);
+    if (!l.accountFile.empty()) {
+      out << YAML::Key << "account_file" << YAML::Value << l.accountFile;
+      out << YAML::Key << "account_key" << YAML::Value << l.accountKey;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -16,7 +16,8 @@ constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
 constexpr std::string_view kLoginKeys[] = {"format", "file", "token_env", "base_url_env", "upstream", "paths",
-                                           "refresh_url", "client_id", "billing_env"};
+                                           "refresh_url", "client_id", "billing_env", "account_file",
+                                           "account_key"};
 constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
@@ -267,6 +268,10 @@ class SpecReader {
     if (login.paths.empty()) return missing(n, "paths");
     for (const auto& p : login.paths)
       if (!p.starts_with('/')) return error(child(n, "paths"), fmt::format("path '{}' must start with /", p));
+    if (auto r = string(n, "account_file", false, login.accountFile); !r) return r;
+    if (auto r = string(n, "account_key", !login.accountFile.empty(), login.accountKey); !r) return r;
+    if (!login.accountFile.empty() && (!isRelativePath(login.accountFile) || !login.accountFile.ends_with(".json")))
+      return error(child(n, "account_file"), "'account_file' must be a relative path to a JSON file");
     return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
   }
 

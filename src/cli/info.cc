@@ -12,6 +12,7 @@
 #include "cli/agent_home.h"
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
+#include "cli/run_login.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
 #include "common/encoding.h"
@@ -47,6 +48,24 @@ std::string secretsText(const std::map<std::string, size_t>& count, const std::s
                                                       : backend);
   return fmt::format("  {:<14} {} (airlock secret ls); none enters the VM\n", "secrets",
                      held.empty() ? "none stored" : held);
+}
+
+/// The account login a run would use: brokered (the token stays on the
+/// host), or none (API keys go in by value).
+std::string loginText(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec,
+                      const std::string& agent) {
+  if (login)
+    return fmt::format("  {:<14} {} (from {}), brokered: the token stays on this host, the VM gets a placeholder\n",
+                       "login", login->name, login->source);
+  if (spec.format.empty())
+    return fmt::format("  {:<14} none airlock can keep for {}; forwarded API keys enter the VM\n", "login", agent);
+  return fmt::format("  {:<14} none (airlock login {}); forwarded API keys enter the VM\n", "login", agent);
+}
+
+nlohmann::json loginJson(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec) {
+  if (!login) return {{"stored", false}, {"supported", !spec.format.empty()}, {"brokered", false}};
+  return {{"stored", true}, {"supported", true}, {"secret", login->name}, {"source", login->source},
+          {"brokered", true}};
 }
 
 /// The agent's saved state for this project, as `airlock run` restores it.
@@ -117,6 +136,14 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   auto effective = config::loadEffectiveConfig(config::userConfigPath(host.dirs.config), args.agent, args.workspace,
                                                flagLayer(args));
   if (!effective) return reportError(effective.error());
+  auto login = loginForRun(host, effective->agent, args.env);
+  if (!login) return reportError(login.error());
+  const agents::LoginSpec loginSpec = effective->agent.login;
+  if (*login) {
+    effective->agent = brokeredSpec(std::move(effective->agent), args.env);
+    std::erase_if(effective->resolved.settings.envForward,
+                  [&](const auto& v) { return billedVariable(loginSpec, v.value, args.env); });
+  }
   preflight::RunPorts ports;
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
   if (!hostPorts) return reportError(hostPorts.error());
@@ -153,6 +180,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     auto j = preflight::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
+    j["login"] = loginJson(*login, loginSpec);
     j["agent_state"] = {{"paths", agentState.paths},
                         {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
                         {"restored", agentState.saved.has_value() && !args.fresh},
@@ -168,6 +196,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
     std::fputs(stateText(agentState, args.fresh).c_str(), stdout);
     std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
+    std::fputs(loginText(*login, loginSpec, args.agent).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }
   return 0;
@@ -192,6 +221,10 @@ them come from a walk of the workspace (only git config files are read, for
 the credential store files they name). --excluded also
 reads every file, as the snapshot does, for private keys and for credentials
 in git config files, and lists the paths.
+
+"login" is the account login `airlock login AGENT` stored: brokered, it
+stays on this host (the VM gets a placeholder, the model API needs no
+egress allowance and the agent's API-key variables are not forwarded).
 
 "secrets" counts what `airlock secret` holds in each store (the Secret
 Service, the file store), from its index: the Secret Service is not

@@ -29,6 +29,10 @@
 namespace airlock::cli {
 namespace {
 
+/// The largest account cache file read (Claude's .claude.json also holds
+/// per-project history).
+constexpr size_t kMaxAccountFileBytes = 16u << 20;
+
 struct LoginArgs {
   std::string agent;
   bool fromHost = false;
@@ -47,17 +51,17 @@ Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& 
 }
 
 /// The agent's own credential file under $HOME: a regular file of the
-/// user's, at most kMaxCredentialFileBytes.
-Result<std::string> readCredentialFile(const std::string& path) {
+/// user's, at most `maxBytes`.
+Result<std::string> readCredentialFile(const std::string& path, size_t maxBytes = secrets::kMaxCredentialFileBytes) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd)
     return failWith(exit_code::kUsage, "cannot read {}: {}; log in with the agent on this machine first",
                     path, errnoText(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size > static_cast<off_t>(secrets::kMaxCredentialFileBytes))
-    return failWith(exit_code::kUsage, "{} is not a credential file (a regular file of at most {} KiB)", path,
-                    secrets::kMaxCredentialFileBytes / 1024);
+      st.st_size > static_cast<off_t>(maxBytes))
+    return failWith(exit_code::kUsage, "{} is not what {} writes (a regular file of at most {} KiB)", path,
+                    "the agent", maxBytes / 1024);
   std::string text(static_cast<size_t>(st.st_size), '\0');
   if (readFull(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     return fail("cannot read {}: {}", path, errnoText(errno));
@@ -76,6 +80,11 @@ int login(const HostContext& host, const LoginArgs& args) {
     if (!text) return reportError(text.error());
     login = secrets::loginFromCredentialFile(how.format, *text);
     source = "host file";
+    // Who is logged in, so the agent need not ask its API at start (best
+    // effort: without it the agent asks, and the VM cannot reach the API).
+    if (login && !how.accountFile.empty())
+      if (auto cache = readCredentialFile(host.getEnv("HOME") + "/" + how.accountFile, kMaxAccountFileBytes))
+        login->accountJson = secrets::accountFromFile(*cache, how.accountKey);
   } else if (!args.fromEnv.empty()) {
     if (host.env.find(args.fromEnv) == host.env.end())
       return reportError(Error{fmt::format("{} is not set", args.fromEnv), exit_code::kUsage});

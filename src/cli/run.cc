@@ -116,7 +116,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   auto login = RunLogin::open(host, setup.spec, args.env);
   if (!login) return std::unexpected(login.error());
   setup.login = std::move(*login);
-  if (setup.login) setup.spec = setup.login->brokeredSpec(std::move(setup.spec));
+  if (setup.login) setup.spec = brokeredSpec(std::move(setup.spec), args.env);
   const agents::AgentSpec& spec = setup.spec;
   session::Plan& plan = setup.plan;
   plan.workspace = args.workspace;

@@ -1,5 +1,7 @@
 #include "cli/run_login.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/exit_codes.h"
@@ -13,21 +15,37 @@ bool namesVariable(const std::vector<std::string>& env, const std::string& name)
   return false;
 }
 
+Result<std::optional<secrets::SecretInfo>> loginForRun(const HostContext& host, const agents::AgentSpec& spec,
+                                                       const std::vector<std::string>& namedEnv) {
+  if (spec.login.format.empty()) return std::nullopt;
+  for (const auto& name : spec.login.billingEnv)
+    if (namesVariable(namedEnv, name)) return std::nullopt;
+  HostSecrets index(host, false);
+  auto list = index.store().list();
+  if (!list) return std::unexpected(list.error());
+  for (const auto& s : *list)
+    if (s.name == secrets::loginSecretName(spec.name)) return s;
+  return std::nullopt;
+}
+
+bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
+                    const std::vector<std::string>& namedEnv) {
+  return std::find(spec.billingEnv.begin(), spec.billingEnv.end(), pattern) != spec.billingEnv.end() &&
+         !namesVariable(namedEnv, pattern);
+}
+
+agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv) {
+  spec.egress.modelHosts.clear();
+  std::erase_if(spec.envForward,
+                [&](const std::string& pattern) { return billedVariable(spec.login, pattern, namedEnv); });
+  return spec;
+}
+
 Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const agents::AgentSpec& spec,
                                                  const std::vector<std::string>& namedEnv) {
-  if (spec.login.format.empty()) return nullptr;
-  for (const auto& name : spec.login.billingEnv)
-    if (namesVariable(namedEnv, name)) return nullptr;
-  // Whether there is a login at all is in the index: no keyring is
-  // contacted for an agent without one.
-  {
-    HostSecrets index(host, false);
-    auto list = index.store().list();
-    if (!list) return std::unexpected(list.error());
-    bool stored = false;
-    for (const auto& s : *list) stored = stored || s.name == secrets::loginSecretName(spec.name);
-    if (!stored) return nullptr;
-  }
+  auto stored = loginForRun(host, spec, namedEnv);
+  if (!stored) return std::unexpected(stored.error());
+  if (!*stored) return nullptr;
   std::unique_ptr<RunLogin> run(new RunLogin());
   run->spec_ = spec.login;
   run->agent_ = spec.name;
@@ -50,11 +68,6 @@ std::string RunLogin::describe() const {
   return l.subscriptionType.empty() ? "subscription" : fmt::format("subscription ({})", l.subscriptionType);
 }
 
-agents::AgentSpec RunLogin::brokeredSpec(agents::AgentSpec spec) const {
-  spec.egress.modelHosts.clear();
-  return spec;
-}
-
 void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const {
   for (const auto& name : spec_.billingEnv)
     if (!namesVariable(namedEnv, name)) env.erase(name);
@@ -73,6 +86,12 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
                         "another port, or log out first (airlock logout {})", mapping.guestPort, agent_, agent_);
   if (login().kind == secrets::AgentLogin::Kind::kSubscription)
     plan.homeFiles.push_back({spec_.file, secrets::placeholderCredentialFile(login())});
+  if (!spec_.accountFile.empty() && !login().accountJson.empty()) {
+    auto seed = std::find_if(plan.seedFiles.begin(), plan.seedFiles.end(),
+                             [&](const session::HomeFile& f) { return f.path == spec_.accountFile; });
+    if (seed == plan.seedFiles.end()) seed = plan.seedFiles.insert(plan.seedFiles.end(), {spec_.accountFile, ""});
+    seed->content = secrets::withAccount(seed->content, spec_.accountKey, login());
+  }
   plan.machine.egressNetwork.gatewayServices[secrets::kBrokerPort] =
       [broker = broker_](Fd guest, const egress::EgressLogFn& log) { broker->serve(std::move(guest), log); };
   return {};

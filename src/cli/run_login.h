@@ -24,14 +24,29 @@ namespace airlock::cli {
 /// True when `env` (--env NAME or NAME=VALUE values) names `name`.
 bool namesVariable(const std::vector<std::string>& env, const std::string& name);
 
+/// What the index knows of the login a run of `spec` would use (no keyring
+/// is contacted, no value read): nullopt when the spec has no login, none
+/// is stored, or `namedEnv` (--env) names one of the spec's billing
+/// variables (then the API key is used, by value, as asked).
+Result<std::optional<secrets::SecretInfo>> loginForRun(const HostContext& host, const agents::AgentSpec& spec,
+                                                       const std::vector<std::string>& namedEnv);
+
+/// True when a brokered run leaves variable `pattern` (an env_forward
+/// entry) out: one of `spec`'s billing variables, not named in `namedEnv`.
+bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
+                    const std::vector<std::string>& namedEnv);
+
+/// The spec as a brokered run uses it: no model hosts in the egress
+/// allowlist (the broker reaches them from the host), and the billing
+/// variables not forwarded unless `namedEnv` names them.
+agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv);
+
 /// One run's login and broker; alive for the whole run (the broker serves
 /// the guest from the egress proxy's threads).
 class RunLogin {
  public:
-  /// The stored login of `spec`'s agent. nullptr when the spec has no
-  /// login, none is stored, or `namedEnv` (--env) names one of the spec's
-  /// billing variables (then the API key is used, by value, as asked).
-  /// Errors: the store cannot be read, the stored login is not airlock's.
+  /// The stored login of `spec`'s agent; nullptr when loginForRun() has
+  /// none. Errors: the store cannot be read, the stored login is not airlock's.
   static Result<std::unique_ptr<RunLogin>> open(const HostContext& host, const agents::AgentSpec& spec,
                                                 const std::vector<std::string>& namedEnv);
   RunLogin(const RunLogin&) = delete;
@@ -41,15 +56,13 @@ class RunLogin {
   /// "subscription (max)" or "long-lived token".
   std::string describe() const;
 
-  /// The spec as the run uses it: no model hosts in the egress allowlist
-  /// (the broker reaches them from the host).
-  agents::AgentSpec brokeredSpec(agents::AgentSpec spec) const;
   /// The agent's environment with the login: the billing variables removed
   /// unless `namedEnv` names them, the base URL at the broker, a long-lived
   /// token's variable set to a placeholder.
   void applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const;
-  /// The placeholder credential file in $HOME (a subscription login) and
-  /// the broker at the gateway. Errors (64): a --host-port mapping takes
+  /// The placeholder credential file in $HOME (a subscription login), the
+  /// account merged into the seed of the spec's account file, and the
+  /// broker at the gateway. Errors (64): a --host-port mapping takes
   /// the broker's gateway port.
   Result<> applyToPlan(session::Plan& plan) const;
 

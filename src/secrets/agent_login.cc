@@ -43,6 +43,7 @@ std::string serializeLogin(const AgentLogin& login) {
   if (!login.scopes.empty()) o["scopes"] = login.scopes;
   if (!login.subscriptionType.empty()) o["subscriptionType"] = login.subscriptionType;
   if (!login.rateLimitTier.empty()) o["rateLimitTier"] = login.rateLimitTier;
+  if (json account = json::parse(login.accountJson, nullptr, false); account.is_object()) o["account"] = account;
   return o.dump();
 }
 
@@ -65,7 +66,30 @@ Result<AgentLogin> parseLogin(std::string_view value) {
       if (s.is_string()) login.scopes.push_back(s.get<std::string>());
   login.subscriptionType = optionalString(o, "subscriptionType");
   login.rateLimitTier = optionalString(o, "rateLimitTier");
+  if (auto it = o.find("account"); it != o.end() && it->is_object()) login.accountJson = it->dump();
   return login;
+}
+
+std::string accountFromFile(std::string_view content, const std::string& key) {
+  json doc = json::parse(content, nullptr, false);
+  if (!doc.is_object()) return "";
+  auto it = doc.find(key);
+  if (it == doc.end() || !it->is_object()) return "";
+  json kept = json::object();
+  for (const auto& [name, value] : it->items()) {
+    if (name.size() > 64) continue;
+    if (value.is_string() && value.get_ref<const std::string&>().size() <= 256) kept[name] = value;
+    if (value.is_number() || value.is_boolean()) kept[name] = value;
+  }
+  return kept.empty() ? "" : kept.dump();
+}
+
+std::string withAccount(std::string_view seed, const std::string& key, const AgentLogin& login) {
+  json doc = seed.empty() ? json::object() : json::parse(seed, nullptr, false);
+  if (!doc.is_object()) doc = json::object();
+  json account = json::parse(login.accountJson, nullptr, false);
+  if (account.is_object()) doc[key] = account;
+  return doc.dump();
 }
 
 Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content) {

@@ -47,6 +47,9 @@ struct AgentLogin {
   std::vector<std::string> scopes;     ///< OAuth scopes (sent again at refresh)
   std::string subscriptionType;        ///< "pro", "max", ... (not secret; shown to the agent)
   std::string rateLimitTier;           ///< not secret; shown to the agent
+  /// Who is logged in, as the agent caches it (a JSON object of scalars;
+  /// Claude's oauthAccount): ids, e-mail, names. "" when unknown.
+  std::string accountJson;
 };
 
 /// The login as the secret's value (JSON).
@@ -59,6 +62,16 @@ Result<AgentLogin> parseLogin(std::string_view value);
 /// content over kMaxCredentialFileBytes, not the format's JSON, no access
 /// token, a token with a character outside printable ASCII.
 Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content);
+
+/// The object under `key` in the agent's account cache file `content`
+/// (Claude's ~/.claude.json oauthAccount) as compact JSON, keeping only
+/// string, number and boolean members of at most 256 bytes; "" when the
+/// file or key is missing or not JSON (the agent then asks its API).
+std::string accountFromFile(std::string_view content, const std::string& key);
+
+/// `seed` (a JSON object, the spec's seed of the account file; "" for
+/// none) with `login`'s account under `key`.
+std::string withAccount(std::string_view seed, const std::string& key, const AgentLogin& login);
 
 /// A long-lived token given by value (`--from-env NAME`, stdin): trimmed of
 /// one trailing newline. Errors (64): empty, over 4 KiB, whitespace or

@@ -11,7 +11,8 @@
 # through SSL_CERT_FILE. No default route anywhere.
 #
 # A FAKE subscription login (~/.claude/.credentials.json, access token
-# expiring in a minute) is imported with `airlock login --from-host`.
+# expiring in a minute, and the account in ~/.claude.json) is imported with
+# `airlock login --from-host`.
 # Run 1 asserts: the broker refreshes it on the host first (the mock's
 # /v1/oauth/token gets the real refresh token), the model API sees the
 # rotated token with Claude's oauth beta header, the guest's environment,
@@ -83,6 +84,9 @@ mkdir -p home/.claude project
 expires=$(( ($(date +%s) + 60) * 1000 ))
 cat >home/.claude/.credentials.json <<JSON
 {"claudeAiOauth":{"accessToken":"sk-ant-oat01-FAKE-REAL-ACCESS","refreshToken":"sk-ant-ort01-FAKE-REAL-REFRESH","expiresAt":$expires,"scopes":["user:inference","user:profile"],"subscriptionType":"max","rateLimitTier":"default_claude_max_20x"}}
+JSON
+cat >home/.claude.json <<JSON
+{"numStartups": 3, "oauthAccount": {"accountUuid": "00000000-0000-4000-8000-000000000001", "emailAddress": "user@example.com", "organizationUuid": "00000000-0000-4000-8000-000000000002", "billingType": "stripe_subscription"}, "projects": {"/home/user/src": {"allowedTools": []}}}
 JSON
 echo "# Brokered project" >project/README.md
 
