@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 
 #include "common/fd.h"
 #include "common/file_lock.h"
@@ -13,15 +14,32 @@
 #include "secrets/secret_store.h"
 
 namespace airlock::secrets {
+namespace {
+
+/// The uid the host's root shows as in this process's user namespace: 0,
+/// or the kernel's overflow uid when this namespace does not map it.
+uid_t rootAsSeenHere() {
+  std::ifstream map("/proc/self/uid_map");
+  unsigned long inside = 0, outside = 0, count = 0;
+  while (map >> inside >> outside >> count)
+    if (outside == 0 && count > 0) return static_cast<uid_t>(inside);
+  std::ifstream overflow("/proc/sys/kernel/overflowuid");
+  unsigned long uid = 65534;
+  overflow >> uid;
+  return static_cast<uid_t>(uid);
+}
+
+}  // namespace
 
 Result<> checkDirectoryChain(const std::string& dir) {
   const uid_t me = ::geteuid();
+  const uid_t root = rootAsSeenHere();
   std::string path = dir;
   while (!path.empty()) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
       if (!S_ISDIR(st.st_mode)) return fail("{} is not a directory; airlock keeps no secrets below it", path);
-      if (st.st_uid != me && st.st_uid != 0)
+      if (st.st_uid != me && st.st_uid != root)
         return fail("{} belongs to uid {}, who could swap what is below it; airlock keeps no secrets there (set "
                     "XDG_DATA_HOME to a directory of yours)", path, st.st_uid);
       if (st.st_uid != me && (st.st_mode & 0022) != 0 && (st.st_mode & S_ISVTX) == 0)

@@ -11,7 +11,11 @@ namespace airlock::secrets {
 /// of its ancestors must be a real directory (no symlink) owned by the
 /// calling user or by root, and one owned by root must not be writable by
 /// others unless it is sticky (/tmp). Missing trailing components are fine
-/// (they will be made by the user). Errors name the offending directory.
+/// (they will be made by the user). Inside airlock's own user namespace
+/// (where the user is root and the host's root is not mapped), root's
+/// directories show the kernel's overflow uid and count as root's: the
+/// store is always read once before airlock enters it, with real owners.
+/// Errors name the offending directory.
 Result<> checkDirectoryChain(const std::string& dir);
 
 /// Values as files `dir`/NAME (NAME checked by isValidSecretName). The

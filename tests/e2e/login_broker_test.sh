@@ -30,9 +30,11 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-e2e.XXXXXX")
 INET=airlock-login-inet-$$
 HOST=airlock-login-host-$$
 pids=()
+tun_mode=$(stat -c %a /dev/net/tun)
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  chmod "$tun_mode" /dev/net/tun 2>/dev/null || true
   ip netns del "$INET" 2>/dev/null || true
   ip netns del "$HOST" 2>/dev/null || true
   rm -rf "/etc/netns/$HOST" "$WORK"
@@ -90,14 +92,48 @@ cat >home/.claude.json <<JSON
 JSON
 echo "# Brokered project" >project/README.md
 
+# The user airlock runs as: root's own session when not started by root,
+# else airlock-4242 with its own copy of airlock and root's agent image.
+CACHE=${AIRLOCK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}
+as_root=()
+if [ "$(id -u)" = 0 ]; then
+  uid=4242
+  flock /tmp/airlock-test-account.lock sh -c "
+    set -e
+    getent group $uid >/dev/null || groupadd -g $uid airlock-$uid
+    getent passwd $uid >/dev/null || useradd -u $uid -g $uid -M -N -d /nonexistent -s /usr/sbin/nologin airlock-$uid
+    [ \"\$(getent passwd $uid | cut -d: -f1)\" = airlock-$uid ] || { echo 'uid $uid is not airlock-$uid'; exit 1; }
+    for kind in uid gid; do
+      grep -qE '^(airlock-$uid|$uid):' /etc/sub\$kind 2>/dev/null ||
+        usermod --add-sub\${kind}s $((2000000000 + (uid % 1000) * 65536))-$((2000000000 + (uid % 1000) * 65536 + 65535)) airlock-$uid
+    done" || fail "cannot make the test account airlock-$uid"
+  image=$("$AIRLOCK" image build -q claude-code | head -1)
+  [ -f "$image" ] || fail "no claude-code image: $image"
+  mkdir -p bin cache/images
+  cp "$AIRLOCK" "$(dirname "$AIRLOCK")/airlock-init" bin/
+  for sub in assets downloads; do [ -d "$CACHE/$sub" ] && cp -al "$CACHE/$sub" cache/ 2>/dev/null || cp -a "$CACHE/$sub" cache/ 2>/dev/null || true; done
+  ln "$image" cache/images/ 2>/dev/null || cp "$image" cache/images/
+  chmod 0666 /dev/net/tun
+  AIRLOCK=$WORK/bin/airlock
+  CACHE=$WORK/cache
+  as_root=(setpriv --reuid=$uid --regid=$uid --clear-groups)
+fi
+
 as_user() {
-  ip netns exec "$HOST" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN HOME="$WORK/home" \
+  ip netns exec "$HOST" "${as_root[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN HOME="$WORK/home" \
     XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" \
-    AIRLOCK_CACHE_DIR="${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}" AIRLOCK_SECRET_STORE=file \
+    AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file \
     SSL_CERT_FILE="$WORK/ca.crt" ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM "$@"
 }
 stored_login() { cat "$WORK/data/airlock/secrets/login.claude-code"; }
 
+if [ "$(id -u)" = 0 ]; then
+  # Everything of the test's is the user's, except the seeded cache files
+  # (root's, shared by hard link): only directories change owner there.
+  find "$WORK" -path "$WORK/cache" -prune -o -exec chown -h "$uid:$uid" {} +
+  find "$WORK/cache" -type d -exec chown "$uid:$uid" {} +
+  chmod 0755 "$WORK"
+fi
 as_user "$AIRLOCK" login claude-code --from-host 2>login.err || fail "login --from-host: $(cat login.err)"
 grep -q 'subscription (max)' login.err || fail "login did not say what it stored: $(cat login.err)"
 stored_login | grep -q FAKE-REAL-REFRESH || fail "the store lacks the imported login"
@@ -108,7 +144,7 @@ run_agent() {
     -p "Do the scripted task." --output-format json </dev/null >"airlock-$1.out" 2>"airlock-$1.err"
   code=$?
   set -e
-  [ "$code" = 0 ] || fail "run $1: airlock exited $code: $(cat "airlock-$1.err") mock: $(cat "mock-$1.log" 2>/dev/null)"
+  [ "$code" = 0 ] || fail "run $1: airlock exited $code: $(cat "airlock-$1.err") mock: $(cat "mock-$1.log" 2>/dev/null) egress log: $(cat "$WORK"/state/airlock/sessions/*/egress.log)"
   grep -q '"step": ' "mock-$1.log" || fail "run $1: the model API was never reached"
   if grep -q '"violations": \[{' "mock-$1.log"; then fail "run $1: the guest saw a secret: $(cat "mock-$1.log")"; fi
   grep -q 'login stays on this host' "airlock-$1.err" || fail "run $1 did not say the login is brokered"
