@@ -186,5 +186,25 @@ grep -q '"kind": "rejected_bearer"' mock-2.log || fail "the mock never refused a
 grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"sk-ant-ort01-rotated-$rotated\"" mock-2.log ||
   fail "after the 401 the broker did not refresh with the stored rotated token: $(cat mock-2.log)"
 [ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "run 2's change did not land"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+
+# Run 3: a long-lived token (`claude setup-token`) typed on standard input
+# instead: the guest gets CLAUDE_CODE_OAUTH_TOKEN as a placeholder, the API
+# the token, and nothing is refreshed.
+as_user "$AIRLOCK" logout claude-code 2>/dev/null || fail "logout failed"
+[ ! -e "$WORK/data/airlock/secrets/login.claude-code" ] || fail "logout left the login in the store"
+printf 'sk-ant-oat01-FAKE-REAL-LONG-LIVED\n' | as_user "$AIRLOCK" login claude-code 2>login3.err ||
+  fail "login from stdin: $(cat login3.err)"
+rm project/BROKERED.md
+start_mock 3
+run_agent 3
+grep -q 'long-lived token login stays on this host' airlock-3.err || fail "run 3 did not say which login: $(cat airlock-3.err)"
+grep -q '"kind": "oauth_token"' mock-3.log && fail "a long-lived token was refreshed"
+for f in $(grep -l '"/v1/messages' requests-3/*.json); do
+  grep -q '"Authorization": "Bearer sk-ant-oat01-FAKE-REAL-LONG-LIVED"' "$f" ||
+    fail "a model request did not carry the long-lived token: $(grep -i authorization "$f")"
+done
+grep -q 'CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-airlock-placeholder' mock-3.log ||
+  fail "the guest did not get the token's placeholder: $(cat mock-3.log)"
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
-echo "PASS: the subscription login stayed on the host: brokered, refreshed before expiry and after a 401, rotated tokens stored, only placeholders in the VM"
+echo "PASS: the subscription login and a long-lived token stayed on the host: brokered, refreshed before expiry and after a 401, rotated tokens stored, only placeholders in the VM"
