@@ -55,6 +55,9 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
       secrets::curlJsonPoster(host.getEnv("SSL_CERT_FILE")), host.dirs.data + "/login-" + spec.name + ".lock",
       *host.clock);
   if (auto r = run->tokens_->load(); !r) return std::unexpected(r.error());
+  // A login that cannot be refreshed fails here, before a VM boots for
+  // nothing (the refresh, when due, happens now instead of at the first request).
+  if (auto token = run->tokens_->token(); !token) return std::unexpected(withCode(token.error(), exit_code::kHostNotReady));
   secrets::BrokerOptions options;
   options.caFile = host.getEnv("SSL_CERT_FILE");
   run->broker_ = std::make_shared<secrets::CredentialBroker>(

@@ -45,8 +45,10 @@ agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::st
 /// the guest from the egress proxy's threads).
 class RunLogin {
  public:
-  /// The stored login of `spec`'s agent; nullptr when loginForRun() has
-  /// none. Errors: the store cannot be read, the stored login is not airlock's.
+  /// The stored login of `spec`'s agent, refreshed now when it expires
+  /// soon; nullptr when loginForRun() has none. Errors: the store cannot be
+  /// read, the stored login is not airlock's, it needed a refresh that
+  /// failed (exit code 65, naming `airlock login AGENT`).
   static Result<std::unique_ptr<RunLogin>> open(const HostContext& host, const agents::AgentSpec& spec,
                                                 const std::vector<std::string>& namedEnv);
   RunLogin(const RunLogin&) = delete;

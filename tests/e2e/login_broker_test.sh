@@ -188,6 +188,20 @@ grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"sk-ant-ort01-rotated-$r
 [ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "run 2's change did not land"
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 
+# A login whose refresh the API refuses fails before anything boots, naming the fix.
+as_user "$AIRLOCK" login claude-code --from-host 2>/dev/null || fail "second login --from-host failed"
+start_mock refused --refuse-refresh
+set +e
+as_user "$AIRLOCK" run claude-code -w "$WORK/project" --review=auto -- -p "Do the scripted task." </dev/null \
+  >airlock-refused.out 2>airlock-refused.err
+code=$?
+set -e
+[ "$code" = 65 ] || fail "a refused refresh: exit $code, not 65: $(cat airlock-refused.err)"
+grep -q 'airlock login claude-code' airlock-refused.err || fail "no fix named: $(cat airlock-refused.err)"
+grep -q booting airlock-refused.err && fail "a VM booted for a login that cannot work: $(cat airlock-refused.err)"
+grep -q '"kind": "oauth_token_refused"' mock-refused.log || fail "the refresh never reached the API"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+
 # Run 3: a long-lived token (`claude setup-token`) typed on standard input
 # instead: the guest gets CLAUDE_CODE_OAUTH_TOKEN as a placeholder, the API
 # the token, and nothing is refreshed.

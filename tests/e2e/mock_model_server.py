@@ -16,7 +16,8 @@ One process, one port, four model APIs (routed by path):
   HEAD anything, GET /                    200, empty; any other path: 404
 
 --reject-first-bearer answers the first model request with 401 (an access
-token the API stopped taking), whatever its Authorization header.
+token the API stopped taking), whatever its Authorization header;
+--refuse-refresh answers every refresh with 400 invalid_grant.
 
 The "model" follows a JSON scenario (--scenario FILE):
 
@@ -844,6 +845,12 @@ class Handler(BaseHTTPRequestHandler):
                                            "message": "mock: request limit reached"}})
             return
 
+        if path == "/v1/oauth/token" and st.refuse_refresh:
+            entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))
+            st.log(entry)
+            self.send_json(400, {"error": "invalid_grant",
+                                 "error_description": "mock: refresh token revoked"})
+            return
         if path == "/v1/oauth/token":
             rotated = uuid.uuid4().hex[:16]
             entry.update(kind="oauth_token", grant_type=body.get("grant_type"),
@@ -960,6 +967,8 @@ def main(argv=None):
     ap.add_argument("--quiet", action="store_true", help="no per-request line on stderr")
     ap.add_argument("--reject-first-bearer", action="store_true",
                     help="answer the first model request with 401")
+    ap.add_argument("--refuse-refresh", action="store_true",
+                    help="answer every /v1/oauth/token with 400 invalid_grant")
     ap.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (chain)")
     ap.add_argument("--tls-key", help="the certificate's PEM private key")
     args = ap.parse_args(argv)
@@ -975,6 +984,7 @@ def main(argv=None):
                           args.dump_dir)
     Handler.state.gate_dir = os.path.abspath(args.gate_dir)
     Handler.state.reject_first_bearer = args.reject_first_bearer
+    Handler.state.refuse_refresh = args.refuse_refresh
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)
