@@ -210,6 +210,46 @@ state_max_mib: 32
   EXPECT_NE(errorOf(kMinimal + "state_max_mib: 0\n").find("'state_max_mib'"), std::string::npos);
 }
 
+TEST(SpecParser, LoginRoutesOnlyToHttpsAndRoundTrips) {
+  const std::string login = R"(login:
+  format: claude-oauth
+  file: .demo/.credentials.json
+  token_env: DEMO_TOKEN
+  base_url_env: DEMO_BASE_URL
+  upstream: https://api.example.com
+  paths: [/v1/]
+  refresh_url: https://auth.example.com/oauth/token
+  client_id: demo-client
+  billing_env: [DEMO_API_KEY]
+  account_file: .demo.json
+  account_key: account
+)";
+  auto spec = parseAgentSpec(kMinimal + login, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->login.upstream, "https://api.example.com");
+  EXPECT_EQ(spec->login.paths, std::vector<std::string>{"/v1/"});
+  EXPECT_EQ(spec->login.billingEnv, std::vector<std::string>{"DEMO_API_KEY"});
+  EXPECT_EQ(spec->login.accountKey, "account");
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string yaml = kMinimal + login;
+    yaml.replace(yaml.find(from), from.size(), to);
+    return errorOf(yaml);
+  };
+  // The broker and the refresh send the user's real token: never in clear text, never to a path.
+  EXPECT_NE(with("https://api.example.com", "http://api.example.com").find("https:// URL"), std::string::npos);
+  EXPECT_NE(with("https://auth.example.com", "http://auth.example.com").find("https:// URL"), std::string::npos);
+  EXPECT_NE(with("https://api.example.com", "https://api.example.com/v1").find("scheme and host only"),
+            std::string::npos);
+  EXPECT_NE(with("format: claude-oauth", "format: netrc").find("not one airlock reads"), std::string::npos);
+  EXPECT_NE(with("paths: [/v1/]", "paths: [v1/]").find("must start with /"), std::string::npos);
+  EXPECT_NE(with("file: .demo/.credentials.json", "file: /etc/shadow").find("relative path"), std::string::npos);
+  EXPECT_NE(with("account_file: .demo.json", "account_file: .demo.toml").find("JSON file"), std::string::npos);
+  EXPECT_NE(with("client_id: demo-client", "clientid: demo-client").find("unknown key 'clientid'"), std::string::npos);
+}
+
 TEST(SpecParser, ImageReferenceInsteadOfARecipe) {
   const std::string yaml = R"(name: team-agent
 description: Our agent, from our registry

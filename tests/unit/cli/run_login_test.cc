@@ -1,0 +1,152 @@
+// The login a run uses (cli/run_login.h): with a login stored, the agent's
+// environment, home files, egress and gateway get what a brokered run
+// needs, and nothing of the real token.
+
+#include "cli/run_login.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "agents/registry.h"
+#include "egress/policy.h"
+
+namespace airlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunLoginTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/airlock-run-login-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    host_.dirs.data = dir_ + "/data";
+    host_.dirs.config = dir_ + "/config";
+    host_.env = {{"AIRLOCK_SECRET_STORE", "file"}, {"HOME", dir_}};
+    host_.clock = &clock_;
+    auto registry = agents::AgentRegistry::builtin();
+    ASSERT_TRUE(registry);
+    spec_ = *registry->find("claude-code");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  /// Stores `login` as airlock login would.
+  void store(const secrets::AgentLogin& login) {
+    HostSecrets secrets(host_, true);
+    std::string note;
+    ASSERT_TRUE(secrets.store().set(secrets::loginSecretName("claude-code"), secrets::serializeLogin(login), "test",
+                                    std::nullopt, note));
+  }
+  static secrets::AgentLogin subscription() {
+    secrets::AgentLogin login;
+    login.kind = secrets::AgentLogin::Kind::kSubscription;
+    login.format = "claude-oauth";
+    login.accessToken = "sk-ant-oat01-REAL-ACCESS";
+    login.refreshToken = "sk-ant-ort01-REAL-REFRESH";
+    login.expiresAtMs = 4102444800000;  // not due for refresh: nothing is contacted
+    login.scopes = {"user:inference"};
+    login.subscriptionType = "max";
+    login.accountJson = R"({"emailAddress":"user@example.com"})";
+    return login;
+  }
+  std::string dir_;
+  SystemClock clock_;
+  HostContext host_;
+  agents::AgentSpec spec_;
+};
+
+TEST(RunLogin, NamesVariableMatchesNameOrAssignmentOnly) {
+  EXPECT_TRUE(namesVariable({"ANTHROPIC_API_KEY"}, "ANTHROPIC_API_KEY"));
+  EXPECT_TRUE(namesVariable({"X=1", "ANTHROPIC_API_KEY=sk"}, "ANTHROPIC_API_KEY"));
+  EXPECT_FALSE(namesVariable({"ANTHROPIC_API_KEY_2"}, "ANTHROPIC_API_KEY"));
+  EXPECT_FALSE(namesVariable({"ANTHROPIC_API"}, "ANTHROPIC_API_KEY"));
+}
+
+TEST_F(RunLoginTest, NoLoginStoredMeansApiKeysByValue) {
+  auto login = RunLogin::open(host_, spec_, {});
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(*login, nullptr);
+  auto info = loginForRun(host_, spec_, {});
+  ASSERT_TRUE(info);
+  EXPECT_FALSE(*info);
+}
+
+TEST_F(RunLoginTest, ABrokeredRunGetsPlaceholdersTheBrokerAndNoModelHost) {
+  store(subscription());
+  auto info = loginForRun(host_, spec_, {});
+  ASSERT_TRUE(info && *info);
+  EXPECT_EQ((*info)->name, "login.claude-code");
+  auto login = RunLogin::open(host_, spec_, {});
+  ASSERT_TRUE(login) << login.error().message;
+  ASSERT_NE(*login, nullptr);
+  EXPECT_EQ((*login)->describe(), "subscription (max)");
+
+  agents::AgentSpec run = brokeredSpec(spec_, {});
+  EXPECT_TRUE(run.egress.modelHosts.empty());
+  EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "ANTHROPIC_API_KEY"), 0);
+  EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "CLAUDE_*"), 1);
+
+  agents::EnvMap env = {{"ANTHROPIC_API_KEY", "sk-ant-api03-billed"},
+                        {"ANTHROPIC_BASE_URL", "https://elsewhere.example"},
+                        {"CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-from-host-env"}};
+  (*login)->applyToEnvironment(env, {});
+  EXPECT_EQ(env.count("ANTHROPIC_API_KEY"), 0u);
+  EXPECT_EQ(env.count("CLAUDE_CODE_OAUTH_TOKEN"), 0u);  // a subscription goes in as the file
+  EXPECT_EQ(env.at("ANTHROPIC_BASE_URL"), "http://10.0.2.2:4180");
+
+  session::Plan plan;
+  plan.seedFiles.push_back({".claude.json", R"({"hasCompletedOnboarding":true})"});
+  ASSERT_TRUE((*login)->applyToPlan(plan));
+  ASSERT_EQ(plan.homeFiles.size(), 1u);
+  EXPECT_EQ(plan.homeFiles[0].path, ".claude/.credentials.json");
+  EXPECT_NE(plan.homeFiles[0].content.find("sk-ant-oat01-airlock-placeholder"), std::string::npos);
+  for (const auto& f : plan.homeFiles) EXPECT_EQ(f.content.find("REAL"), std::string::npos) << f.content;
+  for (const auto& f : plan.seedFiles) EXPECT_EQ(f.content.find("REAL"), std::string::npos) << f.content;
+  ASSERT_EQ(plan.seedFiles.size(), 1u);
+  EXPECT_NE(plan.seedFiles[0].content.find(R"("hasCompletedOnboarding":true)"), std::string::npos);
+  EXPECT_NE(plan.seedFiles[0].content.find(R"("oauthAccount":{"emailAddress":"user@example.com"})"),
+            std::string::npos);
+  EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kBrokerPort), 1u);
+}
+
+TEST_F(RunLoginTest, NamingTheApiKeyUsesItInsteadOfTheLogin) {
+  store(subscription());
+  auto login = RunLogin::open(host_, spec_, {"ANTHROPIC_API_KEY"});
+  ASSERT_TRUE(login);
+  EXPECT_EQ(*login, nullptr);
+  agents::AgentSpec run = brokeredSpec(spec_, {"ANTHROPIC_API_KEY"});
+  EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "ANTHROPIC_API_KEY"), 1);
+}
+
+TEST_F(RunLoginTest, ALongLivedTokenGoesInAsItsVariablesPlaceholder) {
+  auto token = secrets::loginFromToken("claude-oauth", "sk-ant-oat01-REAL-LONG-LIVED");
+  ASSERT_TRUE(token);
+  store(*token);
+  auto login = RunLogin::open(host_, spec_, {});
+  ASSERT_TRUE(login && *login);
+  agents::EnvMap env;
+  (*login)->applyToEnvironment(env, {});
+  EXPECT_EQ(env.at("CLAUDE_CODE_OAUTH_TOKEN"), "sk-ant-oat01-airlock-placeholder");
+  session::Plan plan;
+  ASSERT_TRUE((*login)->applyToPlan(plan));
+  EXPECT_TRUE(plan.homeFiles.empty());
+}
+
+TEST_F(RunLoginTest, AHostPortOnTheBrokersPortIsRefused) {
+  store(subscription());
+  auto login = RunLogin::open(host_, spec_, {});
+  ASSERT_TRUE(login && *login);
+  session::Plan plan;
+  plan.machine.egress = egress::Policy{};
+  plan.machine.egress->hostPorts.push_back({8080, secrets::kBrokerPort});
+  auto r = (*login)->applyToPlan(plan);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("--host-port 4180"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().code, 64);
+}
+
+}  // namespace
+}  // namespace airlock::cli
