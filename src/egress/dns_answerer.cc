@@ -116,6 +116,10 @@ std::string DnsAnswerer::answer(std::string_view wire, DnsOutcome* outcome) {
   out.name = dnameText(ldns_rr_owner(question));
   out.type = typeText(type);
   if (ldns_rr_get_class(question) != LDNS_RR_CLASS_IN) return finish(reply(query.get(), LDNS_RCODE_REFUSED), "refused");
+  const bool brokered = std::find(policy_.brokeredHosts.begin(), policy_.brokeredHosts.end(), out.name) !=
+                        policy_.brokeredHosts.end();
+  if (brokered && !policy_.allowsName(out.name))
+    return finish(reply(query.get(), LDNS_RCODE_NXDOMAIN), "nxdomain (reached through the host's credential broker)");
   if (!policy_.allowsName(out.name)) {
     bool tunnelType = type == LDNS_RR_TYPE_TXT || type == LDNS_RR_TYPE_NULL || type == LDNS_RR_TYPE_ANY;
     out.blocked = tunnelType ? kBlockedTunnelType : kBlockedNotAllowed;

@@ -56,6 +56,11 @@ struct Policy {
   Profile profile = Profile::kStandard;
   std::vector<HostRule> hosts;
   std::vector<HostPort> hostPorts;
+  /// Names the host's credential broker reaches for the guest (the model
+  /// API of a brokered login): the guest's lookups of them are answered
+  /// NXDOMAIN like any name off the list, logged as brokered, and not
+  /// counted as blocked (the agent's own start-up calls there are expected).
+  std::vector<std::string> brokeredHosts;
   bool log = false;  ///< stream the egress log to stderr (--egress-log)
 
   /// Whether a DNS name may be resolved (any name under permissive).

@@ -176,6 +176,9 @@ stored_login | grep -q "sk-ant-ort01-rotated-$rotated" || fail "the rotated refr
 log=$(ls "$WORK"/state/airlock/sessions/*/egress.log | head -1)
 grep -q 'broker claude-code: POST /v1/messages' "$log" || fail "the egress log lacks the broker's lines: $(cat "$log")"
 if grep -q 'api.anthropic.com.* allowed' "$log"; then fail "the guest reached the model host directly: $(cat "$log")"; fi
+grep -q "dns A api.anthropic.com -> nxdomain (reached through the host's credential broker)" "$log" ||
+  fail "the guest's lookup of the model host is not logged as brokered: $(cat "$log")"
+if grep -q 'egress blocked' airlock-1.err; then fail "a brokered run reported blocked egress: $(cat airlock-1.err)"; fi
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 
 # Run 2: the API refuses the stored token once; the agent never sees the 401.

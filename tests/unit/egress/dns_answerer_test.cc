@@ -118,6 +118,24 @@ TEST_F(DnsAnswererTest, DeniedNameGetsNxdomainWithoutAskingUpstream) {
   EXPECT_TRUE(names("192.0.2.66").empty());
 }
 
+TEST_F(DnsAnswererTest, ABrokeredModelHostGetsNxdomainAndIsNotCountedAsBlocked) {
+  Policy brokered = policy_;
+  brokered.brokeredHosts = {"model.example.com"};
+  DnsAnswerer answerer(brokered, book_, upstream_, {});
+  upstream_.zone = {"model.example.com. 300 IN A 192.0.2.77"};
+  DnsOutcome outcome;
+  auto r = parseResponse(answerer.answer(makeQuery("Model.Example.com.", LDNS_RR_TYPE_A), &outcome));
+  EXPECT_EQ(r.rcode, LDNS_RCODE_NXDOMAIN);
+  EXPECT_EQ(upstream_.queries, 0);
+  EXPECT_TRUE(names("192.0.2.77").empty());
+  EXPECT_EQ(outcome.blocked, "");
+  EXPECT_NE(outcome.verdict.find("credential broker"), std::string::npos) << outcome.verdict;
+  // Any other name off the list is still blocked and counted.
+  DnsOutcome other;
+  answerer.answer(makeQuery("evil.example.net.", LDNS_RR_TYPE_A), &other);
+  EXPECT_EQ(other.blocked, kBlockedNotAllowed);
+}
+
 TEST_F(DnsAnswererTest, TunnelTypesForUnlistedNamesAreRefused) {
   for (ldns_rr_type type : {LDNS_RR_TYPE_TXT, LDNS_RR_TYPE_NULL, LDNS_RR_TYPE_ANY})
     EXPECT_EQ(parseResponse(answerer_.answer(makeQuery("c2VjcmV0.evil.example.net.", type))).rcode, LDNS_RCODE_REFUSED);
