@@ -40,4 +40,9 @@ HostSecrets::HostSecrets(const HostContext& host, bool values) : file_(host.dirs
   store_.emplace(host.dirs.data + "/secrets.json", std::move(backends), *preferred_, *host.clock);
 }
 
+std::string HostSecrets::where() const {
+  if (preferred_->id() != "file") return preferred_->describe();
+  return "file store " + preferred_->describe() + (serviceProblem_.empty() ? "" : " (" + serviceProblem_ + ")");
+}
+
 }  // namespace airlock::cli

@@ -32,6 +32,9 @@ class HostSecrets {
   const secrets::FileBackend& fileStore() const { return file_; }
   /// Why the Secret Service is not used ("" when it is).
   const std::string& serviceProblem() const { return serviceProblem_; }
+  /// Where new secrets go, for messages: "file store DIR (why not the
+  /// Secret Service)" or the Secret Service's description.
+  std::string where() const;
 
  private:
   std::unique_ptr<secrets::SecretServiceBackend> service_;

@@ -110,7 +110,7 @@ int login(const HostContext& host, const LoginArgs& args) {
                                : "long-lived token";
   std::fprintf(stderr, "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
                        "placeholder\n",
-               args.agent.c_str(), secrets.preferred().describe().c_str(), kind.c_str(), args.agent.c_str());
+               args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str());
   if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription)
     std::fprintf(stderr, "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
                          "the other may have to log in again\n", args.agent.c_str());

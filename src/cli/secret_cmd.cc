@@ -73,11 +73,7 @@ int setSecret(const HostContext& host, const std::string& name, const std::strin
   HostSecrets secrets(host, true);
   std::string note;
   if (auto r = secrets.store().set(name, *value, "stdin", expiresAt, note); !r) return reportError(r.error());
-  const std::string where = secrets.preferred().id() == "file"
-                                ? "file store " + secrets.preferred().describe() +
-                                      (secrets.serviceProblem().empty() ? "" : " (" + secrets.serviceProblem() + ")")
-                                : secrets.preferred().describe();
-  std::fprintf(stderr, "airlock: stored %s in the %s\n", name.c_str(), where.c_str());
+  std::fprintf(stderr, "airlock: stored %s in the %s\n", name.c_str(), secrets.where().c_str());
   if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
   return 0;
 }
