@@ -9,6 +9,9 @@ namespace {
 
 using nlohmann::json;
 
+/// The longest token prefix a placeholder keeps ("sk-ant-oat01-" is 13).
+constexpr size_t kMaxPlaceholderPrefix = 16;
+
 /// 2100-01-01T00:00:00Z in ms: the placeholder's expiry.
 constexpr int64_t kFarFutureMs = 4102444800000;
 
@@ -141,7 +144,12 @@ std::string placeholderToken(const AgentLogin& login) {
   size_t second = first == std::string::npos ? first : real.find('-', first + 1);
   size_t third = second == std::string::npos ? second : real.find('-', second + 1);
   std::string prefix = third == std::string::npos ? std::string() : real.substr(0, third + 1);
-  return prefix + std::string(kPlaceholderMark);
+  // Only a kind prefix like "sk-ant-oat01-" is kept: short, lowercase, and
+  // followed by the secret. Of a token shaped otherwise ("a-b-c-", or long
+  // segments before the third '-') the prefix would be the token, or most of it.
+  bool kindPrefix = prefix.size() <= kMaxPlaceholderPrefix && prefix.size() + 8 <= real.size();
+  for (char c : prefix) kindPrefix = kindPrefix && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  return (kindPrefix ? prefix : std::string()) + std::string(kPlaceholderMark);
 }
 
 std::string placeholderCredentialFile(const AgentLogin& login) {

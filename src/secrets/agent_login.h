@@ -80,7 +80,9 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
 
 /// The access token the guest gets instead of the real one: the real
 /// token's prefix up to its third '-' ("sk-ant-oat01-"), then
-/// kPlaceholderMark.
+/// kPlaceholderMark. The prefix is kept only when it is a kind prefix (at
+/// most 16 lowercase letters, digits and '-', and 8 more characters of
+/// token after it); else the placeholder is kPlaceholderMark alone.
 std::string placeholderToken(const AgentLogin& login);
 
 /// The credential file written in the guest for a kSubscription login:

@@ -1,6 +1,8 @@
 #include "secrets/credential_broker.h"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <strings.h>
 
 #include <memory>
@@ -11,6 +13,9 @@
 
 namespace airlock::secrets {
 namespace {
+
+/// How long a write to the guest may block (the guest stopped reading).
+constexpr long kGuestWriteTimeoutS = 120;
 
 bool equalsIgnoringCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
@@ -35,6 +40,45 @@ bool droppedResponseHeader(std::string_view name) {
   return false;
 }
 
+/// The methods the API is called with. Others are not forwarded: TRACE
+/// would have a server echo the request, the real token included, back to
+/// the guest, and WebDAV and the like have no business with the API.
+bool forwardedMethod(std::string_view method) {
+  for (std::string_view m : {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"})
+    if (method == m) return true;
+  return false;
+}
+
+/// A path whose bytes are sent as they are and mean what the prefix check
+/// saw: '/'-separated segments of RFC 3986 pchars without '%' (no encoded
+/// slash or dot), none empty ("//"), "." or ".." (libcurl, and servers,
+/// remove dot segments: "/v1/.." would reach "/").
+bool plainPath(std::string_view path) {
+  if (!path.starts_with('/')) return false;
+  for (unsigned char c : path) {
+    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              std::string_view("/-._~!$&'()*+,;=:@").find(static_cast<char>(c)) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view segment = path.substr(start, end - start);
+    if (segment == "." || segment == "..") return false;
+    if (segment.empty() && end != path.size()) return false;  // "//" (a trailing '/' is fine)
+    start = end + 1;
+  }
+  return true;
+}
+
+/// The query: printable ASCII without '#' (a fragment is never sent; libcurl would cut it off).
+bool plainQuery(std::string_view query) {
+  for (unsigned char c : query)
+    if (c <= 0x20 || c >= 0x7f || c == '#') return false;
+  return true;
+}
+
 bool headerTextOk(std::string_view s) {
   for (unsigned char c : s)
     if (c == '\r' || c == '\n' || c == 0) return false;
@@ -47,6 +91,7 @@ std::string reasonPhrase(long status) {
     case 400: return "Bad Request";
     case 403: return "Forbidden";
     case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
     case 429: return "Too Many Requests";
@@ -131,23 +176,33 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
   auto log = [this, &sessionLog](const std::string& line) {
     if (sessionLog) sessionLog("broker " + route_.agent + ": " + line);
   };
+  // A guest that stops reading its answer must not hold this thread (and
+  // the upstream connection) for ever: a write blocked this long fails.
+  timeval sendTimeout{kGuestWriteTimeoutS, 0};
+  ::setsockopt(guest.get(), SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
   auto request = readHttpRequest(guest.get(), options_.limits);
   if (!request) {
     log("refused a request: " + request.error().message);
     answerError(guest.get(), request.error().code, "airlock broker: " + request.error().message);
     return;
   }
-  const std::string path = request->target.substr(0, request->target.find('?'));
+  const size_t question = request->target.find('?');
+  const std::string path = request->target.substr(0, question);
   bool allowed = false;
   for (const auto& prefix : route_.pathPrefixes) allowed = allowed || path.starts_with(prefix);
-  if (!allowed || path.find("/../") != std::string::npos || path.find("/./") != std::string::npos ||
-      path.find('%') != std::string::npos || path.find("//") != std::string::npos) {
+  if (!allowed || !plainPath(path) ||
+      (question != std::string::npos && !plainQuery(std::string_view(request->target).substr(question + 1)))) {
     log(fmt::format("refused {} {} (not a path of the API)", request->method, path));
     answerError(guest.get(), 403, fmt::format("airlock broker: {} is not forwarded", path));
     return;
   }
+  if (!forwardedMethod(request->method)) {
+    log(fmt::format("refused {} {} (method not forwarded)", request->method, path));
+    answerError(guest.get(), 405, fmt::format("airlock broker: {} is not forwarded", request->method));
+    return;
+  }
   auto token = tokens_.token();
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  for (int attempt = 0;; ++attempt) {
     if (!token) {
       log(token.error().message);
       answerError(guest.get(), 403, "airlock: " + token.error().message);
@@ -167,6 +222,7 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     const std::string url = route_.upstream + request->target;
     CURL* c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);  // the path checked above is the path sent
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
@@ -189,6 +245,7 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     }
     CURLcode rc = curl_easy_perform(c);
     if (t.unauthorized) {
+      if (attempt > 0) break;  // refused again: one refresh per request (each may spend a refresh token)
       log(fmt::format("{} {}: the API refused the token (401); refreshing on the host", request->method, path));
       token = tokens_.replaceRejected(*token);
       continue;

@@ -10,10 +10,14 @@
 // "Connection: close". The request's own credential headers
 // (Authorization, X-Api-Key, Cookie, Proxy-Authorization) are dropped; the
 // route's header carries the real token. Hop-by-hop headers are dropped.
-// Only the route's path prefixes are forwarded (403 otherwise). A 401 from
+// Only the route's path prefixes are forwarded, as plain paths (no dot or
+// empty segment, no '%', sent as checked; 403 otherwise), and only the
+// methods of the API (GET, HEAD, POST, PUT, PATCH, DELETE; 405 otherwise:
+// TRACE would echo the real token). A 401 from
 // the API is never passed on (the agent would try its own refresh): the
-// token is refreshed on the host and the request sent once more; a second
-// 401 is answered as 403 with a message naming `airlock login`.
+// token is refreshed on the host (once per request) and the request sent
+// once more; a second 401 is answered as 403 with a message naming
+// `airlock login`.
 
 #include <cstddef>
 #include <cstdint>

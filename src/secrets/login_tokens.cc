@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -15,6 +16,8 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxResponseBytes = 1 << 20;
+/// The longest expires_in taken from a refresh answer (10 years).
+constexpr double kMaxExpiresInS = 10.0 * 365 * 24 * 3600;
 
 size_t collect(char* data, size_t size, size_t count, void* out) {
   auto* body = static_cast<std::string*>(out);
@@ -95,7 +98,8 @@ Result<> LoginTokens::refresh() {
   if (auto it = answer.find("refresh_token"); it != answer.end() && it->is_string())
     next.refreshToken = it->get<std::string>();
   if (auto it = answer.find("expires_in"); it != answer.end() && it->is_number())
-    next.expiresAtMs = nowMs() + static_cast<int64_t>(it->get<double>() * 1000);
+    // Within [0, 10 years]: a larger number would overflow int64 ms (and come out in the past).
+    next.expiresAtMs = nowMs() + static_cast<int64_t>(std::clamp(it->get<double>(), 0.0, kMaxExpiresInS) * 1000);
   else
     next.expiresAtMs.reset();
   auto checked = parseLogin(serializeLogin(next));  // the same checks as a stored login

@@ -1,0 +1,280 @@
+#include "secrets/agent_login.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/exit_codes.h"
+
+namespace airlock::secrets {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kAccess = "sk-ant-oat01-REAL-ACCESS-0123456789abcdef";
+constexpr const char* kRefresh = "sk-ant-ort01-REAL-REFRESH-0123456789abcdef";
+
+AgentLogin subscription() {
+  AgentLogin login;
+  login.kind = AgentLogin::Kind::kSubscription;
+  login.format = "claude-oauth";
+  login.accessToken = kAccess;
+  login.refreshToken = kRefresh;
+  login.expiresAtMs = 1'900'000'000'000;
+  login.scopes = {"user:inference", "user:profile"};
+  login.subscriptionType = "max";
+  login.rateLimitTier = "default_claude_max_20x";
+  login.accountJson = R"({"emailAddress":"a@b.c","accountUuid":"u-1"})";
+  return login;
+}
+
+std::string credentialFile(const json& oauth) { return json{{"claudeAiOauth", oauth}}.dump(); }
+
+json goodOauth() {
+  return {{"accessToken", kAccess},
+          {"refreshToken", kRefresh},
+          {"expiresAt", 1'900'000'000'000},
+          {"scopes", {"user:inference", "user:profile"}},
+          {"subscriptionType", "max"},
+          {"rateLimitTier", "default_claude_max_20x"}};
+}
+
+TEST(AgentLogin, TheSecretIsNamedAfterTheAgent) { EXPECT_EQ(loginSecretName("claude-code"), "login.claude-code"); }
+
+TEST(AgentLogin, ASubscriptionLoginRoundTrips) {
+  AgentLogin in = subscription();
+  auto out = parseLogin(serializeLogin(in));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->kind, AgentLogin::Kind::kSubscription);
+  EXPECT_EQ(out->format, "claude-oauth");
+  EXPECT_EQ(out->accessToken, kAccess);
+  EXPECT_EQ(out->refreshToken, kRefresh);
+  EXPECT_EQ(out->expiresAtMs, in.expiresAtMs);
+  EXPECT_EQ(out->scopes, in.scopes);
+  EXPECT_EQ(out->subscriptionType, "max");
+  EXPECT_EQ(out->rateLimitTier, "default_claude_max_20x");
+  EXPECT_EQ(json::parse(out->accountJson), json::parse(in.accountJson));
+}
+
+TEST(AgentLogin, ATokenLoginRoundTripsWithoutRefreshTokenOrExpiry) {
+  auto in = loginFromToken("claude-oauth", "sk-ant-oat01-LONG-LIVED-abc");
+  ASSERT_TRUE(in);
+  auto out = parseLogin(serializeLogin(*in));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->kind, AgentLogin::Kind::kToken);
+  EXPECT_EQ(out->accessToken, "sk-ant-oat01-LONG-LIVED-abc");
+  EXPECT_EQ(out->refreshToken, "");
+  EXPECT_FALSE(out->expiresAtMs);
+  EXPECT_EQ(out->accountJson, "");
+}
+
+TEST(AgentLogin, AStoredValueThatIsNotAirlocksLoginIsRefused) {
+  json good = json::parse(serializeLogin(subscription()));
+  std::vector<std::string> bad = {"", "not json", "[]", "null", "{}", std::string(100000, '[')};
+  for (auto [key, value] : std::vector<std::pair<std::string, json>>{{"kind", "other"},
+                                                                       {"kind", 1},
+                                                                       {"format", "codex"},
+                                                                       {"accessToken", ""},
+                                                                       {"accessToken", 5},
+                                                                       {"accessToken", "has space"},
+                                                                       {"accessToken", "line\nbreak"},
+                                                                       {"accessToken", "cr\rhere"},
+                                                                       {"accessToken", "caf\xc3\xa9"},
+                                                                       {"refreshToken", "a\r\nX-Injected: 1"}}) {
+    json o = good;
+    o[key] = value;
+    bad.push_back(o.dump());
+  }
+  for (const auto& value : bad) {
+    auto r = parseLogin(value);
+    EXPECT_FALSE(r) << value.substr(0, 200);
+    if (!r) {
+      EXPECT_NE(r.error().message.find("airlock login"), std::string::npos);
+    }
+  }
+}
+
+TEST(AgentLogin, ClaudesCredentialFileGivesASubscriptionLoginWithOnlyTheCredentialFields) {
+  json oauth = goodOauth();
+  oauth["somethingNew"] = "ignored";
+  auto login = loginFromCredentialFile("claude-oauth", credentialFile(oauth));
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kSubscription);
+  EXPECT_EQ(login->format, "claude-oauth");
+  EXPECT_EQ(login->accessToken, kAccess);
+  EXPECT_EQ(login->refreshToken, kRefresh);
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  EXPECT_EQ(login->scopes, (std::vector<std::string>{"user:inference", "user:profile"}));
+  EXPECT_EQ(login->subscriptionType, "max");
+  EXPECT_EQ(login->rateLimitTier, "default_claude_max_20x");
+  EXPECT_EQ(serializeLogin(*login).find("somethingNew"), std::string::npos);
+}
+
+TEST(AgentLogin, ACredentialFileWithoutRefreshTokenIsALongLivedTokenLogin) {
+  json oauth = goodOauth();
+  oauth.erase("refreshToken");
+  auto login = loginFromCredentialFile("claude-oauth", credentialFile(oauth));
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kToken);
+  EXPECT_EQ(login->refreshToken, "");
+  oauth["refreshToken"] = "";
+  login = loginFromCredentialFile("claude-oauth", credentialFile(oauth));
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kToken);
+}
+
+TEST(AgentLogin, HostileCredentialFilesAreRefusedWithUsageErrors) {
+  std::vector<std::string> files = {
+      "",
+      "not json",
+      "{\"claudeAiOauth\": ",
+      "[]",
+      "{}",
+      "{\"claudeAiOauth\": \"sk-ant-oat01-x\"}",
+      "{\"claudeAiOauth\": []}",
+      "{\"other\": {\"accessToken\": \"sk-ant-oat01-x\"}}",
+      std::string(60000, '[') + std::string(60000, ']'),           // over the cap and deep
+      std::string(30000, '[') + std::string(30000, ']'),           // under the cap, deep
+      "{\"claudeAiOauth\":" + std::string(20000, '[') + "1" + std::string(20000, ']') + "}",
+      "{\"claudeAiOauth\": {\"accessToken\": \"" + std::string(kMaxCredentialFileBytes, 'a') + "\"}}",  // huge
+  };
+  json oauth = goodOauth();
+  for (json value : {json(""), json(nullptr), json(42), json::array({"x"}), json("sk-ant-oat01-has space"),
+                     json("sk-ant-oat01-new\nline"), json("sk-ant-oat01-cr\rX-Evil: 1"), json("sk-ant-oat01-tab\t"),
+                     json(std::string("sk-ant-oat01-nul\0x", 18)), json("sk-ant-oat01-del\x7f"), json("sk-ant-oat01-\xc3\xa9"),
+                     json(std::string(4097, 'a'))}) {
+    json bad = oauth;
+    bad["accessToken"] = value;
+    files.push_back(credentialFile(bad));
+    if (!value.is_string() || value.get<std::string>().empty()) continue;  // a refresh token may be missing
+    bad = oauth;
+    bad["refreshToken"] = value;
+    files.push_back(credentialFile(bad));
+  }
+  for (const auto& content : files) {
+    auto r = loginFromCredentialFile("claude-oauth", content);
+    EXPECT_FALSE(r) << content.substr(0, 200);
+    if (!r) {
+      EXPECT_EQ(r.error().code, exit_code::kUsage) << content.substr(0, 200);
+    }
+  }
+  auto r = loginFromCredentialFile("codex-oauth", credentialFile(goodOauth()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, exit_code::kUsage);
+}
+
+TEST(AgentLogin, OddSideFieldsOfACredentialFileAreDroppedNotTrusted) {
+  json oauth = goodOauth();
+  oauth["expiresAt"] = "tomorrow";
+  oauth["scopes"] = {"user:inference", 7, nullptr, std::string(500, 's')};
+  oauth["subscriptionType"] = "max\nX-Evil: 1";
+  oauth["rateLimitTier"] = std::string(100, 't');
+  auto login = loginFromCredentialFile("claude-oauth", credentialFile(oauth));
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_FALSE(login->expiresAtMs);
+  EXPECT_EQ(login->scopes, std::vector<std::string>{"user:inference"});
+  EXPECT_EQ(login->subscriptionType, "");
+  EXPECT_EQ(login->rateLimitTier, "");
+}
+
+TEST(AgentLogin, ALongLivedTokenLosesOneTrailingNewlineAndNothingElse) {
+  for (const char* given : {"sk-ant-oat01-abc", "sk-ant-oat01-abc\n", "sk-ant-oat01-abc\r\n"}) {
+    auto login = loginFromToken("claude-oauth", given);
+    ASSERT_TRUE(login) << given;
+    EXPECT_EQ(login->accessToken, "sk-ant-oat01-abc");
+    EXPECT_EQ(login->kind, AgentLogin::Kind::kToken);
+    EXPECT_EQ(login->format, "claude-oauth");
+  }
+  for (const std::string& bad : std::vector<std::string>{"", "\n", "sk-ant-oat01-abc\n\n", " sk-ant-oat01-abc", "sk-ant oat01", "a\tb",
+                          "sk-ant-oat01-abc\nAuthorization: x", "a\rb", std::string("a\0b", 3), "caf\xc3\xa9",
+                          std::string(4097, 'a')}) {
+    auto r = loginFromToken("claude-oauth", bad);
+    EXPECT_FALSE(r) << bad;
+    if (!r) {
+      EXPECT_EQ(r.error().code, exit_code::kUsage);
+    }
+  }
+  EXPECT_TRUE(loginFromToken("claude-oauth", std::string(4096, 'a')));
+  EXPECT_FALSE(loginFromToken("nope", "sk-ant-oat01-abc"));
+}
+
+TEST(AgentLogin, ThePlaceholderKeepsTheTokensKindPrefixAndNothingOfTheSecret) {
+  AgentLogin login = subscription();
+  EXPECT_EQ(placeholderToken(login), "sk-ant-oat01-airlock-placeholder");
+  login.accessToken = "sk-ant-api03-abc-def-ghi";
+  EXPECT_EQ(placeholderToken(login), "sk-ant-api03-airlock-placeholder");
+  login.accessToken = "opaque";
+  EXPECT_EQ(placeholderToken(login), "airlock-placeholder");
+}
+
+TEST(AgentLogin, ThePlaceholderNeverContainsTheRealToken) {
+  // Whatever the token looks like, the placeholder carries at most a short
+  // kind prefix of it, never the token or most of it.
+  for (const std::string& real : std::vector<std::string>{"sk-ant-oat01-REAL", "a-b-c-", "a-b-c-d", "---", "x--y-",
+                           "s3cr3t-p4rt-0f-the-t0ken-which-has-many-dashes",
+                           "SECRETSECRETSECRET-SECRETSECRETSECRET-SECRETSECRETSECRET-x",
+                           "sk-ant-oat01-" + std::string(80, 'Z')}) {
+    AgentLogin login = subscription();
+    login.accessToken = real;
+    std::string placeholder = placeholderToken(login);
+    EXPECT_EQ(placeholder.find(real), std::string::npos) << real << " -> " << placeholder;
+    EXPECT_TRUE(placeholder.ends_with(kPlaceholderMark)) << placeholder;
+    std::string prefix = placeholder.substr(0, placeholder.size() - kPlaceholderMark.size());
+    EXPECT_LE(prefix.size(), 16u) << real << " -> " << placeholder;
+    EXPECT_EQ(prefix.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), std::string::npos) << real << " -> " << placeholder;
+  }
+}
+
+TEST(AgentLogin, ThePlaceholderCredentialFileHasNoRealTokenAndNeverExpires) {
+  AgentLogin login = subscription();
+  std::string file = placeholderCredentialFile(login);
+  EXPECT_EQ(file.find("REAL"), std::string::npos) << file;
+  EXPECT_EQ(file.find(kAccess), std::string::npos);
+  EXPECT_EQ(file.find(kRefresh), std::string::npos);
+  EXPECT_EQ(file.find("a@b.c"), std::string::npos);
+  // The agent reads it as its own subscription login.
+  auto back = loginFromCredentialFile("claude-oauth", file);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->kind, AgentLogin::Kind::kSubscription);
+  EXPECT_TRUE(back->accessToken.starts_with("sk-ant-oat01-"));
+  EXPECT_TRUE(back->refreshToken.starts_with("sk-ant-ort01-"));
+  EXPECT_NE(back->accessToken.find(kPlaceholderMark), std::string::npos);
+  EXPECT_NE(back->refreshToken.find(kPlaceholderMark), std::string::npos);
+  EXPECT_EQ(back->expiresAtMs, 4102444800000);
+  EXPECT_EQ(back->scopes, login.scopes);
+  EXPECT_EQ(back->subscriptionType, "max");
+  EXPECT_EQ(back->rateLimitTier, "default_claude_max_20x");
+}
+
+TEST(AgentLogin, TheAccountKeepsOnlyShortScalars) {
+  json file = {{"oauthAccount",
+                {{"emailAddress", "a@b.c"},
+                 {"accountUuid", "u-1"},
+                 {"hasExtraUsageEnabled", true},
+                 {"seats", 3},
+                 {"nested", {{"x", 1}}},
+                 {"list", {1, 2}},
+                 {"long", std::string(257, 'l')},
+                 {std::string(65, 'k'), "v"}}},
+               {"other", 1}};
+  json account = json::parse(accountFromFile(file.dump(), "oauthAccount"));
+  EXPECT_EQ(account, (json{{"emailAddress", "a@b.c"}, {"accountUuid", "u-1"}, {"hasExtraUsageEnabled", true},
+                           {"seats", 3}}));
+  EXPECT_EQ(accountFromFile(file.dump(), "missing"), "");
+  EXPECT_EQ(accountFromFile("not json", "oauthAccount"), "");
+  EXPECT_EQ(accountFromFile(R"({"oauthAccount": "x"})", "oauthAccount"), "");
+  EXPECT_EQ(accountFromFile(std::string(50000, '['), "oauthAccount"), "");
+
+  AgentLogin login = subscription();
+  json merged = json::parse(withAccount(R"({"theme":"dark","oauthAccount":{"old":1}})", "oauthAccount", login));
+  EXPECT_EQ(merged["theme"], "dark");
+  EXPECT_EQ(merged["oauthAccount"], json::parse(login.accountJson));
+  EXPECT_EQ(json::parse(withAccount("", "oauthAccount", login))["oauthAccount"], json::parse(login.accountJson));
+  EXPECT_EQ(json::parse(withAccount("[1]", "oauthAccount", login)).size(), 1u);
+  login.accountJson = "";
+  EXPECT_EQ(json::parse(withAccount(R"({"theme":"dark"})", "oauthAccount", login)), (json{{"theme", "dark"}}));
+}
+
+}  // namespace
+}  // namespace airlock::secrets
