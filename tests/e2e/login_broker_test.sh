@@ -26,6 +26,7 @@ set -euo pipefail
 
 AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+. "$SRC/tests/e2e/fake_internet.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-e2e.XXXXXX")
 INET=airlock-login-inet-$$
 HOST=airlock-login-host-$$
@@ -35,32 +36,15 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   chmod "$tun_mode" /dev/net/tun 2>/dev/null || true
-  ip netns del "$INET" 2>/dev/null || true
-  ip netns del "$HOST" 2>/dev/null || true
-  rm -rf "/etc/netns/$HOST" "$WORK"
+  fake_internet_down "$INET" "$HOST"
+  rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-ip netns add "$INET"
-ip netns add "$HOST"
-ip -n "$INET" link set lo up
-ip -n "$HOST" link set lo up
-ip link add up0 netns "$HOST" type veth peer name in0 netns "$INET"
-ip -n "$HOST" addr add 192.0.2.1/24 dev up0
-ip -n "$HOST" link set up0 up
-for a in 192.0.2.10 192.0.2.53; do ip -n "$INET" addr add "$a/24" dev in0; done
-ip -n "$INET" link set in0 up
-mkdir -p "/etc/netns/$HOST"
-echo "nameserver 192.0.2.53" >"/etc/netns/$HOST/resolv.conf"
-
+fake_internet_up "$INET" "$HOST" 192.0.2.10 192.0.2.53
 cd "$WORK"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt -days 2 \
-  -subj /CN=airlock-login-e2e-ca 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout api.key -out api.csr \
-  -subj /CN=api.anthropic.com 2>/dev/null
-printf 'subjectAltName=DNS:api.anthropic.com,DNS:platform.claude.com\nextendedKeyUsage=serverAuth\n' >api.ext
-openssl x509 -req -in api.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out api.crt -days 2 -extfile api.ext 2>/dev/null
+fake_tls_cert airlock-login-e2e-ca api.anthropic.com platform.claude.com
 
 ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 \
   api.anthropic.com=192.0.2.10 platform.claude.com=192.0.2.10 >dns.out 2>&1 &
