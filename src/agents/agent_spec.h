@@ -63,8 +63,8 @@ struct SettingsImport {
 /// token on the wire; the guest gets placeholders. Empty format: the agent
 /// has no login airlock brokers (API keys are forwarded by value).
 struct LoginSpec {
-  /// How the agent's credential file reads ("claude-oauth";
-  /// secrets/agent_login.h). Empty: no login.
+  /// How the agent's credential file reads ("claude-oauth",
+  /// "gemini-oauth"; secrets/agent_login.h). Empty: no login.
   std::string format;
   std::string file;      ///< the credential file, relative to $HOME on the host and in the guest
   std::string tokenEnv;  ///< the variable carrying a long-lived token ("CLAUDE_CODE_OAUTH_TOKEN")
@@ -73,15 +73,29 @@ struct LoginSpec {
   std::vector<std::string> paths;  ///< request path prefixes the broker forwards ("/v1/")
   std::string refreshUrl;  ///< the OAuth token endpoint the host refreshes at
   std::string clientId;    ///< the agent's public OAuth client id
+  /// The agent's OAuth client secret, for installed apps whose token
+  /// endpoint wants one (Google's; public, shipped in the agent). "": none.
+  std::string clientSecret;
   /// Where the agent caches who is logged in (not secret: ids, e-mail), so
   /// that it does not ask the API at start: `accountKey` of the JSON file
   /// `accountFile` under $HOME, copied at `--from-host` and merged into the
-  /// guest's seed of that file. Empty: none.
+  /// guest's seed of that file; an empty key means the file's top level.
+  /// Empty file: none.
   std::string accountFile;
   std::string accountKey;
+  /// Hosts the agent asks who is logged in although the account file tells
+  /// it (Gemini's www.googleapis.com userinfo): with the login, the guest's
+  /// lookups of them are answered NXDOMAIN and not reported as blocked.
+  std::vector<std::string> accountHosts;
   /// API-key variables not forwarded while a login is used (they would
   /// bill the API account instead of the subscription), unless named with --env.
   std::vector<std::string> billingEnv;
+  /// Set for the agent while the login is used, over the spec's env
+  /// (Gemini's GOOGLE_GENAI_USE_GCA=true).
+  std::map<std::string, std::string> env;
+  /// Home files written instead of the spec's of the same path while the
+  /// login is used (Gemini's settings.json naming the Google login).
+  std::map<std::string, std::string> homeFiles;
 
   bool operator==(const LoginSpec&) const = default;
 };

@@ -85,11 +85,15 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     emitList(out, "paths", l.paths);
     out << YAML::Key << "refresh_url" << YAML::Value << l.refreshUrl;
     out << YAML::Key << "client_id" << YAML::Value << l.clientId;
+    if (!l.clientSecret.empty()) out << YAML::Key << "client_secret" << YAML::Value << l.clientSecret;
     emitList(out, "billing_env", l.billingEnv);
     if (!l.accountFile.empty()) {
       out << YAML::Key << "account_file" << YAML::Value << l.accountFile;
-      out << YAML::Key << "account_key" << YAML::Value << l.accountKey;
+      if (!l.accountKey.empty()) out << YAML::Key << "account_key" << YAML::Value << l.accountKey;
     }
+    if (!l.accountHosts.empty()) emitList(out, "account_hosts", l.accountHosts);
+    emitMap(out, "env", l.env);
+    emitMap(out, "home_files", l.homeFiles);
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -16,8 +16,9 @@ constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
 constexpr std::string_view kLoginKeys[] = {"format", "file", "token_env", "base_url_env", "upstream", "paths",
-                                           "refresh_url", "client_id", "billing_env", "account_file",
-                                           "account_key"};
+                                           "refresh_url", "client_id", "client_secret", "billing_env",
+                                           "account_file", "account_key", "account_hosts", "env",
+                                           "home_files"};
 constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
@@ -247,9 +248,9 @@ class SpecReader {
     if (!n.IsMap()) return error(n, "'login' must be a mapping");
     if (auto r = checkKeys(n, "login", kLoginKeys); !r) return r;
     if (auto r = string(n, "format", true, login.format); !r) return r;
-    if (login.format != "claude-oauth")
-      return error(child(n, "format"), fmt::format("login format '{}' is not one airlock reads (claude-oauth)",
-                                                   login.format));
+    if (login.format != "claude-oauth" && login.format != "gemini-oauth")
+      return error(child(n, "format"),
+                   fmt::format("login format '{}' is not one airlock reads (claude-oauth, gemini-oauth)", login.format));
     if (auto r = string(n, "file", true, login.file); !r) return r;
     if (!isRelativePath(login.file)) return error(child(n, "file"), "'file' must be a relative path");
     for (auto [key, out] : {std::pair{"token_env", &login.tokenEnv}, std::pair{"base_url_env", &login.baseUrlEnv}}) {
@@ -264,14 +265,22 @@ class SpecReader {
     if (login.upstream.find('/', 8) != std::string::npos)
       return error(child(n, "upstream"), "'upstream' is scheme and host only (https://api.example.com)");
     if (auto r = string(n, "client_id", true, login.clientId); !r) return r;
+    if (auto r = string(n, "client_secret", false, login.clientSecret); !r) return r;
     if (auto r = list(n, "paths", nullptr, "", login.paths); !r) return r;
     if (login.paths.empty()) return missing(n, "paths");
     for (const auto& p : login.paths)
       if (!p.starts_with('/')) return error(child(n, "paths"), fmt::format("path '{}' must start with /", p));
     if (auto r = string(n, "account_file", false, login.accountFile); !r) return r;
-    if (auto r = string(n, "account_key", !login.accountFile.empty(), login.accountKey); !r) return r;
+    if (auto r = string(n, "account_key", false, login.accountKey); !r) return r;
     if (!login.accountFile.empty() && (!isRelativePath(login.accountFile) || !login.accountFile.ends_with(".json")))
       return error(child(n, "account_file"), "'account_file' must be a relative path to a JSON file");
+    if (auto r = list(n, "account_hosts", isHostName, "a host name", login.accountHosts); !r) return r;
+    if (auto r = stringMap(n, "env", isEnvName, "a variable name", login.env); !r) return r;
+    if (auto r = stringMap(n, "home_files", isRelativePath, "a relative path", login.homeFiles); !r) return r;
+    for (const auto& [path, content] : login.homeFiles)
+      if (auto r = checkTemplate(content); !r)
+        return error(child(child(n, "home_files"), path.c_str()),
+                     fmt::format("login home file '{}': {}", path, r.error().message));
     return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
   }
 

@@ -104,14 +104,12 @@ int login(const HostContext& host, const LoginArgs& args) {
                                    std::nullopt, note);
       !r)
     return reportError(r.error());
-  const std::string kind = login->kind == secrets::AgentLogin::Kind::kSubscription
-                               ? (login->subscriptionType.empty() ? "subscription"
-                                                                  : "subscription (" + login->subscriptionType + ")")
-                               : "long-lived token";
+  const std::string kind = secrets::describeLogin(*login);
   std::fprintf(stderr, "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
                        "placeholder\n",
                args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str());
-  if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription)
+  if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription &&
+      secrets::rotatesRefreshToken(login->format))
     std::fprintf(stderr, "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
                          "the other may have to log in again\n", args.agent.c_str());
   if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
@@ -146,6 +144,7 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host) {
       "  claude setup-token                          # prints a long-lived token, then:\n"
       "  airlock login claude-code                  # paste it (not shown)\n"
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
+      "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
       "  airlock logout claude-code");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   auto* host_ = cmd->add_flag("--from-host", args->fromHost,

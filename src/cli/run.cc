@@ -141,7 +141,10 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   auto policy = config::runEgressPolicy(spec, settings, std::move(*hostPorts));
   if (!policy) return std::unexpected(policy.error());
   policy->log = args.egress.log;
-  if (setup.login) policy->brokeredHosts = effective->agent.egress.modelHosts;
+  if (setup.login) {
+    policy->brokeredHosts = brokeredHosts(effective->agent);
+    policy->accountHosts = spec.login.accountHosts;
+  }
   auto published = parseHostPorts(args.egress.publish, "--publish");
   if (!published) return std::unexpected(published.error());
   if (!vm::parseAccel(args.accel, plan.machine.accel))

@@ -34,8 +34,18 @@ bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
          !namesVariable(namedEnv, pattern);
 }
 
+std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec) {
+  std::vector<std::string> hosts = spec.egress.modelHosts;
+  std::string upstream = spec.login.upstream.substr(spec.login.upstream.find("://") + 3);
+  upstream = upstream.substr(0, upstream.find(':'));
+  if (!upstream.empty() && std::find(hosts.begin(), hosts.end(), upstream) == hosts.end()) hosts.push_back(upstream);
+  return hosts;
+}
+
 agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv) {
   spec.egress.modelHosts.clear();
+  for (const auto& [name, value] : spec.login.env) spec.env[name] = value;
+  for (const auto& [path, content] : spec.login.homeFiles) spec.homeFiles[path] = content;
   std::erase_if(spec.envForward,
                 [&](const std::string& pattern) { return billedVariable(spec.login, pattern, namedEnv); });
   return spec;
@@ -51,8 +61,8 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   run->agent_ = spec.name;
   run->secrets_ = std::make_unique<HostSecrets>(host, true);
   run->tokens_ = std::make_unique<secrets::LoginTokens>(
-      run->secrets_->store(), spec.name, secrets::RefreshEndpoint{spec.login.refreshUrl, spec.login.clientId},
-      secrets::curlJsonPoster(host.getEnv("SSL_CERT_FILE")), host.dirs.data + "/login-" + spec.name + ".lock",
+      run->secrets_->store(), spec.name, secrets::RefreshEndpoint{spec.login.refreshUrl, spec.login.clientId, spec.login.clientSecret},
+      secrets::curlPoster(host.getEnv("SSL_CERT_FILE")), host.dirs.data + "/login-" + spec.name + ".lock",
       *host.clock);
   if (auto r = run->tokens_->load(); !r) return std::unexpected(r.error());
   // A login that cannot be refreshed fails here, before a VM boots for
@@ -65,20 +75,20 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   return run;
 }
 
-std::string RunLogin::describe() const {
-  const auto& l = login();
-  if (l.kind == secrets::AgentLogin::Kind::kToken) return "long-lived token";
-  return l.subscriptionType.empty() ? "subscription" : fmt::format("subscription ({})", l.subscriptionType);
+std::optional<std::string> RunLogin::guestCredentialFile() const {
+  if (login().kind != secrets::AgentLogin::Kind::kSubscription) return std::nullopt;
+  return secrets::placeholderCredentialFile(login());
 }
 
 void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const {
   for (const auto& name : spec_.billingEnv)
     if (!namesVariable(namedEnv, name)) env.erase(name);
   env[spec_.baseUrlEnv] = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kBrokerPort);
-  if (login().kind == secrets::AgentLogin::Kind::kToken && !spec_.tokenEnv.empty())
-    env[spec_.tokenEnv] = secrets::placeholderToken(login());
-  else if (!spec_.tokenEnv.empty())
+  if (spec_.tokenEnv.empty()) return;
+  if (guestCredentialFile())
     env.erase(spec_.tokenEnv);
+  else
+    env[spec_.tokenEnv] = secrets::placeholderToken(login());
 }
 
 Result<> RunLogin::applyToPlan(session::Plan& plan) const {
@@ -87,8 +97,7 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
       if (mapping.guestPort == secrets::kBrokerPort)
         return failWith(exit_code::kUsage, "--host-port {} takes the gateway port of the {} login's broker; map "
                         "another port, or log out first (airlock logout {})", mapping.guestPort, agent_, agent_);
-  if (login().kind == secrets::AgentLogin::Kind::kSubscription)
-    plan.homeFiles.push_back({spec_.file, secrets::placeholderCredentialFile(login())});
+  if (auto file = guestCredentialFile()) plan.homeFiles.push_back({spec_.file, *file});
   if (!spec_.accountFile.empty() && !login().accountJson.empty()) {
     auto seed = std::find_if(plan.seedFiles.begin(), plan.seedFiles.end(),
                              [&](const session::HomeFile& f) { return f.path == spec_.accountFile; });

@@ -6,6 +6,7 @@
 // gateway. The model API then needs no egress allowance in the guest.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,15 @@ Result<std::optional<secrets::SecretInfo>> loginForRun(const HostContext& host, 
 bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
                     const std::vector<std::string>& namedEnv);
 
+/// The hosts a brokered run of `spec` reaches through the broker: the
+/// model hosts and the login's upstream host (the guest's lookups of them
+/// are answered NXDOMAIN and logged as brokered, not blocked).
+std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec);
+
 /// The spec as a brokered run uses it: no model hosts in the egress
-/// allowlist (the broker reaches them from the host), and the billing
-/// variables not forwarded unless `namedEnv` names them.
+/// allowlist (the broker reaches them from the host), the login's env and
+/// home files over the spec's, and the billing variables not forwarded
+/// unless `namedEnv` names them.
 agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv);
 
 /// One run's login and broker; alive for the whole run (the broker serves
@@ -55,14 +62,16 @@ class RunLogin {
   RunLogin& operator=(const RunLogin&) = delete;
 
   const secrets::AgentLogin& login() const { return tokens_->login(); }
-  /// "subscription (max)" or "long-lived token".
-  std::string describe() const;
+  /// "subscription (max)", "account" or "long-lived token" (secrets::describeLogin).
+  std::string describe() const { return secrets::describeLogin(login()); }
 
   /// The agent's environment with the login: the billing variables removed
-  /// unless `namedEnv` names them, the base URL at the broker, a long-lived
-  /// token's variable set to a placeholder.
+  /// unless `namedEnv` names them, the base URL at the broker, the token
+  /// variable set to a placeholder unless the guest gets a placeholder
+  /// credential file instead.
   void applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const;
-  /// The placeholder credential file in $HOME (a subscription login), the
+  /// The placeholder credential file in $HOME (a subscription login of a
+  /// format that has one), the
   /// account merged into the seed of the spec's account file, and the
   /// broker at the gateway. Errors (64): a --host-port mapping takes
   /// the broker's gateway port.
@@ -70,6 +79,9 @@ class RunLogin {
 
  private:
   RunLogin() = default;
+  /// The placeholder credential file the guest gets; nullopt when its
+  /// placeholder goes in the token variable.
+  std::optional<std::string> guestCredentialFile() const;
   agents::LoginSpec spec_;
   std::string agent_;
   std::unique_ptr<HostSecrets> secrets_;

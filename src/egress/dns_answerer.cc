@@ -120,6 +120,10 @@ std::string DnsAnswerer::answer(std::string_view wire, DnsOutcome* outcome) {
                         policy_.brokeredHosts.end();
   if (brokered && !policy_.allowsName(out.name))
     return finish(reply(query.get(), LDNS_RCODE_NXDOMAIN), "nxdomain (reached through the host's credential broker)");
+  const bool account = std::find(policy_.accountHosts.begin(), policy_.accountHosts.end(), out.name) !=
+                       policy_.accountHosts.end();
+  if (account && !policy_.allowsName(out.name))
+    return finish(reply(query.get(), LDNS_RCODE_NXDOMAIN), "nxdomain (not needed: the login's account is on the host)");
   if (!policy_.allowsName(out.name)) {
     bool tunnelType = type == LDNS_RR_TYPE_TXT || type == LDNS_RR_TYPE_NULL || type == LDNS_RR_TYPE_ANY;
     out.blocked = tunnelType ? kBlockedTunnelType : kBlockedNotAllowed;

@@ -61,6 +61,10 @@ struct Policy {
   /// NXDOMAIN like any name off the list, logged as brokered, and not
   /// counted as blocked (the agent's own start-up calls there are expected).
   std::vector<std::string> brokeredHosts;
+  /// Names the agent asks who is logged in, which a brokered login's
+  /// account file already tells it (Gemini's userinfo): NXDOMAIN, logged
+  /// as not needed, and not counted as blocked.
+  std::vector<std::string> accountHosts;
   bool log = false;  ///< stream the egress log to stderr (--egress-log)
 
   /// Whether a DNS name may be resolved (any name under permissive).

@@ -1,5 +1,8 @@
 #include "secrets/agent_login.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
@@ -29,13 +32,68 @@ std::string optionalString(const json& o, const char* key) {
 }
 
 Result<> checkFormat(std::string_view format) {
-  if (format != "claude-oauth") return failWith(exit_code::kUsage, "unknown login format '{}'", format);
+  if (!knownLoginFormat(format)) return failWith(exit_code::kUsage, "unknown login format '{}'", format);
   return {};
+}
+
+Result<AgentLogin> checkedTokens(AgentLogin login) {
+  if (!isTokenText(login.accessToken) || (!login.refreshToken.empty() && !isTokenText(login.refreshToken)))
+    return failWith(exit_code::kUsage, "the credential file's tokens are missing or not plain ASCII");
+  login.kind = login.refreshToken.empty() ? AgentLogin::Kind::kToken : AgentLogin::Kind::kSubscription;
+  return login;
+}
+
+/// Claude Code's .credentials.json (claudeAiOauth).
+Result<AgentLogin> claudeLogin(const json& doc) {
+  const json* oauth = nullptr;
+  if (doc.is_object())
+    if (auto it = doc.find("claudeAiOauth"); it != doc.end() && it->is_object()) oauth = &*it;
+  if (!oauth)
+    return failWith(exit_code::kUsage, "the credential file has no Claude subscription login (claudeAiOauth); "
+                                       "log in with `claude` on this machine first");
+  AgentLogin login;
+  login.format = "claude-oauth";
+  login.accessToken = optionalString(*oauth, "accessToken");
+  login.refreshToken = optionalString(*oauth, "refreshToken");
+  if (auto it = oauth->find("expiresAt"); it != oauth->end() && it->is_number_integer())
+    login.expiresAtMs = it->get<int64_t>();
+  if (auto it = oauth->find("scopes"); it != oauth->end() && it->is_array())
+    for (const auto& s : *it)
+      if (s.is_string() && s.get_ref<const std::string&>().size() < 128) login.scopes.push_back(s.get<std::string>());
+  auto plain = [](std::string s) { return s.size() <= 64 && isTokenText(s) ? s : std::string(); };
+  login.subscriptionType = plain(optionalString(*oauth, "subscriptionType"));
+  login.rateLimitTier = plain(optionalString(*oauth, "rateLimitTier"));
+  return checkedTokens(std::move(login));
+}
+
+/// Gemini CLI's oauth_creds.json (google-auth-library's Credentials).
+Result<AgentLogin> geminiLogin(const json& doc) {
+  if (!doc.is_object() || !doc.contains("access_token"))
+    return failWith(exit_code::kUsage, "the credential file has no Google login (access_token); "
+                                       "log in with `gemini` on this machine first");
+  AgentLogin login;
+  login.format = "gemini-oauth";
+  login.accessToken = optionalString(doc, "access_token");
+  login.refreshToken = optionalString(doc, "refresh_token");
+  // Milliseconds; within ±300 years so that it stays an int64 and a date.
+  if (auto it = doc.find("expiry_date"); it != doc.end() && it->is_number() && std::abs(it->get<double>()) < 1e13)
+    login.expiresAtMs = static_cast<int64_t>(it->get<double>());
+  std::string scope = optionalString(doc, "scope");
+  for (size_t start = 0; start < scope.size() && login.scopes.size() < 32;) {
+    size_t end = std::min(scope.find(' ', start), scope.size());
+    if (end > start && end - start < 128) login.scopes.push_back(scope.substr(start, end - start));
+    start = end + 1;
+  }
+  return checkedTokens(std::move(login));
 }
 
 }  // namespace
 
 std::string loginSecretName(std::string_view agent) { return "login." + std::string(agent); }
+
+bool knownLoginFormat(std::string_view format) { return format == "claude-oauth" || format == "gemini-oauth"; }
+
+bool rotatesRefreshToken(std::string_view format) { return format == "claude-oauth"; }
 
 std::string serializeLogin(const AgentLogin& login) {
   json o = {{"kind", login.kind == AgentLogin::Kind::kSubscription ? "subscription" : "token"},
@@ -76,10 +134,14 @@ Result<AgentLogin> parseLogin(std::string_view value) {
 std::string accountFromFile(std::string_view content, const std::string& key) {
   json doc = json::parse(content, nullptr, false);
   if (!doc.is_object()) return "";
-  auto it = doc.find(key);
-  if (it == doc.end() || !it->is_object()) return "";
+  const json* account = &doc;
+  if (!key.empty()) {
+    auto it = doc.find(key);
+    if (it == doc.end() || !it->is_object()) return "";
+    account = &*it;
+  }
   json kept = json::object();
-  for (const auto& [name, value] : it->items()) {
+  for (const auto& [name, value] : account->items()) {
     if (name.size() > 64) continue;
     if (value.is_string() && value.get_ref<const std::string&>().size() <= 256) kept[name] = value;
     if (value.is_number() || value.is_boolean()) kept[name] = value;
@@ -91,7 +153,9 @@ std::string withAccount(std::string_view seed, const std::string& key, const Age
   json doc = seed.empty() ? json::object() : json::parse(seed, nullptr, false);
   if (!doc.is_object()) doc = json::object();
   json account = json::parse(login.accountJson, nullptr, false);
-  if (account.is_object()) doc[key] = account;
+  if (!account.is_object()) return doc.dump();
+  if (key.empty()) doc.update(account);
+  else doc[key] = account;
   return doc.dump();
 }
 
@@ -100,29 +164,7 @@ Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_
   if (content.size() > kMaxCredentialFileBytes)
     return failWith(exit_code::kUsage, "the credential file is over {} KiB; not a login", kMaxCredentialFileBytes / 1024);
   json doc = json::parse(content, nullptr, false);
-  const json* oauth = nullptr;
-  if (doc.is_object())
-    if (auto it = doc.find("claudeAiOauth"); it != doc.end() && it->is_object()) oauth = &*it;
-  if (!oauth)
-    return failWith(exit_code::kUsage, "the credential file has no Claude subscription login (claudeAiOauth); "
-                                       "log in with `claude` on this machine first");
-  AgentLogin login;
-  login.kind = AgentLogin::Kind::kSubscription;
-  login.format = std::string(format);
-  login.accessToken = optionalString(*oauth, "accessToken");
-  login.refreshToken = optionalString(*oauth, "refreshToken");
-  if (!isTokenText(login.accessToken) || (!login.refreshToken.empty() && !isTokenText(login.refreshToken)))
-    return failWith(exit_code::kUsage, "the credential file's tokens are missing or not plain ASCII");
-  if (login.refreshToken.empty()) login.kind = AgentLogin::Kind::kToken;
-  if (auto it = oauth->find("expiresAt"); it != oauth->end() && it->is_number_integer())
-    login.expiresAtMs = it->get<int64_t>();
-  if (auto it = oauth->find("scopes"); it != oauth->end() && it->is_array())
-    for (const auto& s : *it)
-      if (s.is_string() && s.get_ref<const std::string&>().size() < 128) login.scopes.push_back(s.get<std::string>());
-  auto plain = [](std::string s) { return s.size() <= 64 && isTokenText(s) ? s : std::string(); };
-  login.subscriptionType = plain(optionalString(*oauth, "subscriptionType"));
-  login.rateLimitTier = plain(optionalString(*oauth, "rateLimitTier"));
-  return login;
+  return format == "gemini-oauth" ? geminiLogin(doc) : claudeLogin(doc);
 }
 
 Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token) {
@@ -136,6 +178,11 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
   login.format = std::string(format);
   login.accessToken = std::string(token);
   return login;
+}
+
+std::string describeLogin(const AgentLogin& login) {
+  if (login.kind == AgentLogin::Kind::kToken) return "long-lived token";
+  return login.subscriptionType.empty() ? "account" : "subscription (" + login.subscriptionType + ")";
 }
 
 std::string placeholderToken(const AgentLogin& login) {
@@ -152,7 +199,8 @@ std::string placeholderToken(const AgentLogin& login) {
   return (kindPrefix ? prefix : std::string()) + std::string(kPlaceholderMark);
 }
 
-std::string placeholderCredentialFile(const AgentLogin& login) {
+std::optional<std::string> placeholderCredentialFile(const AgentLogin& login) {
+  if (login.format != "claude-oauth") return std::nullopt;
   json oauth = {{"accessToken", placeholderToken(login)},
                 {"refreshToken", "sk-ant-ort01-" + std::string(kPlaceholderMark)},
                 {"expiresAt", kFarFutureMs},

@@ -12,6 +12,14 @@
 //                  "refreshToken": "sk-ant-ort01-...", "expiresAt": <ms>,
 //                  "scopes": [...], "subscriptionType": "max", ...}}
 //                 (facts: ../shared/agent-credentials.md, "Claude Code").
+//                 The guest gets a placeholder copy of the file.
+//   gemini-oauth  Gemini CLI's oauth_creds.json (google-auth-library's):
+//                 {"access_token": "ya29...", "refresh_token": "1//...",
+//                  "scope": "a b", "token_type": "Bearer", "id_token": ...,
+//                  "expiry_date": <ms>}  (same facts file, "Gemini CLI").
+//                 The guest gets no file: a placeholder in the token
+//                 variable (GOOGLE_CLOUD_ACCESS_TOKEN), which Gemini uses
+//                 without refreshing it.
 
 #include <cstdint>
 #include <optional>
@@ -40,7 +48,7 @@ struct AgentLogin {
     kToken,         ///< a long-lived token (CLAUDE_CODE_OAUTH_TOKEN), never refreshed
   };
   Kind kind = Kind::kToken;
-  std::string format;        ///< the spec's login format ("claude-oauth")
+  std::string format;        ///< the spec's login format ("claude-oauth", "gemini-oauth")
   std::string accessToken;   ///< what goes on the wire
   std::string refreshToken;  ///< "" for kToken
   std::optional<int64_t> expiresAtMs;  ///< the access token's expiry (Unix ms); none: unknown
@@ -63,20 +71,35 @@ Result<AgentLogin> parseLogin(std::string_view value);
 /// token, a token with a character outside printable ASCII.
 Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content);
 
+/// True for a format airlock reads ("claude-oauth", "gemini-oauth").
+bool knownLoginFormat(std::string_view format);
+
+/// True when a refresh of a `format` login replaces its refresh token
+/// (Claude's do; Google's keep theirs), so that a login shared with the
+/// agent on the host breaks on one side when the other refreshes.
+bool rotatesRefreshToken(std::string_view format);
+
 /// The object under `key` in the agent's account cache file `content`
-/// (Claude's ~/.claude.json oauthAccount) as compact JSON, keeping only
+/// (Claude's ~/.claude.json oauthAccount; the whole file when `key` is "",
+/// as Gemini's google_accounts.json) as compact JSON, keeping only
 /// string, number and boolean members of at most 256 bytes; "" when the
 /// file or key is missing or not JSON (the agent then asks its API).
 std::string accountFromFile(std::string_view content, const std::string& key);
 
 /// `seed` (a JSON object, the spec's seed of the account file; "" for
-/// none) with `login`'s account under `key`.
+/// none) with `login`'s account under `key` (merged into the top level
+/// when `key` is "").
 std::string withAccount(std::string_view seed, const std::string& key, const AgentLogin& login);
 
 /// A long-lived token given by value (`--from-env NAME`, stdin): trimmed of
 /// one trailing newline. Errors (64): empty, over 4 KiB, whitespace or
 /// control characters inside.
 Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token);
+
+/// What kind of login it is, for messages: "subscription (max)" (an
+/// OAuth login with a plan), "account" (one without: a Google login),
+/// "long-lived token".
+std::string describeLogin(const AgentLogin& login);
 
 /// The access token the guest gets instead of the real one: the real
 /// token's prefix up to its third '-' ("sk-ant-oat01-"), then
@@ -88,6 +111,8 @@ std::string placeholderToken(const AgentLogin& login);
 /// The credential file written in the guest for a kSubscription login:
 /// the format's JSON with placeholder tokens and an expiry far in the
 /// future (2100-01-01), so the agent never tries to refresh on its own.
-std::string placeholderCredentialFile(const AgentLogin& login);
+/// nullopt for a format whose guest gets its placeholder in the token
+/// variable instead (gemini-oauth).
+std::optional<std::string> placeholderCredentialFile(const AgentLogin& login);
 
 }  // namespace airlock::secrets

@@ -29,7 +29,29 @@ size_t collect(char* data, size_t size, size_t count, void* out) {
 
 }  // namespace
 
-LoginTokens::LoginTokens(SecretStore& store, std::string agent, RefreshEndpoint endpoint, JsonPoster post,
+RefreshRequest refreshRequest(const AgentLogin& login, const RefreshEndpoint& endpoint) {
+  if (login.format == "gemini-oauth") {
+    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+    std::string body;
+    for (auto [name, value] : {std::pair{"grant_type", std::string("refresh_token")},
+                               std::pair{"refresh_token", login.refreshToken}, std::pair{"client_id", endpoint.clientId},
+                               std::pair{"client_secret", endpoint.clientSecret}}) {
+      if (value.empty()) continue;
+      std::unique_ptr<char, void (*)(void*)> escaped(
+          curl_easy_escape(curl.get(), value.data(), static_cast<int>(value.size())), curl_free);
+      body += (body.empty() ? "" : "&") + std::string(name) + "=" + escaped.get();
+    }
+    return {"application/x-www-form-urlencoded", body};
+  }
+  std::string scope;
+  for (const auto& s : login.scopes) scope += (scope.empty() ? "" : " ") + s;
+  json request = {{"grant_type", "refresh_token"}, {"refresh_token", login.refreshToken},
+                  {"client_id", endpoint.clientId}};
+  if (!scope.empty()) request["scope"] = scope;
+  return {"application/json", request.dump()};
+}
+
+LoginTokens::LoginTokens(SecretStore& store, std::string agent, RefreshEndpoint endpoint, HttpPoster post,
                          std::string lockPath, const Clock& clock)
     : store_(store), agent_(std::move(agent)), endpoint_(std::move(endpoint)), post_(std::move(post)),
       lockPath_(std::move(lockPath)), clock_(clock) {}
@@ -81,12 +103,7 @@ Result<> LoginTokens::refresh() {
   if (login_.accessToken != mine && !expiring()) return {};
   if (login_.refreshToken.empty())
     return fail("the {} login cannot be refreshed (no refresh token); run `airlock login {}`", agent_, agent_);
-  std::string scope;
-  for (const auto& s : login_.scopes) scope += (scope.empty() ? "" : " ") + s;
-  json request = {{"grant_type", "refresh_token"}, {"refresh_token", login_.refreshToken},
-                  {"client_id", endpoint_.clientId}};
-  if (!scope.empty()) request["scope"] = scope;
-  auto response = post_(endpoint_.url, request.dump());
+  auto response = post_(endpoint_.url, refreshRequest(login_, endpoint_));
   if (!response) return fail("cannot refresh the {} login: {}", agent_, response.error().message);
   const auto& [status, body] = *response;
   json answer = json::parse(body, nullptr, false);
@@ -111,12 +128,13 @@ Result<> LoginTokens::refresh() {
   return {};
 }
 
-JsonPoster curlJsonPoster(std::string caFile) {
-  return [caFile](const std::string& url, const std::string& body) -> Result<std::pair<long, std::string>> {
+HttpPoster curlPoster(std::string caFile) {
+  return [caFile](const std::string& url, const RefreshRequest& request) -> Result<std::pair<long, std::string>> {
     std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
     if (!curl) return fail("cannot start libcurl");
+    const std::string& body = request.body;
     std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(
-        curl_slist_append(nullptr, "Content-Type: application/json"), curl_slist_free_all);
+        curl_slist_append(nullptr, ("Content-Type: " + request.contentType).c_str()), curl_slist_free_all);
     std::string answer;
     curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "https,http");

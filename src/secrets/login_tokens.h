@@ -34,13 +34,27 @@ class TokenSource {
 
 /// How a login is refreshed (the agent spec's login section).
 struct RefreshEndpoint {
-  std::string url;       ///< "https://platform.claude.com/v1/oauth/token"
-  std::string clientId;  ///< the agent's public OAuth client id
+  std::string url;           ///< "https://platform.claude.com/v1/oauth/token"
+  std::string clientId;      ///< the agent's public OAuth client id
+  std::string clientSecret;  ///< its public client secret, when the endpoint wants one ("": none)
 };
 
-/// POSTs `body` (JSON) to `url` and returns the response's status and body
+/// One refresh request's body.
+struct RefreshRequest {
+  std::string contentType;  ///< "application/json" or "application/x-www-form-urlencoded"
+  std::string body;
+};
+
+/// The refresh request for `login` as its agent sends it: claude-oauth as
+/// JSON {grant_type, refresh_token, client_id, scope} (what Claude Code
+/// sends); gemini-oauth form-encoded with the client secret (RFC 6749
+/// section 6, what google-auth-library sends).
+RefreshRequest refreshRequest(const AgentLogin& login, const RefreshEndpoint& endpoint);
+
+/// POSTs `request` to `url` and returns the response's status and body
 /// (at most 1 MiB). Errors: no connection, TLS failure, timeout (30 s).
-using JsonPoster = std::function<Result<std::pair<long, std::string>>(const std::string& url, const std::string& body)>;
+using HttpPoster =
+    std::function<Result<std::pair<long, std::string>>(const std::string& url, const RefreshRequest& request)>;
 
 /// Refresh margin: a token expiring sooner than this is refreshed first
 /// (the agents' own margin is about 5 minutes).
@@ -50,7 +64,7 @@ inline constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
 class LoginTokens final : public TokenSource {
  public:
   /// `lockPath`: the lock file shared by every session of this login.
-  LoginTokens(SecretStore& store, std::string agent, RefreshEndpoint endpoint, JsonPoster post, std::string lockPath,
+  LoginTokens(SecretStore& store, std::string agent, RefreshEndpoint endpoint, HttpPoster post, std::string lockPath,
               const Clock& clock);
   /// Reads the stored login. Errors: none stored, or not airlock's.
   Result<> load();
@@ -69,14 +83,14 @@ class LoginTokens final : public TokenSource {
   SecretStore& store_;
   std::string agent_;
   RefreshEndpoint endpoint_;
-  JsonPoster post_;
+  HttpPoster post_;
   std::string lockPath_;
   const Clock& clock_;
   AgentLogin login_;
 };
 
-/// A JsonPoster over libcurl trusting `caFile` (PEM) instead of the system
+/// An HttpPoster over libcurl trusting `caFile` (PEM) instead of the system
 /// store when not empty.
-JsonPoster curlJsonPoster(std::string caFile);
+HttpPoster curlPoster(std::string caFile);
 
 }  // namespace airlock::secrets

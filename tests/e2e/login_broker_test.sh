@@ -27,15 +27,15 @@ set -euo pipefail
 AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
+. "$SRC/tests/e2e/test_user.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-e2e.XXXXXX")
 INET=airlock-login-inet-$$
 HOST=airlock-login-host-$$
 pids=()
-tun_mode=$(stat -c %a /dev/net/tun)
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  chmod "$tun_mode" /dev/net/tun 2>/dev/null || true
+  test_user_down
   fake_internet_down "$INET" "$HOST"
   rm -rf "$WORK"
 }
@@ -78,46 +78,17 @@ echo "# Brokered project" >project/README.md
 
 # The user airlock runs as: root's own session when not started by root,
 # else airlock-4242 with its own copy of airlock and root's agent image.
-CACHE=${AIRLOCK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}
-as_root=()
-if [ "$(id -u)" = 0 ]; then
-  uid=4242
-  flock /tmp/airlock-test-account.lock sh -c "
-    set -e
-    getent group $uid >/dev/null || groupadd -g $uid airlock-$uid
-    getent passwd $uid >/dev/null || useradd -u $uid -g $uid -M -N -d /nonexistent -s /usr/sbin/nologin airlock-$uid
-    [ \"\$(getent passwd $uid | cut -d: -f1)\" = airlock-$uid ] || { echo 'uid $uid is not airlock-$uid'; exit 1; }
-    for kind in uid gid; do
-      grep -qE '^(airlock-$uid|$uid):' /etc/sub\$kind 2>/dev/null ||
-        usermod --add-sub\${kind}s $((2000000000 + (uid % 1000) * 65536))-$((2000000000 + (uid % 1000) * 65536 + 65535)) airlock-$uid
-    done" || fail "cannot make the test account airlock-$uid"
-  image=$("$AIRLOCK" image build -q claude-code | head -1)
-  [ -f "$image" ] || fail "no claude-code image: $image"
-  mkdir -p bin cache/images
-  cp "$AIRLOCK" "$(dirname "$AIRLOCK")/airlock-init" bin/
-  for sub in assets downloads; do [ -d "$CACHE/$sub" ] && cp -al "$CACHE/$sub" cache/ 2>/dev/null || cp -a "$CACHE/$sub" cache/ 2>/dev/null || true; done
-  ln "$image" cache/images/ 2>/dev/null || cp "$image" cache/images/
-  chmod 0666 /dev/net/tun
-  AIRLOCK=$WORK/bin/airlock
-  CACHE=$WORK/cache
-  as_root=(setpriv --reuid=$uid --regid=$uid --clear-groups)
-fi
+test_user_up "$WORK" claude-code
 
 as_user() {
-  ip netns exec "$HOST" "${as_root[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN HOME="$WORK/home" \
+  ip netns exec "$HOST" "${as_test_user[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN HOME="$WORK/home" \
     XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" \
     AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file \
     SSL_CERT_FILE="$WORK/ca.crt" ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM "$@"
 }
 stored_login() { cat "$WORK/data/airlock/secrets/login.claude-code"; }
 
-if [ "$(id -u)" = 0 ]; then
-  # Everything of the test's is the user's, except the seeded cache files
-  # (root's, shared by hard link): only directories change owner there.
-  find "$WORK" -path "$WORK/cache" -prune -o -exec chown -h "$uid:$uid" {} +
-  find "$WORK/cache" -type d -exec chown "$uid:$uid" {} +
-  chmod 0755 "$WORK"
-fi
+test_user_own "$WORK"
 as_user "$AIRLOCK" login claude-code --from-host 2>login.err || fail "login --from-host: $(cat login.err)"
 grep -q 'subscription (max)' login.err || fail "login did not say what it stored: $(cat login.err)"
 stored_login | grep -q FAKE-REAL-REFRESH || fail "the store lacks the imported login"

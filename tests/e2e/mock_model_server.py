@@ -11,8 +11,16 @@ One process, one port, four model APIs (routed by path):
   POST /v1beta/models/<m>:countTokens            Gemini token count
   POST /v1/chat/completions               OpenAI chat completions (SSE/JSON) -> OpenCode
   GET  /v1/models                         a one-model list
+  POST /v1internal:<method>               Gemini Code Assist (a Google login; Gemini CLI with
+                                          CODE_ASSIST_ENDPOINT): loadCodeAssist (a standard tier
+                                          and project), generateContent, streamGenerateContent
+                                          (?alt=sse), countTokens; answers wrapped {"response": ...};
+                                          other methods answer {}
   POST /v1/oauth/token                    OAuth refresh (Claude's platform.claude.com): new
                                           access and refresh tokens, "sk-ant-oat01-rotated-<hex>"
+  POST /token                             OAuth refresh (Google's oauth2.googleapis.com, form-
+                                          encoded): a new access token "ya29.rotated-<hex>", no
+                                          new refresh token
   HEAD anything, GET /                    200, empty; any other path: 404
 
 --reject-first-bearer answers the first model request with 401 (an access
@@ -72,7 +80,7 @@ import time
 import uuid
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 DEFAULT_WORKDIR = "/workspace"
 DEFAULT_FINAL_TEXT = "Done: the scripted changes are complete."
@@ -601,7 +609,7 @@ def responses_reply(body, call, text):
 # Gemini -------------------------------------------------------------------
 
 
-def gemini_reply(body, call, text, stream, model):
+def gemini_reply(body, call, text, stream, model, wrap=False):
     in_tok, out_tok = usage_numbers(body)
     if call is not None:
         part = {"functionCall": {"name": call.name, "args": call.args}}
@@ -613,6 +621,8 @@ def gemini_reply(body, call, text, stream, model):
                               "candidatesTokenCount": out_tok,
                               "totalTokenCount": in_tok + out_tok},
             "modelVersion": model, "responseId": new_id("mock")}
+    if wrap:  # Code Assist: {"response": <the Gemini API's answer>, "traceId": ...}
+        resp = {"response": resp, "traceId": new_id("trace")}
     if not stream:
         return "application/json", json.dumps(resp).encode("utf-8")
     return "text/event-stream", sse([(None, resp)])
@@ -716,6 +726,8 @@ class State:
 
 
 GEMINI_RE = re.compile(r"^/v1(?:beta|alpha|)?/models/([^/:]+):([A-Za-z]+)$")
+CODE_ASSIST_RE = re.compile(r"^/v1internal:([A-Za-z]+)$")
+CODE_ASSIST_PROJECT = "airlock-mock-project"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -824,7 +836,12 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"n": n, "time": time.time(), "method": "POST", "path": self.path}
         try:
             raw = self.read_body()
-            body = json.loads(raw.decode("utf-8")) if raw else {}
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if ctype == "application/x-www-form-urlencoded":
+                body = {k: v[0] for k, v in parse_qs(raw.decode("utf-8"), keep_blank_values=True).items()}
+                body["_form"] = True
+            else:
+                body = json.loads(raw.decode("utf-8")) if raw else {}
             if not isinstance(body, dict):
                 raise ValueError("request body is not a JSON object")
             if st.dump_dir:
@@ -861,7 +878,26 @@ class Handler(BaseHTTPRequestHandler):
                                  "refresh_token": "sk-ant-ort01-rotated-" + rotated,
                                  "expires_in": 28800, "token_type": "Bearer"})
             return
-        if st.reject_first_bearer and path in ("/v1/messages", "/messages"):
+        if path == "/token" and st.refuse_refresh:
+            entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))
+            st.log(entry)
+            self.send_json(400, {"error": "invalid_grant", "error_description": "Token has been expired or revoked."})
+            return
+        if path == "/token":
+            rotated = uuid.uuid4().hex[:16]
+            entry.update(kind="oauth_token", grant_type=body.get("grant_type"),
+                         refresh_token=body.get("refresh_token"), client_id=body.get("client_id"),
+                         client_secret=body.get("client_secret"), form=bool(body.get("_form")),
+                         rotated=rotated)
+            st.log(entry)
+            self.send_json(200, {"access_token": "ya29.rotated-" + rotated, "expires_in": 3599,
+                                 "scope": "https://www.googleapis.com/auth/cloud-platform",
+                                 "token_type": "Bearer", "id_token": "eyJhbGciOiJub25lIn0.e30."})
+            return
+        cm = CODE_ASSIST_RE.match(path)
+        model_call = path in ("/v1/messages", "/messages") or \
+            (cm is not None and cm.group(1) in ("generateContent", "streamGenerateContent"))
+        if st.reject_first_bearer and model_call:
             st.reject_first_bearer = False
             entry.update(kind="rejected_bearer", authorization=self.headers.get("Authorization"))
             st.log(entry)
@@ -870,6 +906,28 @@ class Handler(BaseHTTPRequestHandler):
             return
 
         gm = GEMINI_RE.match(path)
+        # The Gemini API's method and model: from the path, or from Code Assist's body.
+        gemini_method, gemini_model = (gm.group(2), gm.group(1)) if gm else (None, None)
+        wrap = False
+        if cm and cm.group(1) == "loadCodeAssist":
+            entry.update(api="code_assist", kind="load_code_assist",
+                         authorization=self.headers.get("Authorization"))
+            st.log(entry)
+            tier = {"id": "standard-tier", "name": "Mock Code Assist", "hasOnboardedPreviously": True}
+            self.send_json(200, {"currentTier": tier, "allowedTiers": [dict(tier, isDefault=True)],
+                                 "cloudaicompanionProject": CODE_ASSIST_PROJECT})
+            return
+        if cm and cm.group(1) not in ("generateContent", "streamGenerateContent", "countTokens"):
+            entry.update(api="code_assist", kind="code_assist_" + cm.group(1))
+            st.log(entry)
+            self.send_json(200, {})
+            return
+        if cm:  # Code Assist wraps the Gemini API's request: {model, project, request: {...}}
+            request = body.get("request") if isinstance(body.get("request"), dict) else {}
+            entry["project"] = body.get("project")
+            gemini_method, gemini_model = cm.group(1), body.get("model")
+            body = request
+            wrap = gemini_method != "countTokens"
         if path in ("/v1/messages", "/messages"):
             api, tools, results = "anthropic", tools_anthropic(body), results_anthropic(body)
         elif path in ("/v1/messages/count_tokens", "/messages/count_tokens"):
@@ -881,9 +939,9 @@ class Handler(BaseHTTPRequestHandler):
             api, tools, results = "responses", tools_responses(body), results_responses(body)
         elif path in ("/v1/chat/completions", "/chat/completions"):
             api, tools, results = "chat", tools_chat(body), results_chat(body)
-        elif gm and gm.group(2) in ("generateContent", "streamGenerateContent"):
+        elif gemini_method in ("generateContent", "streamGenerateContent"):
             api, tools, results = "gemini", tools_gemini(body), results_gemini(body)
-        elif gm and gm.group(2) == "countTokens":
+        elif gemini_method == "countTokens":
             entry.update(api="gemini", kind="count_tokens")
             st.log(entry)
             self.send_json(200, {"totalTokens": usage_numbers(body)[0]})
@@ -894,7 +952,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
 
-        model = body.get("model") or (gm.group(1) if gm else None)
+        model = body.get("model") or gemini_model
         detected = detect_workdir(body)
         workdir = detected or st.scenario.workdir or DEFAULT_WORKDIR
         step = len(results)
@@ -940,9 +998,9 @@ class Handler(BaseHTTPRequestHandler):
         elif api == "chat":
             ctype, payload = chat_reply(body, call, text)
         else:
-            stream = gm.group(2) == "streamGenerateContent"
+            stream = gemini_method == "streamGenerateContent"
             sse_mode = "alt=sse" in split.query
-            ctype, payload = gemini_reply(body, call, text, stream and sse_mode, model)
+            ctype, payload = gemini_reply(body, call, text, stream and sse_mode, model, wrap)
             if stream and not sse_mode:  # plain streaming: a JSON array of responses
                 payload = b"[" + payload + b"]"
         st.log(entry)

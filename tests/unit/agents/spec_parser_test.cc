@@ -250,6 +250,44 @@ TEST(SpecParser, LoginRoutesOnlyToHttpsAndRoundTrips) {
   EXPECT_NE(with("client_id: demo-client", "clientid: demo-client").find("unknown key 'clientid'"), std::string::npos);
 }
 
+TEST(SpecParser, ALoginMayBringItsOwnVariablesHomeFilesAndAccountHosts) {
+  const std::string login = R"(login:
+  format: gemini-oauth
+  file: .demo/creds.json
+  token_env: DEMO_ACCESS_TOKEN
+  base_url_env: DEMO_ENDPOINT
+  upstream: https://api.example.com
+  paths: ["/v1internal:"]
+  refresh_url: https://auth.example.com/token
+  client_id: demo-client
+  client_secret: demo-public-secret
+  account_file: .demo/accounts.json
+  account_hosts: [who.example.com]
+  env: {DEMO_USE_LOGIN: "true"}
+  home_files:
+    .demo/settings.json: '{"auth": "login"}'
+)";
+  auto spec = parseAgentSpec(kMinimal + login, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->login.clientSecret, "demo-public-secret");
+  EXPECT_EQ(spec->login.accountKey, "");  // the file's top level
+  EXPECT_EQ(spec->login.accountHosts, std::vector<std::string>{"who.example.com"});
+  EXPECT_EQ(spec->login.env.at("DEMO_USE_LOGIN"), "true");
+  EXPECT_EQ(spec->login.homeFiles.at(".demo/settings.json"), R"({"auth": "login"})");
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string yaml = kMinimal + login;
+    yaml.replace(yaml.find(from), from.size(), to);
+    return errorOf(yaml);
+  };
+  EXPECT_NE(with("DEMO_USE_LOGIN:", "1BAD:").find("variable name"), std::string::npos);
+  EXPECT_NE(with(".demo/settings.json:", "/etc/passwd:").find("relative path"), std::string::npos);
+  EXPECT_NE(with("[who.example.com]", "[\"who example\"]").find("host name"), std::string::npos);
+  EXPECT_NE(with(R"('{"auth": "login"}')", "'${UNTERMINATED'").find("login home file"), std::string::npos);
+}
+
 TEST(SpecParser, ImageReferenceInsteadOfARecipe) {
   const std::string yaml = R"(name: team-agent
 description: Our agent, from our registry

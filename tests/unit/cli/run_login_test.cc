@@ -34,10 +34,10 @@ class RunLoginTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   /// Stores `login` as airlock login would.
-  void store(const secrets::AgentLogin& login) {
+  void store(const secrets::AgentLogin& login, const std::string& agent = "claude-code") {
     HostSecrets secrets(host_, true);
     std::string note;
-    ASSERT_TRUE(secrets.store().set(secrets::loginSecretName("claude-code"), secrets::serializeLogin(login), "test",
+    ASSERT_TRUE(secrets.store().set(secrets::loginSecretName(agent), secrets::serializeLogin(login), "test",
                                     std::nullopt, note));
   }
   static secrets::AgentLogin subscription() {
@@ -133,6 +133,43 @@ TEST_F(RunLoginTest, ALongLivedTokenGoesInAsItsVariablesPlaceholder) {
   session::Plan plan;
   ASSERT_TRUE((*login)->applyToPlan(plan));
   EXPECT_TRUE(plan.homeFiles.empty());
+}
+
+TEST_F(RunLoginTest, AGoogleLoginGivesGeminiCodeAssistAtTheBrokerAndAPlaceholderToken) {
+  auto registry = agents::AgentRegistry::builtin();
+  ASSERT_TRUE(registry);
+  agents::AgentSpec gemini = *registry->find("gemini");
+  auto creds = secrets::loginFromCredentialFile(
+      "gemini-oauth", R"({"access_token":"ya29.REAL-ACCESS","refresh_token":"1//REAL-REFRESH","expiry_date":4102444800000})");
+  ASSERT_TRUE(creds) << creds.error().message;
+  creds->accountJson = R"({"active":"user@example.com"})";
+  store(*creds, "gemini");
+  auto login = RunLogin::open(host_, gemini, {});
+  ASSERT_TRUE(login) << login.error().message;
+  ASSERT_NE(*login, nullptr);
+
+  // Google's login, not the API key, in Gemini's own settings; the API key is not forwarded.
+  agents::AgentSpec run = brokeredSpec(gemini, {});
+  EXPECT_EQ(run.env.at("GOOGLE_GENAI_USE_GCA"), "true");
+  EXPECT_NE(run.homeFiles.at(".gemini/settings.json").find(R"("selectedType": "oauth-personal")"), std::string::npos);
+  EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "GEMINI_API_KEY"), 0);
+  EXPECT_EQ(brokeredHosts(gemini),
+            (std::vector<std::string>{"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com"}));
+
+  agents::EnvMap env = {{"GEMINI_API_KEY", "AIza-billed"}, {"GOOGLE_CLOUD_ACCESS_TOKEN", "ya29.from-host-env"}};
+  (*login)->applyToEnvironment(env, {});
+  EXPECT_EQ(env.count("GEMINI_API_KEY"), 0u);
+  EXPECT_EQ(env.at("GOOGLE_CLOUD_ACCESS_TOKEN"), "airlock-placeholder");
+  EXPECT_EQ(env.at("CODE_ASSIST_ENDPOINT"), "http://10.0.2.2:4180");
+
+  // No credential file in the guest (Gemini would refresh from it); the account as Gemini caches it.
+  session::Plan plan;
+  ASSERT_TRUE((*login)->applyToPlan(plan));
+  EXPECT_TRUE(plan.homeFiles.empty());
+  ASSERT_EQ(plan.seedFiles.size(), 1u);
+  EXPECT_EQ(plan.seedFiles[0].path, ".gemini/google_accounts.json");
+  EXPECT_EQ(plan.seedFiles[0].content, R"({"active":"user@example.com"})");
+  EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kBrokerPort), 1u);
 }
 
 TEST_F(RunLoginTest, AHostPortOnTheBrokersPortIsRefused) {

@@ -136,6 +136,23 @@ TEST_F(DnsAnswererTest, ABrokeredModelHostGetsNxdomainAndIsNotCountedAsBlocked) 
   EXPECT_EQ(other.blocked, kBlockedNotAllowed);
 }
 
+TEST_F(DnsAnswererTest, AnAccountHostOfABrokeredLoginGetsNxdomainAndIsNotCountedAsBlocked) {
+  Policy login = policy_;
+  login.accountHosts = {"www.example.com"};
+  DnsAnswerer answerer(login, book_, upstream_, {});
+  upstream_.zone = {"www.example.com. 300 IN A 192.0.2.78"};
+  DnsOutcome outcome;
+  auto r = parseResponse(answerer.answer(makeQuery("www.example.com.", LDNS_RR_TYPE_AAAA), &outcome));
+  EXPECT_EQ(r.rcode, LDNS_RCODE_NXDOMAIN);
+  EXPECT_EQ(upstream_.queries, 0);
+  EXPECT_EQ(outcome.blocked, "");
+  EXPECT_NE(outcome.verdict.find("not needed"), std::string::npos) << outcome.verdict;
+  // Allowed explicitly, it resolves as any allowed name.
+  login.hosts.push_back({"www.example.com", {}});
+  DnsAnswerer allowing(login, book_, upstream_, {});
+  EXPECT_EQ(parseResponse(allowing.answer(makeQuery("www.example.com.", LDNS_RR_TYPE_A))).rcode, LDNS_RCODE_NOERROR);
+}
+
 TEST_F(DnsAnswererTest, TunnelTypesForUnlistedNamesAreRefused) {
   for (ldns_rr_type type : {LDNS_RR_TYPE_TXT, LDNS_RR_TYPE_NULL, LDNS_RR_TYPE_ANY})
     EXPECT_EQ(parseResponse(answerer_.answer(makeQuery("c2VjcmV0.evil.example.net.", type))).rcode, LDNS_RCODE_REFUSED);

@@ -228,7 +228,7 @@ TEST(AgentLogin, ThePlaceholderNeverContainsTheRealToken) {
 
 TEST(AgentLogin, ThePlaceholderCredentialFileHasNoRealTokenAndNeverExpires) {
   AgentLogin login = subscription();
-  std::string file = placeholderCredentialFile(login);
+  std::string file = placeholderCredentialFile(login).value_or("");
   EXPECT_EQ(file.find("REAL"), std::string::npos) << file;
   EXPECT_EQ(file.find(kAccess), std::string::npos);
   EXPECT_EQ(file.find(kRefresh), std::string::npos);
@@ -274,6 +274,77 @@ TEST(AgentLogin, TheAccountKeepsOnlyShortScalars) {
   EXPECT_EQ(json::parse(withAccount("[1]", "oauthAccount", login)).size(), 1u);
   login.accountJson = "";
   EXPECT_EQ(json::parse(withAccount(R"({"theme":"dark"})", "oauthAccount", login)), (json{{"theme", "dark"}}));
+}
+
+TEST(AgentLogin, GeminisCredentialFileGivesASubscriptionLoginWithOnlyTheCredentialFields) {
+  json creds = {{"access_token", "ya29.REAL-ACCESS"},
+                {"refresh_token", "1//REAL-REFRESH"},
+                {"scope", "https://www.googleapis.com/auth/cloud-platform openid  email"},
+                {"token_type", "Bearer"},
+                {"id_token", "eyJ.REAL-ID-TOKEN.sig"},
+                {"expiry_date", 1'900'000'000'000}};
+  auto login = loginFromCredentialFile("gemini-oauth", creds.dump());
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kSubscription);
+  EXPECT_EQ(login->format, "gemini-oauth");
+  EXPECT_EQ(login->accessToken, "ya29.REAL-ACCESS");
+  EXPECT_EQ(login->refreshToken, "1//REAL-REFRESH");
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  EXPECT_EQ(login->scopes, (std::vector<std::string>{"https://www.googleapis.com/auth/cloud-platform", "openid", "email"}));
+  // The id token (a JWT naming the user) is not a credential airlock needs.
+  std::string value = serializeLogin(*login);
+  EXPECT_EQ(value.find("REAL-ID-TOKEN"), std::string::npos) << value;
+  auto back = parseLogin(value);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->format, "gemini-oauth");
+  EXPECT_EQ(back->refreshToken, "1//REAL-REFRESH");
+  // Without a refresh token it is an access token used until it expires.
+  creds.erase("refresh_token");
+  login = loginFromCredentialFile("gemini-oauth", creds.dump());
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kToken);
+}
+
+TEST(AgentLogin, HostileGeminiCredentialFilesAreRefusedOrTheirOddFieldsDropped) {
+  for (std::string file : {std::string("{}"), std::string(R"({"access_token": 5})"),
+                           std::string(R"({"access_token": "ya29 x"})"), std::string(R"({"claudeAiOauth": {}})"),
+                           std::string(R"([{"access_token": "ya29.x"}])"),
+                           std::string(R"({"access_token": "ya29.x", "refresh_token": "1//
+X: y"})")}) {
+    auto login = loginFromCredentialFile("gemini-oauth", file);
+    ASSERT_FALSE(login) << file;
+    EXPECT_EQ(login.error().code, exit_code::kUsage) << file;
+  }
+  auto none = loginFromCredentialFile("gemini-oauth", "{}");
+  EXPECT_NE(none.error().message.find("gemini"), std::string::npos) << none.error().message;
+  // An expiry that would overflow is unknown rather than in the past; a
+  // scope list is capped.
+  std::string scopes;
+  for (int i = 0; i < 100; ++i) scopes += "s" + std::to_string(i) + " ";
+  auto odd = loginFromCredentialFile(
+      "gemini-oauth", json{{"access_token", "ya29.x"}, {"expiry_date", 1e300}, {"scope", scopes}}.dump());
+  ASSERT_TRUE(odd) << odd.error().message;
+  EXPECT_FALSE(odd->expiresAtMs);
+  EXPECT_EQ(odd->scopes.size(), 32u);
+}
+
+TEST(AgentLogin, AGeminiLoginGetsNoPlaceholderFileButAPlaceholderToken) {
+  auto login = loginFromCredentialFile("gemini-oauth", R"({"access_token":"ya29.a0AfB-REAL","refresh_token":"1//r"})");
+  ASSERT_TRUE(login);
+  EXPECT_FALSE(placeholderCredentialFile(*login));
+  EXPECT_EQ(placeholderToken(*login), kPlaceholderMark);
+  EXPECT_TRUE(placeholderCredentialFile(subscription()));
+}
+
+TEST(AgentLogin, AnAccountFileWithoutKeyIsTakenFromItsTopLevel) {
+  // Gemini's google_accounts.json.
+  std::string account = accountFromFile(R"({"active":"a@b.c","old":["x@y.z"]})", "");
+  EXPECT_EQ(json::parse(account), (json{{"active", "a@b.c"}}));
+  AgentLogin login = subscription();
+  login.accountJson = account;
+  EXPECT_EQ(json::parse(withAccount(R"({"active":null,"old":[]})", "", login)),
+            (json{{"active", "a@b.c"}, {"old", json::array()}}));
+  EXPECT_EQ(json::parse(withAccount("", "", login)), (json{{"active", "a@b.c"}}));
 }
 
 }  // namespace

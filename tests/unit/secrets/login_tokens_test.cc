@@ -35,14 +35,17 @@ class FakeEndpoint {
  public:
   struct Call {
     std::string url;
-    json body;
+    json body;  ///< a JSON body as JSON, a form body as a JSON string
+    std::string contentType;
   };
-  JsonPoster poster() {
-    return [this](const std::string& url, const std::string& body) -> Result<std::pair<long, std::string>> {
+  HttpPoster poster() {
+    return [this](const std::string& url, const RefreshRequest& request) -> Result<std::pair<long, std::string>> {
       std::optional<std::pair<long, std::string>> answer;
       {
         std::lock_guard guard(mutex_);
-        calls_.push_back({url, json::parse(body, nullptr, false)});
+        json body = request.contentType == "application/json" ? json::parse(request.body, nullptr, false)
+                                                              : json(request.body);
+        calls_.push_back({url, body, request.contentType});
         answer = answer_;
       }
       if (delay.count()) std::this_thread::sleep_for(delay);
@@ -180,6 +183,53 @@ TEST_F(LoginTokensTest, AnExpiringTokenIsRefreshedBeforeUseWithTheStoredRefreshT
   ASSERT_TRUE(token);
   EXPECT_EQ(*token, "sk-ant-oat01-NEW-ACCESS");
   EXPECT_EQ(endpoint_.calls().size(), 1u);
+}
+
+TEST(RefreshRequest, AGoogleLoginIsRefreshedFormEncodedWithTheClientSecret) {
+  AgentLogin login;
+  login.kind = AgentLogin::Kind::kSubscription;
+  login.format = "gemini-oauth";
+  login.accessToken = "ya29.OLD";
+  login.refreshToken = "1//0e-REFRESH/+=&x";
+  login.scopes = {"openid", "email"};
+  RefreshRequest request = refreshRequest(login, {"https://oauth2.example/token", "id-1.apps", "GOCSPX-s"});
+  EXPECT_EQ(request.contentType, "application/x-www-form-urlencoded");
+  // RFC 6749 section 6; the refresh token's '/', '+', '=' and '&' escaped; no scope (google-auth-library sends none).
+  EXPECT_EQ(request.body,
+            "grant_type=refresh_token&refresh_token=1%2F%2F0e-REFRESH%2F%2B%3D%26x&client_id=id-1.apps&"
+            "client_secret=GOCSPX-s");
+  login.format = "claude-oauth";
+  request = refreshRequest(login, {"https://platform.example/token", "c-1", ""});
+  EXPECT_EQ(request.contentType, "application/json");
+  EXPECT_EQ(json::parse(request.body), (json{{"grant_type", "refresh_token"}, {"refresh_token", "1//0e-REFRESH/+=&x"},
+                                             {"client_id", "c-1"}, {"scope", "openid email"}}));
+}
+
+TEST_F(LoginTokensTest, AGoogleLoginIsRefreshedThroughItsFormAndKeepsItsRefreshToken) {
+  AgentLogin login = subscription(-1000);
+  login.format = "gemini-oauth";
+  login.accessToken = "ya29.OLD";
+  login.refreshToken = "1//OLD-REFRESH";
+  put(login);
+  // Google answers no refresh_token: the old one stays good.
+  endpoint_.answer(200, json{{"access_token", "ya29.NEW"}, {"expires_in", 3599}, {"token_type", "Bearer"},
+                             {"id_token", "eyJ.x.y"}, {"scope", "openid"}});
+  auto s = std::make_unique<Session>(store());
+  s->tokens.emplace(s->store, kAgent, RefreshEndpoint{kUrl, kClientId, "GOCSPX-s"}, endpoint_.poster(), lockPath(),
+                    clock_);
+  ASSERT_TRUE(s->tokens->load());
+  auto token = s->tokens->token();
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_EQ(*token, "ya29.NEW");
+  auto calls = endpoint_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].contentType, "application/x-www-form-urlencoded");
+  EXPECT_NE(calls[0].body.get<std::string>().find("client_secret=GOCSPX-s"), std::string::npos);
+  AgentLogin now = stored();
+  EXPECT_EQ(now.accessToken, "ya29.NEW");
+  EXPECT_EQ(now.refreshToken, "1//OLD-REFRESH");
+  EXPECT_EQ(now.expiresAtMs, kNowMs + 3599 * 1000);
+  EXPECT_EQ(serializeLogin(now).find("eyJ"), std::string::npos);
 }
 
 TEST_F(LoginTokensTest, AnExpiredTokenIsRefreshedAndOneOutsideTheMarginIsNot) {
