@@ -69,6 +69,13 @@ struct LoginSpec {
   std::string file;      ///< the credential file, relative to $HOME on the host and in the guest
   std::string tokenEnv;  ///< the variable carrying a long-lived token ("CLAUDE_CODE_OAUTH_TOKEN")
   std::string baseUrlEnv;  ///< the variable pointing the agent at the broker ("ANTHROPIC_BASE_URL")
+  /// For an agent that talks HTTPS to part of its API (Codex's
+  /// chatgpt_base_url): the broker also serves HTTPS at the gateway under a
+  /// CA made for the session (secrets/session_tls.h). `tlsBaseUrlEnv` names
+  /// the variable set to that URL (for the login's home file templates),
+  /// `tlsCaEnv` the one set to the CA's PEM file in the guest. Both or neither.
+  std::string tlsBaseUrlEnv;
+  std::string tlsCaEnv;
   std::string upstream;    ///< the real API ("https://api.anthropic.com")
   std::vector<std::string> paths;  ///< request path prefixes the broker forwards ("/v1/")
   std::string refreshUrl;  ///< the OAuth token endpoint the host refreshes at

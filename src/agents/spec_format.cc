@@ -80,6 +80,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     out << YAML::Key << "login" << YAML::Value << YAML::BeginMap;
     for (auto [key, value] : {std::pair{"format", &l.format}, std::pair{"file", &l.file},
                               std::pair{"token_env", &l.tokenEnv}, std::pair{"base_url_env", &l.baseUrlEnv},
+                              std::pair{"tls_base_url_env", &l.tlsBaseUrlEnv}, std::pair{"tls_ca_env", &l.tlsCaEnv},
                               std::pair{"upstream", &l.upstream}})
       if (!value->empty()) out << YAML::Key << key << YAML::Value << *value;
     emitList(out, "paths", l.paths);

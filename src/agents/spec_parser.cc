@@ -15,7 +15,8 @@ namespace {
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
-constexpr std::string_view kLoginKeys[] = {"format", "file", "token_env", "base_url_env", "upstream", "paths",
+constexpr std::string_view kLoginKeys[] = {"format", "file", "token_env", "base_url_env", "tls_base_url_env",
+                                           "tls_ca_env", "upstream", "paths",
                                            "refresh_url", "client_id", "client_secret", "billing_env",
                                            "account_file", "account_key", "account_hosts", "env",
                                            "home_files"};
@@ -248,15 +249,18 @@ class SpecReader {
     if (!n.IsMap()) return error(n, "'login' must be a mapping");
     if (auto r = checkKeys(n, "login", kLoginKeys); !r) return r;
     if (auto r = string(n, "format", true, login.format); !r) return r;
-    if (login.format != "claude-oauth" && login.format != "gemini-oauth")
-      return error(child(n, "format"),
-                   fmt::format("login format '{}' is not one airlock reads (claude-oauth, gemini-oauth)", login.format));
+    if (login.format != "claude-oauth" && login.format != "gemini-oauth" && login.format != "codex-oauth")
+      return error(child(n, "format"), fmt::format("login format '{}' is not one airlock reads (claude-oauth, "
+                                                   "gemini-oauth, codex-oauth)", login.format));
     if (auto r = string(n, "file", true, login.file); !r) return r;
     if (!isRelativePath(login.file)) return error(child(n, "file"), "'file' must be a relative path");
-    for (auto [key, out] : {std::pair{"token_env", &login.tokenEnv}, std::pair{"base_url_env", &login.baseUrlEnv}}) {
+    for (auto [key, out] : {std::pair{"token_env", &login.tokenEnv}, std::pair{"base_url_env", &login.baseUrlEnv},
+                            std::pair{"tls_base_url_env", &login.tlsBaseUrlEnv}, std::pair{"tls_ca_env", &login.tlsCaEnv}}) {
       if (auto r = string(n, key, std::string_view(key) == "base_url_env", *out); !r) return r;
       if (!out->empty() && !isEnvName(*out)) return error(child(n, key), fmt::format("'{}' must be a variable name", key));
     }
+    if (login.tlsBaseUrlEnv.empty() != login.tlsCaEnv.empty())
+      return error(n, "'tls_base_url_env' and 'tls_ca_env' go together");
     for (auto [key, out] : {std::pair{"upstream", &login.upstream}, std::pair{"refresh_url", &login.refreshUrl}}) {
       if (auto r = string(n, key, true, *out); !r) return r;
       if (!out->starts_with("https://") || out->find_first_of(" \t\n\r") != std::string::npos)

@@ -145,6 +145,7 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host) {
       "  airlock login claude-code                  # paste it (not shown)\n"
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
       "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
+      "  airlock login codex --from-host            # your ChatGPT login from ~/.codex\n"
       "  airlock logout claude-code");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   auto* host_ = cmd->add_flag("--from-host", args->fromHost,

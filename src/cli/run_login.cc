@@ -6,8 +6,15 @@
 
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
+#include "vm/guest_contract.h"
 
 namespace airlock::cli {
+namespace {
+
+/// Where the guest gets the session CA of the broker's HTTPS side (relative to $HOME).
+constexpr const char* kBrokerCaFile = ".airlock/broker-ca.pem";
+
+}  // namespace
 
 bool namesVariable(const std::vector<std::string>& env, const std::string& name) {
   for (const auto& e : env)
@@ -43,6 +50,8 @@ std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec) {
 }
 
 agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv) {
+  // The model hosts and the login's upstream are the broker's to reach, not the guest's.
+  for (const auto& host : brokeredHosts(spec)) std::erase(spec.egress.extraHosts, host);
   spec.egress.modelHosts.clear();
   for (const auto& [name, value] : spec.login.env) spec.env[name] = value;
   for (const auto& [path, content] : spec.login.homeFiles) spec.homeFiles[path] = content;
@@ -72,6 +81,11 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   options.caFile = host.getEnv("SSL_CERT_FILE");
   run->broker_ = std::make_shared<secrets::CredentialBroker>(
       secrets::BrokerRoute{spec.login.upstream, spec.login.paths, spec.name}, *run->tokens_, options);
+  if (!spec.login.tlsCaEnv.empty()) {
+    auto tls = secrets::SessionTls::create(egress::kGatewayV4);
+    if (!tls) return std::unexpected(tls.error());
+    run->tls_ = std::move(*tls);
+  }
   return run;
 }
 
@@ -84,6 +98,10 @@ void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::st
   for (const auto& name : spec_.billingEnv)
     if (!namesVariable(namedEnv, name)) env.erase(name);
   env[spec_.baseUrlEnv] = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kBrokerPort);
+  if (tls_) {
+    env[spec_.tlsBaseUrlEnv] = fmt::format("https://{}:{}", egress::kGatewayV4, secrets::kBrokerTlsPort);
+    env[spec_.tlsCaEnv] = std::string(guest::kAgentHome) + "/" + kBrokerCaFile;
+  }
   if (spec_.tokenEnv.empty()) return;
   if (guestCredentialFile())
     env.erase(spec_.tokenEnv);
@@ -94,10 +112,11 @@ void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::st
 Result<> RunLogin::applyToPlan(session::Plan& plan) const {
   if (plan.machine.egress)
     for (const auto& mapping : plan.machine.egress->hostPorts)
-      if (mapping.guestPort == secrets::kBrokerPort)
+      if (mapping.guestPort == secrets::kBrokerPort || (tls_ && mapping.guestPort == secrets::kBrokerTlsPort))
         return failWith(exit_code::kUsage, "--host-port {} takes the gateway port of the {} login's broker; map "
                         "another port, or log out first (airlock logout {})", mapping.guestPort, agent_, agent_);
   if (auto file = guestCredentialFile()) plan.homeFiles.push_back({spec_.file, *file});
+  if (tls_) plan.homeFiles.push_back({kBrokerCaFile, tls_->caPem()});
   if (!spec_.accountFile.empty() && !login().accountJson.empty()) {
     auto seed = std::find_if(plan.seedFiles.begin(), plan.seedFiles.end(),
                              [&](const session::HomeFile& f) { return f.path == spec_.accountFile; });
@@ -106,6 +125,11 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
   }
   plan.machine.egressNetwork.gatewayServices[secrets::kBrokerPort] =
       [broker = broker_](Fd guest, const egress::EgressLogFn& log) { broker->serve(std::move(guest), log); };
+  if (tls_)
+    plan.machine.egressNetwork.gatewayServices[secrets::kBrokerTlsPort] =
+        [broker = broker_, tls = tls_](Fd guest, const egress::EgressLogFn& log) {
+          tls->serve(std::move(guest), [&](Fd plain) { broker->serve(std::move(plain), log); });
+        };
   return {};
 }
 

@@ -18,6 +18,7 @@
 #include "secrets/agent_login.h"
 #include "secrets/credential_broker.h"
 #include "secrets/login_tokens.h"
+#include "secrets/session_tls.h"
 #include "session/plan.h"
 
 namespace airlock::cli {
@@ -42,8 +43,8 @@ bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
 /// are answered NXDOMAIN and logged as brokered, not blocked).
 std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec);
 
-/// The spec as a brokered run uses it: no model hosts in the egress
-/// allowlist (the broker reaches them from the host), the login's env and
+/// The spec as a brokered run uses it: no model hosts or upstream host in
+/// the egress allowlist (the broker reaches them from the host), the login's env and
 /// home files over the spec's, and the billing variables not forwarded
 /// unless `namedEnv` names them.
 agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv);
@@ -66,15 +67,16 @@ class RunLogin {
   std::string describe() const { return secrets::describeLogin(login()); }
 
   /// The agent's environment with the login: the billing variables removed
-  /// unless `namedEnv` names them, the base URL at the broker, the token
+  /// unless `namedEnv` names them, the base URL at the broker (and its
+  /// HTTPS URL and CA file, for an agent that needs them), the token
   /// variable set to a placeholder unless the guest gets a placeholder
   /// credential file instead.
   void applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const;
   /// The placeholder credential file in $HOME (a subscription login of a
-  /// format that has one), the
-  /// account merged into the seed of the spec's account file, and the
-  /// broker at the gateway. Errors (64): a --host-port mapping takes
-  /// the broker's gateway port.
+  /// format that has one), the account merged into the seed of the spec's
+  /// account file, the broker at the gateway (and its HTTPS side, with the
+  /// session CA's PEM in $HOME). Errors (64): a --host-port mapping takes a
+  /// gateway port of the broker.
   Result<> applyToPlan(session::Plan& plan) const;
 
  private:
@@ -87,6 +89,7 @@ class RunLogin {
   std::unique_ptr<HostSecrets> secrets_;
   std::unique_ptr<secrets::LoginTokens> tokens_;
   std::shared_ptr<secrets::CredentialBroker> broker_;
+  std::shared_ptr<secrets::SessionTls> tls_;  ///< the broker's HTTPS side; null when the agent needs none
 };
 
 }  // namespace airlock::cli

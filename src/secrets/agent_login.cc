@@ -1,9 +1,11 @@
 #include "secrets/agent_login.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
 
 #include "common/exit_codes.h"
 
@@ -20,7 +22,7 @@ constexpr int64_t kFarFutureMs = 4102444800000;
 
 /// Tokens are printable ASCII without spaces (they go into HTTP headers).
 bool isTokenText(std::string_view s) {
-  if (s.empty() || s.size() > 4096) return false;
+  if (s.empty() || s.size() > kMaxTokenBytes) return false;
   for (unsigned char c : s)
     if (c <= 0x20 || c >= 0x7f) return false;
   return true;
@@ -30,6 +32,63 @@ std::string optionalString(const json& o, const char* key) {
   auto it = o.find(key);
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
+
+/// RFC 4648 section 5 (base64url, no padding) to bytes; nullopt when not base64url.
+std::optional<std::string> base64UrlDecode(std::string_view text) {
+  if (text.size() > 64 * 1024) return std::nullopt;
+  std::string b64(text);
+  for (char& c : b64) {
+    if (c == '-') c = '+';
+    else if (c == '_') c = '/';
+    else if (!std::isalnum(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  if (b64.size() % 4 == 1) return std::nullopt;
+  size_t pad = (4 - b64.size() % 4) % 4;
+  b64.append(pad, '=');
+  std::string out(b64.size() / 4 * 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(b64.data()),
+                          static_cast<int>(b64.size()));
+  if (n < 0) return std::nullopt;
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
+std::string base64UrlEncode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
+  return out;
+}
+
+/// The claims (payload) of JWT `token`, not verified; null when not a JWT.
+json jwtClaims(std::string_view token) {
+  size_t first = token.find('.');
+  size_t second = first == std::string_view::npos ? first : token.find('.', first + 1);
+  if (second == std::string_view::npos) return nullptr;
+  auto payload = base64UrlDecode(token.substr(first + 1, second - first - 1));
+  if (!payload) return nullptr;
+  json claims = json::parse(*payload, nullptr, false);
+  return claims.is_object() ? claims : json(nullptr);
+}
+
+/// The members of `object` that are short scalars (strings of at most 256
+/// bytes, numbers, booleans; names of at most 64 bytes).
+json shortScalars(const json& object) {
+  json kept = json::object();
+  if (!object.is_object()) return kept;
+  for (const auto& [name, value] : object.items()) {
+    if (name.size() > 64) continue;
+    if (value.is_string() && value.get_ref<const std::string&>().size() <= 256) kept[name] = value;
+    if (value.is_number() || value.is_boolean()) kept[name] = value;
+  }
+  return kept;
+}
+
+/// The claim of OpenAI's id token that carries the ChatGPT account and plan.
+constexpr const char* kOpenAiAuthClaim = "https://api.openai.com/auth";
 
 Result<> checkFormat(std::string_view format) {
   if (!knownLoginFormat(format)) return failWith(exit_code::kUsage, "unknown login format '{}'", format);
@@ -87,11 +146,50 @@ Result<AgentLogin> geminiLogin(const json& doc) {
   return checkedTokens(std::move(login));
 }
 
+/// Codex's auth.json (a ChatGPT login).
+Result<AgentLogin> codexLogin(const json& doc) {
+  const json* tokens = nullptr;
+  if (doc.is_object())
+    if (auto it = doc.find("tokens"); it != doc.end() && it->is_object()) tokens = &*it;
+  if (!tokens)
+    return failWith(exit_code::kUsage, "the credential file has no ChatGPT login (tokens); log in with `codex login` "
+                                       "on this machine first (an API key goes in with --env CODEX_API_KEY)");
+  AgentLogin login;
+  login.format = "codex-oauth";
+  login.accessToken = optionalString(*tokens, "access_token");
+  login.refreshToken = optionalString(*tokens, "refresh_token");
+  login.expiresAtMs = jwtExpiryMs(login.accessToken);
+  json claims = jwtClaims(optionalString(*tokens, "id_token"));
+  json account = json::object();
+  if (claims.is_object()) {
+    if (auto it = claims.find("email"); it != claims.end() && it->is_string() && it->get_ref<const std::string&>().size() <= 256)
+      account["email"] = *it;
+    if (auto it = claims.find(kOpenAiAuthClaim); it != claims.end()) account["auth"] = shortScalars(*it);
+  }
+  std::string accountId = optionalString(*tokens, "account_id");
+  if (!accountId.empty() && accountId.size() <= 256 && isTokenText(accountId)) account["account_id"] = accountId;
+  if (!account.empty()) login.accountJson = account.dump();
+  std::string plan = account.contains("auth") ? optionalString(account["auth"], "chatgpt_plan_type") : "";
+  login.subscriptionType = plan.size() <= 64 && isTokenText(plan) ? plan : "";
+  return checkedTokens(std::move(login));
+}
+
 }  // namespace
 
 std::string loginSecretName(std::string_view agent) { return "login." + std::string(agent); }
 
-bool knownLoginFormat(std::string_view format) { return format == "claude-oauth" || format == "gemini-oauth"; }
+bool knownLoginFormat(std::string_view format) {
+  return format == "claude-oauth" || format == "gemini-oauth" || format == "codex-oauth";
+}
+
+std::optional<int64_t> jwtExpiryMs(std::string_view token) {
+  json claims = jwtClaims(token);
+  auto exp = claims.is_object() ? claims.find("exp") : claims.end();
+  if (exp == claims.end() || !exp->is_number()) return std::nullopt;
+  double s = exp->get<double>();
+  if (!(s >= 0 && s < 253402300800.0)) return std::nullopt;  // before year 10000
+  return static_cast<int64_t>(s) * 1000;
+}
 
 bool rotatesRefreshToken(std::string_view format) { return format == "claude-oauth"; }
 
@@ -140,12 +238,7 @@ std::string accountFromFile(std::string_view content, const std::string& key) {
     if (it == doc.end() || !it->is_object()) return "";
     account = &*it;
   }
-  json kept = json::object();
-  for (const auto& [name, value] : account->items()) {
-    if (name.size() > 64) continue;
-    if (value.is_string() && value.get_ref<const std::string&>().size() <= 256) kept[name] = value;
-    if (value.is_number() || value.is_boolean()) kept[name] = value;
-  }
+  json kept = shortScalars(*account);
   return kept.empty() ? "" : kept.dump();
 }
 
@@ -164,15 +257,20 @@ Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_
   if (content.size() > kMaxCredentialFileBytes)
     return failWith(exit_code::kUsage, "the credential file is over {} KiB; not a login", kMaxCredentialFileBytes / 1024);
   json doc = json::parse(content, nullptr, false);
-  return format == "gemini-oauth" ? geminiLogin(doc) : claudeLogin(doc);
+  if (format == "gemini-oauth") return geminiLogin(doc);
+  if (format == "codex-oauth") return codexLogin(doc);
+  return claudeLogin(doc);
 }
 
 Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token) {
   if (auto ok = checkFormat(format); !ok) return std::unexpected(ok.error());
+  if (format == "codex-oauth")
+    return failWith(exit_code::kUsage, "a ChatGPT login is imported with --from-host (a bare token lacks the account); "
+                                       "an API key goes in with --env CODEX_API_KEY");
   if (token.ends_with('\n')) token.remove_suffix(1);
   if (token.ends_with('\r')) token.remove_suffix(1);
   if (!isTokenText(token))
-    return failWith(exit_code::kUsage, "the token must be 1 to 4096 printable characters without spaces");
+    return failWith(exit_code::kUsage, "the token must be 1 to {} printable characters without spaces", kMaxTokenBytes);
   AgentLogin login;
   login.kind = AgentLogin::Kind::kToken;
   login.format = std::string(format);
@@ -200,6 +298,24 @@ std::string placeholderToken(const AgentLogin& login) {
 }
 
 std::optional<std::string> placeholderCredentialFile(const AgentLogin& login) {
+  if (login.format == "codex-oauth") {
+    json account = json::parse(login.accountJson, nullptr, false);
+    if (!account.is_object()) account = json::object();
+    // Codex reads the plan and the account from the id token's claims and
+    // checks no signature: an unsigned token with the kept claims.
+    json claims = {{"iss", "airlock"}, {"aud", kPlaceholderMark}, {"iat", 0}, {"exp", kFarFutureMs / 1000},
+                   {kOpenAiAuthClaim, account.value("auth", json::object())}};
+    if (account.contains("email")) claims["email"] = account["email"];
+    const std::string idToken = base64UrlEncode(R"({"alg":"none","typ":"JWT"})") + "." + base64UrlEncode(claims.dump()) +
+                                "." + base64UrlEncode(kPlaceholderMark);
+    json tokens = {{"id_token", idToken},
+                   {"access_token", placeholderToken(login)},
+                   {"refresh_token", "rt_" + std::string(kPlaceholderMark)},
+                   {"account_id", account.value("account_id", "")}};
+    return json{{"auth_mode", "chatgpt"}, {"OPENAI_API_KEY", nullptr}, {"tokens", tokens},
+                {"last_refresh", "2100-01-01T00:00:00Z"}}
+        .dump();
+  }
   if (login.format != "claude-oauth") return std::nullopt;
   json oauth = {{"accessToken", placeholderToken(login)},
                 {"refreshToken", "sk-ant-ort01-" + std::string(kPlaceholderMark)},

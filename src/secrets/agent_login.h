@@ -20,6 +20,15 @@
 //                 The guest gets no file: a placeholder in the token
 //                 variable (GOOGLE_CLOUD_ACCESS_TOKEN), which Gemini uses
 //                 without refreshing it.
+//   codex-oauth   Codex's auth.json (ChatGPT login):
+//                 {"auth_mode": "chatgpt", "tokens": {"id_token": <JWT>,
+//                  "access_token": <JWT>, "refresh_token": "rt_...",
+//                  "account_id": "..."}, "last_refresh": "<RFC 3339>"}.
+//                 The expiry is the access token's JWT "exp"; the account
+//                 (e-mail, plan, ids) comes from the id token's claims,
+//                 which are kept, not the id token. The guest gets a
+//                 placeholder auth.json with an unsigned id token carrying
+//                 those claims (Codex reads the plan and account from it).
 
 #include <cstdint>
 #include <optional>
@@ -36,6 +45,9 @@ std::string loginSecretName(std::string_view agent);
 
 /// The largest credential file `--from-host` reads (they are a few hundred bytes).
 inline constexpr size_t kMaxCredentialFileBytes = 64 * 1024;
+
+/// The longest token kept (OpenAI's access tokens are JWTs of a few KiB).
+inline constexpr size_t kMaxTokenBytes = 16 * 1024;
 
 /// Every placeholder token the guest sees starts with the agent's own prefix
 /// (which it checks) and then this, so a leak is recognizable.
@@ -74,6 +86,11 @@ Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_
 /// True for a format airlock reads ("claude-oauth", "gemini-oauth").
 bool knownLoginFormat(std::string_view format);
 
+/// The "exp" claim of JWT `token` in Unix ms, read without checking the
+/// signature (it only schedules a refresh); nullopt when `token` is not a
+/// JWT with a numeric exp within the years 1970-9999.
+std::optional<int64_t> jwtExpiryMs(std::string_view token);
+
 /// True when a refresh of a `format` login replaces its refresh token
 /// (Claude's do; Google's keep theirs), so that a login shared with the
 /// agent on the host breaks on one side when the other refreshes.
@@ -92,8 +109,8 @@ std::string accountFromFile(std::string_view content, const std::string& key);
 std::string withAccount(std::string_view seed, const std::string& key, const AgentLogin& login);
 
 /// A long-lived token given by value (`--from-env NAME`, stdin): trimmed of
-/// one trailing newline. Errors (64): empty, over 4 KiB, whitespace or
-/// control characters inside.
+/// one trailing newline. Errors (64): empty, over kMaxTokenBytes, whitespace
+/// or control characters inside, a format that has no such token (codex-oauth).
 Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token);
 
 /// What kind of login it is, for messages: "subscription (max)" (an

@@ -47,7 +47,7 @@ RefreshRequest refreshRequest(const AgentLogin& login, const RefreshEndpoint& en
   for (const auto& s : login.scopes) scope += (scope.empty() ? "" : " ") + s;
   json request = {{"grant_type", "refresh_token"}, {"refresh_token", login.refreshToken},
                   {"client_id", endpoint.clientId}};
-  if (!scope.empty()) request["scope"] = scope;
+  if (!scope.empty() && login.format == "claude-oauth") request["scope"] = scope;
   return {"application/json", request.dump()};
 }
 
@@ -117,8 +117,8 @@ Result<> LoginTokens::refresh() {
   if (auto it = answer.find("expires_in"); it != answer.end() && it->is_number())
     // Within [0, 10 years]: a larger number would overflow int64 ms (and come out in the past).
     next.expiresAtMs = nowMs() + static_cast<int64_t>(std::clamp(it->get<double>(), 0.0, kMaxExpiresInS) * 1000);
-  else
-    next.expiresAtMs.reset();
+  else  // Codex's answer has none: the access token is a JWT with its own expiry
+    next.expiresAtMs = jwtExpiryMs(next.accessToken);
   auto checked = parseLogin(serializeLogin(next));  // the same checks as a stored login
   if (!checked) return fail("the {} refresh answered tokens airlock cannot use", agent_);
   std::string note;

@@ -47,8 +47,9 @@ struct RefreshRequest {
 
 /// The refresh request for `login` as its agent sends it: claude-oauth as
 /// JSON {grant_type, refresh_token, client_id, scope} (what Claude Code
-/// sends); gemini-oauth form-encoded with the client secret (RFC 6749
-/// section 6, what google-auth-library sends).
+/// sends); codex-oauth the same without scope (what Codex sends);
+/// gemini-oauth form-encoded with the client secret (RFC 6749 section 6,
+/// what google-auth-library sends).
 RefreshRequest refreshRequest(const AgentLogin& login, const RefreshEndpoint& endpoint);
 
 /// POSTs `request` to `url` and returns the response's status and body

@@ -18,6 +18,13 @@ One process, one port, four model APIs (routed by path):
                                           other methods answer {}
   POST /v1/oauth/token                    OAuth refresh (Claude's platform.claude.com): new
                                           access and refresh tokens, "sk-ant-oat01-rotated-<hex>"
+  POST /backend-api/codex/responses       Codex on a ChatGPT login (Responses API; zstd bodies)
+  GET  /backend-api/codex/models          {"models": []}
+  GET  /backend-api/wham/accounts/check   the account named by the chatgpt-account-id header
+  GET  /backend-api/wham/settings/user    {}
+  POST /oauth/token                       OAuth refresh (Codex's auth.openai.com, JSON): a new
+                                          access JWT (exp in an hour, "rotated": "<hex>"),
+                                          refresh token "rt_rotated-<hex>" and id token
   POST /token                             OAuth refresh (Google's oauth2.googleapis.com, form-
                                           encoded): a new access token "ya29.rotated-<hex>", no
                                           new refresh token
@@ -69,11 +76,13 @@ Python 3 standard library only; loopback by default.
 """
 
 import argparse
+import base64
 import ssl
 import gzip
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -459,6 +468,13 @@ def json_from_schema(schema, key=""):
 # wire formats
 
 
+def jwt_unsigned(claims):
+    def b64(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    return "%s.%s.%s" % (b64(b'{"alg":"none","typ":"JWT"}'), b64(json.dumps(claims).encode("utf-8")),
+                         b64(b"mock"))
+
+
 def new_id(prefix):
     return prefix + uuid.uuid4().hex[:24]
 
@@ -760,6 +776,8 @@ class Handler(BaseHTTPRequestHandler):
         enc = (self.headers.get("Content-Encoding") or "").lower().strip()
         if enc == "gzip":
             raw = gzip.decompress(raw)
+        elif enc == "zstd":  # Codex on a ChatGPT login
+            raw = subprocess.run(["zstd", "-dc"], input=raw, capture_output=True, check=True).stdout
         elif enc == "deflate":
             raw = zlib.decompress(raw)
         elif enc in ("", "identity"):
@@ -818,6 +836,18 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/", "/health", "/healthz"):
             entry["kind"] = "health"
             self.send(200, "text/plain", b"ok\n")
+        elif path == "/backend-api/wham/accounts/check":
+            account = self.headers.get("chatgpt-account-id") or ""
+            entry.update(kind="accounts_check", account=account,
+                         authorization=self.headers.get("Authorization"))
+            self.send_json(200, {"accounts": [{"id": account, "workspace_backend_origin": "NO_CONSTRAINT",
+                                               "account_routing_override": "NO_CONSTRAINT"}]})
+        elif path == "/backend-api/wham/settings/user":
+            entry.update(kind="settings_user", authorization=self.headers.get("Authorization"))
+            self.send_json(200, {})
+        elif path == "/backend-api/codex/models":
+            entry.update(kind="codex_models", authorization=self.headers.get("Authorization"))
+            self.send_json(200, {"models": []})
         elif path in ("/v1/models", "/models"):
             entry["kind"] = "models"
             self.send_json(200, {"object": "list", "data": [
@@ -878,6 +908,21 @@ class Handler(BaseHTTPRequestHandler):
                                  "refresh_token": "sk-ant-ort01-rotated-" + rotated,
                                  "expires_in": 28800, "token_type": "Bearer"})
             return
+        if path == "/oauth/token" and st.refuse_refresh:
+            entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))
+            st.log(entry)
+            self.send_json(401, {"error": {"code": "refresh_token_expired", "message": "mock: expired"}})
+            return
+        if path == "/oauth/token":
+            rotated = uuid.uuid4().hex[:16]
+            access = jwt_unsigned({"exp": int(time.time()) + 3600, "rotated": rotated})
+            entry.update(kind="oauth_token", grant_type=body.get("grant_type"),
+                         refresh_token=body.get("refresh_token"), client_id=body.get("client_id"),
+                         rotated=rotated, access_token=access)
+            st.log(entry)
+            self.send_json(200, {"access_token": access, "refresh_token": "rt_rotated-" + rotated,
+                                 "id_token": jwt_unsigned({"email": "user@example.com"})})
+            return
         if path == "/token" and st.refuse_refresh:
             entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))
             st.log(entry)
@@ -895,7 +940,7 @@ class Handler(BaseHTTPRequestHandler):
                                  "token_type": "Bearer", "id_token": "eyJhbGciOiJub25lIn0.e30."})
             return
         cm = CODE_ASSIST_RE.match(path)
-        model_call = path in ("/v1/messages", "/messages") or \
+        model_call = path in ("/v1/messages", "/messages", "/backend-api/codex/responses") or \
             (cm is not None and cm.group(1) in ("generateContent", "streamGenerateContent"))
         if st.reject_first_bearer and model_call:
             st.reject_first_bearer = False
@@ -935,7 +980,7 @@ class Handler(BaseHTTPRequestHandler):
             st.log(entry)
             self.send_json(200, {"input_tokens": usage_numbers(body)[0]})
             return
-        elif path in ("/v1/responses", "/responses"):
+        elif path in ("/v1/responses", "/responses", "/backend-api/codex/responses"):
             api, tools, results = "responses", tools_responses(body), results_responses(body)
         elif path in ("/v1/chat/completions", "/chat/completions"):
             api, tools, results = "chat", tools_chat(body), results_chat(body)

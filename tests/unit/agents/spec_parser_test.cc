@@ -286,6 +286,14 @@ TEST(SpecParser, ALoginMayBringItsOwnVariablesHomeFilesAndAccountHosts) {
   EXPECT_NE(with(".demo/settings.json:", "/etc/passwd:").find("relative path"), std::string::npos);
   EXPECT_NE(with("[who.example.com]", "[\"who example\"]").find("host name"), std::string::npos);
   EXPECT_NE(with(R"('{"auth": "login"}')", "'${UNTERMINATED'").find("login home file"), std::string::npos);
+  // The broker's HTTPS side needs both its URL's and its CA's variable.
+  EXPECT_NE(with("  account_hosts:", "  tls_ca_env: DEMO_CA\n  account_hosts:").find("go together"), std::string::npos);
+  auto tls = parseAgentSpec(kMinimal + login + "  tls_ca_env: DEMO_CA\n  tls_base_url_env: DEMO_TLS_URL\n", "demo.yaml");
+  ASSERT_TRUE(tls) << tls.error().message;
+  EXPECT_EQ(tls->login.tlsCaEnv, "DEMO_CA");
+  auto tlsAgain = parseAgentSpec(formatAgentSpec(*tls), "demo.yaml");
+  ASSERT_TRUE(tlsAgain) << tlsAgain.error().message;
+  EXPECT_EQ(*tlsAgain, *tls);
 }
 
 TEST(SpecParser, ImageReferenceInsteadOfARecipe) {

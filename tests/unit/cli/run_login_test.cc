@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "agents/agent_env.h"
 #include "agents/registry.h"
 #include "egress/policy.h"
 
@@ -170,6 +171,59 @@ TEST_F(RunLoginTest, AGoogleLoginGivesGeminiCodeAssistAtTheBrokerAndAPlaceholder
   EXPECT_EQ(plan.seedFiles[0].path, ".gemini/google_accounts.json");
   EXPECT_EQ(plan.seedFiles[0].content, R"({"active":"user@example.com"})");
   EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kBrokerPort), 1u);
+}
+
+TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessionCa) {
+  auto registry = agents::AgentRegistry::builtin();
+  ASSERT_TRUE(registry);
+  agents::AgentSpec codex = *registry->find("codex");
+  secrets::AgentLogin chatgpt;
+  chatgpt.kind = secrets::AgentLogin::Kind::kSubscription;
+  chatgpt.format = "codex-oauth";
+  chatgpt.accessToken = "eyJ.REAL-ACCESS.x";
+  chatgpt.refreshToken = "rt_REAL-REFRESH";
+  chatgpt.expiresAtMs = 4102444800000;
+  chatgpt.subscriptionType = "pro";
+  chatgpt.accountJson = R"({"account_id":"acct-1","auth":{"chatgpt_plan_type":"pro"}})";
+  store(chatgpt, "codex");
+  auto login = RunLogin::open(host_, codex, {});
+  ASSERT_TRUE(login) << login.error().message;
+  ASSERT_NE(*login, nullptr);
+
+  // chatgpt.com is the broker's to reach, not the guest's.
+  agents::AgentSpec run = brokeredSpec(codex, {});
+  EXPECT_TRUE(run.egress.modelHosts.empty());
+  EXPECT_EQ(std::count(run.egress.extraHosts.begin(), run.egress.extraHosts.end(), "chatgpt.com"), 0);
+  EXPECT_NE(run.homeFiles.at(".codex/config.toml").find("requires_openai_auth = true"), std::string::npos);
+
+  agents::EnvMap env = {{"CODEX_API_KEY", "sk-billed"}, {"OPENAI_API_KEY", "sk-billed"}};
+  (*login)->applyToEnvironment(env, {});
+  EXPECT_EQ(env.count("CODEX_API_KEY"), 0u);
+  EXPECT_EQ(env.count("OPENAI_API_KEY"), 0u);
+  EXPECT_EQ(env.at("OPENAI_BASE_URL"), "http://10.0.2.2:4180");
+  EXPECT_EQ(env.at("AIRLOCK_BROKER_TLS_URL"), "https://10.0.2.2:4181");
+  EXPECT_EQ(env.at("CODEX_CA_CERTIFICATE"), "/home/agent/.airlock/broker-ca.pem");
+  auto files = agents::expandFiles(run.homeFiles, env);
+  EXPECT_NE(files.at(".codex/config.toml").find(R"(chatgpt_base_url = "https://10.0.2.2:4181/backend-api/")"),
+            std::string::npos);
+
+  session::Plan plan;
+  ASSERT_TRUE((*login)->applyToPlan(plan));
+  std::map<std::string, std::string> home;
+  for (const auto& f : plan.homeFiles) home[f.path] = f.content;
+  ASSERT_EQ(home.count(".codex/auth.json"), 1u);
+  EXPECT_EQ(home[".codex/auth.json"].find("REAL"), std::string::npos);
+  EXPECT_NE(home[".airlock/broker-ca.pem"].find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kBrokerPort), 1u);
+  EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kBrokerTlsPort), 1u);
+
+  // Its HTTPS port is the broker's too.
+  session::Plan taken;
+  taken.machine.egress = egress::Policy{};
+  taken.machine.egress->hostPorts.push_back({8443, secrets::kBrokerTlsPort});
+  auto r = (*login)->applyToPlan(taken);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("--host-port 4181"), std::string::npos) << r.error().message;
 }
 
 TEST_F(RunLoginTest, AHostPortOnTheBrokersPortIsRefused) {

@@ -143,7 +143,7 @@ TEST(AgentLogin, HostileCredentialFilesAreRefusedWithUsageErrors) {
   for (json value : {json(""), json(nullptr), json(42), json::array({"x"}), json("sk-ant-oat01-has space"),
                      json("sk-ant-oat01-new\nline"), json("sk-ant-oat01-cr\rX-Evil: 1"), json("sk-ant-oat01-tab\t"),
                      json(std::string("sk-ant-oat01-nul\0x", 18)), json("sk-ant-oat01-del\x7f"), json("sk-ant-oat01-\xc3\xa9"),
-                     json(std::string(4097, 'a'))}) {
+                     json(std::string(kMaxTokenBytes + 1, 'a'))}) {
     json bad = oauth;
     bad["accessToken"] = value;
     files.push_back(credentialFile(bad));
@@ -160,6 +160,9 @@ TEST(AgentLogin, HostileCredentialFilesAreRefusedWithUsageErrors) {
     }
   }
   auto r = loginFromCredentialFile("codex-oauth", credentialFile(goodOauth()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, exit_code::kUsage);
+  r = loginFromCredentialFile("netrc", credentialFile(goodOauth()));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, exit_code::kUsage);
 }
@@ -188,14 +191,14 @@ TEST(AgentLogin, ALongLivedTokenLosesOneTrailingNewlineAndNothingElse) {
   }
   for (const std::string& bad : std::vector<std::string>{"", "\n", "sk-ant-oat01-abc\n\n", " sk-ant-oat01-abc", "sk-ant oat01", "a\tb",
                           "sk-ant-oat01-abc\nAuthorization: x", "a\rb", std::string("a\0b", 3), "caf\xc3\xa9",
-                          std::string(4097, 'a')}) {
+                          std::string(kMaxTokenBytes + 1, 'a')}) {
     auto r = loginFromToken("claude-oauth", bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {
       EXPECT_EQ(r.error().code, exit_code::kUsage);
     }
   }
-  EXPECT_TRUE(loginFromToken("claude-oauth", std::string(4096, 'a')));
+  EXPECT_TRUE(loginFromToken("claude-oauth", std::string(kMaxTokenBytes, 'a')));
   EXPECT_FALSE(loginFromToken("nope", "sk-ant-oat01-abc"));
 }
 
@@ -345,6 +348,82 @@ TEST(AgentLogin, AnAccountFileWithoutKeyIsTakenFromItsTopLevel) {
   EXPECT_EQ(json::parse(withAccount(R"({"active":null,"old":[]})", "", login)),
             (json{{"active", "a@b.c"}, {"old", json::array()}}));
   EXPECT_EQ(json::parse(withAccount("", "", login)), (json{{"active", "a@b.c"}}));
+}
+
+std::string base64Url(const std::string& bytes) {
+  static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) v |= uint8_t(bytes[i + 2]);
+    for (size_t k = 0; k < 4 && i * 4 / 3 + k <= bytes.size() * 4 / 3; ++k) out += digits[(v >> (18 - 6 * k)) & 63];
+  }
+  return out;
+}
+std::string jwt(const json& claims) {
+  return base64Url(R"({"alg":"RS256","typ":"JWT"})") + "." + base64Url(claims.dump()) + ".c2lnbmF0dXJl";
+}
+
+json codexAuth() {
+  json auth = {{"chatgpt_account_id", "acct-1"}, {"chatgpt_plan_type", "pro"}, {"chatgpt_user_id", "user-1"},
+               {"groups", {"g"}}};
+  return {{"auth_mode", "chatgpt"},
+          {"OPENAI_API_KEY", nullptr},
+          {"tokens",
+           {{"id_token", jwt({{"email", "u@example.com"}, {"https://api.openai.com/auth", auth}, {"exp", 1900000000}})},
+            {"access_token", jwt({{"exp", 1900000000}, {"REAL", "ACCESS"}})},
+            {"refresh_token", "rt_REAL-REFRESH"},
+            {"account_id", "acct-1"}}},
+          {"last_refresh", "2026-12-01T00:00:00Z"}};
+}
+
+TEST(AgentLogin, CodexsAuthFileGivesAChatGptLoginWithItsAccountAndTheAccessTokensExpiry) {
+  auto login = loginFromCredentialFile("codex-oauth", codexAuth().dump());
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kSubscription);
+  EXPECT_EQ(login->refreshToken, "rt_REAL-REFRESH");
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  EXPECT_EQ(login->subscriptionType, "pro");
+  EXPECT_EQ(json::parse(login->accountJson),
+            (json{{"email", "u@example.com"},
+                  {"account_id", "acct-1"},
+                  {"auth", {{"chatgpt_account_id", "acct-1"}, {"chatgpt_plan_type", "pro"}, {"chatgpt_user_id", "user-1"}}}}));
+  // The id token itself is not kept.
+  EXPECT_EQ(serializeLogin(*login).find(codexAuth()["tokens"]["id_token"].get<std::string>()), std::string::npos);
+  // An API-key auth.json, or a bare token, is not a ChatGPT login.
+  auto key = loginFromCredentialFile("codex-oauth", R"({"auth_mode":"apikey","OPENAI_API_KEY":"sk-x"})");
+  ASSERT_FALSE(key);
+  EXPECT_NE(key.error().message.find("CODEX_API_KEY"), std::string::npos);
+  EXPECT_FALSE(loginFromToken("codex-oauth", "eyJ.x.y"));
+}
+
+TEST(AgentLogin, JwtExpiryIsReadOnlyFromAWellFormedToken) {
+  EXPECT_EQ(jwtExpiryMs(jwt({{"exp", 1900000000}})), 1'900'000'000'000);
+  EXPECT_EQ(jwtExpiryMs(jwt({{"exp", 1.9e9}})), 1'900'000'000'000);
+  for (const std::string& bad : std::vector<std::string>{"", "sk-ant-oat01-x", "a.b", "a.b.c", jwt({{"exp", "soon"}}),
+                                                         jwt({{"exp", -1}}), jwt({{"exp", 1e300}}), jwt({{"nbf", 1}}),
+                                                         "x." + base64Url("[1]") + ".y", "x.%%%.y"})
+    EXPECT_FALSE(jwtExpiryMs(bad)) << bad;
+}
+
+TEST(AgentLogin, TheCodexPlaceholderCarriesTheAccountClaimsAndNoRealToken) {
+  auto login = loginFromCredentialFile("codex-oauth", codexAuth().dump());
+  ASSERT_TRUE(login);
+  auto file = placeholderCredentialFile(*login);
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->find("REAL"), std::string::npos) << *file;
+  json doc = json::parse(*file);
+  EXPECT_EQ(doc["auth_mode"], "chatgpt");
+  EXPECT_EQ(doc["tokens"]["account_id"], "acct-1");
+  EXPECT_EQ(doc["tokens"]["access_token"], kPlaceholderMark);  // not a JWT: Codex never refreshes it
+  EXPECT_FALSE(jwtExpiryMs(doc["tokens"]["access_token"].get<std::string>()));
+  // The id token Codex reads: the account claims, an expiry far ahead.
+  auto again = loginFromCredentialFile("codex-oauth", *file);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->subscriptionType, "pro");
+  EXPECT_EQ(json::parse(again->accountJson), json::parse(login->accountJson));
+  EXPECT_EQ(jwtExpiryMs(doc["tokens"]["id_token"].get<std::string>()), 4'102'444'800'000);
 }
 
 }  // namespace

@@ -205,6 +205,27 @@ TEST(RefreshRequest, AGoogleLoginIsRefreshedFormEncodedWithTheClientSecret) {
                                              {"client_id", "c-1"}, {"scope", "openid email"}}));
 }
 
+TEST_F(LoginTokensTest, ACodexLoginIsRefreshedWithoutScopeAndExpiresWithItsAccessJwt) {
+  AgentLogin login = subscription(-1000);
+  login.format = "codex-oauth";
+  put(login);
+  // Codex's endpoint answers no expires_in; the new access token is a JWT with exp.
+  const std::string access = "eyJhbGciOiJub25lIn0.eyJleHAiOjE5MDAwMDAwMDB9.c2ln";  // {"exp":1900000000}
+  endpoint_.answer(200, json{{"access_token", access}, {"refresh_token", "rt_NEW"}, {"id_token", "eyJ.e30.x"}});
+  auto s = session();
+  auto token = s->tokens->token();
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_EQ(*token, access);
+  auto calls = endpoint_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].contentType, "application/json");
+  EXPECT_FALSE(calls[0].body.contains("scope"));
+  EXPECT_EQ(calls[0].body["refresh_token"], "sk-ant-ort01-OLD-REFRESH");
+  AgentLogin now = stored();
+  EXPECT_EQ(now.refreshToken, "rt_NEW");
+  EXPECT_EQ(now.expiresAtMs, 1'900'000'000'000);
+}
+
 TEST_F(LoginTokensTest, AGoogleLoginIsRefreshedThroughItsFormAndKeepsItsRefreshToken) {
   AgentLogin login = subscription(-1000);
   login.format = "gemini-oauth";
