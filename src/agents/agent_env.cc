@@ -9,6 +9,16 @@ namespace {
 bool isNameStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 bool isNameChar(char c) { return isNameStart(c) || (c >= '0' && c <= '9'); }
 
+}  // namespace
+
+bool isEnvName(std::string_view name) {
+  bool valid = !name.empty() && isNameStart(name.front());
+  for (char c : name) valid = valid && isNameChar(c);
+  return valid;
+}
+
+namespace {
+
 /// One ${...} reference starting at a "${".
 struct Reference {
   std::string_view name;
@@ -36,9 +46,7 @@ std::expected<Reference, std::string> parseReference(std::string_view text, size
   ref.name = body.substr(0, sep);
   if (sep != std::string_view::npos) ref.fallback = body.substr(sep + 2);
   ref.end = close + 1;
-  bool valid = !ref.name.empty() && isNameStart(ref.name.front());
-  for (char c : ref.name) valid = valid && isNameChar(c);
-  if (!valid)
+  if (!isEnvName(ref.name))
     return std::unexpected("bad variable name '" + std::string(ref.name) + "' (use ${NAME} or ${NAME:-default})");
   return ref;
 }

@@ -19,6 +19,9 @@ namespace airlock::agents {
 /// Environment variables by name.
 using EnvMap = std::map<std::string, std::string>;
 
+/// True when `name` is a variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool isEnvName(std::string_view name);
+
 /// True when `name` matches one of `patterns`: equal to one, or, for one
 /// ending in '*', starting with the part before the '*'.
 bool matchesEnvPattern(const std::vector<std::string>& patterns, std::string_view name);

@@ -55,10 +55,6 @@ bool isPinnedVersion(std::string_view s) {
          s.front() <= '9';
 }
 
-bool isEnvName(std::string_view s) {
-  return allOf(s, [](char c) { return isAlnum(c) || c == '_'; }) && !(s.front() >= '0' && s.front() <= '9');
-}
-
 bool isEnvPattern(std::string_view s) {
   return s.ends_with('*') ? (s.size() == 1 || isEnvName(s.substr(0, s.size() - 1))) : isEnvName(s);
 }

@@ -63,7 +63,9 @@ void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
 
 /// `airlock login AGENT` and `airlock logout AGENT`: account logins kept on
 /// the host and brokered into runs (src/cli/login_cmd.cc).
-void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host);
+/// `afterDoubleDash`: anything there is refused (a token must not be in argv).
+void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                      const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock state ls|rm`: agent state kept per project (src/cli/state_cmd.cc).
 void addStateCommand(CLI::App& app, int& exitCode, const HostContext& host);

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "agents/agent_env.h"
 #include "cli/agents.h"
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
@@ -86,8 +87,16 @@ int login(const HostContext& host, const LoginArgs& args) {
       if (auto cache = readCredentialFile(host.getEnv("HOME") + "/" + how.accountFile, kMaxAccountFileBytes))
         login->accountJson = secrets::accountFromFile(*cache, how.accountKey);
   } else if (!args.fromEnv.empty()) {
+    // Neither message repeats what was given: it may be the token itself.
+    if (!agents::isEnvName(args.fromEnv))
+      return reportError(Error{"--from-env takes the name of a variable holding the token (e.g. "
+                               "CLAUDE_CODE_OAUTH_TOKEN), not the token: what was given is not a variable name, "
+                               "and is not repeated",
+                               exit_code::kUsage});
     if (host.env.find(args.fromEnv) == host.env.end())
-      return reportError(Error{fmt::format("{} is not set", args.fromEnv), exit_code::kUsage});
+      return reportError(Error{"the variable named by --from-env is not set here (export it first; its name is not "
+                               "repeated in case it was the token)",
+                               exit_code::kUsage});
     login = secrets::loginFromToken(how.format, host.getEnv(args.fromEnv));
     source = "env " + args.fromEnv;
   } else {
@@ -130,7 +139,8 @@ int logout(const HostContext& host, const std::string& agent) {
 
 }  // namespace
 
-void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host) {
+void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                      const std::vector<std::string>& afterDoubleDash) {
   auto args = std::make_shared<LoginArgs>();
   auto* cmd = app.add_subcommand("login", "Keep an agent's account login on this host; runs get a placeholder");
   cmd->footer(
@@ -152,7 +162,20 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host) {
                               "Import the login the agent made on this machine (its credential file under $HOME)");
   cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token from this environment variable")
       ->excludes(host_);
-  cmd->callback([args, &exitCode, &host] { exitCode = login(host, *args); });
+  // A token given as an argument is refused without being repeated.
+  cmd->allow_extras();
+  auto extra = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("TOKEN", *extra)->group("");
+  cmd->callback([cmd, args, extra, &exitCode, &host, &afterDoubleDash] {
+    if (!extra->empty() || !cmd->remaining().empty() || !afterDoubleDash.empty()) {
+      exitCode = reportError(Error{"airlock login takes only AGENT and --from-host or --from-env NAME: a token is "
+                                   "read from standard input, never from the command line (every user can read "
+                                   "argv): printenv TOKEN | airlock login AGENT",
+                                   exit_code::kUsage});
+      return;
+    }
+    exitCode = login(host, *args);
+  });
 
   auto agent = std::make_shared<std::string>();
   auto* out = app.add_subcommand("logout", "Remove an agent's login kept by airlock");

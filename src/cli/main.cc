@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   airlock::cli::addDoctorCommand(app, exitCode, host);
   airlock::cli::addConfigCommand(app, exitCode, host);
   airlock::cli::addSecretCommand(app, exitCode, host, afterDoubleDash);
-  airlock::cli::addLoginCommands(app, exitCode, host);
+  airlock::cli::addLoginCommands(app, exitCode, host, afterDoubleDash);
   airlock::cli::addStateCommand(app, exitCode, host);
   // A first word that is neither a verb nor an agent: say so, with both lists.
   auto subcommands = app.get_subcommands({});

@@ -42,6 +42,16 @@ for args in "other $value" "other -- $value" "other --token=$value" "GITHUB_TOKE
   grep -q "standard input" "$work/out" || fail "the refusal does not say how: $(cat "$work/out")"
   if grep -q "$value" "$work/out"; then fail "the refusal of '$args' repeated the value"; fi
 done
+# The same for an agent login's token, and a token given to --from-env as if it were a name.
+token="sk-ant-oat01-$value"
+for args in "claude-code $token" "claude-code -- $token" "claude-code --token=$token" "claude-code --from-env $token" \
+            "claude-code --from-env=${value//-/_}"; do
+  # shellcheck disable=SC2086
+  if "$airlock" login $args </dev/null >"$work/out" 2>&1; then fail "login $args was accepted"; fi
+  grep -Eq "standard input|not a variable name|is not set here" "$work/out" || fail "the refusal does not say how: $(cat "$work/out")"
+  if grep -q "$value\|${value//-/_}" "$work/out"; then fail "the refusal of 'login $args' repeated the token"; fi
+done
+[ ! -e "$XDG_DATA_HOME/airlock/secrets/login.claude-code" ] || fail "a refused login was stored"
 # A multi-line value (a PEM key) is kept byte for byte; a one-line value loses its newline.
 printf -- '-----BEGIN KEY-----\nabc\n-----END KEY-----\n' | "$airlock" secret set pem 2>/dev/null
 cmp -s <(printf -- '-----BEGIN KEY-----\nabc\n-----END KEY-----\n') "$XDG_DATA_HOME/airlock/secrets/pem" ||
