@@ -82,6 +82,9 @@ dbus-run-session -- bash -c '
 '  _ "$value" "$airlock" "$work" >/dev/null 2>"$work/bus-err" || fail "no-keyring step failed with $?: $(cat "$work/err3" 2>/dev/null)"
 
 # 3. gnome-keyring, unlocked, on a session bus: the real Secret Service.
+mkdir -p "$HOME/.gemini"
+printf '{"access_token":"ya29.a-%s","refresh_token":"1//%s","expiry_date":4102444800000}' "$value" "$value" \
+  >"$HOME/.gemini/oauth_creds.json"
 dbus-run-session -- bash -c '
   set -u
   value=$1 airlock=$2 work=$3
@@ -102,6 +105,14 @@ assert d[\"stored\"] == {\"file\": 1, \"secret-service\": 1} and d[\"in_vm\"] ==
   [ ! -e "$XDG_DATA_HOME/airlock/secrets/file-token" ] || exit 19
   "$airlock" secret rm service-token file-token >/dev/null || exit 20
   [ -z "$(secret-tool lookup airlock-secret service-token)" ] || exit 21
+  # An agent login goes to the Secret Service too, and out of it at logout.
+  "$airlock" login gemini --from-host 2>"$work/err2" || exit 23
+  grep -q "gemini login stored in the Secret Service" "$work/err2" || exit 24
+  secret-tool lookup airlock-secret login.gemini | grep -q "1//$value" || exit 25
+  [ ! -e "$XDG_DATA_HOME/airlock/secrets/login.gemini" ] || exit 26
+  "$airlock" info gemini -w "$work/project" | grep -Eq "^ +login +login.gemini \(from host file\), brokered" || exit 27
+  "$airlock" logout gemini 2>/dev/null || exit 28
+  [ -z "$(secret-tool lookup airlock-secret login.gemini)" ] || exit 29
 ' _ "$value" "$airlock" "$work" 2>"$work/bus-err" || fail "Secret Service step failed with $?: $(cat "$work/err2" 2>/dev/null; tail -3 "$work/bus-err")"
 
 # 4. At a terminal: nothing typed is shown; Ctrl-C stores nothing and
