@@ -80,6 +80,21 @@ bool isHostName(std::string_view s) {
          s.front() != '-' && s.find("..") == std::string_view::npos;
 }
 
+/// An https:// URL whose authority is a host name and an optional port (no
+/// user info, IP literal or fragment): the broker and the refresh send the
+/// user's real token there.
+bool isHttpsUrl(std::string_view url) {
+  if (!url.starts_with("https://") || url.find_first_of(" \t\r\n#") != std::string_view::npos) return false;
+  std::string_view authority = url.substr(8, url.find('/', 8) == std::string_view::npos ? std::string_view::npos
+                                                                                          : url.find('/', 8) - 8);
+  size_t colon = authority.find(':');
+  std::string_view host = authority.substr(0, colon);
+  if (host.empty() || !isHostName(host)) return false;
+  if (colon == std::string_view::npos) return true;
+  std::string_view port = authority.substr(colon + 1);
+  return !port.empty() && port.size() <= 5 && allOf(port, [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::string keyList(std::span<const std::string_view> keys) {
   std::string out;
   for (auto k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
@@ -259,10 +274,11 @@ class SpecReader {
       return error(n, "'tls_base_url_env' and 'tls_ca_env' go together");
     for (auto [key, out] : {std::pair{"upstream", &login.upstream}, std::pair{"refresh_url", &login.refreshUrl}}) {
       if (auto r = string(n, key, true, *out); !r) return r;
-      if (!out->starts_with("https://") || out->find_first_of(" \t\n\r") != std::string::npos)
-        return error(child(n, key), fmt::format("'{}' must be an https:// URL", key));
+      if (!isHttpsUrl(*out))
+        return error(child(n, key), fmt::format("'{}' must be an https:// URL naming a host (no user info or IP "
+                                                "address)", key));
     }
-    if (login.upstream.find('/', 8) != std::string::npos)
+    if (login.upstream.find_first_of("/?", 8) != std::string::npos)
       return error(child(n, "upstream"), "'upstream' is scheme and host only (https://api.example.com)");
     if (auto r = string(n, "client_id", true, login.clientId); !r) return r;
     if (auto r = string(n, "client_secret", false, login.clientSecret); !r) return r;
@@ -272,6 +288,8 @@ class SpecReader {
       if (!p.starts_with('/')) return error(child(n, "paths"), fmt::format("path '{}' must start with /", p));
     if (auto r = string(n, "account_file", false, login.accountFile); !r) return r;
     if (auto r = string(n, "account_key", false, login.accountKey); !r) return r;
+    if (!login.accountFile.empty() && login.accountFile == login.file)
+      return error(child(n, "account_file"), "'account_file' must not be the credential file (it goes into the VM)");
     if (!login.accountFile.empty() && (!isRelativePath(login.accountFile) || !login.accountFile.ends_with(".json")))
       return error(child(n, "account_file"), "'account_file' must be a relative path to a JSON file");
     if (auto r = list(n, "account_hosts", isHostName, "a host name", login.accountHosts); !r) return r;

@@ -74,6 +74,10 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
       secrets::curlPoster(host.getEnv("SSL_CERT_FILE")), host.dirs.data + "/login-" + spec.name + ".lock",
       *host.clock);
   if (auto r = run->tokens_->load(); !r) return std::unexpected(r.error());
+  // A login made for another API is never sent to this spec's upstream.
+  if (run->tokens_->login().format != spec.login.format)
+    return failWith(exit_code::kUsage, "the stored {} login is a {} login, not the {} this agent uses; run `airlock "
+                    "login {}` again", spec.name, run->tokens_->login().format, spec.login.format, spec.name);
   // A login that cannot be refreshed fails here, before a VM boots for
   // nothing (the refresh, when due, happens now instead of at the first request).
   if (auto token = run->tokens_->token(); !token) return std::unexpected(withCode(token.error(), exit_code::kHostNotReady));

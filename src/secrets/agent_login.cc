@@ -247,6 +247,13 @@ std::string withAccount(std::string_view seed, const std::string& key, const Age
   if (!doc.is_object()) doc = json::object();
   json account = json::parse(login.accountJson, nullptr, false);
   if (!account.is_object()) return doc.dump();
+  // Whatever the account holds, the login's own tokens never go into the VM.
+  for (auto it = account.begin(); it != account.end();) {
+    const std::string text = it->dump();
+    bool token = text.find(login.accessToken) != std::string::npos ||
+                 (!login.refreshToken.empty() && text.find(login.refreshToken) != std::string::npos);
+    it = token ? account.erase(it) : std::next(it);
+  }
   if (key.empty()) doc.update(account);
   else doc[key] = account;
   return doc.dump();
@@ -267,6 +274,9 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
   if (format == "codex-oauth")
     return failWith(exit_code::kUsage, "a ChatGPT login is imported with --from-host (a bare token lacks the account); "
                                        "an API key goes in with --env CODEX_API_KEY");
+  if (format == "gemini-oauth")
+    return failWith(exit_code::kUsage, "a Google login is imported with --from-host (a bare access token expires "
+                                       "within the hour); an API key goes in with --env GEMINI_API_KEY");
   if (token.ends_with('\n')) token.remove_suffix(1);
   if (token.ends_with('\r')) token.remove_suffix(1);
   if (!isTokenText(token))

@@ -26,7 +26,7 @@ bool equalsIgnoringCase(std::string_view a, std::string_view b) {
 bool droppedRequestHeader(std::string_view name) {
   for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                              "upgrade", "host", "content-length", "expect", "authorization", "proxy-authorization",
-                             "x-api-key", "cookie"})
+                             "x-api-key", "x-goog-api-key", "cookie"})
     if (equalsIgnoringCase(name, h)) return true;
   return false;
 }

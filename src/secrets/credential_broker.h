@@ -8,7 +8,7 @@
 //
 // Per guest connection: one request (http_request.h), then the answer with
 // "Connection: close". The request's own credential headers
-// (Authorization, X-Api-Key, Cookie, Proxy-Authorization) are dropped; the
+// (Authorization, X-Api-Key, X-Goog-Api-Key, Cookie, Proxy-Authorization) are dropped; the
 // route's header carries the real token. Hop-by-hop headers are dropped.
 // Only the route's path prefixes are forwarded, as plain paths (no dot or
 // empty segment, no '%', sent as checked; 403 otherwise), and only the

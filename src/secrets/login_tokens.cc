@@ -3,9 +3,11 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <memory>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/file_lock.h"
@@ -27,20 +29,25 @@ size_t collect(char* data, size_t size, size_t count, void* out) {
   return n;
 }
 
+/// `value` percent-encoded for a form body (RFC 3986 unreserved characters kept).
+std::string formEncoded(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
 }  // namespace
 
 RefreshRequest refreshRequest(const AgentLogin& login, const RefreshEndpoint& endpoint) {
   if (login.format == "gemini-oauth") {
-    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
     std::string body;
     for (auto [name, value] : {std::pair{"grant_type", std::string("refresh_token")},
                                std::pair{"refresh_token", login.refreshToken}, std::pair{"client_id", endpoint.clientId},
-                               std::pair{"client_secret", endpoint.clientSecret}}) {
-      if (value.empty()) continue;
-      std::unique_ptr<char, void (*)(void*)> escaped(
-          curl_easy_escape(curl.get(), value.data(), static_cast<int>(value.size())), curl_free);
-      body += (body.empty() ? "" : "&") + std::string(name) + "=" + escaped.get();
-    }
+                               std::pair{"client_secret", endpoint.clientSecret}})
+      if (!value.empty()) body += (body.empty() ? "" : "&") + std::string(name) + "=" + formEncoded(value);
     return {"application/x-www-form-urlencoded", body};
   }
   std::string scope;
@@ -112,7 +119,8 @@ Result<> LoginTokens::refresh() {
     return fail("refreshing the {} login failed (HTTP {}); run `airlock login {}`", agent_, status, agent_);
   AgentLogin next = login_;
   next.accessToken = access->get<std::string>();
-  if (auto it = answer.find("refresh_token"); it != answer.end() && it->is_string())
+  // An empty or missing refresh token keeps the stored one (Google never sends a new one).
+  if (auto it = answer.find("refresh_token"); it != answer.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
     next.refreshToken = it->get<std::string>();
   if (auto it = answer.find("expires_in"); it != answer.end() && it->is_number())
     // Within [0, 10 years]: a larger number would overflow int64 ms (and come out in the past).

@@ -243,6 +243,24 @@ TEST(SpecParser, LoginRoutesOnlyToHttpsAndRoundTrips) {
   EXPECT_NE(with("https://auth.example.com", "http://auth.example.com").find("https:// URL"), std::string::npos);
   EXPECT_NE(with("https://api.example.com", "https://api.example.com/v1").find("scheme and host only"),
             std::string::npos);
+  EXPECT_NE(with("https://api.example.com", "https://api.example.com?x=1"), "");
+  // The token goes to the host named: no user info hiding another host, no IP literal, no fragment.
+  for (const char* url : {"https://api.example.com@evil.example", "https://user:pw@api.example.com",
+                          "https://[::1]", "https://api.example.com:", "https://api.example.com:99999x",
+                          "https://API.example.com"})
+    EXPECT_NE(with("https://api.example.com", url), "") << url;
+  EXPECT_NE(with("https://api.example.com", "https://api.example.com@evil.example").find("naming a host"),
+            std::string::npos);
+  EXPECT_NE(with("https://auth.example.com/oauth/token", "https://auth.example.com/oauth/token#x").find("naming a host"),
+            std::string::npos);
+  {
+    std::string yaml = kMinimal + login;
+    yaml.replace(yaml.find("https://api.example.com"), 23, "https://api.example.com:8443");
+    EXPECT_TRUE(parseAgentSpec(yaml, "demo.yaml"));
+  }
+  // The account file goes into the VM: never the credential file.
+  EXPECT_NE(with("account_file: .demo.json", "account_file: .demo/.credentials.json").find("must not be the credential"),
+            std::string::npos);
   EXPECT_NE(with("format: claude-oauth", "format: netrc").find("not one airlock reads"), std::string::npos);
   EXPECT_NE(with("paths: [/v1/]", "paths: [v1/]").find("must start with /"), std::string::npos);
   EXPECT_NE(with("file: .demo/.credentials.json", "file: /etc/shadow").find("relative path"), std::string::npos);

@@ -226,6 +226,15 @@ TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessi
   EXPECT_NE(r.error().message.find("--host-port 4181"), std::string::npos) << r.error().message;
 }
 
+TEST_F(RunLoginTest, ALoginOfAnotherFormatIsNeverSentToThisSpecsUpstream) {
+  auto registry = agents::AgentRegistry::builtin();
+  ASSERT_TRUE(registry);
+  store(subscription(), "gemini");  // a Claude login stored under gemini's name
+  auto login = RunLogin::open(host_, *registry->find("gemini"), {});
+  ASSERT_FALSE(login);
+  EXPECT_NE(login.error().message.find("airlock login gemini"), std::string::npos) << login.error().message;
+}
+
 TEST_F(RunLoginTest, AHostPortOnTheBrokersPortIsRefused) {
   store(subscription());
   auto login = RunLogin::open(host_, spec_, {});

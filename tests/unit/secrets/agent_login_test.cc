@@ -339,6 +339,18 @@ TEST(AgentLogin, AGeminiLoginGetsNoPlaceholderFileButAPlaceholderToken) {
   EXPECT_TRUE(placeholderCredentialFile(subscription()));
 }
 
+TEST(AgentLogin, TheAccountSeedNeverCarriesTheLoginsTokens) {
+  const std::string creds = R"({"access_token":"ya29.REAL-ACCESS","refresh_token":"1//REAL-REFRESH","who":"a@b.c"})";
+  auto login = loginFromCredentialFile("gemini-oauth", creds);
+  ASSERT_TRUE(login);
+  login->accountJson = accountFromFile(creds, "");
+  std::string seed = withAccount("", "", *login);
+  EXPECT_EQ(seed.find("REAL"), std::string::npos) << seed;
+  EXPECT_NE(seed.find("a@b.c"), std::string::npos) << seed;
+  // A Google access token alone is not a login airlock keeps.
+  EXPECT_FALSE(loginFromToken("gemini-oauth", "ya29.a0-token"));
+}
+
 TEST(AgentLogin, AnAccountFileWithoutKeyIsTakenFromItsTopLevel) {
   // Gemini's google_accounts.json.
   std::string account = accountFromFile(R"({"active":"a@b.c","old":["x@y.z"]})", "");

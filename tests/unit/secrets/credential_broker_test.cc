@@ -304,6 +304,7 @@ TEST_F(CredentialBrokerTest, TheRealTokenReplacesEveryCredentialTheGuestSent) {
                                  std::string("Authorization: Bearer ") + kPlaceholder +
                                      "\r\nauthorization: Bearer second\r\nX-Api-Key: sk-ant-api03-guest\r\n"
                                      "x-api-key: again\r\nCookie: a=b\r\nProxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+                                     "X-Goog-Api-Key: AIza-guest\r\n"
                                      "anthropic-version: 2023-06-01\r\nanthropic-beta: oauth-2025-04-20\r\n"
                                      "Connection: keep-alive, X-Drop\r\nX-Fold: a\r\n Authorization: Bearer folded\r\n"));
   EXPECT_EQ(got.status(), 200);
@@ -319,6 +320,7 @@ TEST_F(CredentialBrokerTest, TheRealTokenReplacesEveryCredentialTheGuestSent) {
   EXPECT_EQ(r.target(), "/v1/messages?beta=true");
   EXPECT_EQ(r.all("authorization"), std::vector<std::string>{std::string("Bearer ") + kReal1});
   EXPECT_TRUE(r.all("x-api-key").empty());
+  EXPECT_TRUE(r.all("x-goog-api-key").empty());
   EXPECT_TRUE(r.all("cookie").empty());
   EXPECT_TRUE(r.all("proxy-authorization").empty());
   EXPECT_EQ(r.one("anthropic-version"), "2023-06-01");

@@ -253,6 +253,14 @@ TEST_F(LoginTokensTest, AGoogleLoginIsRefreshedThroughItsFormAndKeepsItsRefreshT
   EXPECT_EQ(serializeLogin(now).find("eyJ"), std::string::npos);
 }
 
+TEST_F(LoginTokensTest, AnEmptyRefreshTokenInTheAnswerKeepsTheStoredOne) {
+  put(subscription(-1000));
+  endpoint_.answer(200, json{{"access_token", "sk-ant-oat01-NEW"}, {"refresh_token", ""}, {"expires_in", 3600}});
+  auto s = session();
+  ASSERT_TRUE(s->tokens->token());
+  EXPECT_EQ(stored().refreshToken, "sk-ant-ort01-OLD-REFRESH");
+}
+
 TEST_F(LoginTokensTest, AnExpiredTokenIsRefreshedAndOneOutsideTheMarginIsNot) {
   put(subscription(-1000));
   endpoint_.answer(200, refreshed("sk-ant-oat01-NEW-ACCESS", "sk-ant-ort01-NEW-REFRESH", 3600));
