@@ -94,6 +94,9 @@ Result<std::string> LoginTokens::replaceRejected(const std::string& rejected) {
   if (login_.refreshToken.empty())
     return fail("the API refused the stored {} token, which cannot be refreshed; run `airlock login {}`", agent_,
                 agent_);
+  if (refreshedAtMs_ && nowMs() - *refreshedAtMs_ < kMinRejectedRefreshGapMs)
+    return fail("the API refused the {} token refreshed {} s ago; run `airlock login {}`", agent_,
+                (nowMs() - *refreshedAtMs_) / 1000, agent_);
   const std::string before = login_.accessToken;
   if (auto r = refresh(); !r) return std::unexpected(r.error());
   if (login_.accessToken == before) return fail("refreshing the {} login gave the same token", agent_);
@@ -133,6 +136,7 @@ Result<> LoginTokens::refresh() {
   if (auto r = store_.set(loginSecretName(agent_), serializeLogin(next), "refreshed", std::nullopt, note); !r)
     return fail("the {} login was refreshed but could not be stored: {}", agent_, r.error().message);
   login_ = std::move(next);
+  refreshedAtMs_ = nowMs();
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -27,8 +28,9 @@ class TokenSource {
   /// within kRefreshMarginMs). Errors: the login is gone or its refresh failed.
   virtual Result<std::string> token() = 0;
   /// The API refused `rejected` (401): a new token, unless another request
-  /// or session already replaced it. Errors: nothing to refresh with, or
-  /// the refresh failed.
+  /// or session already replaced it. Errors: nothing to refresh with, the
+  /// refresh failed, or this session refreshed less than
+  /// kMinRejectedRefreshGapMs ago.
   virtual Result<std::string> replaceRejected(const std::string& rejected) = 0;
 };
 
@@ -61,6 +63,11 @@ using HttpPoster =
 /// (the agents' own margin is about 5 minutes).
 inline constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
 
+/// After a refresh, a rejection sooner than this is not refreshed again:
+/// an API that refuses fresh tokens (or a guest provoking 401s) must not
+/// make the host spend refresh after refresh.
+inline constexpr int64_t kMinRejectedRefreshGapMs = 60 * 1000;
+
 /// The token of `agent`'s login (the secret loginSecretName(agent)).
 class LoginTokens final : public TokenSource {
  public:
@@ -88,6 +95,7 @@ class LoginTokens final : public TokenSource {
   std::string lockPath_;
   const Clock& clock_;
   AgentLogin login_;
+  std::optional<int64_t> refreshedAtMs_;  ///< when this session last refreshed (Unix ms)
 };
 
 /// An HttpPoster over libcurl trusting `caFile` (PEM) instead of the system

@@ -334,6 +334,26 @@ TEST_F(LoginTokensTest, ARejectedTokenIsRefreshedOnceAndAnOlderRejectionGetsTheN
   EXPECT_EQ(endpoint_.calls().size(), 1u);
 }
 
+TEST_F(LoginTokensTest, AFreshlyRefreshedTokenRefusedAgainIsNotRefreshedForAMinute) {
+  put(subscription(3600 * 1000));
+  endpoint_.answer(200, refreshed("sk-ant-oat01-NEW-ACCESS", "sk-ant-ort01-NEW-REFRESH", 3600));
+  auto s = session();
+  ASSERT_TRUE(s->tokens->replaceRejected("sk-ant-oat01-OLD-ACCESS"));
+  // The API refuses the new token too (or a guest provokes 401s): no refresh storm.
+  endpoint_.answer(200, refreshed("sk-ant-oat01-NEWER-ACCESS", "sk-ant-ort01-NEWER-REFRESH", 3600));
+  clock_.at += std::chrono::seconds(59);
+  auto again = s->tokens->replaceRejected("sk-ant-oat01-NEW-ACCESS");
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("airlock login claude-code"), std::string::npos) << again.error().message;
+  EXPECT_EQ(endpoint_.calls().size(), 1u);
+  // A minute on, it may refresh again.
+  clock_.at += std::chrono::seconds(2);
+  auto later = s->tokens->replaceRejected("sk-ant-oat01-NEW-ACCESS");
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_EQ(*later, "sk-ant-oat01-NEWER-ACCESS");
+  EXPECT_EQ(endpoint_.calls().size(), 2u);
+}
+
 TEST_F(LoginTokensTest, ConcurrentRejectionsOfOneTokenShareOneRefresh) {
   put(subscription(3600 * 1000));
   endpoint_.answer(200, refreshed("sk-ant-oat01-NEW-ACCESS", "sk-ant-ort01-NEW-REFRESH", 3600));
