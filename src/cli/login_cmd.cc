@@ -160,7 +160,8 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   auto* host_ = cmd->add_flag("--from-host", args->fromHost,
                               "Import the login the agent made on this machine (its credential file under $HOME)");
-  cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token from this environment variable")
+  cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token (`claude setup-token`'s) from this environment variable; "
+                  "Codex and Gemini logins are imported with --from-host")
       ->excludes(host_);
   // A token given as an argument is refused without being repeated.
   cmd->allow_extras();
