@@ -28,6 +28,7 @@ AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
+. "$SRC/tests/e2e/broker_mock.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-codex-e2e.XXXXXX")
 INET=airlock-clogin-inet-$$
 HOST=airlock-clogin-host-$$
@@ -49,20 +50,6 @@ fake_tls_cert airlock-login-codex-e2e-ca chatgpt.com auth.openai.com
 ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 \
   chatgpt.com=192.0.2.10 auth.openai.com=192.0.2.10 >dns.out 2>&1 &
 pids+=($!)
-
-# start_mock RUN [FLAGS...]: the mock for one run, logging to mock-RUN.log.
-start_mock() {
-  local run=$1
-  shift
-  mkdir -p "requests-$run"
-  ip netns exec "$INET" python3 "$SRC/tests/e2e/mock_model_server.py" --host 192.0.2.10 --port 443 \
-    --tls-cert api.crt --tls-key api.key --scenario "$SRC/tests/e2e/scenarios/login_broker_codex.json" \
-    --log "mock-$run.log" --dump-dir "requests-$run" --exit-after 1500 --quiet "$@" >"mock-$run.out" 2>&1 &
-  mock_pid=$!
-  pids+=($mock_pid)
-  for _ in $(seq 100); do grep -q '^PORT ' "mock-$run.out" && grep -q READY dns.out && break; sleep 0.1; done
-  grep -q '^PORT ' "mock-$run.out" || fail "mock model server did not start: $(cat "mock-$run.out")"
-}
 
 # The user's machine: a ChatGPT login whose access token expires in a minute.
 mkdir -p home/.codex project
@@ -107,20 +94,9 @@ run_agent() {
   grep -q 'login stays on this host' "airlock-$1.err" || fail "run $1 did not say the login is brokered"
   [ "$(cat project/BROKERED.md)" = "Written with a brokered ChatGPT login." ] || fail "run $1: the change did not land"
 }
-# no_placeholder_upstream DIR: no request the API got carried a placeholder or an API key.
-no_placeholder_upstream() {
-  python3 - "$1" <<'PY' || fail "a placeholder or an API key reached the API"
-import json, os, sys
-for name in os.listdir(sys.argv[1]):
-    request = json.load(open(os.path.join(sys.argv[1], name)))
-    for k, v in request["headers"].items():
-        if "airlock-placeholder" in v or "SHOULD-NOT" in v:
-            sys.exit("%s: %s: %s" % (name, k, v))
-PY
-}
 
 # Run 1: refresh on the host before the first request.
-start_mock 1
+start_mock login_broker_codex 1
 run_agent 1
 python3 - mock-1.log <<'PY' || fail "the host did not refresh at auth.openai.com as Codex would, or the account check lacked the refreshed token: $(cat mock-1.log)"
 import json, sys
@@ -155,7 +131,7 @@ kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 
 # Run 2: the model API refuses the stored token once; Codex never sees the 401.
 rm project/BROKERED.md
-start_mock 2 --reject-first-bearer
+start_mock login_broker_codex 2 --reject-first-bearer
 run_agent 2
 grep -q '"kind": "rejected_bearer"' mock-2.log || fail "the mock never refused a token"
 grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"rt_rotated-$rotated\"" mock-2.log ||

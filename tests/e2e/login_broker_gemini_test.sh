@@ -28,6 +28,7 @@ AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
+. "$SRC/tests/e2e/broker_mock.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-gemini-e2e.XXXXXX")
 INET=airlock-glogin-inet-$$
 HOST=airlock-glogin-host-$$
@@ -49,20 +50,6 @@ fake_tls_cert airlock-login-gemini-e2e-ca cloudcode-pa.googleapis.com oauth2.goo
 ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 \
   cloudcode-pa.googleapis.com=192.0.2.10 oauth2.googleapis.com=192.0.2.10 >dns.out 2>&1 &
 pids+=($!)
-
-# start_mock RUN [FLAGS...]: the mock for one run, logging to mock-RUN.log.
-start_mock() {
-  local run=$1
-  shift
-  mkdir -p "requests-$run"
-  ip netns exec "$INET" python3 "$SRC/tests/e2e/mock_model_server.py" --host 192.0.2.10 --port 443 \
-    --tls-cert api.crt --tls-key api.key --scenario "$SRC/tests/e2e/scenarios/login_broker_gemini.json" \
-    --log "mock-$run.log" --dump-dir "requests-$run" --exit-after 1500 --quiet "$@" >"mock-$run.out" 2>&1 &
-  mock_pid=$!
-  pids+=($mock_pid)
-  for _ in $(seq 100); do grep -q '^PORT ' "mock-$run.out" && grep -q READY dns.out && break; sleep 0.1; done
-  grep -q '^PORT ' "mock-$run.out" || fail "mock model server did not start: $(cat "mock-$run.out")"
-}
 
 # The user's machine: a Google login whose access token expires in a minute.
 mkdir -p home/.gemini project
@@ -101,20 +88,9 @@ run_agent() {
   grep -q 'login stays on this host' "airlock-$1.err" || fail "run $1 did not say the login is brokered"
   [ "$(cat project/BROKERED.md)" = "Written with a brokered Google login." ] || fail "run $1: the change did not land"
 }
-# no_placeholder_upstream DIR: no request the API got carried a placeholder or the API key.
-no_placeholder_upstream() {
-  python3 - "$1" <<'PY' || fail "a placeholder or the API key reached the API"
-import json, os, sys
-for name in os.listdir(sys.argv[1]):
-    request = json.load(open(os.path.join(sys.argv[1], name)))
-    for k, v in request["headers"].items():
-        if "airlock-placeholder" in v or "SHOULD-NOT" in v:
-            sys.exit("%s: %s: %s" % (name, k, v))
-PY
-}
 
 # Run 1: refresh on the host before the first request, form-encoded with Gemini's client.
-start_mock 1
+start_mock login_broker_gemini 1
 run_agent 1
 python3 - mock-1.log <<'PY' || fail "the host did not refresh at Google's endpoint as Gemini would: $(cat mock-1.log)"
 import json, sys
@@ -151,7 +127,7 @@ kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 
 # Run 2: Code Assist refuses the stored token once; Gemini never sees the 401.
 rm project/BROKERED.md
-start_mock 2 --reject-first-bearer
+start_mock login_broker_gemini 2 --reject-first-bearer
 run_agent 2
 grep -q '"kind": "rejected_bearer"' mock-2.log || fail "the mock never refused a token"
 grep -q '"kind": "oauth_token".*"refresh_token": "1//FAKE-REAL-REFRESH"' mock-2.log ||

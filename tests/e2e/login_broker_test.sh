@@ -28,6 +28,7 @@ AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
+. "$SRC/tests/e2e/broker_mock.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-e2e.XXXXXX")
 INET=airlock-login-inet-$$
 HOST=airlock-login-host-$$
@@ -49,21 +50,6 @@ fake_tls_cert airlock-login-e2e-ca api.anthropic.com platform.claude.com
 ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 \
   api.anthropic.com=192.0.2.10 platform.claude.com=192.0.2.10 >dns.out 2>&1 &
 pids+=($!)
-
-# mock RUN [FLAGS...]: the mock model server for one run, logging to mock-RUN.log.
-start_mock() {
-  local run=$1
-  shift
-  mkdir -p "requests-$run" gate
-  ip netns exec "$INET" python3 "$SRC/tests/e2e/mock_model_server.py" --host 192.0.2.10 --port 443 \
-    --tls-cert api.crt --tls-key api.key --scenario "$SRC/tests/e2e/scenarios/login_broker.json" \
-    --log "mock-$run.log" --dump-dir "requests-$run" --gate-dir gate --exit-after 1500 --quiet "$@" \
-    >"mock-$run.out" 2>&1 &
-  mock_pid=$!
-  pids+=($mock_pid)
-  for _ in $(seq 100); do grep -q '^PORT ' "mock-$run.out" && grep -q READY dns.out && break; sleep 0.1; done
-  grep -q '^PORT ' "mock-$run.out" || fail "mock model server did not start: $(cat "mock-$run.out")"
-}
 
 # The user's machine: a Claude subscription login whose access token expires in a minute.
 mkdir -p home/.claude project
@@ -106,7 +92,7 @@ run_agent() {
 }
 
 # Run 1: refresh on the host before the first request.
-start_mock 1
+start_mock login_broker 1
 run_agent 1
 grep -q '"kind": "oauth_token".*"refresh_token": "sk-ant-ort01-FAKE-REAL-REFRESH"' mock-1.log ||
   fail "the broker did not refresh the expiring login with the real refresh token: $(cat mock-1.log)"
@@ -118,14 +104,7 @@ for f in $(grep -l '"/v1/messages' requests-1/*.json); do
     fail "a model request did not carry the rotated real token: $(grep -i authorization "$f")"
   grep -q 'oauth-2025-04-20' "$f" || fail "a model request lacks Claude's oauth beta header: $(head -c 2000 "$f")"
 done
-python3 - requests-1 <<'PY' || fail "a placeholder or the API key reached the API in a header"
-import json, os, sys
-for name in os.listdir(sys.argv[1]):
-    headers = json.load(open(os.path.join(sys.argv[1], name)))["headers"]
-    for k, v in headers.items():
-        if "airlock-placeholder" in v or "SHOULD-NOT" in v:
-            sys.exit("%s: %s: %s" % (name, k, v))
-PY
+no_placeholder_upstream requests-1
 [ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "the change did not land"
 stored_login | grep -q "sk-ant-ort01-rotated-$rotated" || fail "the rotated refresh token was not stored"
 log=$(ls "$WORK"/state/airlock/sessions/*/egress.log | head -1)
@@ -138,7 +117,7 @@ kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 
 # Run 2: the API refuses the stored token once; the agent never sees the 401.
 rm project/BROKERED.md
-start_mock 2 --reject-first-bearer
+start_mock login_broker 2 --reject-first-bearer
 run_agent 2
 grep -q '"kind": "rejected_bearer"' mock-2.log || fail "the mock never refused a token"
 grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"sk-ant-ort01-rotated-$rotated\"" mock-2.log ||
@@ -148,7 +127,7 @@ kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 
 # A login whose refresh the API refuses fails before anything boots, naming the fix.
 as_user "$AIRLOCK" login claude-code --from-host 2>/dev/null || fail "second login --from-host failed"
-start_mock refused --refuse-refresh
+start_mock login_broker refused --refuse-refresh
 set +e
 as_user "$AIRLOCK" run claude-code -w "$WORK/project" --review=auto -- -p "Do the scripted task." </dev/null \
   >airlock-refused.out 2>airlock-refused.err
@@ -168,7 +147,7 @@ as_user "$AIRLOCK" logout claude-code 2>/dev/null || fail "logout failed"
 printf 'sk-ant-oat01-FAKE-REAL-LONG-LIVED\n' | as_user "$AIRLOCK" login claude-code 2>login3.err ||
   fail "login from stdin: $(cat login3.err)"
 rm project/BROKERED.md
-start_mock 3
+start_mock login_broker 3
 run_agent 3
 grep -q 'long-lived token login stays on this host' airlock-3.err || fail "run 3 did not say which login: $(cat airlock-3.err)"
 grep -q '"kind": "oauth_token"' mock-3.log && fail "a long-lived token was refreshed"
