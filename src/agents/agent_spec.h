@@ -60,13 +60,21 @@ struct SettingsImport {
 
 /// How the agent logs in with an account (issue 15): the login is kept on
 /// the host (`airlock login AGENT`) and the credential broker puts the real
-/// token on the wire; the guest gets placeholders. Empty format: the agent
-/// has no login airlock brokers (API keys are forwarded by value).
+/// token on the wire; the guest gets placeholders. Where the broker cannot
+/// serve the agent (`delivery: vm`), the real credential file enters the VM
+/// on a tmpfs and is read back when the agent exits. Empty format: the
+/// agent has no login airlock keeps (API keys are forwarded by value).
 struct LoginSpec {
   /// How the agent's credential file reads ("claude-oauth",
-  /// "gemini-oauth"; secrets/agent_login.h). Empty: no login.
+  /// "gemini-oauth", "codex-oauth", "opencode-oauth"; secrets/agent_login.h). Empty: no login.
   std::string format;
   std::string file;      ///< the credential file, relative to $HOME on the host and in the guest
+  /// `delivery: vm` (only "opencode-oauth"): no broker; the file enters the
+  /// VM (session::DeliveredCredential) and the agent reaches `hosts` with
+  /// it. The broker's fields below are then unused. `delivery: broker`
+  /// (the default): the broker route below.
+  bool entersVm = false;
+  std::vector<std::string> hosts;  ///< with entersVm: the hosts the agent reaches with its login (egress)
   std::string tokenEnv;  ///< the variable carrying a long-lived token ("CLAUDE_CODE_OAUTH_TOKEN")
   std::string baseUrlEnv;  ///< the variable pointing the agent at the broker ("ANTHROPIC_BASE_URL")
   /// For an agent that talks HTTPS to part of its API (Codex's

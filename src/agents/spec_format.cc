@@ -78,21 +78,27 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   if (!spec.login.format.empty()) {
     const LoginSpec& l = spec.login;
     out << YAML::Key << "login" << YAML::Value << YAML::BeginMap;
-    for (auto [key, value] : {std::pair{"format", &l.format}, std::pair{"file", &l.file},
-                              std::pair{"token_env", &l.tokenEnv}, std::pair{"base_url_env", &l.baseUrlEnv},
-                              std::pair{"tls_base_url_env", &l.tlsBaseUrlEnv}, std::pair{"tls_ca_env", &l.tlsCaEnv},
-                              std::pair{"upstream", &l.upstream}})
-      if (!value->empty()) out << YAML::Key << key << YAML::Value << *value;
-    emitList(out, "paths", l.paths);
-    out << YAML::Key << "refresh_url" << YAML::Value << l.refreshUrl;
-    out << YAML::Key << "client_id" << YAML::Value << l.clientId;
-    if (!l.clientSecret.empty()) out << YAML::Key << "client_secret" << YAML::Value << l.clientSecret;
-    emitList(out, "billing_env", l.billingEnv);
-    if (!l.accountFile.empty()) {
-      out << YAML::Key << "account_file" << YAML::Value << l.accountFile;
-      if (!l.accountKey.empty()) out << YAML::Key << "account_key" << YAML::Value << l.accountKey;
+    out << YAML::Key << "format" << YAML::Value << l.format;
+    out << YAML::Key << "file" << YAML::Value << l.file;
+    if (l.entersVm) {
+      out << YAML::Key << "delivery" << YAML::Value << "vm";
+      emitList(out, "hosts", l.hosts);
+    } else {
+      for (auto [key, value] : {std::pair{"token_env", &l.tokenEnv}, std::pair{"base_url_env", &l.baseUrlEnv},
+                                std::pair{"tls_base_url_env", &l.tlsBaseUrlEnv}, std::pair{"tls_ca_env", &l.tlsCaEnv},
+                                std::pair{"upstream", &l.upstream}})
+        if (!value->empty()) out << YAML::Key << key << YAML::Value << *value;
+      emitList(out, "paths", l.paths);
+      out << YAML::Key << "refresh_url" << YAML::Value << l.refreshUrl;
+      out << YAML::Key << "client_id" << YAML::Value << l.clientId;
+      if (!l.clientSecret.empty()) out << YAML::Key << "client_secret" << YAML::Value << l.clientSecret;
+      if (!l.accountFile.empty()) {
+        out << YAML::Key << "account_file" << YAML::Value << l.accountFile;
+        if (!l.accountKey.empty()) out << YAML::Key << "account_key" << YAML::Value << l.accountKey;
+      }
+      if (!l.accountHosts.empty()) emitList(out, "account_hosts", l.accountHosts);
     }
-    if (!l.accountHosts.empty()) emitList(out, "account_hosts", l.accountHosts);
+    emitList(out, "billing_env", l.billingEnv);
     emitMap(out, "env", l.env);
     emitMap(out, "home_files", l.homeFiles);
     out << YAML::EndMap;

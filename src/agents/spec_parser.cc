@@ -15,7 +15,7 @@ namespace {
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
-constexpr std::string_view kLoginKeys[] = {"format", "file", "token_env", "base_url_env", "tls_base_url_env",
+constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "token_env", "base_url_env", "tls_base_url_env",
                                            "tls_ca_env", "upstream", "paths",
                                            "refresh_url", "client_id", "client_secret", "billing_env",
                                            "account_file", "account_key", "account_hosts", "env",
@@ -260,11 +260,24 @@ class SpecReader {
     if (!n.IsMap()) return error(n, "'login' must be a mapping");
     if (auto r = checkKeys(n, "login", kLoginKeys); !r) return r;
     if (auto r = string(n, "format", true, login.format); !r) return r;
-    if (login.format != "claude-oauth" && login.format != "gemini-oauth" && login.format != "codex-oauth")
+    if (login.format != "claude-oauth" && login.format != "gemini-oauth" && login.format != "codex-oauth" &&
+        login.format != "opencode-oauth")
       return error(child(n, "format"), fmt::format("login format '{}' is not one airlock reads (claude-oauth, "
-                                                   "gemini-oauth, codex-oauth)", login.format));
+                                                   "gemini-oauth, codex-oauth, opencode-oauth)", login.format));
     if (auto r = string(n, "file", true, login.file); !r) return r;
     if (!isRelativePath(login.file)) return error(child(n, "file"), "'file' must be a relative path");
+    std::string delivery = "broker";
+    if (auto r = string(n, "delivery", false, delivery); !r) return r;
+    if (delivery != "broker" && delivery != "vm") return error(child(n, "delivery"), "'delivery' is broker or vm");
+    login.entersVm = delivery == "vm";
+    // OpenCode's ChatGPT endpoint cannot be moved to the broker; every other
+    // format is brokered (its real token never enters the VM).
+    if (login.entersVm != (login.format == "opencode-oauth"))
+      return error(child(n, "delivery"), login.entersVm ? "only an opencode-oauth login is delivered into the VM"
+                                                        : "an opencode-oauth login needs 'delivery: vm' (it cannot be brokered)");
+    if (login.entersVm) return readDeliveredLogin(n, login);
+    if (n["hosts"].IsDefined()) return error(child(n, "hosts"), "'hosts' goes with 'delivery: vm' (a brokered login's "
+                                                                "hosts are the broker's to reach)");
     for (auto [key, out] : {std::pair{"token_env", &login.tokenEnv}, std::pair{"base_url_env", &login.baseUrlEnv},
                             std::pair{"tls_base_url_env", &login.tlsBaseUrlEnv}, std::pair{"tls_ca_env", &login.tlsCaEnv}}) {
       if (auto r = string(n, key, std::string_view(key) == "base_url_env", *out); !r) return r;
@@ -299,6 +312,28 @@ class SpecReader {
       if (auto r = checkTemplate(content); !r)
         return error(child(child(n, "home_files"), path.c_str()),
                      fmt::format("login home file '{}': {}", path, r.error().message));
+    return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
+  }
+
+  /// A `delivery: vm` login: its file, the hosts the agent reaches with it,
+  /// its billing variables, env and home files; none of the broker's keys.
+  Result<> readDeliveredLogin(const YAML::Node& n, LoginSpec& login) {
+    for (const char* key : {"token_env", "base_url_env", "tls_base_url_env", "tls_ca_env", "upstream", "paths",
+                            "refresh_url", "client_id", "client_secret", "account_file", "account_key",
+                            "account_hosts"})
+      if (n[key].IsDefined())
+        return error(child(n, key), fmt::format("'{}' is the broker's; a 'delivery: vm' login has none", key));
+    if (auto r = list(n, "hosts", isHostName, "a host name", login.hosts); !r) return r;
+    if (login.hosts.empty()) return missing(n, "hosts");
+    if (auto r = stringMap(n, "env", isEnvName, "a variable name", login.env); !r) return r;
+    if (auto r = stringMap(n, "home_files", isRelativePath, "a relative path", login.homeFiles); !r) return r;
+    for (const auto& [path, content] : login.homeFiles) {
+      if (path == login.file)
+        return error(child(child(n, "home_files"), path.c_str()), "a login home file cannot be the credential file");
+      if (auto r = checkTemplate(content); !r)
+        return error(child(child(n, "home_files"), path.c_str()),
+                     fmt::format("login home file '{}': {}", path, r.error().message));
+    }
     return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
   }
 

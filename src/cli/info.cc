@@ -54,6 +54,9 @@ std::string secretsText(const std::map<std::string, size_t>& count, const std::s
 /// host), or none (API keys go in by value).
 std::string loginText(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec,
                       const std::string& agent) {
+  if (login && spec.entersVm)
+    return fmt::format("  {:<14} {} (from {}), enters the VM: {} cannot be brokered; its login goes in on a tmpfs "
+                       "and is read back when it exits\n", "login", login->name, login->source, agent);
   if (login)
     return fmt::format("  {:<14} {} (from {}), brokered: the token stays on this host, the VM gets a placeholder\n",
                        "login", login->name, login->source);
@@ -63,9 +66,11 @@ std::string loginText(const std::optional<secrets::SecretInfo>& login, const age
 }
 
 nlohmann::json loginJson(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec) {
-  if (!login) return {{"stored", false}, {"supported", !spec.format.empty()}, {"brokered", false}};
-  return {{"stored", true}, {"supported", true}, {"secret", login->name}, {"source", login->source},
-          {"brokered", true}};
+  if (!login)
+    return {{"stored", false}, {"supported", !spec.format.empty()}, {"brokered", false}, {"enters_vm", false}};
+  return {{"stored", true},           {"supported", true},
+          {"secret", login->name},    {"source", login->source},
+          {"brokered", !spec.entersVm}, {"enters_vm", spec.entersVm}};
 }
 
 /// The agent's saved state for this project, as `airlock run` restores it.
@@ -140,7 +145,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   if (!login) return reportError(login.error());
   const agents::LoginSpec loginSpec = effective->agent.login;
   if (*login) {
-    effective->agent = brokeredSpec(std::move(effective->agent), args.env);
+    effective->agent = withLogin(std::move(effective->agent), args.env);
     std::erase_if(effective->resolved.settings.envForward,
                   [&](const auto& v) { return billedVariable(loginSpec, v.value, args.env); });
   }

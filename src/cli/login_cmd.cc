@@ -69,6 +69,17 @@ Result<std::string> readCredentialFile(const std::string& path, size_t maxBytes 
   return text;
 }
 
+/// Where the agent keeps `relative` (a path under $HOME in its spec) on
+/// this host: under $XDG_DATA_HOME or $XDG_CONFIG_HOME when it is in their
+/// default place (.local/share/, .config/) and they are set, as the agent
+/// itself resolves it (OpenCode's auth.json).
+std::string hostAgentFile(const HostContext& host, const std::string& relative) {
+  for (auto [prefix, variable] : {std::pair{".local/share/", "XDG_DATA_HOME"}, std::pair{".config/", "XDG_CONFIG_HOME"}})
+    if (relative.starts_with(prefix) && !host.getEnv(variable).empty())
+      return host.getEnv(variable) + "/" + relative.substr(std::string_view(prefix).size());
+  return host.getEnv("HOME") + "/" + relative;
+}
+
 int login(const HostContext& host, const LoginArgs& args) {
   auto spec = loginSpec(host, args.agent);
   if (!spec) return reportError(spec.error());
@@ -76,7 +87,7 @@ int login(const HostContext& host, const LoginArgs& args) {
   Result<secrets::AgentLogin> login = std::unexpected(Error{});
   std::string source;
   if (args.fromHost) {
-    const std::string path = host.getEnv("HOME") + "/" + how.file;
+    const std::string path = hostAgentFile(host, how.file);
     auto text = readCredentialFile(path);
     if (!text) return reportError(text.error());
     login = secrets::loginFromCredentialFile(how.format, *text);
@@ -84,7 +95,7 @@ int login(const HostContext& host, const LoginArgs& args) {
     // Who is logged in, so the agent need not ask its API at start (best
     // effort: without it the agent asks, and the VM cannot reach the API).
     if (login && !how.accountFile.empty())
-      if (auto cache = readCredentialFile(host.getEnv("HOME") + "/" + how.accountFile, kMaxAccountFileBytes))
+      if (auto cache = readCredentialFile(hostAgentFile(host, how.accountFile), kMaxAccountFileBytes))
         login->accountJson = secrets::accountFromFile(*cache, how.accountKey);
   } else if (!args.fromEnv.empty()) {
     // Neither message repeats what was given: it may be the token itself.
@@ -114,9 +125,14 @@ int login(const HostContext& host, const LoginArgs& args) {
       !r)
     return reportError(r.error());
   const std::string kind = secrets::describeLogin(*login);
-  std::fprintf(stderr, "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
-                       "placeholder\n",
-               args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str());
+  if (how.entersVm)
+    std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` puts it "
+                         "in the VM on a tmpfs and keeps the refreshed one when the agent exits\n",
+                 args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str(), args.agent.c_str());
+  else
+    std::fprintf(stderr, "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
+                         "placeholder\n",
+                 args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str());
   if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription &&
       secrets::rotatesRefreshToken(login->format))
     std::fprintf(stderr, "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
@@ -156,6 +172,7 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
       "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
       "  airlock login codex --from-host            # your ChatGPT login from ~/.codex\n"
+      "  airlock login opencode --from-host         # OpenCode's ChatGPT login (enters the VM: not brokerable)\n"
       "  airlock logout claude-code");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   auto* host_ = cmd->add_flag("--from-host", args->fromHost,

@@ -116,7 +116,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   auto login = RunLogin::open(host, setup.spec, args.env);
   if (!login) return std::unexpected(login.error());
   setup.login = std::move(*login);
-  if (setup.login) setup.spec = brokeredSpec(std::move(setup.spec), args.env);
+  if (setup.login) setup.spec = withLogin(std::move(setup.spec), args.env);
   const agents::AgentSpec& spec = setup.spec;
   session::Plan& plan = setup.plan;
   plan.workspace = args.workspace;
@@ -198,7 +198,10 @@ int runAgent(const HostContext& host, RunArgs args) {
   auto setup = planRun(host, args);
   if (!setup) return reportError(setup.error());
   TerminalUi ui(host, args.quiet);
-  if (setup->login)
+  if (setup->login && setup->login->entersVm())
+    ui.progress(fmt::format("your {} login enters the VM ({} cannot be brokered): on a tmpfs, read back when it "
+                            "exits", setup->login->describe(), args.agent));
+  else if (setup->login)
     ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder",
                             setup->login->describe()));
   if (!setup->imported.imported.empty())

@@ -6,6 +6,7 @@
 
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
+#include "secrets/delivered_login.h"
 #include "vm/guest_contract.h"
 
 namespace airlock::cli {
@@ -42,6 +43,7 @@ bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
 }
 
 std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec) {
+  if (spec.login.entersVm) return {};
   std::vector<std::string> hosts = spec.egress.modelHosts;
   std::string upstream = spec.login.upstream.substr(spec.login.upstream.find("://") + 3);
   upstream = upstream.substr(0, upstream.find(':'));
@@ -49,10 +51,18 @@ std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec) {
   return hosts;
 }
 
-agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv) {
-  // The model hosts and the login's upstream are the broker's to reach, not the guest's.
-  for (const auto& host : brokeredHosts(spec)) std::erase(spec.egress.extraHosts, host);
-  spec.egress.modelHosts.clear();
+agents::AgentSpec withLogin(agents::AgentSpec spec, const std::vector<std::string>& namedEnv) {
+  if (spec.login.entersVm) {
+    // The agent reaches its API itself, at the login's hosts.
+    spec.egress.modelHosts.clear();
+    for (const auto& host : spec.login.hosts)
+      if (std::find(spec.egress.extraHosts.begin(), spec.egress.extraHosts.end(), host) == spec.egress.extraHosts.end())
+        spec.egress.extraHosts.push_back(host);
+  } else {
+    // The model hosts and the login's upstream are the broker's to reach, not the guest's.
+    for (const auto& host : brokeredHosts(spec)) std::erase(spec.egress.extraHosts, host);
+    spec.egress.modelHosts.clear();
+  }
   for (const auto& [name, value] : spec.login.env) spec.env[name] = value;
   for (const auto& [path, content] : spec.login.homeFiles) spec.homeFiles[path] = content;
   std::erase_if(spec.envForward,
@@ -69,10 +79,24 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   run->spec_ = spec.login;
   run->agent_ = spec.name;
   run->secrets_ = std::make_unique<HostSecrets>(host, true);
+  run->lockPath_ = host.dirs.data + "/login-" + spec.name + ".lock";
+  if (spec.login.entersVm) {
+    // No broker and no refresh on the host: the agent refreshes in the VM.
+    auto value = run->secrets_->store().get(secrets::loginSecretName(spec.name));
+    if (!value) return std::unexpected(value.error());
+    if (!*value) return failWith(exit_code::kHostNotReady, "the {} login was removed meanwhile; run `airlock login {}`",
+                                 spec.name, spec.name);
+    auto parsed = secrets::parseLogin(**value);
+    if (!parsed) return std::unexpected(parsed.error());
+    if (parsed->format != spec.login.format)
+      return failWith(exit_code::kUsage, "the stored {} login is a {} login, not the {} this agent uses; run `airlock "
+                      "login {}` again", spec.name, parsed->format, spec.login.format, spec.name);
+    run->delivered_ = std::move(*parsed);
+    return run;
+  }
   run->tokens_ = std::make_unique<secrets::LoginTokens>(
       run->secrets_->store(), spec.name, secrets::RefreshEndpoint{spec.login.refreshUrl, spec.login.clientId, spec.login.clientSecret},
-      secrets::curlPoster(host.getEnv("SSL_CERT_FILE")), host.dirs.data + "/login-" + spec.name + ".lock",
-      *host.clock);
+      secrets::curlPoster(host.getEnv("SSL_CERT_FILE")), run->lockPath_, *host.clock);
   if (auto r = run->tokens_->load(); !r) return std::unexpected(r.error());
   // A login made for another API is never sent to this spec's upstream.
   if (run->tokens_->login().format != spec.login.format)
@@ -94,6 +118,7 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
 }
 
 std::optional<std::string> RunLogin::guestCredentialFile() const {
+  if (spec_.entersVm) return std::nullopt;
   if (login().kind != secrets::AgentLogin::Kind::kSubscription) return std::nullopt;
   return secrets::placeholderCredentialFile(login());
 }
@@ -101,6 +126,7 @@ std::optional<std::string> RunLogin::guestCredentialFile() const {
 void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const {
   for (const auto& name : spec_.billingEnv)
     if (!namesVariable(namedEnv, name)) env.erase(name);
+  if (spec_.entersVm) return;
   env[spec_.baseUrlEnv] = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kBrokerPort);
   if (tls_) {
     env[spec_.tlsBaseUrlEnv] = fmt::format("https://{}:{}", egress::kGatewayV4, secrets::kBrokerTlsPort);
@@ -114,6 +140,20 @@ void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::st
 }
 
 Result<> RunLogin::applyToPlan(session::Plan& plan) const {
+  if (spec_.entersVm) {
+    auto file = secrets::credentialFile(delivered_);
+    if (!file) return failWith(exit_code::kInternal, "a {} login has no credential file to deliver", delivered_.format);
+    session::DeliveredCredential credential;
+    credential.path = spec_.file;
+    credential.content = std::move(*file);
+    credential.maxBytes = secrets::kMaxCredentialFileBytes;
+    credential.returned = [secrets = secrets_.get(), agent = agent_, delivered = delivered_,
+                           lock = lockPath_](std::string_view content) {
+      return secrets::keepReturnedLogin(secrets->store(), agent, delivered, content, lock);
+    };
+    plan.credential = std::move(credential);
+    return {};
+  }
   if (plan.machine.egress)
     for (const auto& mapping : plan.machine.egress->hostPorts)
       if (mapping.guestPort == secrets::kBrokerPort || (tls_ && mapping.guestPort == secrets::kBrokerTlsPort))

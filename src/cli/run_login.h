@@ -40,17 +40,21 @@ bool billedVariable(const agents::LoginSpec& spec, const std::string& pattern,
 
 /// The hosts a brokered run of `spec` reaches through the broker: the
 /// model hosts and the login's upstream host (the guest's lookups of them
-/// are answered NXDOMAIN and logged as brokered, not blocked).
+/// are answered NXDOMAIN and logged as brokered, not blocked). None for a
+/// login that enters the VM.
 std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec);
 
-/// The spec as a brokered run uses it: no model hosts or upstream host in
-/// the egress allowlist (the broker reaches them from the host), the login's env and
-/// home files over the spec's, and the billing variables not forwarded
-/// unless `namedEnv` names them.
-agents::AgentSpec brokeredSpec(agents::AgentSpec spec, const std::vector<std::string>& namedEnv);
+/// The spec as a run with its login uses it: the login's env and home
+/// files over the spec's, and the billing variables not forwarded unless
+/// `namedEnv` names them. Brokered: no model hosts or upstream host in the
+/// egress allowlist (the broker reaches them from the host). Entering the
+/// VM: the login's hosts in place of the model hosts.
+agents::AgentSpec withLogin(agents::AgentSpec spec, const std::vector<std::string>& namedEnv);
 
 /// One run's login and broker; alive for the whole run (the broker serves
-/// the guest from the egress proxy's threads).
+/// the guest from the egress proxy's threads). A login that enters the VM
+/// (LoginSpec::entersVm) has no broker: the runner delivers its file and
+/// hands back what the agent left there.
 class RunLogin {
  public:
   /// The stored login of `spec`'s agent, refreshed now when it expires
@@ -62,9 +66,11 @@ class RunLogin {
   RunLogin(const RunLogin&) = delete;
   RunLogin& operator=(const RunLogin&) = delete;
 
-  const secrets::AgentLogin& login() const { return tokens_->login(); }
+  const secrets::AgentLogin& login() const { return tokens_ ? tokens_->login() : delivered_; }
   /// "subscription (max)", "account" or "long-lived token" (secrets::describeLogin).
   std::string describe() const { return secrets::describeLogin(login()); }
+  /// True when the login's tokens enter the VM (LoginSpec::entersVm).
+  bool entersVm() const { return spec_.entersVm; }
 
   /// The agent's environment with the login: the billing variables removed
   /// unless `namedEnv` names them, the base URL at the broker (and its
@@ -75,8 +81,10 @@ class RunLogin {
   /// The placeholder credential file in $HOME (a subscription login of a
   /// format that has one), the account merged into the seed of the spec's
   /// account file, the broker at the gateway (and its HTTPS side, with the
-  /// session CA's PEM in $HOME). Errors (64): a --host-port mapping takes a
-  /// gateway port of the broker.
+  /// session CA's PEM in $HOME). A login that enters the VM: its real
+  /// credential file (Plan::credential), kept again when the agent
+  /// refreshed it (secrets::keepReturnedLogin). Errors (64): a --host-port
+  /// mapping takes a gateway port of the broker.
   Result<> applyToPlan(session::Plan& plan) const;
 
  private:
@@ -87,7 +95,9 @@ class RunLogin {
   agents::LoginSpec spec_;
   std::string agent_;
   std::unique_ptr<HostSecrets> secrets_;
-  std::unique_ptr<secrets::LoginTokens> tokens_;
+  std::unique_ptr<secrets::LoginTokens> tokens_;  ///< null when the login enters the VM
+  secrets::AgentLogin delivered_;                   ///< the login that enters the VM
+  std::string lockPath_;                            ///< the lock file of the login's refreshes
   std::shared_ptr<secrets::CredentialBroker> broker_;
   std::shared_ptr<secrets::SessionTls> tls_;  ///< the broker's HTTPS side; null when the agent needs none
 };

@@ -174,12 +174,40 @@ Result<AgentLogin> codexLogin(const json& doc) {
   return checkedTokens(std::move(login));
 }
 
+/// OpenCode's auth.json: its ChatGPT login (the "openai" provider's OAuth entry).
+Result<AgentLogin> opencodeLogin(const json& doc) {
+  const json* entry = nullptr;
+  if (doc.is_object())
+    if (auto it = doc.find("openai"); it != doc.end() && it->is_object() && optionalString(*it, "type") == "oauth")
+      entry = &*it;
+  if (!entry)
+    return failWith(exit_code::kUsage, "the credential file has no ChatGPT login (an \"openai\" oauth entry); log in "
+                                       "with `opencode auth login` on this machine first (an API key goes in with "
+                                       "--env OPENAI_API_KEY)");
+  AgentLogin login;
+  login.format = "opencode-oauth";
+  login.accessToken = optionalString(*entry, "access");
+  login.refreshToken = optionalString(*entry, "refresh");
+  if (auto it = entry->find("expires"); it != entry->end() && it->is_number() && std::abs(it->get<double>()) < 1e13)
+    login.expiresAtMs = static_cast<int64_t>(it->get<double>());
+  std::string accountId = optionalString(*entry, "accountId");
+  if (!accountId.empty() && accountId.size() <= 256 && isTokenText(accountId))
+    login.accountJson = json{{"accountId", accountId}}.dump();
+  // The plan, when the access token is OpenAI's JWT that names it.
+  json claims = jwtClaims(login.accessToken);
+  if (auto it = claims.is_object() ? claims.find(kOpenAiAuthClaim) : claims.end(); it != claims.end() && it->is_object()) {
+    std::string plan = optionalString(*it, "chatgpt_plan_type");
+    login.subscriptionType = plan.size() <= 64 && isTokenText(plan) ? plan : "";
+  }
+  return checkedTokens(std::move(login));
+}
+
 }  // namespace
 
 std::string loginSecretName(std::string_view agent) { return "login." + std::string(agent); }
 
 bool knownLoginFormat(std::string_view format) {
-  return format == "claude-oauth" || format == "gemini-oauth" || format == "codex-oauth";
+  return format == "claude-oauth" || format == "gemini-oauth" || format == "codex-oauth" || format == "opencode-oauth";
 }
 
 std::optional<int64_t> jwtExpiryMs(std::string_view token) {
@@ -191,7 +219,9 @@ std::optional<int64_t> jwtExpiryMs(std::string_view token) {
   return static_cast<int64_t>(s) * 1000;
 }
 
-bool rotatesRefreshToken(std::string_view format) { return format == "claude-oauth"; }
+bool rotatesRefreshToken(std::string_view format) { return format == "claude-oauth" || format == "opencode-oauth"; }
+
+bool entersVm(std::string_view format) { return format == "opencode-oauth"; }
 
 std::string serializeLogin(const AgentLogin& login) {
   json o = {{"kind", login.kind == AgentLogin::Kind::kSubscription ? "subscription" : "token"},
@@ -266,14 +296,15 @@ Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_
   json doc = json::parse(content, nullptr, false);
   if (format == "gemini-oauth") return geminiLogin(doc);
   if (format == "codex-oauth") return codexLogin(doc);
+  if (format == "opencode-oauth") return opencodeLogin(doc);
   return claudeLogin(doc);
 }
 
 Result<AgentLogin> loginFromToken(std::string_view format, std::string_view token) {
   if (auto ok = checkFormat(format); !ok) return std::unexpected(ok.error());
-  if (format == "codex-oauth")
+  if (format == "codex-oauth" || format == "opencode-oauth")
     return failWith(exit_code::kUsage, "a ChatGPT login is imported with --from-host (a bare token lacks the account); "
-                                       "an API key goes in with --env CODEX_API_KEY");
+                                       "an API key goes in with --env {}", format == "codex-oauth" ? "CODEX_API_KEY" : "OPENAI_API_KEY");
   if (format == "gemini-oauth")
     return failWith(exit_code::kUsage, "a Google login is imported with --from-host (a bare access token expires "
                                        "within the hour); an API key goes in with --env GEMINI_API_KEY");
@@ -334,6 +365,15 @@ std::optional<std::string> placeholderCredentialFile(const AgentLogin& login) {
   if (!login.subscriptionType.empty()) oauth["subscriptionType"] = login.subscriptionType;
   if (!login.rateLimitTier.empty()) oauth["rateLimitTier"] = login.rateLimitTier;
   return json{{"claudeAiOauth", oauth}}.dump();
+}
+
+std::optional<std::string> credentialFile(const AgentLogin& login) {
+  if (login.format != "opencode-oauth") return std::nullopt;
+  json entry = {{"type", "oauth"}, {"refresh", login.refreshToken}, {"access", login.accessToken},
+                {"expires", login.expiresAtMs.value_or(0)}};
+  json account = json::parse(login.accountJson, nullptr, false);
+  if (account.is_object() && account.contains("accountId")) entry["accountId"] = account["accountId"];
+  return json{{"openai", entry}}.dump();
 }
 
 }  // namespace airlock::secrets

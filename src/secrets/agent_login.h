@@ -29,6 +29,14 @@
 //                 which are kept, not the id token. The guest gets a
 //                 placeholder auth.json with an unsigned id token carrying
 //                 those claims (Codex reads the plan and account from it).
+//   opencode-oauth OpenCode's auth.json, its ChatGPT login (the "openai"
+//                 entry; API-key entries of other providers are not kept):
+//                 {"openai": {"type": "oauth", "refresh": "...", "access":
+//                  "...", "expires": <ms>, "accountId": "..."}}.
+//                 OpenCode's ChatGPT endpoint cannot be moved to the
+//                 broker: this login enters the VM (entersVm), as the
+//                 agent's own file (credentialFile) on a tmpfs, and is read
+//                 back when the agent exits (delivered_login.h).
 
 #include <cstdint>
 #include <optional>
@@ -83,7 +91,8 @@ Result<AgentLogin> parseLogin(std::string_view value);
 /// token, a token with a character outside printable ASCII.
 Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content);
 
-/// True for a format airlock reads ("claude-oauth", "gemini-oauth").
+/// True for a format airlock reads ("claude-oauth", "gemini-oauth",
+/// "codex-oauth", "opencode-oauth").
 bool knownLoginFormat(std::string_view format);
 
 /// The "exp" claim of JWT `token` in Unix ms, read without checking the
@@ -95,6 +104,14 @@ std::optional<int64_t> jwtExpiryMs(std::string_view token);
 /// (Claude's do; Google's keep theirs), so that a login shared with the
 /// agent on the host breaks on one side when the other refreshes.
 bool rotatesRefreshToken(std::string_view format);
+
+/// True when a `format` login cannot be brokered and its real tokens enter
+/// the VM ("opencode-oauth").
+bool entersVm(std::string_view format);
+
+/// The agent's own credential file with `login`'s real tokens, for a login
+/// that enters the VM (entersVm); nullopt for any other format.
+std::optional<std::string> credentialFile(const AgentLogin& login);
 
 /// The object under `key` in the agent's account cache file `content`
 /// (Claude's ~/.claude.json oauthAccount; the whole file when `key` is "",

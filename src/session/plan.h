@@ -3,10 +3,13 @@
 // builds it from flags, config and the agent spec (cli/run.cc,
 // cli/run_image.cc); the Runner (session/runner.h) carries it out.
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/error.h"
 #include "state/settings_import.h"
 #include "state/state_archive.h"
 #include "vm/launch_options.h"
@@ -40,6 +43,21 @@ struct ImageSource {
 struct HomeFile {
   std::string path;     ///< relative to the home directory
   std::string content;
+};
+
+/// A login credential that has to enter the VM (issue 15, item 4: an agent
+/// the credential broker cannot serve, like OpenCode's ChatGPT login). It
+/// is written on the guest's /run tmpfs (guest::kCredentialDir, 0700; the
+/// file 0600; never the scratch disk, and the guest has no swap), linked at
+/// `path` in $HOME, never saved with the state, and read back when the
+/// agent exits (the agent may have rotated its tokens meanwhile).
+struct DeliveredCredential {
+  std::string path;     ///< relative to $HOME (".local/share/opencode/auth.json")
+  std::string content;  ///< the agent's credential file, real tokens included
+  size_t maxBytes = 64 * 1024;  ///< the most read back; a larger file is not kept
+  /// Gets the file as the agent left it; true when it replaced the stored
+  /// login. Errors: it was not kept (the stored login stays; the user is told).
+  std::function<Result<bool>(std::string_view content)> returned;
 };
 
 /// How the review after the command decides.
@@ -97,6 +115,7 @@ struct Plan {
   std::vector<HomeFile> seedFiles;        ///< written as exec.uid where the restored state has nothing
   std::optional<SettingsPlan> settings;   ///< none: settings_import is off
   std::optional<StatePlan> state;         ///< none: nothing kept between runs (run-image, --fresh)
+  std::optional<DeliveredCredential> credential;  ///< none: no login enters the VM
   protocol::ExecRequest exec;             ///< the command (argv, env, uid, cwd)
   bool pty = false;                       ///< attach through a pty (raw mode) instead of pipes
   ReviewPolicy review;                    ///< with kSnapshot

@@ -213,7 +213,8 @@ Result<> Runner::prepareHome() {
   auto writeAll = [&]() -> Result<> {
     if (auto r = writeSettings(); !r) return r;
     if (auto r = writeHomeFiles(plan_.seedFiles, true); !r) return r;
-    return writeHomeFiles(plan_.homeFiles, false);
+    if (auto r = writeHomeFiles(plan_.homeFiles, false); !r) return r;
+    return deliverCredential();
   };
   auto written = writeAll();
   if (!written && restored && *restored) {
@@ -259,6 +260,94 @@ Result<> Runner::writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew
     if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
   }
   return {};
+}
+
+/// Plan::credential into the guest: the file on the /run tmpfs (the
+/// directory made the agent's by root, 0700; the file 0600), a symbolic
+/// link to it at its path in $HOME in place of whatever is there.
+Result<> Runner::deliverCredential() {
+  if (!plan_.credential) return {};
+  const DeliveredCredential& c = *plan_.credential;
+  const std::string uid = std::to_string(plan_.exec.uid);
+  auto dir = runInGuest({"sh", "-c", "mkdir -p \"$1\" && chown \"$2:$2\" \"$1\" && chmod 0700 \"$1\"", "sh",
+                         guest::kCredentialDir, uid},
+                        "", 0);
+  if (!dir) return failWith(exit_code::kVmFailed, "cannot prepare {} in the guest: {}", guest::kCredentialDir, dir.error().message);
+  const std::string file = std::string(guest::kCredentialDir) + "/" + c.path.substr(c.path.rfind('/') + 1);
+  const std::string link = std::string(guest::kAgentHome) + "/" + c.path;
+  auto r = runInGuest({"sh", "-c",
+                       "umask 077 && cat > \"$1\" && mkdir -p \"$(dirname \"$2\")\" && rm -rf -- \"$2\" && "
+                       "ln -s \"$1\" \"$2\"",
+                       "sh", file, link},
+                      c.content, plan_.exec.uid);
+  if (!r) return failWith(exit_code::kVmFailed, "cannot write the login into the guest: {}", r.error().message);
+  if (session_) session_->log(fmt::format("login: delivered to {} (tmpfs), linked at {}", file, link));
+  return {};
+}
+
+/// Plan::credential read back as the agent left it (through its link in
+/// $HOME: the agent may have rewritten it) and handed to its `returned`.
+/// The guest's answer is capped at maxBytes and 10 s; whatever happens,
+/// the stored login is only ever replaced by `returned`'s decision.
+void Runner::returnCredential() {
+  if (!plan_.credential || !sandbox_) return;
+  const DeliveredCredential& c = *plan_.credential;
+  struct Sink {
+    std::mutex mutex;
+    std::string data;
+    bool over = false;
+  };
+  auto sink = std::make_shared<Sink>();
+  const size_t cap = c.maxBytes;
+  vm::OutputHandlers handlers;
+  handlers.onStdout = [sink, cap](std::string_view d) {
+    std::lock_guard lock(sink->mutex);
+    if (sink->over) return;
+    if (sink->data.size() + d.size() > cap) {
+      sink->over = true;
+      sink->data.clear();
+      return;
+    }
+    sink->data.append(d);
+  };
+  const std::string link = std::string(guest::kAgentHome) + "/" + c.path;
+  auto outcome = [&]() -> Result<std::string> {
+    auto cmd = sandbox_->exec(helperRequest({"sh", "-c", "exec cat -- \"$1\"", "sh", link}, plan_.exec.uid), handlers);
+    if (!cmd) return std::unexpected(cmd.error());
+    (void)(*cmd)->closeStdin();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::optional<Result<protocol::ExitStatus>> status;
+    while (!(status = (*cmd)->waitFor(std::chrono::milliseconds(200)))) {
+      bool over;
+      {
+        std::lock_guard lock(sink->mutex);
+        over = sink->over;
+      }
+      if (over || std::chrono::steady_clock::now() > deadline) {
+        (void)(*cmd)->signal(SIGKILL);
+        break;
+      }
+    }
+    std::lock_guard lock(sink->mutex);
+    if (sink->over) {
+      sink->data.clear();
+      return fail("it is over {} KiB", cap / 1024);
+    }
+    if (!status) return fail("the guest did not send it in 10 s");
+    if (!*status) return std::unexpected(status->error());
+    if ((**status).shellCode() != 0) return fail("the agent removed it");
+    std::string data = std::move(sink->data);
+    sink->over = true;  // a late write of the guest's is dropped
+    return data;
+  }();
+  Result<bool> kept = outcome ? c.returned(*outcome) : Result<bool>(std::unexpected(outcome.error()));
+  if (!kept) {
+    deps_.ui.warn("the login the agent left in the VM was not kept (the stored one stays): " + kept.error().message);
+    if (session_) session_->log("login: not kept: " + kept.error().message);
+  } else if (*kept) {
+    deps_.ui.notice("the agent refreshed its login in the VM; the new one is stored");
+    if (session_) session_->log("login: the refreshed login was stored");
+  }
 }
 
 /// The saved state (Plan::state) into the agent's home, unpacked by the
@@ -315,6 +404,7 @@ Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
       "sh", "-c", "cd \"$HOME\" && exec tar -c -f - --ignore-failed-read --anchored --no-wildcards \"$@\" 2>/dev/null",
       "sh"};
   std::vector<std::string> excluded = st.excluded;
+  if (plan_.credential) excluded.push_back(plan_.credential->path);
   if (plan_.settings) excluded.insert(excluded.end(), plan_.settings->paths.begin(), plan_.settings->paths.end());
   for (const auto& path : excluded) argv.push_back("--exclude=" + path);
   argv.push_back("--");
@@ -397,6 +487,7 @@ Result<int> Runner::runCommand() {
   commandCode_ = attached->code;
   forced_ = attached->forced;
   if (session_) session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
+  returnCredential();
   // A forced end (the escape keys) wants out soon: the save gets 15 s.
   if (plan_.state) {
     step("state", "");

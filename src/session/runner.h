@@ -106,6 +106,8 @@ class Runner {
   Result<bool> restoreState();
   Result<> writeSettings();
   Result<> writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew);
+  Result<> deliverCredential();
+  void returnCredential();
   Result<state::UnpackSummary> saveState(std::chrono::seconds within);
 
   Plan plan_;

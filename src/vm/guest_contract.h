@@ -14,6 +14,9 @@ inline constexpr const char* kAgentHome = "/home/agent";  ///< its home, on the 
 inline constexpr const char* kWorkspace = "/workspace";   ///< where the workspace is mounted
 /// PATH of the agent and of commands whose image sets none.
 inline constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Where a login that has to enter the VM is written (session::Plan::credential):
+/// on the tmpfs airlock-init mounts at /run, never the scratch disk.
+inline constexpr const char* kCredentialDir = "/run/airlock/credentials";
 /// PATH of airlock's own helper commands in the guest (mkdir, chown, cat).
 inline constexpr const char* kHelperPath = "/usr/local/bin:/usr/bin:/bin";
 

@@ -85,7 +85,7 @@ TEST_F(RunLoginTest, ABrokeredRunGetsPlaceholdersTheBrokerAndNoModelHost) {
   ASSERT_NE(*login, nullptr);
   EXPECT_EQ((*login)->describe(), "subscription (max)");
 
-  agents::AgentSpec run = brokeredSpec(spec_, {});
+  agents::AgentSpec run = withLogin(spec_, {});
   EXPECT_TRUE(run.egress.modelHosts.empty());
   EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "ANTHROPIC_API_KEY"), 0);
   EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "CLAUDE_*"), 1);
@@ -118,7 +118,7 @@ TEST_F(RunLoginTest, NamingTheApiKeyUsesItInsteadOfTheLogin) {
   auto login = RunLogin::open(host_, spec_, {"ANTHROPIC_API_KEY"});
   ASSERT_TRUE(login);
   EXPECT_EQ(*login, nullptr);
-  agents::AgentSpec run = brokeredSpec(spec_, {"ANTHROPIC_API_KEY"});
+  agents::AgentSpec run = withLogin(spec_, {"ANTHROPIC_API_KEY"});
   EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "ANTHROPIC_API_KEY"), 1);
 }
 
@@ -150,7 +150,7 @@ TEST_F(RunLoginTest, AGoogleLoginGivesGeminiCodeAssistAtTheBrokerAndAPlaceholder
   ASSERT_NE(*login, nullptr);
 
   // Google's login, not the API key, in Gemini's own settings; the API key is not forwarded.
-  agents::AgentSpec run = brokeredSpec(gemini, {});
+  agents::AgentSpec run = withLogin(gemini, {});
   EXPECT_EQ(run.env.at("GOOGLE_GENAI_USE_GCA"), "true");
   EXPECT_NE(run.homeFiles.at(".gemini/settings.json").find(R"("selectedType": "oauth-personal")"), std::string::npos);
   EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "GEMINI_API_KEY"), 0);
@@ -191,7 +191,7 @@ TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessi
   ASSERT_NE(*login, nullptr);
 
   // chatgpt.com is the broker's to reach, not the guest's.
-  agents::AgentSpec run = brokeredSpec(codex, {});
+  agents::AgentSpec run = withLogin(codex, {});
   EXPECT_TRUE(run.egress.modelHosts.empty());
   EXPECT_EQ(std::count(run.egress.extraHosts.begin(), run.egress.extraHosts.end(), "chatgpt.com"), 0);
   EXPECT_NE(run.homeFiles.at(".codex/config.toml").find("requires_openai_auth = true"), std::string::npos);
