@@ -53,11 +53,10 @@ std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec) {
 
 agents::AgentSpec withLogin(agents::AgentSpec spec, const std::vector<std::string>& namedEnv) {
   if (spec.login.entersVm) {
-    // The agent reaches its API itself, at the login's hosts.
-    spec.egress.modelHosts.clear();
-    for (const auto& host : spec.login.hosts)
-      if (std::find(spec.egress.extraHosts.begin(), spec.egress.extraHosts.end(), host) == spec.egress.extraHosts.end())
-        spec.egress.extraHosts.push_back(host);
+    // The agent reaches its API itself, at the login's hosts: they are its
+    // model hosts (allowed under every egress profile, `locked` included).
+    spec.egress.modelHosts = spec.login.hosts;
+    for (const auto& host : spec.login.hosts) std::erase(spec.egress.extraHosts, host);
   } else {
     // The model hosts and the login's upstream are the broker's to reach, not the guest's.
     for (const auto& host : brokeredHosts(spec)) std::erase(spec.egress.extraHosts, host);

@@ -48,7 +48,7 @@ std::vector<std::string> brokeredHosts(const agents::AgentSpec& spec);
 /// files over the spec's, and the billing variables not forwarded unless
 /// `namedEnv` names them. Brokered: no model hosts or upstream host in the
 /// egress allowlist (the broker reaches them from the host). Entering the
-/// VM: the login's hosts in place of the model hosts.
+/// VM: the login's hosts are the model hosts (allowed under every profile).
 agents::AgentSpec withLogin(agents::AgentSpec spec, const std::vector<std::string>& namedEnv);
 
 /// One run's login and broker; alive for the whole run (the broker serves

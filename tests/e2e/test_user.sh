@@ -34,6 +34,8 @@ test_user_up() {
     [ -d "$CACHE/$sub" ] && { cp -al "$CACHE/$sub" "$work/cache/" 2>/dev/null || cp -a "$CACHE/$sub" "$work/cache/" 2>/dev/null || true; }
   done
   ln "$image" "$work/cache/images/" 2>/dev/null || cp "$image" "$work/cache/images/"
+  # Root's lock files are not the account's to open: it makes its own.
+  find "$work/cache" -name .lock -delete
   test_user_tun_mode=$(stat -c %a /dev/net/tun)
   chmod 0666 /dev/net/tun
   AIRLOCK=$work/bin/airlock
