@@ -273,7 +273,7 @@ class SpecReader {
     // OpenCode's ChatGPT endpoint cannot be moved to the broker; every other
     // format is brokered (its real token never enters the VM).
     if (login.entersVm != (login.format == "opencode-oauth"))
-      return error(child(n, "delivery"), login.entersVm ? "only an opencode-oauth login is delivered into the VM"
+      return error(login.entersVm ? child(n, "delivery") : n, login.entersVm ? "only an opencode-oauth login is delivered into the VM"
                                                         : "an opencode-oauth login needs 'delivery: vm' (it cannot be brokered)");
     if (login.entersVm) return readDeliveredLogin(n, login);
     if (n["hosts"].IsDefined()) return error(child(n, "hosts"), "'hosts' goes with 'delivery: vm' (a brokered login's "

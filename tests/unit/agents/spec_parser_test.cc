@@ -314,6 +314,61 @@ TEST(SpecParser, ALoginMayBringItsOwnVariablesHomeFilesAndAccountHosts) {
   EXPECT_EQ(*tlsAgain, *tls);
 }
 
+// Issue 15, item 4: a login the broker cannot serve enters the VM; its
+// spec names the hosts the agent reaches with it, and none of the broker's keys.
+TEST(SpecParser, ALoginThatEntersTheVmNamesItsHostsAndNoBrokerRoute) {
+  const std::string login = R"(login:
+  format: opencode-oauth
+  file: .local/share/demo/auth.json
+  delivery: vm
+  hosts: [chat.example.com, auth.example.com]
+  billing_env: [DEMO_API_KEY]
+  home_files:
+    .config/demo/demo.json: '{"model": "login/model"}'
+)";
+  auto spec = parseAgentSpec(kMinimal + login, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_TRUE(spec->login.entersVm);
+  EXPECT_EQ(spec->login.hosts, (std::vector<std::string>{"chat.example.com", "auth.example.com"}));
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string yaml = kMinimal + login;
+    yaml.replace(yaml.find(from), from.size(), to);
+    return errorOf(yaml);
+  };
+  EXPECT_NE(with("delivery: vm", "delivery: tmpfs").find("broker or vm"), std::string::npos);
+  // Only OpenCode's login enters the VM; every other format is brokered, and OpenCode's cannot be.
+  EXPECT_NE(with("format: opencode-oauth", "format: claude-oauth").find("only an opencode-oauth login"), std::string::npos);
+  EXPECT_NE(with("  delivery: vm\n", "").find("needs 'delivery: vm'"), std::string::npos);
+  EXPECT_NE(with("  delivery: vm\n", "  delivery: broker\n").find("needs 'delivery: vm'"), std::string::npos);
+  EXPECT_NE(with("  hosts: [chat.example.com, auth.example.com]\n", "").find("hosts"), std::string::npos);
+  EXPECT_NE(with("[chat.example.com,", "[\"chat example\",").find("host name"), std::string::npos);
+  EXPECT_NE(with("  billing_env:", "  upstream: https://api.example.com\n  billing_env:").find("the broker's"),
+            std::string::npos);
+  EXPECT_NE(with("  billing_env:", "  refresh_url: https://a.example.com/t\n  billing_env:").find("the broker's"),
+            std::string::npos);
+  // The credential file is the real one: no home file may replace it.
+  EXPECT_NE(with(".config/demo/demo.json:", ".local/share/demo/auth.json:").find("cannot be the credential file"),
+            std::string::npos);
+}
+
+// A brokered login has no hosts of its own: the broker reaches them.
+TEST(SpecParser, ABrokeredLoginHasNoHostsKey) {
+  const std::string login = R"(login:
+  format: claude-oauth
+  file: .demo/.credentials.json
+  base_url_env: DEMO_BASE_URL
+  upstream: https://api.example.com
+  paths: [/v1/]
+  refresh_url: https://auth.example.com/oauth/token
+  client_id: demo-client
+  hosts: [api.example.com]
+)";
+  EXPECT_NE(errorOf(kMinimal + login).find("'hosts' goes with 'delivery: vm'"), std::string::npos);
+}
+
 TEST(SpecParser, ImageReferenceInsteadOfARecipe) {
   const std::string yaml = R"(name: team-agent
 description: Our agent, from our registry

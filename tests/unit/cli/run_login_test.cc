@@ -226,6 +226,59 @@ TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessi
   EXPECT_NE(r.error().message.find("--host-port 4181"), std::string::npos) << r.error().message;
 }
 
+// Issue 15, item 4: OpenCode's ChatGPT login cannot be brokered. Its
+// real file goes into the plan (the runner puts it on a tmpfs), the guest
+// may reach the login's hosts under every profile, no broker runs, and
+// what comes back replaces the stored login only when it was refreshed.
+TEST_F(RunLoginTest, OpenCodesChatGptLoginEntersTheVmAndComesBackRefreshed) {
+  auto registry = agents::AgentRegistry::builtin();
+  ASSERT_TRUE(registry);
+  agents::AgentSpec opencode = *registry->find("opencode");
+  ASSERT_TRUE(opencode.login.entersVm);
+  auto imported = secrets::loginFromCredentialFile(
+      "opencode-oauth", R"({"openai":{"type":"oauth","refresh":"rt_REAL","access":"REAL-ACCESS","expires":1000,"accountId":"acct-1"}})");
+  ASSERT_TRUE(imported);
+  store(*imported, "opencode");
+  auto login = RunLogin::open(host_, opencode, {});
+  ASSERT_TRUE(login) << login.error().message;  // expired, yet no refresh on the host: OpenCode refreshes
+  ASSERT_NE(*login, nullptr);
+  EXPECT_TRUE((*login)->entersVm());
+  EXPECT_TRUE(brokeredHosts(opencode).empty());
+
+  agents::AgentSpec run = withLogin(opencode, {});
+  EXPECT_EQ(run.egress.modelHosts, (std::vector<std::string>{"chatgpt.com", "auth.openai.com"}));
+  EXPECT_NE(run.homeFiles.at(".config/opencode/opencode.json").find("\"openai/"), std::string::npos);
+  EXPECT_EQ(std::count(run.envForward.begin(), run.envForward.end(), "OPENAI_API_KEY"), 0);
+
+  agents::EnvMap env = {{"OPENAI_API_KEY", "sk-billed"}};
+  (*login)->applyToEnvironment(env, {});
+  EXPECT_TRUE(env.empty());  // no key, no broker URL
+
+  session::Plan plan;
+  ASSERT_TRUE((*login)->applyToPlan(plan));
+  EXPECT_TRUE(plan.machine.egressNetwork.gatewayServices.empty());
+  EXPECT_TRUE(plan.homeFiles.empty());
+  ASSERT_TRUE(plan.credential);
+  EXPECT_EQ(plan.credential->path, ".local/share/opencode/auth.json");
+  EXPECT_NE(plan.credential->content.find("rt_REAL"), std::string::npos);
+
+  auto stored = [&] {
+    HostSecrets secrets(host_, false);
+    auto value = secrets.store().get(secrets::loginSecretName("opencode"));
+    return value && *value ? **value : std::string();
+  };
+  // Unchanged: nothing stored; refreshed: stored.
+  auto same = plan.credential->returned(plan.credential->content);
+  ASSERT_TRUE(same) << same.error().message;
+  EXPECT_FALSE(*same);
+  auto refreshed = plan.credential->returned(
+      R"({"openai":{"type":"oauth","refresh":"rt_NEW","access":"NEW-ACCESS","expires":5000,"accountId":"acct-1"}})");
+  ASSERT_TRUE(refreshed) << refreshed.error().message;
+  EXPECT_TRUE(*refreshed);
+  EXPECT_NE(stored().find("rt_NEW"), std::string::npos);
+  EXPECT_EQ(stored().find("rt_REAL"), std::string::npos);
+}
+
 TEST_F(RunLoginTest, ALoginOfAnotherFormatIsNeverSentToThisSpecsUpstream) {
   auto registry = agents::AgentRegistry::builtin();
   ASSERT_TRUE(registry);

@@ -438,5 +438,61 @@ TEST(AgentLogin, TheCodexPlaceholderCarriesTheAccountClaimsAndNoRealToken) {
   EXPECT_EQ(jwtExpiryMs(doc["tokens"]["id_token"].get<std::string>()), 4'102'444'800'000);
 }
 
+json opencodeAuth() {
+  return {{"openai",
+           {{"type", "oauth"},
+            {"refresh", "rt_REAL-REFRESH"},
+            {"access", jwt({{"exp", 1900000000}, {"https://api.openai.com/auth", {{"chatgpt_plan_type", "plus"}}}})},
+            {"expires", 1'900'000'000'000},
+            {"accountId", "acct-1"}}},
+          {"anthropic", {{"type", "api"}, {"key", "sk-ant-api03-OTHER-PROVIDER"}}},
+          {"github-copilot", {{"type", "oauth"}, {"refresh", "gho_OTHER"}, {"access", "gho_OTHER"}, {"expires", 0}}}};
+}
+
+TEST(AgentLogin, OpenCodesAuthFileGivesOnlyItsChatGptLogin) {
+  auto login = loginFromCredentialFile("opencode-oauth", opencodeAuth().dump());
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->kind, AgentLogin::Kind::kSubscription);
+  EXPECT_EQ(login->refreshToken, "rt_REAL-REFRESH");
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  EXPECT_EQ(login->subscriptionType, "plus");  // from the access token's claims
+  EXPECT_EQ(json::parse(login->accountJson), (json{{"accountId", "acct-1"}}));
+  EXPECT_TRUE(entersVm("opencode-oauth"));
+  EXPECT_TRUE(rotatesRefreshToken("opencode-oauth"));
+  for (const char* other : {"claude-oauth", "gemini-oauth", "codex-oauth"}) EXPECT_FALSE(entersVm(other)) << other;
+  // Other providers' entries are not kept.
+  const std::string stored = serializeLogin(*login);
+  EXPECT_EQ(stored.find("OTHER"), std::string::npos) << stored;
+  // Without a ChatGPT OAuth entry there is no login: an API key goes in by --env.
+  for (const json& bad : {json{{"openai", {{"type", "api"}, {"key", "sk-x"}}}}, json{{"anthropic", opencodeAuth()["anthropic"]}},
+                          json::array(), json{{"openai", {{"type", "oauth"}, {"refresh", "r"}, {"access", "a b"}}}}}) {
+    auto r = loginFromCredentialFile("opencode-oauth", bad.dump());
+    ASSERT_FALSE(r) << bad.dump();
+    EXPECT_EQ(r.error().code, exit_code::kUsage);
+  }
+  EXPECT_FALSE(loginFromToken("opencode-oauth", "sk-whatever-0123456789"));
+}
+
+TEST(AgentLogin, TheFileThatEntersTheVmIsOpenCodesOwnWithTheRealTokensAndNothingElse) {
+  auto login = loginFromCredentialFile("opencode-oauth", opencodeAuth().dump());
+  ASSERT_TRUE(login);
+  auto file = credentialFile(*login);
+  ASSERT_TRUE(file);
+  json doc = json::parse(*file);
+  EXPECT_EQ(doc, (json{{"openai",
+                        {{"type", "oauth"},
+                         {"refresh", "rt_REAL-REFRESH"},
+                         {"access", opencodeAuth()["openai"]["access"]},
+                         {"expires", 1'900'000'000'000},
+                         {"accountId", "acct-1"}}}}));
+  // Read back, it is the same login.
+  auto again = loginFromCredentialFile("opencode-oauth", *file);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(serializeLogin(*again), serializeLogin(*login));
+  // Brokered formats never have one: their tokens stay on the host.
+  EXPECT_FALSE(credentialFile(subscription()));
+  EXPECT_FALSE(placeholderCredentialFile(*login));
+}
+
 }  // namespace
 }  // namespace airlock::secrets

@@ -533,6 +533,101 @@ TEST_F(Runner_, HomeIsPreparedBeforeTheAgentStarts) {
   EXPECT_EQ(script_.execs[2].argv[0], "fake-agent");
 }
 
+/// True when `request` reads the delivered credential back (`cat --` in the guest).
+bool isCredentialReadBack(const protocol::ExecRequest& r) {
+  return r.argv.size() > 2 && r.argv[0] == "sh" && r.argv[2].find("cat --") != std::string::npos;
+}
+
+// Issue 15, item 4: a login that enters the VM goes on the /run tmpfs (a
+// directory made the agent's by root), is linked from $HOME after the home
+// files, is read back when the agent exits, and is never saved with the state.
+TEST_F(Runner_, ADeliveredLoginGoesOnTheTmpfsAndIsReadBackAfterTheAgent) {
+  script_.changeSet = makeTar({});
+  const std::string stateDir = root_ + "/data/state/agent/0123456789abcdef";
+  script_.helperStdout = [](const protocol::ExecRequest& r) {
+    if (isCredentialReadBack(r)) return std::string("{\"refreshed\":true}");
+    return isStateSave(r) ? makeTar({{".local", 'd'}}) : std::string();
+  };
+  std::vector<std::string> returned;
+  Plan p = plan(ws::ReviewMode::None, "none");
+  p.homeFiles = {{".config/agent/settings.json", "{}"}};
+  p.state = StatePlan{stateDir, workspace_, {".local/share/agent"}, {}};
+  p.credential = DeliveredCredential{".local/share/agent/auth.json", "{\"real\":\"TOKEN\"}", 1024,
+                                     [&](std::string_view content) -> Result<bool> {
+                                       returned.emplace_back(content);
+                                       return true;
+                                     }};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  size_t dir = 0, file = 0, agent = 0, readBack = 0, save = 0, home = 0;
+  for (size_t i = 0; i < script_.execs.size(); ++i) {
+    const auto& r = script_.execs[i];
+    const std::string script = r.argv.size() > 2 ? r.argv[2] : "";
+    if (r.argv[0] == "fake-agent") agent = i;
+    if (script.find("chmod 0700") != std::string::npos) dir = i;
+    if (script.find("ln -s") != std::string::npos) file = i;
+    if (isCredentialReadBack(r)) readBack = i;
+    if (isStateSave(r)) save = i;
+    if (!r.argv.empty() && r.argv.back() == "/home/agent/.config/agent/settings.json") home = i;
+  }
+  // The directory: root's doing, the agent's to own.
+  ASSERT_GT(dir, 0u);
+  EXPECT_EQ(script_.execs[dir].uid, 0u);
+  EXPECT_EQ(script_.execs[dir].argv[4], "/run/airlock/credentials");
+  EXPECT_EQ(script_.execs[dir].argv[5], "1000");
+  // The file: on the tmpfs as the agent, umask 077, content on stdin (never argv), linked from $HOME.
+  ASSERT_GT(file, dir);
+  EXPECT_GT(file, home) << "a home file was written after the credential";
+  EXPECT_EQ(script_.execs[file].uid, 1000u);
+  EXPECT_NE(script_.execs[file].argv[2].find("umask 077"), std::string::npos);
+  EXPECT_EQ(script_.execs[file].argv[4], "/run/airlock/credentials/auth.json");
+  EXPECT_EQ(script_.execs[file].argv[5], "/home/agent/.local/share/agent/auth.json");
+  EXPECT_EQ(script_.stdinSeen[file], "{\"real\":\"TOKEN\"}");
+  for (const auto& r : script_.execs)
+    for (const auto& a : r.argv) EXPECT_EQ(a.find("TOKEN"), std::string::npos) << a;
+  // Read back after the agent, through the link, and handed over.
+  ASSERT_GT(agent, file);
+  ASSERT_GT(readBack, agent);
+  EXPECT_EQ(script_.execs[readBack].argv.back(), "/home/agent/.local/share/agent/auth.json");
+  EXPECT_EQ(returned, std::vector<std::string>{"{\"refreshed\":true}"});
+  bool told = false;
+  for (const auto& l : ui_.lines) told |= l.find("new one is stored") != std::string::npos;
+  EXPECT_TRUE(told);
+  // The state's tar leaves it out.
+  ASSERT_GT(save, 0u);
+  const auto& argv = script_.execs[save].argv;
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--exclude=.local/share/agent/auth.json"), argv.end());
+}
+
+// A guest answering more than the cap, or failing, keeps the stored login:
+// nothing is handed over, and the user is told.
+TEST_F(Runner_, AnOversizedOrMissingReadBackKeepsTheStoredLogin) {
+  for (bool oversized : {true, false}) {
+    FakeScript script;
+    script.changeSet = makeTar({});
+    script.helperStdout = [oversized](const protocol::ExecRequest& r) {
+      return isCredentialReadBack(r) && oversized ? std::string(4096, 'x') : std::string();
+    };
+    script.helperExit = [oversized](const protocol::ExecRequest& r) { return isCredentialReadBack(r) && !oversized ? 1 : 0; };
+    RecordingUi ui{script};
+    int calls = 0;
+    Plan p = plan(ws::ReviewMode::None, "none");
+    p.credential = DeliveredCredential{".local/share/agent/auth.json", "{}", 1024, [&](std::string_view) -> Result<bool> {
+                                         ++calls;
+                                         return true;
+                                       }};
+    Runner runner(std::move(p), {host_, ui, test::fakeLauncher(script), images_});
+    auto out = runner.run();
+    ASSERT_TRUE(out) << out.error().message;
+    EXPECT_EQ(calls, 0) << oversized;
+    bool warned = false;
+    for (const auto& l : ui.lines)
+      warned |= l.find("warning: the login the agent left in the VM was not kept") != std::string::npos &&
+                l.find(oversized ? "over 1 KiB" : "removed it") != std::string::npos;
+    EXPECT_TRUE(warned) << oversized;
+  }
+}
+
 // The exit-code rule in one table: airlock's own failure first, then the
 // command's non-zero code, then the review's pending/conflict code.
 TEST(ExitCodes, MergeRule) {
