@@ -36,6 +36,7 @@
 #include "cli/report.h"
 #include "cli/review_output.h"
 #include "cli/run_flags.h"
+#include "cli/extra_ca.h"
 #include "cli/run_login.h"
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
@@ -135,6 +136,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   plan.pty = usePty(host, args.tty);
   auto env = agentEnvironment(host, spec, args.env, plan.pty);
   if (!env) return std::unexpected(env.error());
+  if (auto r = applyExtraCaCertificates(settings, plan, *env); !r) return std::unexpected(r.error());
   if (setup.login) setup.login->applyToEnvironment(*env, args.env);
   auto hostPorts = parseHostPorts(args.egress.hostPorts);
   if (!hostPorts) return std::unexpected(hostPorts.error());

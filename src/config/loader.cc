@@ -22,7 +22,8 @@ constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_p
                                       "remove_hosts", "host_ports",    "env_forward",    "exclude",
                                       "workspace_mode", "review",      "image",          "agents",
                                       "direct_mode_acknowledged", "image_verify", "image_verify_key",
-                                      "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import"};
+                                      "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import",
+                                      "extra_ca_certs"};
 
 std::string knownKeys() {
   std::string out;
@@ -154,6 +155,12 @@ class ConfigReader {
     if (key == "settings_import") return boolean(key, n, layer.settingsImport);
     if (key == "agents") return agents(n, layer.agents);
     if (key == "image_verify") return named(key, n, parseVerifyMode, "off, warn, require", layer.imageVerify);
+    if (key == "extra_ca_certs") {
+      auto value = word(key, n);
+      if (!value) return std::unexpected(value.error());
+      layer.extraCaCerts = *value;
+      return {};
+    }
     if (key == "image_verify_key" || key == "image_verify_trusted_root" || key == "image_verify_issuer" ||
         key == "image_verify_subject") {
       auto value = word(key, n);

@@ -30,6 +30,7 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   if (l.imageVerifyTrustedRoot) s.imageVerifyTrustedRoot = Sourced<std::string>{*l.imageVerifyTrustedRoot, layer};
   if (l.imageVerifyIssuer) s.imageVerifyIssuer = Sourced<std::string>{*l.imageVerifyIssuer, layer};
   if (l.imageVerifySubject) s.imageVerifySubject = Sourced<std::string>{*l.imageVerifySubject, layer};
+  if (l.extraCaCerts) s.extraCaCerts = Sourced<std::string>{*l.extraCaCerts, layer};
   append(s.allowHosts, l.allowHosts, layer);
   append(s.removeHosts, l.removeHosts, layer);
   append(s.hostPorts, l.hostPorts, layer);
@@ -99,6 +100,8 @@ class RepoTightener {
     if (l.imageVerifyTrustedRoot) ignore("image_verify_trusted_root: " + *l.imageVerifyTrustedRoot, trust);
     if (l.imageVerifyIssuer) ignore("image_verify_issuer: " + *l.imageVerifyIssuer, trust);
     if (l.imageVerifySubject) ignore("image_verify_subject: " + *l.imageVerifySubject, trust);
+    if (l.extraCaCerts)
+      ignore("extra_ca_certs: " + *l.extraCaCerts, "a repo config cannot add a certificate authority the agent trusts");
   }
 
  private:

@@ -67,6 +67,7 @@ struct ConfigLayer {
   std::optional<std::string> imageVerifyTrustedRoot;  ///< `image_verify_trusted_root`: Sigstore trusted_root.json
   std::optional<std::string> imageVerifyIssuer;  ///< `image_verify_issuer`: keyless OIDC issuer (exact)
   std::optional<std::string> imageVerifySubject; ///< `image_verify_subject`: keyless SAN regex (whole match)
+  std::optional<std::string> extraCaCerts;       ///< `extra_ca_certs`: PEM certificates the guest trusts too
 };
 
 /// The effective settings of one run, each with the layer that set it.
@@ -91,6 +92,9 @@ struct Settings {
   std::optional<Sourced<std::string>> imageVerifyTrustedRoot;
   std::optional<Sourced<std::string>> imageVerifyIssuer;
   std::optional<Sourced<std::string>> imageVerifySubject;
+  /// A PEM file of CA certificates the agent trusts besides the image's
+  /// (a TLS-inspecting proxy's); user config or flags only.
+  std::optional<Sourced<std::string>> extraCaCerts;
 };
 
 /// "built-in", "user", "repo", "flag".

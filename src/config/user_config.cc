@@ -63,6 +63,12 @@ const std::string& userConfigTemplate() {
 # image_verify_issuer: https://token.actions.githubusercontent.com
 # image_verify_subject: "^https://github.com/org/repo/\\.github/workflows/release\\.yml@refs/tags/.*$"
 
+# CA certificates (a PEM file) the agent trusts besides its image's own: your
+# company's TLS-inspecting proxy, a local test CA. Added to the guest's bundle
+# (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE). Not in a repo's
+# .airlock.yaml.
+# extra_ca_certs: /usr/local/share/ca-certificates/corp-proxy.pem
+
 # Custom agents, in the agent spec schema (see `airlock agents show claude-code`).
 # agents:
 #   my-agent:

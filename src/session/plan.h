@@ -116,6 +116,10 @@ struct Plan {
   std::optional<SettingsPlan> settings;   ///< none: settings_import is off
   std::optional<StatePlan> state;         ///< none: nothing kept between runs (run-image, --fresh)
   std::optional<DeliveredCredential> credential;  ///< none: no login enters the VM
+  /// PEM certificates the agent trusts besides the image's (extra_ca_certs):
+  /// with the image's bundle, written to guest::kCaBundle as the agent
+  /// before the command starts. "": none.
+  std::string extraCaCertificates;
   protocol::ExecRequest exec;             ///< the command (argv, env, uid, cwd)
   bool pty = false;                       ///< attach through a pty (raw mode) instead of pipes
   ReviewPolicy review;                    ///< with kSnapshot

@@ -214,6 +214,7 @@ Result<> Runner::prepareHome() {
     if (auto r = writeSettings(); !r) return r;
     if (auto r = writeHomeFiles(plan_.seedFiles, true); !r) return r;
     if (auto r = writeHomeFiles(plan_.homeFiles, false); !r) return r;
+    if (auto r = writeCaBundle(); !r) return r;
     return deliverCredential();
   };
   auto written = writeAll();
@@ -259,6 +260,17 @@ Result<> Runner::writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew
     auto r = runInGuest({"sh", "-c", script, "sh", full}, file.content, plan_.exec.uid);
     if (!r) return failWith(exit_code::kVmFailed, "cannot write {} in the guest: {}", full, r.error().message);
   }
+  return {};
+}
+
+/// Plan::extraCaCertificates after the image's own bundle, at
+/// guest::kCaBundle (an image without that bundle gets the extra ones only).
+Result<> Runner::writeCaBundle() {
+  if (plan_.extraCaCertificates.empty()) return {};
+  auto r = runInGuest({"sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && { cat \"$2\" 2>/dev/null; cat; } > \"$1\"", "sh",
+                       guest::kCaBundle, guest::kSystemCaBundle},
+                      plan_.extraCaCertificates, plan_.exec.uid);
+  if (!r) return failWith(exit_code::kVmFailed, "cannot write the CA bundle in the guest: {}", r.error().message);
   return {};
 }
 

@@ -106,6 +106,7 @@ class Runner {
   Result<bool> restoreState();
   Result<> writeSettings();
   Result<> writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew);
+  Result<> writeCaBundle();
   Result<> deliverCredential();
   void returnCredential();
   Result<state::UnpackSummary> saveState(std::chrono::seconds within);

@@ -17,6 +17,12 @@ inline constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr
 /// Where a login that has to enter the VM is written (session::Plan::credential):
 /// on the tmpfs airlock-init mounts at /run, never the scratch disk.
 inline constexpr const char* kCredentialDir = "/run/airlock/credentials";
+/// The CA bundle the agent's TLS clients are pointed at when the user adds
+/// certificates (session::Plan::extraCaCertificates): the image's own
+/// bundle (Debian's /etc/ssl/certs/ca-certificates.crt) and the extra ones.
+inline constexpr const char* kCaBundle = "/home/agent/.airlock/ca-bundle.pem";
+/// Where an image keeps its CA bundle (Debian's layout, which airlock's images use).
+inline constexpr const char* kSystemCaBundle = "/etc/ssl/certs/ca-certificates.crt";
 /// PATH of airlock's own helper commands in the guest (mkdir, chown, cat).
 inline constexpr const char* kHelperPath = "/usr/local/bin:/usr/bin:/bin";
 

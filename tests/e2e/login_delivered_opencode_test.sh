@@ -10,9 +10,9 @@
 #
 # The fake internet of login_broker_test.sh (fake_internet.sh): the mock
 # model server with TLS on 192.0.2.10:443 as chatgpt.com and
-# auth.openai.com, under a CA made here that the guest trusts through
-# NODE_EXTRA_CA_CERTS (a file in the project). airlock runs as airlock-4242
-# when started by root.
+# auth.openai.com, under a CA made here that the guest trusts through the
+# user's `extra_ca_certs` setting (as a company's TLS-inspecting proxy's CA
+# would be). airlock runs as airlock-4242 when started by root.
 #
 # A FAKE ChatGPT login (OpenCode's auth.json, expired an hour ago) is
 # imported with `airlock login opencode --from-host`. Run 1 asserts: the
@@ -61,7 +61,8 @@ json.dump({"openai": {"type": "oauth", "refresh": "rt_FAKE-REAL-REFRESH", "acces
            "anthropic": {"type": "api", "key": "sk-ant-api03-FAKE-OTHER-PROVIDER"}}, open(sys.argv[1], "w"))
 PY
 echo "# Delivered project" >project/README.md
-cp ca.crt project/fake-internet-ca.crt
+mkdir -p config/airlock
+echo "extra_ca_certs: $WORK/ca.crt" >config/airlock/config.yaml
 
 test_user_up "$WORK" opencode
 as_user() {
@@ -81,8 +82,7 @@ grep -q 'enters the VM' info.out || fail "info does not say the login enters the
 
 run_agent() {
   set +e
-  as_user "$AIRLOCK" run opencode -w "$WORK/project" --review=auto --egress-profile locked \
-    --env NODE_EXTRA_CA_CERTS=/workspace/fake-internet-ca.crt -- "Do the scripted task." \
+  as_user "$AIRLOCK" run opencode -w "$WORK/project" --review=auto --egress-profile locked -- "Do the scripted task." \
     </dev/null >"airlock-$1.out" 2>"airlock-$1.err"
   code=$?
   set -e

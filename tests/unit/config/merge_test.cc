@@ -226,6 +226,14 @@ const Row kRows[] = {
     {"settings_repo_on", Layer::kRepo, "settings_import: true",
      [](const Settings& s) { return s.settingsImport == Sourced{false, Layer::kUser}; },
      "can only turn settings_import off", "settings_import: false"},
+    // extra CA certificates: the user's to add; a repo adding trust would let it read the agent's TLS
+    {"extra_ca_user", Layer::kUser, "extra_ca_certs: /home/u/corp.pem",
+     [](const Settings& s) { return s.extraCaCerts == Sourced<std::string>{"/home/u/corp.pem", Layer::kUser}; }},
+    {"extra_ca_repo", Layer::kRepo, "extra_ca_certs: /src/app/mitm.pem", [](const Settings& s) { return !s.extraCaCerts; },
+     "cannot add a certificate authority"},
+    {"extra_ca_repo_swap", Layer::kRepo, "extra_ca_certs: /src/app/mitm.pem",
+     [](const Settings& s) { return s.extraCaCerts == Sourced<std::string>{"/home/u/corp.pem", Layer::kUser}; },
+     "cannot add a certificate authority", "extra_ca_certs: /home/u/corp.pem"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),
@@ -287,7 +295,7 @@ TEST(UserConfigTemplate, ParsesToAnEmptyLayerAndNamesEveryKey) {
   for (const char* key : {"vcpus:", "memory_mib:", "egress_profile:", "allow_hosts:", "remove_hosts:", "host_ports:",
                           "env_forward:", "exclude:", "workspace_mode:", "review:", "image:", "agents:",
                           "direct_mode_acknowledged:", "image_verify:", "image_verify_key:",
-                          "image_verify_trusted_root:", "image_verify_issuer:", "image_verify_subject:"})
+                          "image_verify_trusted_root:", "image_verify_issuer:", "image_verify_subject:", "extra_ca_certs:"})
     EXPECT_NE(userConfigTemplate().find(std::string("# ") + key), std::string::npos) << key;
 }
 

@@ -599,6 +599,24 @@ TEST_F(Runner_, ADeliveredLoginGoesOnTheTmpfsAndIsReadBackAfterTheAgent) {
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--exclude=.local/share/agent/auth.json"), argv.end());
 }
 
+// extra_ca_certs: the image's bundle and the user's certificates, written
+// as the agent before the command starts (the certificates on stdin).
+TEST_F(Runner_, TheExtraCaCertificatesJoinTheImagesBundleBeforeTheAgentStarts) {
+  script_.changeSet = makeTar({});
+  Plan p = plan(ws::ReviewMode::None, "none");
+  p.extraCaCertificates = "-----BEGIN CERTIFICATE-----\nCORP\n-----END CERTIFICATE-----\n";
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_EQ(script_.execs.size(), 2u);
+  const auto& write = script_.execs[0];
+  EXPECT_EQ(write.uid, 1000u);
+  EXPECT_EQ(write.argv[4], "/home/agent/.airlock/ca-bundle.pem");
+  EXPECT_EQ(write.argv[5], "/etc/ssl/certs/ca-certificates.crt");
+  EXPECT_NE(write.argv[2].find("cat \"$2\""), std::string::npos);
+  EXPECT_EQ(script_.stdinSeen[0], "-----BEGIN CERTIFICATE-----\nCORP\n-----END CERTIFICATE-----\n");
+  EXPECT_EQ(script_.execs[1].argv[0], "fake-agent");
+}
+
 // A guest answering more than the cap, or failing, keeps the stored login:
 // nothing is handed over, and the user is told.
 TEST_F(Runner_, AnOversizedOrMissingReadBackKeepsTheStoredLogin) {
