@@ -75,6 +75,11 @@ struct LoginSpec {
   /// (the default): the broker route below.
   bool entersVm = false;
   std::vector<std::string> hosts;  ///< with entersVm: the hosts the agent reaches with its login (egress)
+  /// The agent's own login, run by `airlock login AGENT` on a terminal in a
+  /// VM that reaches only `loginHosts` (["codex", "login", "--device-auth"]);
+  /// empty: that agent is logged in with --from-host or a token only.
+  std::vector<std::string> loginCommand;
+  std::vector<std::string> loginHosts;  ///< the hosts its login talks to (["auth.openai.com"])
   std::string tokenEnv;  ///< the variable carrying a long-lived token ("CLAUDE_CODE_OAUTH_TOKEN")
   std::string baseUrlEnv;  ///< the variable pointing the agent at the broker ("ANTHROPIC_BASE_URL")
   /// For an agent that talks HTTPS to part of its API (Codex's

@@ -80,6 +80,10 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     out << YAML::Key << "login" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "format" << YAML::Value << l.format;
     out << YAML::Key << "file" << YAML::Value << l.file;
+    if (!l.loginCommand.empty()) {
+      emitList(out, "login_command", l.loginCommand);
+      emitList(out, "login_hosts", l.loginHosts);
+    }
     if (l.entersVm) {
       out << YAML::Key << "delivery" << YAML::Value << "vm";
       emitList(out, "hosts", l.hosts);

@@ -15,7 +15,7 @@ namespace {
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
-constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "token_env", "base_url_env", "tls_base_url_env",
+constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "login_command", "login_hosts", "token_env", "base_url_env", "tls_base_url_env",
                                            "tls_ca_env", "upstream", "paths",
                                            "refresh_url", "client_id", "client_secret", "billing_env",
                                            "account_file", "account_key", "account_hosts", "env",
@@ -270,6 +270,10 @@ class SpecReader {
     if (auto r = string(n, "delivery", false, delivery); !r) return r;
     if (delivery != "broker" && delivery != "vm") return error(child(n, "delivery"), "'delivery' is broker or vm");
     login.entersVm = delivery == "vm";
+    if (auto r = list(n, "login_command", nullptr, "", login.loginCommand); !r) return r;
+    if (auto r = list(n, "login_hosts", isHostName, "a host name", login.loginHosts); !r) return r;
+    if (login.loginCommand.empty() != login.loginHosts.empty())
+      return error(n, "'login_command' and 'login_hosts' go together (the login VM reaches only those hosts)");
     // OpenCode's ChatGPT endpoint cannot be moved to the broker; every other
     // format is brokered (its real token never enters the VM).
     if (login.entersVm != (login.format == "opencode-oauth"))

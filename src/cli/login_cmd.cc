@@ -6,7 +6,10 @@
 //   --from-host      the login the agent made on this machine (its own
 //                    credential file under $HOME, e.g. ~/.claude/.credentials.json)
 //   --from-env NAME  a long-lived token in the variable NAME
-//   (neither)        a long-lived token on standard input (`claude setup-token`)
+//   (neither)        on a terminal, the agent's own login in a VM (its spec's
+//                    login_command: `codex login --device-auth`) when it has
+//                    one; else a long-lived token on standard input
+//                    (`claude setup-token`'s)
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -21,6 +24,7 @@
 #include "cli/agents.h"
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
+#include "cli/login_vm.h"
 #include "cli/report.h"
 #include "cli/secret_input.h"
 #include "common/exit_codes.h"
@@ -110,6 +114,10 @@ int login(const HostContext& host, const LoginArgs& args) {
                                exit_code::kUsage});
     login = secrets::loginFromToken(how.format, host.getEnv(args.fromEnv));
     source = "env " + args.fromEnv;
+  } else if (!how.loginCommand.empty() && host.terminal.stdinTty) {
+    // The agent's own login, in a VM, on this terminal.
+    login = loginInVm(host, *spec, false);
+    source = "login in a VM";
   } else {
     const std::string what = how.tokenEnv.empty() ? "the token" : how.tokenEnv;
     auto value = readSecretValue(what, host.terminal.stdinTty, "airlock login " + args.agent);
@@ -165,6 +173,9 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
       "broker sends the real one to the API and refreshes it. The real token never enters the VM, and the model "
       "API needs no egress allowance there. While a login is stored, the agent's API-key variables (e.g. "
       "ANTHROPIC_API_KEY) are not forwarded; name one with --env to use the key instead.\n\n"
+      "Without --from-host or --from-env, on a terminal, an agent with a login of its own airlock can run (codex: "
+      "`codex login --device-auth`) logs in inside a VM that reaches only its login hosts; the credential it writes "
+      "is read back into the store before the VM stops. Otherwise a long-lived token is read from standard input.\n\n"
       "Examples:\n"
       "  airlock login claude-code --from-host      # your Claude Pro/Max login from ~/.claude\n"
       "  claude setup-token                          # prints a long-lived token, then:\n"
@@ -172,6 +183,7 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
       "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
       "  airlock login codex --from-host            # your ChatGPT login from ~/.codex\n"
+      "  airlock login codex                        # log in to ChatGPT in a VM (device code)\n"
       "  airlock login opencode --from-host         # OpenCode's ChatGPT login (enters the VM: not brokerable)\n"
       "  airlock logout claude-code");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();

@@ -146,6 +146,7 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
     credential.path = spec_.file;
     credential.content = std::move(*file);
     credential.maxBytes = secrets::kMaxCredentialFileBytes;
+    credential.keptNotice = "the agent refreshed its login in the VM; the new one is stored";
     credential.returned = [secrets = secrets_.get(), agent = agent_, delivered = delivered_,
                            lock = lockPath_](std::string_view content) {
       return secrets::keepReturnedLogin(secrets->store(), agent, delivered, content, lock);

@@ -45,19 +45,25 @@ struct HomeFile {
   std::string content;
 };
 
-/// A login credential that has to enter the VM (issue 15, item 4: an agent
-/// the credential broker cannot serve, like OpenCode's ChatGPT login). It
-/// is written on the guest's /run tmpfs (guest::kCredentialDir, 0700; the
-/// file 0600; never the scratch disk, and the guest has no swap), linked at
-/// `path` in $HOME, never saved with the state, and read back when the
-/// agent exits (the agent may have rotated its tokens meanwhile).
+/// A login credential in the VM: one that has to enter it (issue 15, item
+/// 4: an agent the credential broker cannot serve, like OpenCode's ChatGPT
+/// login), or one the agent's own login makes there (`airlock login` in a
+/// VM: `content` none). A delivered one is written on the guest's /run
+/// tmpfs (guest::kCredentialDir, 0700; the file 0600; never the scratch
+/// disk, and the guest has no swap) and linked at `path` in $HOME. Either
+/// is never saved with the state, and is read back when the command exits
+/// (the agent may have rotated its tokens, or just logged in).
 struct DeliveredCredential {
-  std::string path;     ///< relative to $HOME (".local/share/opencode/auth.json")
-  std::string content;  ///< the agent's credential file, real tokens included
+  std::string path;  ///< relative to $HOME (".local/share/opencode/auth.json")
+  /// The agent's credential file, real tokens included; none: nothing is
+  /// delivered, the command makes it.
+  std::optional<std::string> content;
   size_t maxBytes = 64 * 1024;  ///< the most read back; a larger file is not kept
   /// Gets the file as the agent left it; true when it replaced the stored
   /// login. Errors: it was not kept (the stored login stays; the user is told).
   std::function<Result<bool>(std::string_view content)> returned;
+  /// Shown when `returned` kept it ("" for none).
+  std::string keptNotice;
 };
 
 /// How the review after the command decides.
@@ -116,6 +122,9 @@ struct Plan {
   std::optional<SettingsPlan> settings;   ///< none: settings_import is off
   std::optional<StatePlan> state;         ///< none: nothing kept between runs (run-image, --fresh)
   std::optional<DeliveredCredential> credential;  ///< none: no login enters the VM
+  /// The agent's home on a tmpfs (the image's files copied in first): what
+  /// the command writes there never reaches the scratch disk (a login VM).
+  bool homeOnTmpfs = false;
   /// PEM certificates the agent trusts besides the image's (extra_ca_certs):
   /// with the image's bundle, written to guest::kCaBundle as the agent
   /// before the command starts. "": none.

@@ -199,6 +199,19 @@ Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::str
 /// home files (airlock's own files win over a saved copy).
 Result<> Runner::prepareHome() {
   uint32_t uid = plan_.exec.uid;
+  if (plan_.homeOnTmpfs) {
+    // Mounted beside the home, filled with the image's files, then moved over it.
+    auto r = runInGuest({"sh", "-c",
+                         "set -e; t=/run/airlock/home; mkdir -p \"$t\"; mount -t tmpfs -o "
+                         "mode=0700,uid=\"$1\",gid=\"$1\",nosuid,nodev,size=512m tmpfs \"$t\"; "
+                         "if [ -d \"$2\" ]; then cp -a \"$2\"/. \"$t\"/; else mkdir -p \"$2\"; fi; "
+                         "mount --move \"$t\" \"$2\"",
+                         "sh", std::to_string(uid), guest::kAgentHome},
+                        "", 0);
+    if (!r)
+      return failWith(exit_code::kImage, "cannot put {} on a tmpfs in the guest: {}; the image needs sh, mount and "
+                      "cp", guest::kAgentHome, r.error().message);
+  }
   if (plan_.chownHome) {
     auto r = runInGuest({"sh", "-c", "mkdir -p \"$2\" && chown -R \"$1:$1\" \"$2\"", "sh", std::to_string(uid),
                          guest::kAgentHome},
@@ -278,7 +291,7 @@ Result<> Runner::writeCaBundle() {
 /// directory made the agent's by root, 0700; the file 0600), a symbolic
 /// link to it at its path in $HOME in place of whatever is there.
 Result<> Runner::deliverCredential() {
-  if (!plan_.credential) return {};
+  if (!plan_.credential || !plan_.credential->content) return {};
   const DeliveredCredential& c = *plan_.credential;
   const std::string uid = std::to_string(plan_.exec.uid);
   auto dir = runInGuest({"sh", "-c", "mkdir -p \"$1\" && chown \"$2:$2\" \"$1\" && chmod 0700 \"$1\"", "sh",
@@ -291,7 +304,7 @@ Result<> Runner::deliverCredential() {
                        "umask 077 && cat > \"$1\" && mkdir -p \"$(dirname \"$2\")\" && rm -rf -- \"$2\" && "
                        "ln -s \"$1\" \"$2\"",
                        "sh", file, link},
-                      c.content, plan_.exec.uid);
+                      *c.content, plan_.exec.uid);
   if (!r) return failWith(exit_code::kVmFailed, "cannot write the login into the guest: {}", r.error().message);
   if (session_) session_->log(fmt::format("login: delivered to {} (tmpfs), linked at {}", file, link));
   return {};
@@ -357,8 +370,8 @@ void Runner::returnCredential() {
     deps_.ui.warn("the login the agent left in the VM was not kept (the stored one stays): " + kept.error().message);
     if (session_) session_->log("login: not kept: " + kept.error().message);
   } else if (*kept) {
-    deps_.ui.notice("the agent refreshed its login in the VM; the new one is stored");
-    if (session_) session_->log("login: the refreshed login was stored");
+    if (!c.keptNotice.empty()) deps_.ui.notice(c.keptNotice);
+    if (session_) session_->log("login: the agent's login was stored");
   }
 }
 

@@ -21,19 +21,27 @@
 # CODEX_API_KEY is set on the host and not forwarded), chatgpt.com is
 # unreachable from the guest, and the change lands; the rotated tokens are
 # stored. Run 2: the model API refuses the token once (401); the broker
-# refreshes with the rotated refresh token and retries.
+# refreshes with the rotated refresh token and retries. Run 3: after a
+# logout, `airlock login codex` in a terminal (a tmux pane) runs Codex's
+# own device-code login in a VM that reaches only auth.openai.com (trusted
+# through the user's extra_ca_certs): the code is shown, the login's tokens
+# are stored (Codex's client id, the device's PKCE verifier), and a run then
+# goes through the broker with them.
 set -euo pipefail
+command -v tmux >/dev/null || { echo "FAIL: tmux is not installed (scripts/setup installs it)" >&2; exit 1; }
 
 AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
 . "$SRC/tests/e2e/broker_mock.sh"
+. "$SRC/tests/e2e/pane.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-codex-e2e.XXXXXX")
 INET=airlock-clogin-inet-$$
 HOST=airlock-clogin-host-$$
 pids=()
 cleanup() {
+  pane_stop
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   test_user_down
@@ -138,5 +146,43 @@ grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"rt_rotated-$rotated\"" 
   fail "after the 401 the broker did not refresh with the stored rotated token: $(cat mock-2.log)"
 no_placeholder_upstream requests-2
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+# Run 3: the login made in a VM, on a terminal.
+as_user "$AIRLOCK" logout codex 2>/dev/null || fail "logout failed"
+mkdir -p config/airlock
+echo "extra_ca_certs: $WORK/ca.crt" >config/airlock/config.yaml
+test_user_own "$WORK"
+start_mock login_broker_codex 3
+pane_start ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
+  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file \
+  OPENAI_API_KEY=sk-SHOULD-NOT-REACH-THE-VM "$AIRLOCK" login codex
+pane_wait "FAKE-1234" 600
+pane_wait "PANE-EXIT=" 300
+pane_screen | grep -q "PANE-EXIT=0" || fail "airlock login codex failed: $(pane_screen | grep -v '^$' | tail -20) mock: $(cat mock-3.log)"
+pane_screen | grep -q "codex login stored in the file store .*: subscription (plus)" ||
+  fail "login did not say what it stored: $(pane_screen | grep -v '^$' | tail -10)"
+pane_stop
+python3 - mock-3.log <<'PY' || fail "the login in the VM did not run Codex's device-code flow: $(cat mock-3.log)"
+import json, sys
+entries = list(map(json.loads, open(sys.argv[1])))
+kinds = [e.get("kind") for e in entries]
+assert "device_usercode" in kinds and "oauth_code" in kinds, kinds
+start = [e for e in entries if e.get("kind") == "device_usercode"][0]
+assert start["client_id"] == "app_EMoamEEZ73f0CkXaXp7hrann", start
+code = [e for e in entries if e.get("kind") == "oauth_code"][0]
+assert code["code"] == "FAKE-DEVICE-AUTH-CODE" and code["code_verifier"] == "FAKE-VERIFIER", code
+assert code["redirect_uri"] == "https://auth.openai.com/deviceauth/callback", code
+PY
+device=$(grep -o '"kind": "oauth_code".*"rotated": "[0-9a-f]*"' mock-3.log | grep -o '"rotated": "[0-9a-f]*"' | cut -d'"' -f4)
+stored_login | grep -q "rt_device-$device" || fail "the login made in the VM was not stored: $(stored_login | head -c 300)"
+stored_login | grep -q 'acct-DEVICE-1' || fail "the stored login lacks its account"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+rm project/BROKERED.md
+start_mock login_broker_codex 4
+run_agent 4
+for f in $(grep -l '"/backend-api/codex/responses' requests-4/*.json); do
+  grep -qi '"chatgpt-account-id": "acct-DEVICE-1"' "$f" || fail "run 4 did not use the login made in the VM: $(head -c 1500 "$f")"
+done
+no_placeholder_upstream requests-4
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
-echo "PASS: the ChatGPT login stayed on the host: Codex reached the model over HTTP and its account checks over HTTPS through the broker with placeholders, refreshed before expiry and after a 401"
+echo "PASS: the ChatGPT login stayed on the host: Codex reached the model over HTTP and its account checks over HTTPS through the broker with placeholders, refreshed before expiry and after a 401; \`airlock login codex\` ran Codex's device-code login in a VM and stored it"

@@ -33,11 +33,13 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
 . "$SRC/tests/e2e/broker_mock.sh"
+. "$SRC/tests/e2e/pane.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-e2e.XXXXXX")
 INET=airlock-login-inet-$$
 HOST=airlock-login-host-$$
 pids=()
 cleanup() {
+  pane_stop
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   test_user_down
@@ -169,47 +171,25 @@ kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 as_user "$AIRLOCK" login claude-code --from-host 2>/dev/null || fail "login --from-host for run 4 failed"
 rm project/BROKERED.md
 start_mock login_broker 4
-SOCK=$WORK/tmux.sock
-screen() { tmux -S "$SOCK" capture-pane -p -J -S - -t run; }
-pane_fail() { fail "run 4: $* --- screen: $(screen 2>&1 | grep -v '^$' | tail -25) --- mock: $(tail -3 mock-4.log 2>/dev/null)"; }
-wait_for() {
-  local deadline=$((SECONDS + $2)) s
-  while ((SECONDS < deadline)); do
-    s=$(screen)
-    for question in "Select login method" "Do you want to use this API key" "Bypass Permissions mode" \
-                    "Do you trust the files" "Choose the text style" "Please run /login"; do
-      grep -qF -- "$question" <<<"$s" && pane_fail "Claude asked a first-run or login question: '$question'"
-    done
-    grep -qF -- "$1" <<<"$s" && return 0
-    sleep 1
-  done
-  pane_fail "waited $2 s for '$1'"
-}
-type_line() {
-  tmux -S "$SOCK" send-keys -t run -l "$1"
-  sleep 1
-  tmux -S "$SOCK" send-keys -t run Enter
-}
-command=$(printf '%q ' ip netns exec "$HOST" "${as_test_user[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN \
+questions=("Select login method" "Do you want to use this API key" "Bypass Permissions mode" "Do you trust the files"
+           "Choose the text style" "Please run /login")
+pane_start ip netns exec "$HOST" "${as_test_user[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN \
   HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" \
   AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file SSL_CERT_FILE="$WORK/ca.crt" PAGER=cat \
   ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM \
-  "$AIRLOCK" run claude-code -w "$WORK/project" --review=auto --egress-profile locked)
-tmux -S "$SOCK" new-session -d -s run -x 200 -y 50 "$command; echo RUN-EXIT=\$?; sleep 3600"
-tmux -S "$SOCK" set-option -t run history-limit 20000 >/dev/null
-trap 'tmux -S "$SOCK" kill-server 2>/dev/null || true; cleanup' EXIT
-wait_for "bypass permissions on" 600
-type_line "Do the scripted task."
+  "$AIRLOCK" run claude-code -w "$WORK/project" --review=auto --egress-profile locked
+pane_wait "bypass permissions on" 600 "${questions[@]}"
+pane_type "Do the scripted task."
 for _ in $(seq 240); do grep -q '"text": "Done: the login stayed on the host."' mock-4.log 2>/dev/null && break; sleep 1; done
-grep -q '"text": "Done: the login stayed on the host."' mock-4.log || pane_fail "the typed prompt did not reach the model"
-if grep -q '"violations": \[{' mock-4.log; then pane_fail "the guest saw a secret: $(cat mock-4.log)"; fi
-wait_for "Done: the login stayed on the host." 60
-type_line "/exit"
-wait_for "RUN-EXIT=" 300
-screen | grep -q "RUN-EXIT=0" || pane_fail "the interactive run did not exit 0"
+grep -q '"text": "Done: the login stayed on the host."' mock-4.log || fail "run 4: the typed prompt did not reach the model: $(tail -3 mock-4.log)"
+if grep -q '"violations": \[{' mock-4.log; then fail "run 4: the guest saw a secret: $(cat mock-4.log)"; fi
+pane_wait "Done: the login stayed on the host." 60 "${questions[@]}"
+pane_type "/exit"
+pane_wait "PANE-EXIT=" 300
+pane_screen | grep -q "PANE-EXIT=0" || fail "run 4: the interactive run did not exit 0: $(pane_screen | grep -v '^$' | tail -20)"
 [ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "run 4's change did not land"
 no_placeholder_upstream requests-4
-tmux -S "$SOCK" kill-server 2>/dev/null || true
+pane_stop
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
 echo "PASS: the subscription login and a long-lived token stayed on the host: brokered, refreshed before expiry and after a 401, rotated tokens stored, only placeholders in the VM; the interactive TUI in a terminal asked no login question"

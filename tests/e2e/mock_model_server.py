@@ -25,6 +25,13 @@ One process, one port, four model APIs (routed by path):
   POST /oauth/token                       OAuth refresh (Codex's auth.openai.com, JSON): a new
                                           access JWT (exp in an hour, "rotated": "<hex>"),
                                           refresh token "rt_rotated-<hex>" and id token
+  POST /api/accounts/deviceauth/usercode  ChatGPT's device-code login (auth.openai.com): device
+                                          "dev-FAKE-1", code "FAKE-1234", interval "1"
+  POST /api/accounts/deviceauth/token     403 (pending) at the first poll, then the
+                                          authorization code and its PKCE verifier
+  POST /oauth/token, authorization_code   that code exchanged: an id token (device@example.com,
+                                          account acct-DEVICE-1, plan plus), an access JWT and
+                                          refresh token "rt_device-<hex>"
   POST /token                             OAuth refresh (Google's oauth2.googleapis.com, form-
                                           encoded): a new access token "ya29.rotated-<hex>", no
                                           new refresh token
@@ -713,6 +720,7 @@ def chat_reply(body, call, text):
 class State:
     def __init__(self, scenario, log_path, max_requests, quiet, dump_dir=None):
         self.dump_dir = dump_dir
+        self.device_polls = 0  # ChatGPT device-code login polls so far
         self.gate_dir = os.getcwd()
         self.scenario = scenario
         self.log_path = log_path
@@ -907,6 +915,41 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"access_token": "sk-ant-oat01-rotated-" + rotated,
                                  "refresh_token": "sk-ant-ort01-rotated-" + rotated,
                                  "expires_in": 28800, "token_type": "Bearer"})
+            return
+        if path == "/api/accounts/deviceauth/usercode":
+            entry.update(kind="device_usercode", client_id=body.get("client_id"))
+            st.log(entry)
+            self.send_json(200, {"device_auth_id": "dev-FAKE-1", "user_code": "FAKE-1234", "interval": "1"})
+            return
+        if path == "/api/accounts/deviceauth/token":
+            # Pending once (403, as while the user has not entered the code), then authorized.
+            st.device_polls += 1
+            entry.update(kind="device_poll", device_auth_id=body.get("device_auth_id"),
+                         user_code=body.get("user_code"), poll=st.device_polls)
+            st.log(entry)
+            if st.device_polls < 2:
+                self.send_json(403, {"error": {"code": "deviceauth_authorization_pending"}})
+            else:
+                self.send_json(200, {"authorization_code": "FAKE-DEVICE-AUTH-CODE",
+                                     "code_challenge": "FAKE-CHALLENGE", "code_verifier": "FAKE-VERIFIER"})
+            return
+        if path == "/oauth/token" and body.get("grant_type") == "authorization_code":
+            rotated = uuid.uuid4().hex[:16]
+            auth = {"chatgpt_account_id": "acct-DEVICE-1", "chatgpt_plan_type": "plus",
+                    "chatgpt_user_id": "user-DEVICE-1"}
+            entry.update(kind="oauth_code", code=body.get("code"), code_verifier=body.get("code_verifier"),
+                         redirect_uri=body.get("redirect_uri"), client_id=body.get("client_id"),
+                         rotated=rotated)
+            st.log(entry)
+            if body.get("code") != "FAKE-DEVICE-AUTH-CODE" or body.get("code_verifier") != "FAKE-VERIFIER":
+                self.send_json(400, {"error": "invalid_grant"})
+                return
+            self.send_json(200, {
+                "id_token": jwt_unsigned({"email": "device@example.com", "https://api.openai.com/auth": auth,
+                                          "exp": int(time.time()) + 3600}),
+                "access_token": jwt_unsigned({"exp": int(time.time()) + 3600, "device": rotated,
+                                              "https://api.openai.com/auth": auth}),
+                "refresh_token": "rt_device-" + rotated})
             return
         if path == "/oauth/token" and st.refuse_refresh:
             entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))

@@ -354,6 +354,35 @@ TEST(SpecParser, ALoginThatEntersTheVmNamesItsHostsAndNoBrokerRoute) {
             std::string::npos);
 }
 
+// `airlock login AGENT` in a VM: the agent's login command and the only
+// hosts that VM reaches, both or neither.
+TEST(SpecParser, ALoginCommandComesWithTheHostsItsVmReaches) {
+  const std::string login = R"(login:
+  format: codex-oauth
+  file: .demo/auth.json
+  login_command: [demo, login, --device-auth]
+  login_hosts: [auth.example.com]
+  base_url_env: DEMO_BASE_URL
+  upstream: https://api.example.com
+  paths: [/v1/]
+  refresh_url: https://auth.example.com/oauth/token
+  client_id: demo-client
+)";
+  auto spec = parseAgentSpec(kMinimal + login, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->login.loginCommand, (std::vector<std::string>{"demo", "login", "--device-auth"}));
+  EXPECT_EQ(spec->login.loginHosts, std::vector<std::string>{"auth.example.com"});
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  std::string noHosts = kMinimal + login;
+  noHosts.erase(noHosts.find("  login_hosts"), std::string("  login_hosts: [auth.example.com]\n").size());
+  EXPECT_NE(errorOf(noHosts).find("go together"), std::string::npos);
+  std::string badHost = kMinimal + login;
+  badHost.replace(badHost.find("[auth.example.com]"), 18, "[\"auth example\"]");
+  EXPECT_NE(errorOf(badHost).find("host name"), std::string::npos);
+}
+
 // A brokered login has no hosts of its own: the broker reaches them.
 TEST(SpecParser, ABrokeredLoginHasNoHostsKey) {
   const std::string login = R"(login:

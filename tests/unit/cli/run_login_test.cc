@@ -260,7 +260,8 @@ TEST_F(RunLoginTest, OpenCodesChatGptLoginEntersTheVmAndComesBackRefreshed) {
   EXPECT_TRUE(plan.homeFiles.empty());
   ASSERT_TRUE(plan.credential);
   EXPECT_EQ(plan.credential->path, ".local/share/opencode/auth.json");
-  EXPECT_NE(plan.credential->content.find("rt_REAL"), std::string::npos);
+  ASSERT_TRUE(plan.credential->content);
+  EXPECT_NE(plan.credential->content->find("rt_REAL"), std::string::npos);
 
   auto stored = [&] {
     HostSecrets secrets(host_, false);
@@ -268,7 +269,7 @@ TEST_F(RunLoginTest, OpenCodesChatGptLoginEntersTheVmAndComesBackRefreshed) {
     return value && *value ? **value : std::string();
   };
   // Unchanged: nothing stored; refreshed: stored.
-  auto same = plan.credential->returned(plan.credential->content);
+  auto same = plan.credential->returned(*plan.credential->content);
   ASSERT_TRUE(same) << same.error().message;
   EXPECT_FALSE(*same);
   auto refreshed = plan.credential->returned(

@@ -556,7 +556,8 @@ TEST_F(Runner_, ADeliveredLoginGoesOnTheTmpfsAndIsReadBackAfterTheAgent) {
                                      [&](std::string_view content) -> Result<bool> {
                                        returned.emplace_back(content);
                                        return true;
-                                     }};
+                                     },
+                                     "kept it"};
   auto out = run(std::move(p));
   ASSERT_TRUE(out) << out.error().message;
   size_t dir = 0, file = 0, agent = 0, readBack = 0, save = 0, home = 0;
@@ -591,7 +592,7 @@ TEST_F(Runner_, ADeliveredLoginGoesOnTheTmpfsAndIsReadBackAfterTheAgent) {
   EXPECT_EQ(script_.execs[readBack].argv.back(), "/home/agent/.local/share/agent/auth.json");
   EXPECT_EQ(returned, std::vector<std::string>{"{\"refreshed\":true}"});
   bool told = false;
-  for (const auto& l : ui_.lines) told |= l.find("new one is stored") != std::string::npos;
+  for (const auto& l : ui_.lines) told |= l == "notice: kept it";
   EXPECT_TRUE(told);
   // The state's tar leaves it out.
   ASSERT_GT(save, 0u);
@@ -615,6 +616,37 @@ TEST_F(Runner_, TheExtraCaCertificatesJoinTheImagesBundleBeforeTheAgentStarts) {
   EXPECT_NE(write.argv[2].find("cat \"$2\""), std::string::npos);
   EXPECT_EQ(script_.stdinSeen[0], "-----BEGIN CERTIFICATE-----\nCORP\n-----END CERTIFICATE-----\n");
   EXPECT_EQ(script_.execs[1].argv[0], "fake-agent");
+}
+
+// A login VM: the home goes on a tmpfs (as root, first of all), and a
+// credential that was not delivered is only read back.
+TEST_F(Runner_, ALoginVmKeepsTheHomeOnATmpfsAndReadsTheLoginBack) {
+  script_.changeSet = makeTar({});
+  script_.helperStdout = [](const protocol::ExecRequest& r) {
+    return isCredentialReadBack(r) ? std::string("{\"made\":\"in the VM\"}") : std::string();
+  };
+  std::string got;
+  Plan p = plan(ws::ReviewMode::None, "none");
+  p.workspaceMode = WorkspaceMode::kNone;
+  p.homeOnTmpfs = true;
+  p.homeFiles = {{".demo/config.toml", "x"}};
+  p.credential = DeliveredCredential{".demo/auth.json", std::nullopt, 1024, [&](std::string_view content) -> Result<bool> {
+                                       got = std::string(content);
+                                       return false;
+                                     }};
+  auto out = run(std::move(p));
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_GE(script_.execs.size(), 4u);
+  const auto& mount = script_.execs[0];
+  EXPECT_EQ(mount.uid, 0u);
+  EXPECT_NE(mount.argv[2].find("mount -t tmpfs"), std::string::npos);
+  EXPECT_NE(mount.argv[2].find("mount --move"), std::string::npos);
+  EXPECT_EQ(mount.argv.back(), "/home/agent");
+  for (const auto& r : script_.execs)
+    if (r.argv.size() > 2) {
+      EXPECT_EQ(r.argv[2].find("ln -s"), std::string::npos) << "a credential was delivered";
+    }
+  EXPECT_EQ(got, "{\"made\":\"in the VM\"}");
 }
 
 // A guest answering more than the cap, or failing, keeps the stored login:
