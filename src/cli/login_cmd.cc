@@ -170,11 +170,12 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
   cmd->footer(
       "The login goes into airlock's secret store (see `airlock secret ls`: login.AGENT). `airlock run AGENT` then "
       "starts a credential broker on the host: the agent in the VM talks to it with a placeholder token, and the "
-      "broker sends the real one to the API and refreshes it. The real token never enters the VM, and the model "
+      "broker sends the real one to the API and refreshes it. The real token never enters the VM (except OpenCode's "
+      "ChatGPT login, which cannot be brokered: it goes in on a tmpfs and comes back refreshed), and the model "
       "API needs no egress allowance there. While a login is stored, the agent's API-key variables (e.g. "
       "ANTHROPIC_API_KEY) are not forwarded; name one with --env to use the key instead.\n\n"
-      "Without --from-host or --from-env, on a terminal, an agent with a login of its own airlock can run (codex: "
-      "`codex login --device-auth`) logs in inside a VM that reaches only its login hosts; the credential it writes "
+      "Without --from-host or --from-env, on a terminal, an agent with a login of its own airlock can run (codex, opencode: "
+      "a ChatGPT device code) logs in inside a VM that reaches only its login hosts; the credential it writes "
       "is read back into the store before the VM stops. Otherwise a long-lived token is read from standard input.\n\n"
       "Examples:\n"
       "  airlock login claude-code --from-host      # your Claude Pro/Max login from ~/.claude\n"
@@ -183,14 +184,14 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
       "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
       "  airlock login codex --from-host            # your ChatGPT login from ~/.codex\n"
-      "  airlock login codex                        # log in to ChatGPT in a VM (device code)\n"
+      "  airlock login codex                        # log in to ChatGPT in a VM (device code); opencode too\n"
       "  airlock login opencode --from-host         # OpenCode's ChatGPT login (enters the VM: not brokerable)\n"
       "  airlock logout claude-code");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   auto* host_ = cmd->add_flag("--from-host", args->fromHost,
                               "Import the login the agent made on this machine (its credential file under $HOME)");
   cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token (`claude setup-token`'s) from this environment variable; "
-                  "Codex and Gemini logins are imported with --from-host")
+                  "Codex, Gemini and OpenCode logins come from --from-host or a login in a VM")
       ->excludes(host_);
   // A token given as an argument is refused without being repeated.
   cmd->allow_extras();

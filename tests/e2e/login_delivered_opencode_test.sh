@@ -21,19 +21,25 @@
 # access token, the file sat on the tmpfs (scenario), no API key entered
 # the VM, the change landed, the rotated login was stored, and no token is
 # in the session's files or the saved state. Run 2: OpenCode gets the
-# rotated login (its access token on the wire, no refresh).
+# rotated login (its access token on the wire, no refresh). Run 3: after a
+# logout, `airlock login opencode` in a terminal (a tmux pane) runs
+# OpenCode's headless ChatGPT login (a device code) in a VM that reaches
+# only auth.openai.com; its login is stored and the next run delivers it.
 set -euo pipefail
+command -v tmux >/dev/null || { echo "FAIL: tmux is not installed (scripts/setup installs it)" >&2; exit 1; }
 
 AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
 . "$SRC/tests/e2e/broker_mock.sh"
+. "$SRC/tests/e2e/pane.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-opencode-e2e.XXXXXX")
 INET=airlock-ologin-inet-$$
 HOST=airlock-ologin-host-$$
 pids=()
 cleanup() {
+  pane_stop
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   test_user_down
@@ -134,5 +140,27 @@ for f in $(grep -l '"/backend-api/codex/responses' requests-2/*.json); do
   grep -q "\"Bearer $access\"" "$f" || fail "run 2 did not use the rotated access token: $(grep -i authorization "$f")"
 done
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+
+# Run 3: a new login made in a VM, on a terminal, then delivered.
+as_user "$AIRLOCK" logout opencode 2>/dev/null || fail "logout failed"
+start_mock login_delivered_opencode 3
+pane_start ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
+  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file \
+  "$AIRLOCK" login opencode
+pane_wait "FAKE-1234" 600
+pane_wait "PANE-EXIT=" 300
+pane_screen | grep -q "PANE-EXIT=0" || fail "airlock login opencode failed: $(pane_screen | grep -v '^$' | tail -20) mock: $(cat mock-3.log)"
+pane_stop
+grep '"kind": "oauth_code"' mock-3.log | grep -q '"code_verifier": "FAKE-VERIFIER"' ||
+  fail "the login in the VM did not finish OpenCode's device-code flow: $(cat mock-3.log)"
+device=$(grep -o '"kind": "oauth_code".*"rotated": "[0-9a-f]*"' mock-3.log | grep -o '"rotated": "[0-9a-f]*"' | cut -d'"' -f4)
+stored_login | grep -q "rt_device-$device" || fail "the login made in the VM was not stored: $(stored_login | head -c 300)"
+stored_login | grep -q 'acct-DEVICE-1' || fail "the stored login lacks its account"
+rm project/DELIVERED.md
+run_agent 3
+for f in $(grep -l '"/backend-api/codex/responses' requests-3/*.json); do
+  grep -qi '"chatgpt-account-id": "acct-DEVICE-1"' "$f" || fail "run 3 did not use the login made in the VM: $(head -c 1500 "$f")"
+done
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
-echo "PASS: OpenCode's ChatGPT login entered the VM on a tmpfs, was refreshed there, read back and stored; the next run got the rotated one"
+echo "PASS: OpenCode's ChatGPT login entered the VM on a tmpfs, was refreshed there, read back and stored; the next run got the rotated one; \`airlock login opencode\` logged in inside a VM"
