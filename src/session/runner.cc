@@ -360,14 +360,14 @@ void Runner::returnCredential() {
     }
     if (!status) return fail("the guest did not send it in 10 s");
     if (!*status) return std::unexpected(status->error());
-    if ((**status).shellCode() != 0) return fail("the agent removed it");
+    if ((**status).shellCode() != 0) return fail("there is no such file in the VM");
     std::string data = std::move(sink->data);
     sink->over = true;  // a late write of the guest's is dropped
     return data;
   }();
   Result<bool> kept = outcome ? c.returned(*outcome) : Result<bool>(std::unexpected(outcome.error()));
   if (!kept) {
-    deps_.ui.warn("the login the agent left in the VM was not kept (the stored one stays): " + kept.error().message);
+    deps_.ui.warn("the login file in the VM was not kept (a stored login stays as it was): " + kept.error().message);
     if (session_) session_->log("login: not kept: " + kept.error().message);
   } else if (*kept) {
     if (!c.keptNotice.empty()) deps_.ui.notice(c.keptNotice);

@@ -672,8 +672,8 @@ TEST_F(Runner_, AnOversizedOrMissingReadBackKeepsTheStoredLogin) {
     EXPECT_EQ(calls, 0) << oversized;
     bool warned = false;
     for (const auto& l : ui.lines)
-      warned |= l.find("warning: the login the agent left in the VM was not kept") != std::string::npos &&
-                l.find(oversized ? "over 1 KiB" : "removed it") != std::string::npos;
+      warned |= l.find("warning: the login file in the VM was not kept") != std::string::npos &&
+                l.find(oversized ? "over 1 KiB" : "no such file") != std::string::npos;
     EXPECT_TRUE(warned) << oversized;
   }
 }
