@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <chrono>
@@ -37,6 +38,22 @@ protocol::ExecRequest helperRequest(const std::vector<std::string>& argv, uint32
   request.uid = request.gid = uid;
   request.cwd = "/";
   return request;
+}
+
+/// Waits for a helper command whose output a handler on the sandbox's
+/// reader thread caps: polls every 200 ms and kills the command (SIGKILL)
+/// once `over()` says the output passed its cap or `within` has passed.
+/// The exit status; nullopt when the command was killed.
+std::optional<Result<protocol::ExitStatus>> waitOrKill(vm::Command& cmd, std::chrono::seconds within,
+                                                        const std::function<bool()>& over) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  std::optional<Result<protocol::ExitStatus>> status;
+  while (!(status = cmd.waitFor(std::chrono::milliseconds(200))))
+    if (over() || std::chrono::steady_clock::now() > deadline) {
+      (void)cmd.signal(SIGKILL);
+      return std::nullopt;
+    }
+  return status;
 }
 
 /// A directory (not a symlink to one) at `path`.
@@ -340,19 +357,10 @@ void Runner::returnCredential() {
     auto cmd = sandbox_->exec(helperRequest({"sh", "-c", "exec cat -- \"$1\"", "sh", link}, plan_.exec.uid), handlers);
     if (!cmd) return std::unexpected(cmd.error());
     (void)(*cmd)->closeStdin();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    std::optional<Result<protocol::ExitStatus>> status;
-    while (!(status = (*cmd)->waitFor(std::chrono::milliseconds(200)))) {
-      bool over;
-      {
-        std::lock_guard lock(sink->mutex);
-        over = sink->over;
-      }
-      if (over || std::chrono::steady_clock::now() > deadline) {
-        (void)(*cmd)->signal(SIGKILL);
-        break;
-      }
-    }
+    auto status = waitOrKill(**cmd, std::chrono::seconds(10), [&sink] {
+      std::lock_guard lock(sink->mutex);
+      return sink->over;
+    });
     std::lock_guard lock(sink->mutex);
     if (sink->over) {
       sink->data.clear();
@@ -450,21 +458,15 @@ Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
     return std::unexpected(cmd.error());
   }
   (void)(*cmd)->closeStdin();
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  std::optional<Result<protocol::ExitStatus>> status;
-  while (!(status = (*cmd)->waitFor(std::chrono::milliseconds(200)))) {
-    bool over;
-    {
-      std::lock_guard lock(sink->mutex);
-      over = sink->over;
-    }
-    if (over || std::chrono::steady_clock::now() > deadline) {
-      (void)(*cmd)->signal(SIGKILL);
-      closeSink();
-      (void)::unlink(tarPath.c_str());
-      return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
-                  : fail("the guest did not finish sending it in {} s", within.count());
-    }
+  auto status = waitOrKill(**cmd, within, [&sink] {
+    std::lock_guard lock(sink->mutex);
+    return sink->over;
+  });
+  if (!status) {
+    const bool over = closeSink().first;
+    (void)::unlink(tarPath.c_str());
+    return over ? fail("the state is over its cap of {} MiB", st.limits.maxBytes >> 20)
+                : fail("the guest did not finish sending it in {} s", within.count());
   }
   auto [over, writeFailed] = closeSink();
   if (!*status || over || writeFailed || (**status).shellCode() != 0) {
