@@ -26,10 +26,13 @@
 #include "cli/host_secrets.h"
 #include "cli/login_vm.h"
 #include "cli/report.h"
+#include "cli/run_login.h"
 #include "cli/secret_input.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/visible_text.h"
 #include "secrets/agent_login.h"
+#include "secrets/secret_store.h"
 
 namespace airlock::cli {
 namespace {
@@ -42,6 +45,7 @@ struct LoginArgs {
   std::string agent;
   bool fromHost = false;
   std::string fromEnv;
+  bool withToken = false;  ///< a long-lived token from stdin even on a terminal
 };
 
 Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& name) {
@@ -114,7 +118,7 @@ int login(const HostContext& host, const LoginArgs& args) {
                                exit_code::kUsage});
     login = secrets::loginFromToken(how.format, host.getEnv(args.fromEnv));
     source = "env " + args.fromEnv;
-  } else if (!how.loginCommand.empty() && host.terminal.stdinTty) {
+  } else if (!how.loginCommand.empty() && host.terminal.stdinTty && !args.withToken) {
     // The agent's own login, in a VM, on this terminal.
     login = loginInVm(host, *spec, false);
     source = "login in a VM";
@@ -128,11 +132,16 @@ int login(const HostContext& host, const LoginArgs& args) {
   if (!login) return reportError(login.error());
   HostSecrets secrets(host, true);
   std::string note;
+  // Under the login's lock: a session's refresh in flight neither loses
+  // this login nor is lost to it.
+  auto lock = lockLogin(host, args.agent);
+  if (!lock) return reportError(lock.error());
   if (auto r = secrets.store().set(secrets::loginSecretName(args.agent), secrets::serializeLogin(*login), source,
                                    std::nullopt, note);
       !r)
     return reportError(r.error());
-  const std::string kind = secrets::describeLogin(*login);
+  std::string kind = secrets::describeLogin(*login);
+  if (const std::string who = secrets::loginAccountName(*login); !who.empty()) kind += " of " + visibleText(who);
   if (how.entersVm)
     std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` puts it "
                          "in the VM on a tmpfs and keeps the refreshed one when the agent exits\n",
@@ -150,8 +159,13 @@ int login(const HostContext& host, const LoginArgs& args) {
 }
 
 int logout(const HostContext& host, const std::string& agent) {
+  if (!secrets::isValidSecretName(secrets::loginSecretName(agent)))
+    return reportError(Error{fmt::format("'{}' is not an agent name (see `airlock agents`)", visibleText(agent)),
+                             exit_code::kUsage});
   HostSecrets secrets(host, true);
   std::string note;
+  auto lock = lockLogin(host, agent);
+  if (!lock) return reportError(lock.error());
   auto removed = secrets.store().remove(secrets::loginSecretName(agent), note);
   if (!removed) return reportError(removed.error());
   if (!*removed) return reportError(Error{fmt::format("no login stored for {}", agent), exit_code::kUsage});
@@ -174,13 +188,15 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
       "ChatGPT login, which cannot be brokered: it goes in on a tmpfs and comes back refreshed), and the model "
       "API needs no egress allowance there. While a login is stored, the agent's API-key variables (e.g. "
       "ANTHROPIC_API_KEY) are not forwarded; name one with --env to use the key instead.\n\n"
-      "Without --from-host or --from-env, on a terminal, an agent with a login of its own airlock can run (codex, opencode: "
-      "a ChatGPT device code) logs in inside a VM that reaches only its login hosts; the credential it writes "
-      "is read back into the store before the VM stops. Otherwise a long-lived token is read from standard input.\n\n"
+      "Without --from-host, --from-env or --with-token, on a terminal, an agent with a login of its own airlock can "
+      "run (claude-code: Claude's sign-in link and code; codex, opencode: a ChatGPT device code) logs in inside a VM "
+      "that reaches only its login hosts; the credential it writes is read back into the store before the VM stops. "
+      "Otherwise (or with --with-token) a long-lived token is read from standard input.\n\n"
       "Examples:\n"
       "  airlock login claude-code --from-host      # your Claude Pro/Max login from ~/.claude\n"
+      "  airlock login claude-code                  # sign in to Claude in a VM (open the link, paste the code)\n"
       "  claude setup-token                          # prints a long-lived token, then:\n"
-      "  airlock login claude-code                  # paste it (not shown)\n"
+      "  airlock login claude-code --with-token     # paste it (not shown)\n"
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
       "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
       "  airlock login codex --from-host            # your ChatGPT login from ~/.codex\n"
@@ -193,6 +209,11 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
   cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token (`claude setup-token`'s) from this environment variable; "
                   "Codex, Gemini and OpenCode logins come from --from-host or a login in a VM")
       ->excludes(host_);
+  cmd->add_flag("--with-token", args->withToken,
+                "Read a long-lived token from standard input (`claude setup-token`'s), also on a terminal "
+                "(there, without it, the agent's own login runs in a VM)")
+      ->excludes(host_)
+      ->excludes("--from-env");
   // A token given as an argument is refused without being repeated.
   cmd->allow_extras();
   auto extra = std::make_shared<std::vector<std::string>>();

@@ -76,13 +76,18 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
   plan.exec.uid = plan.exec.gid = guest::kAgentUid;
   plan.exec.cwd = guest::kAgentHome;
 
-  // The credential file, as the login left it: checked after the run.
-  auto returned = std::make_shared<std::optional<std::string>>();
+  // The credential file, and who is logged in, as the login left them:
+  // checked after the run.
+  struct Returned {
+    std::string content, account;
+  };
+  auto returned = std::make_shared<std::optional<Returned>>();
   session::DeliveredCredential credential;
   credential.path = how.file;
+  credential.accountPath = how.accountFile;
   credential.maxBytes = secrets::kMaxCredentialFileBytes;
-  credential.returned = [returned](std::string_view content) -> Result<bool> {
-    *returned = std::string(content);
+  credential.returned = [returned](std::string_view content, std::string_view account) -> Result<bool> {
+    *returned = Returned{std::string(content), std::string(account)};
     return false;
   };
   plan.credential = std::move(credential);
@@ -96,7 +101,10 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
   if (!*returned)
     return failWith(exit_code::kHostNotReady, "the {} login did not finish: `{}` exited {} without writing ~/{}",
                     spec.name, fmt::join(how.loginCommand, " "), outcome->commandCode, how.file);
-  return secrets::loginFromCredentialFile(how.format, **returned);
+  auto login = secrets::loginFromCredentialFile(how.format, (*returned)->content);
+  if (login && !how.accountFile.empty() && !(*returned)->account.empty())
+    login->accountJson = secrets::accountFromFile((*returned)->account, how.accountKey);
+  return login;
 }
 
 }  // namespace airlock::cli

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/exit_codes.h"
+#include "common/paths.h"
 #include "egress/addresses.h"
 #include "secrets/delivered_login.h"
 #include "vm/guest_contract.h"
@@ -69,6 +70,15 @@ agents::AgentSpec withLogin(agents::AgentSpec spec, const std::vector<std::strin
   return spec;
 }
 
+std::string loginLockPath(const HostContext& host, const std::string& agent) {
+  return host.dirs.data + "/login-" + agent + ".lock";
+}
+
+Result<FileLock> lockLogin(const HostContext& host, const std::string& agent) {
+  if (auto r = makeDirs(host.dirs.data, 0700); !r) return std::unexpected(r.error());
+  return FileLock::acquire(loginLockPath(host, agent), agent + "'s login", nullptr);
+}
+
 Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const agents::AgentSpec& spec,
                                                  const std::vector<std::string>& namedEnv) {
   auto stored = loginForRun(host, spec, namedEnv);
@@ -78,7 +88,8 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   run->spec_ = spec.login;
   run->agent_ = spec.name;
   run->secrets_ = std::make_unique<HostSecrets>(host, true);
-  run->lockPath_ = host.dirs.data + "/login-" + spec.name + ".lock";
+  run->lockPath_ = loginLockPath(host, spec.name);
+  run->clock_ = host.clock;
   if (spec.login.entersVm) {
     // No broker and no refresh on the host: the agent refreshes in the VM.
     auto value = run->secrets_->store().get(secrets::loginSecretName(spec.name));
@@ -148,8 +159,8 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
     credential.maxBytes = secrets::kMaxCredentialFileBytes;
     credential.keptNotice = "the agent refreshed its login in the VM; the new one is stored";
     credential.returned = [secrets = secrets_.get(), agent = agent_, delivered = delivered_,
-                           lock = lockPath_](std::string_view content) {
-      return secrets::keepReturnedLogin(secrets->store(), agent, delivered, content, lock);
+                           lock = lockPath_, clock = clock_](std::string_view content, std::string_view) {
+      return secrets::keepReturnedLogin(secrets->store(), agent, delivered, content, lock, *clock);
     };
     plan.credential = std::move(credential);
     return {};

@@ -14,6 +14,7 @@
 #include "agents/agent_spec.h"
 #include "cli/host_secrets.h"
 #include "common/error.h"
+#include "common/file_lock.h"
 #include "common/host_context.h"
 #include "secrets/agent_login.h"
 #include "secrets/credential_broker.h"
@@ -22,6 +23,13 @@
 #include "session/plan.h"
 
 namespace airlock::cli {
+
+/// The lock file every change of `agent`'s stored login is made under
+/// (a broker's refresh, a login read back from the VM, login, logout).
+std::string loginLockPath(const HostContext& host, const std::string& agent);
+
+/// That lock, held (its directory made first). Errors: it cannot be made.
+Result<FileLock> lockLogin(const HostContext& host, const std::string& agent);
 
 /// True when `env` (--env NAME or NAME=VALUE values) names `name`.
 bool namesVariable(const std::vector<std::string>& env, const std::string& name);
@@ -98,6 +106,7 @@ class RunLogin {
   std::unique_ptr<secrets::LoginTokens> tokens_;  ///< null when the login enters the VM
   secrets::AgentLogin delivered_;                   ///< the login that enters the VM
   std::string lockPath_;                            ///< the lock file of the login's refreshes
+  const Clock* clock_ = nullptr;                    ///< the host's (never null once opened)
   std::shared_ptr<secrets::CredentialBroker> broker_;
   std::shared_ptr<secrets::SessionTls> tls_;  ///< the broker's HTTPS side; null when the agent needs none
 };

@@ -190,15 +190,21 @@ Result<AgentLogin> opencodeLogin(const json& doc) {
   login.refreshToken = optionalString(*entry, "refresh");
   if (auto it = entry->find("expires"); it != entry->end() && it->is_number() && std::abs(it->get<double>()) < 1e13)
     login.expiresAtMs = static_cast<int64_t>(it->get<double>());
+  // The access token, when it is OpenAI's JWT, has the last word on when
+  // it expires and whose it is (the file's fields are the writer's).
+  if (auto exp = jwtExpiryMs(login.accessToken); exp && (!login.expiresAtMs || *exp < *login.expiresAtMs))
+    login.expiresAtMs = exp;
   std::string accountId = optionalString(*entry, "accountId");
-  if (!accountId.empty() && accountId.size() <= 256 && isTokenText(accountId))
-    login.accountJson = json{{"accountId", accountId}}.dump();
-  // The plan, when the access token is OpenAI's JWT that names it.
   json claims = jwtClaims(login.accessToken);
   if (auto it = claims.is_object() ? claims.find(kOpenAiAuthClaim) : claims.end(); it != claims.end() && it->is_object()) {
     std::string plan = optionalString(*it, "chatgpt_plan_type");
     login.subscriptionType = plan.size() <= 64 && isTokenText(plan) ? plan : "";
+    std::string tokenAccount = optionalString(*it, "chatgpt_account_id");
+    if (!tokenAccount.empty() && tokenAccount != accountId)
+      return failWith(exit_code::kUsage, "the credential file's accountId is not the account its access token names");
   }
+  if (!accountId.empty() && accountId.size() <= 256 && isTokenText(accountId))
+    login.accountJson = json{{"accountId", accountId}}.dump();
   return checkedTokens(std::move(login));
 }
 
@@ -322,6 +328,15 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
 std::string describeLogin(const AgentLogin& login) {
   if (login.kind == AgentLogin::Kind::kToken) return "long-lived token";
   return login.subscriptionType.empty() ? "account" : "subscription (" + login.subscriptionType + ")";
+}
+
+std::string loginAccountName(const AgentLogin& login) {
+  json account = json::parse(login.accountJson, nullptr, false);
+  if (!account.is_object()) return "";
+  for (const char* key : {"emailAddress", "email", "active", "accountId", "account_id"})
+    if (auto it = account.find(key); it != account.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
+      return it->get<std::string>();
+  return "";
 }
 
 std::string placeholderToken(const AgentLogin& login) {

@@ -135,6 +135,12 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
 /// "long-lived token".
 std::string describeLogin(const AgentLogin& login);
 
+/// Whose login it is, for messages: the account's e-mail address, else its
+/// id, from accountJson (Claude's emailAddress, Codex's email, Gemini's active, OpenCode's
+/// accountId); "" when it names none. As the file's writer gave it: print
+/// it through visibleText().
+std::string loginAccountName(const AgentLogin& login);
+
 /// The access token the guest gets instead of the real one: the real
 /// token's prefix up to its third '-' ("sk-ant-oat01-"), then
 /// kPlaceholderMark. The prefix is kept only when it is a kind prefix (at

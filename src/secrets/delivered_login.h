@@ -15,16 +15,22 @@
 
 namespace airlock::secrets {
 
+/// The furthest a returned login's expiry may be from now (30 days;
+/// ChatGPT's access tokens live 10).
+inline constexpr int64_t kMaxReturnedLifetimeMs = 30LL * 86'400'000;
+
 /// Decides on `returned`, the credential file the agent left in the VM,
 /// against `delivered`, the login it was given: under the lock file
 /// `lockPath` (shared with every session of the login), stores it as
 /// `agent`'s login when it is the same format and account with a later
-/// expiry than both the delivered and the stored login. False: the
-/// tokens are unchanged, or the store already holds a newer login (another
-/// session's). Errors (the stored login stays): not the format's file
-/// (the guest is untrusted: same checks as --from-host), another account,
-/// new tokens with no later expiry, the store cannot be read or written.
+/// expiry than the delivered login, at most kMaxReturnedLifetimeMs from
+/// `clock`'s now, and the store still holds the delivered login. False:
+/// the tokens are unchanged. Errors (the stored login stays): not the
+/// format's file (the guest is untrusted: same checks as --from-host),
+/// another account, new tokens with no later expiry or one too far away,
+/// the stored login removed or changed meanwhile (a new login, another
+/// session's refresh), the store cannot be read or written.
 Result<bool> keepReturnedLogin(SecretStore& store, std::string_view agent, const AgentLogin& delivered,
-                               std::string_view returned, const std::string& lockPath);
+                               std::string_view returned, const std::string& lockPath, const Clock& clock);
 
 }  // namespace airlock::secrets

@@ -59,11 +59,16 @@ struct DeliveredCredential {
   /// delivered, the command makes it.
   std::optional<std::string> content;
   size_t maxBytes = 64 * 1024;  ///< the most read back; a larger file is not kept
-  /// Gets the file as the agent left it; true when it replaced the stored
-  /// login. Errors: it was not kept (the stored login stays; the user is told).
-  std::function<Result<bool>(std::string_view content)> returned;
+  /// Gets the file as the agent left it, and its account file ("" when
+  /// there is none, or it could not be read: at most maxBytes too); true
+  /// when it replaced the stored login. Errors: it was not kept (the stored
+  /// login stays; the user is told).
+  std::function<Result<bool>(std::string_view content, std::string_view account)> returned;
   /// Shown when `returned` kept it ("" for none).
   std::string keptNotice;
+  /// Relative to $HOME, the file where the agent caches who is logged in
+  /// (".claude.json"), read back with the credential; "" for none.
+  std::string accountPath;
 };
 
 /// How the review after the command decides.

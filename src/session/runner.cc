@@ -56,6 +56,10 @@ std::optional<Result<protocol::ExitStatus>> waitOrKill(vm::Command& cmd, std::ch
   return status;
 }
 
+/// The longest a helper command of the runner's may take in the guest
+/// (writing files, unpacking the saved state: seconds under emulation).
+constexpr std::chrono::seconds kHelperDeadline{300};
+
 /// A directory (not a symlink to one) at `path`.
 bool isDirectory(const std::string& path) {
   struct stat st {};
@@ -189,23 +193,34 @@ Result<> Runner::boot() {
 }
 
 /// Runs a helper command in the guest as `uid`, feeding `input`; fails with
-/// its stderr when it exits non-zero.
+/// its stderr when it exits non-zero, or when it has not exited within
+/// kHelperDeadline (killed: a guest that never answers hangs nothing).
 Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid) {
   const protocol::ExecRequest request = helperRequest(argv, uid);
-  std::string err;
+  // The handler runs on the sandbox's reader thread, maybe after this
+  // function gave up on a command: it owns what it touches.
+  struct Sink {
+    std::mutex mutex;
+    std::string err;
+  };
+  auto sink = std::make_shared<Sink>();
   vm::OutputHandlers handlers;
-  handlers.onStderr = [&](std::string_view d) {
-    if (err.size() < 4096) err.append(d);
+  handlers.onStderr = [sink](std::string_view d) {
+    std::lock_guard lock(sink->mutex);
+    if (sink->err.size() < 4096) sink->err.append(d);
   };
   auto cmd = sandbox_->exec(request, handlers);
   if (!cmd) return std::unexpected(cmd.error());
   if (auto w = (*cmd)->writeStdin(input); !w) return w;
   (void)(*cmd)->closeStdin();
-  auto status = (*cmd)->wait();
-  if (!status) return std::unexpected(status.error());
-  if (status->shellCode() != 0)
-    return fail("'{}' failed in the guest ({}): {}", argv[0], status->shellCode(),
-                err.empty() ? (*cmd)->startError() : visibleText(err));
+  auto status = waitOrKill(**cmd, kHelperDeadline, [] { return false; });
+  if (!status) return fail("'{}' did not finish in the guest within {} s", argv[0], kHelperDeadline.count());
+  if (!*status) return std::unexpected(status->error());
+  if ((**status).shellCode() != 0) {
+    std::lock_guard lock(sink->mutex);
+    return fail("'{}' failed in the guest ({}): {}", argv[0], (**status).shellCode(),
+                sink->err.empty() ? (*cmd)->startError() : visibleText(sink->err));
+  }
   return {};
 }
 
@@ -327,20 +342,17 @@ Result<> Runner::deliverCredential() {
   return {};
 }
 
-/// Plan::credential read back as the agent left it (through its link in
-/// $HOME: the agent may have rewritten it) and handed to its `returned`.
-/// The guest's answer is capped at maxBytes and 10 s; whatever happens,
-/// the stored login is only ever replaced by `returned`'s decision.
-void Runner::returnCredential() {
-  if (!plan_.credential || !sandbox_) return;
-  const DeliveredCredential& c = *plan_.credential;
+/// The file at `path` in the guest (absolute), read as `uid` by the
+/// guest's cat: at most `cap` bytes, within 10 s (the command is killed
+/// past either, and a late write of the guest's is dropped).
+/// Errors: over the cap, too slow, no such file, the exec failed.
+Result<std::string> Runner::readGuestFile(const std::string& path, size_t cap, uint32_t uid) {
   struct Sink {
     std::mutex mutex;
     std::string data;
     bool over = false;
   };
   auto sink = std::make_shared<Sink>();
-  const size_t cap = c.maxBytes;
   vm::OutputHandlers handlers;
   handlers.onStdout = [sink, cap](std::string_view d) {
     std::lock_guard lock(sink->mutex);
@@ -352,28 +364,45 @@ void Runner::returnCredential() {
     }
     sink->data.append(d);
   };
-  const std::string link = std::string(guest::kAgentHome) + "/" + c.path;
-  auto outcome = [&]() -> Result<std::string> {
-    auto cmd = sandbox_->exec(helperRequest({"sh", "-c", "exec cat -- \"$1\"", "sh", link}, plan_.exec.uid), handlers);
-    if (!cmd) return std::unexpected(cmd.error());
-    (void)(*cmd)->closeStdin();
-    auto status = waitOrKill(**cmd, std::chrono::seconds(10), [&sink] {
-      std::lock_guard lock(sink->mutex);
-      return sink->over;
-    });
+  auto cmd = sandbox_->exec(helperRequest({"sh", "-c", "exec cat -- \"$1\"", "sh", path}, uid), handlers);
+  if (!cmd) return std::unexpected(cmd.error());
+  (void)(*cmd)->closeStdin();
+  auto status = waitOrKill(**cmd, std::chrono::seconds(10), [&sink] {
     std::lock_guard lock(sink->mutex);
-    if (sink->over) {
-      sink->data.clear();
-      return fail("it is over {} KiB", cap / 1024);
-    }
-    if (!status) return fail("the guest did not send it in 10 s");
-    if (!*status) return std::unexpected(status->error());
-    if ((**status).shellCode() != 0) return fail("there is no such file in the VM");
-    std::string data = std::move(sink->data);
-    sink->over = true;  // a late write of the guest's is dropped
-    return data;
-  }();
-  Result<bool> kept = outcome ? c.returned(*outcome) : Result<bool>(std::unexpected(outcome.error()));
+    return sink->over;
+  });
+  std::lock_guard lock(sink->mutex);
+  if (sink->over) {
+    sink->data.clear();
+    return fail("it is over {} KiB", cap / 1024);
+  }
+  if (!status) return fail("the guest did not send it in 10 s");
+  if (!*status) return std::unexpected(status->error());
+  if ((**status).shellCode() != 0) return fail("there is no such file in the VM");
+  std::string data = std::move(sink->data);
+  sink->over = true;  // a late write of the guest's is dropped
+  return data;
+}
+
+/// Plan::credential read back as the agent left it (through its link in
+/// $HOME: the agent may have rewritten it), with its account file when it
+/// has one, and handed to its `returned`. Whatever happens, the stored
+/// login is only ever replaced by `returned`'s decision.
+void Runner::returnCredential() {
+  if (!plan_.credential || !sandbox_) return;
+  const DeliveredCredential& c = *plan_.credential;
+  const std::string home = std::string(guest::kAgentHome) + "/";
+  auto content = readGuestFile(home + c.path, c.maxBytes, plan_.exec.uid);
+  Result<bool> kept = std::unexpected(Error{});
+  if (!content) {
+    kept = std::unexpected(content.error());
+  } else {
+    // Who is logged in: best effort (a missing or oversized cache is "").
+    std::string account;
+    if (!c.accountPath.empty())
+      if (auto a = readGuestFile(home + c.accountPath, c.maxBytes, plan_.exec.uid)) account = std::move(*a);
+    kept = c.returned(*content, account);
+  }
   if (!kept) {
     deps_.ui.warn("the login file in the VM was not kept (a stored login stays as it was): " + kept.error().message);
     if (session_) session_->log("login: not kept: " + kept.error().message);

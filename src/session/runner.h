@@ -108,6 +108,7 @@ class Runner {
   Result<> writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew);
   Result<> writeCaBundle();
   Result<> deliverCredential();
+  Result<std::string> readGuestFile(const std::string& path, size_t cap, uint32_t uid);
   void returnCredential();
   Result<state::UnpackSummary> saveState(std::chrono::seconds within);
 

@@ -25,6 +25,9 @@
 # long-lived token typed on standard input. Run 4: the subscription login
 # in Claude's interactive TUI in a tmux pane: no login or first-run
 # question, a typed prompt reaches the model, /exit ends it, the change lands.
+# Run 5: `airlock login claude-code` in a tmux pane: Claude's own sign-in
+# in a VM (the pasted code exchanged, the account fetched), stored with its
+# account; run 6 uses that login.
 set -euo pipefail
 command -v tmux >/dev/null || { echo "FAIL: tmux is not installed (scripts/setup installs it)" >&2; exit 1; }
 
@@ -191,5 +194,54 @@ pane_screen | grep -q "PANE-EXIT=0" || fail "run 4: the interactive run did not 
 no_placeholder_upstream requests-4
 pane_stop
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+
+# Run 5: `airlock login claude-code` on a terminal runs Claude's own
+# sign-in in a VM that reaches only platform.claude.com and
+# api.anthropic.com (trusted through extra_ca_certs): it shows the sign-in
+# link, the code the browser's last page gives is pasted, Claude exchanges
+# it and fetches the profile, and the login and its account are stored
+# before the VM stops. A run then uses it, brokered.
+as_user "$AIRLOCK" logout claude-code 2>/dev/null || fail "logout before run 5 failed"
+mkdir -p config/airlock
+echo "extra_ca_certs: $WORK/ca.crt" >config/airlock/config.yaml
+test_user_own "$WORK"
+start_mock login_broker 5
+pane_start ip netns exec "$HOST" "${as_test_user[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN \
+  HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" \
+  AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM \
+  "$AIRLOCK" login claude-code
+pane_wait "Paste code here" 600
+pane_screen | grep -q "https://claude.ai/oauth/authorize?" || fail "no sign-in link was shown: $(pane_screen | grep -v '^$' | tail -10)"
+pane_type "FAKE-CLAUDE-CODE#state-from-the-browser"
+pane_wait "PANE-EXIT=" 300
+pane_screen | grep -q "PANE-EXIT=0" || fail "airlock login claude-code failed: $(pane_screen | grep -v '^$' | tail -20) mock: $(cat mock-5.log)"
+pane_screen | grep -q "claude-code login stored in the file store .*: subscription (max) of login@example.com" ||
+  fail "login did not say whose login it stored: $(pane_screen | grep -v '^$' | tail -10)"
+pane_stop
+python3 - mock-5.log <<'PY' || fail "the login in the VM did not run Claude's sign-in: $(cat mock-5.log)"
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1])]
+code = [e for e in entries if e.get("kind") == "claude_oauth_code"]
+assert len(code) == 1, entries
+assert code[0]["code"] == "FAKE-CLAUDE-CODE" and code[0]["code_verifier"], code
+assert code[0]["client_id"] == "9d1c250a-e61b-44d9-88ed-5944d1962f5e", code
+assert code[0]["redirect_uri"] == "https://platform.claude.com/oauth/code/callback", code
+assert any(e.get("kind") == "claude_profile" for e in entries), entries
+assert not any("SHOULD-NOT" in json.dumps(e) for e in entries), entries
+PY
+signed=$(grep -o '"kind": "claude_oauth_code".*"rotated": "[0-9a-f]*"' mock-5.log | grep -o '"rotated": "[0-9a-f]*"' | cut -d'"' -f4)
+stored_login | grep -q "sk-ant-ort01-login-$signed" || fail "the login made in the VM was not stored: $(stored_login | head -c 300)"
+stored_login | grep -q "login@example.com" || fail "the account the login fetched was not stored: $(stored_login | head -c 600)"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+rm project/BROKERED.md
+start_mock login_broker 6
+run_agent 6
+for f in $(grep -l '"/v1/messages' requests-6/*.json); do
+  grep -q "\"Authorization\": \"Bearer sk-ant-oat01-login-$signed\"" "$f" ||
+    fail "run 6 did not use the login made in the VM: $(grep -i authorization "$f")"
+done
+grep -q '"kind": "oauth_token"' mock-6.log && fail "a fresh login was refreshed"
+[ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "run 6's change did not land"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
-echo "PASS: the subscription login and a long-lived token stayed on the host: brokered, refreshed before expiry and after a 401, rotated tokens stored, only placeholders in the VM; the interactive TUI in a terminal asked no login question"
+echo "PASS: the subscription login and a long-lived token stayed on the host: brokered, refreshed before expiry and after a 401, rotated tokens stored, only placeholders in the VM; the interactive TUI in a terminal asked no login question; \`airlock login claude-code\` ran Claude's sign-in in a VM, stored it with its account, and a run used it"

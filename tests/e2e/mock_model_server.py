@@ -18,6 +18,11 @@ One process, one port, four model APIs (routed by path):
                                           other methods answer {}
   POST /v1/oauth/token                    OAuth refresh (Claude's platform.claude.com): new
                                           access and refresh tokens, "sk-ant-oat01-rotated-<hex>"
+  POST /v1/oauth/token, authorization_code  Claude's login (`claude auth login`, code pasted
+                                          as "FAKE-CLAUDE-CODE#<state>"): "sk-ant-oat01-login-<hex>"
+                                          and "sk-ant-ort01-login-<hex>", account login@example.com
+  GET  /api/oauth/profile                 that account in a Max organization
+  GET  /api/oauth/claude_cli/roles        its roles (admin of "Login Org")
   POST /backend-api/codex/responses       Codex on a ChatGPT login (Responses API; zstd bodies)
   GET  /backend-api/codex/models          {"models": []}
   GET  /backend-api/wham/accounts/check   the account named by the chatgpt-account-id header
@@ -35,6 +40,9 @@ One process, one port, four model APIs (routed by path):
   POST /token                             OAuth refresh (Google's oauth2.googleapis.com, form-
                                           encoded): a new access token "ya29.rotated-<hex>", no
                                           new refresh token
+  POST /token, authorization_code         Gemini's login (code pasted as "FAKE-GOOGLE-CODE"):
+                                          "ya29.login-<hex>" and refresh token "1//login-<hex>"
+  GET  /oauth2/v2/userinfo                who that is: google@example.com
   HEAD anything, GET /                    200, empty; any other path: 404
 
 --reject-first-bearer answers the first model request with 401 (an access
@@ -750,6 +758,10 @@ class State:
 
 
 GEMINI_RE = re.compile(r"^/v1(?:beta|alpha|)?/models/([^/:]+):([A-Za-z]+)$")
+# The account a Claude login made against this mock belongs to.
+CLAUDE_LOGIN_ACCOUNT = "00000000-0000-4000-8000-0000000000a1"
+CLAUDE_LOGIN_ORG = "00000000-0000-4000-8000-0000000000b2"
+
 CODE_ASSIST_RE = re.compile(r"^/v1internal:([A-Za-z]+)$")
 CODE_ASSIST_PROJECT = "airlock-mock-project"
 
@@ -856,6 +868,21 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/backend-api/codex/models":
             entry.update(kind="codex_models", authorization=self.headers.get("Authorization"))
             self.send_json(200, {"models": []})
+        elif path == "/api/oauth/profile":
+            entry.update(kind="claude_profile", authorization=self.headers.get("Authorization"))
+            self.send_json(200, {
+                "account": {"uuid": CLAUDE_LOGIN_ACCOUNT, "email": "login@example.com",
+                            "display_name": "Login User", "created_at": "2026-01-01T00:00:00Z"},
+                "organization": {"uuid": CLAUDE_LOGIN_ORG, "organization_type": "claude_max",
+                                 "rate_limit_tier": "default_claude_max_20x", "billing_type": "stripe_subscription",
+                                 "subscription_created_at": "2026-01-01T00:00:00Z"}})
+        elif path == "/oauth2/v2/userinfo":
+            entry.update(kind="google_userinfo", authorization=self.headers.get("Authorization"))
+            self.send_json(200, {"id": "100000000000000000001", "email": "google@example.com", "verified_email": True})
+        elif path == "/api/oauth/claude_cli/roles":
+            entry.update(kind="claude_roles", authorization=self.headers.get("Authorization"))
+            self.send_json(200, {"organization_role": "admin", "workspace_role": None,
+                                 "organization_name": "Login Org"})
         elif path in ("/v1/models", "/models"):
             entry["kind"] = "models"
             self.send_json(200, {"object": "list", "data": [
@@ -900,6 +927,22 @@ class Handler(BaseHTTPRequestHandler):
                                            "message": "mock: request limit reached"}})
             return
 
+        if path == "/v1/oauth/token" and body.get("grant_type") == "authorization_code":
+            rotated = uuid.uuid4().hex[:16]
+            entry.update(kind="claude_oauth_code", code=body.get("code"), code_verifier=body.get("code_verifier"),
+                         redirect_uri=body.get("redirect_uri"), client_id=body.get("client_id"),
+                         state=body.get("state"), rotated=rotated)
+            st.log(entry)
+            if body.get("code") != "FAKE-CLAUDE-CODE" or not body.get("code_verifier"):
+                self.send_json(400, {"error": "invalid_grant", "error_description": "mock: unknown code"})
+                return
+            self.send_json(200, {"access_token": "sk-ant-oat01-login-" + rotated,
+                                 "refresh_token": "sk-ant-ort01-login-" + rotated,
+                                 "expires_in": 28800, "token_type": "Bearer",
+                                 "scope": "user:inference user:profile user:sessions:claude_code",
+                                 "account": {"uuid": CLAUDE_LOGIN_ACCOUNT, "email_address": "login@example.com"},
+                                 "organization": {"uuid": CLAUDE_LOGIN_ORG, "name": "Login Org"}})
+            return
         if path == "/v1/oauth/token" and st.refuse_refresh:
             entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))
             st.log(entry)
@@ -965,6 +1008,21 @@ class Handler(BaseHTTPRequestHandler):
             st.log(entry)
             self.send_json(200, {"access_token": access, "refresh_token": "rt_rotated-" + rotated,
                                  "id_token": jwt_unsigned({"email": "user@example.com"})})
+            return
+        if path == "/token" and body.get("grant_type") == "authorization_code":
+            rotated = uuid.uuid4().hex[:16]
+            entry.update(kind="google_oauth_code", code=body.get("code"), code_verifier=body.get("code_verifier"),
+                         redirect_uri=body.get("redirect_uri"), client_id=body.get("client_id"),
+                         client_secret=body.get("client_secret"), form=bool(body.get("_form")), rotated=rotated)
+            st.log(entry)
+            if body.get("code") != "FAKE-GOOGLE-CODE" or not body.get("code_verifier"):
+                self.send_json(400, {"error": "invalid_grant", "error_description": "Malformed auth code."})
+                return
+            self.send_json(200, {"access_token": "ya29.login-" + rotated, "refresh_token": "1//login-" + rotated,
+                                 "expires_in": 3599, "token_type": "Bearer",
+                                 "scope": "https://www.googleapis.com/auth/cloud-platform "
+                                          "https://www.googleapis.com/auth/userinfo.email openid",
+                                 "id_token": "eyJhbGciOiJub25lIn0.e30."})
             return
         if path == "/token" and st.refuse_refresh:
             entry.update(kind="oauth_token_refused", refresh_token=body.get("refresh_token"))

@@ -59,6 +59,15 @@ class RunLoginTest : public testing::Test {
   agents::AgentSpec spec_;
 };
 
+// `airlock login` on a machine where airlock never ran: the login's lock
+// is taken where the data directory does not exist yet.
+TEST_F(RunLoginTest, TheLoginsLockMakesItsDirectory) {
+  ASSERT_FALSE(std::filesystem::exists(host_.dirs.data));
+  auto lock = lockLogin(host_, "claude-code");
+  ASSERT_TRUE(lock) << lock.error().message;
+  EXPECT_TRUE(std::filesystem::exists(loginLockPath(host_, "claude-code")));
+}
+
 TEST(RunLogin, NamesVariableMatchesNameOrAssignmentOnly) {
   EXPECT_TRUE(namesVariable({"ANTHROPIC_API_KEY"}, "ANTHROPIC_API_KEY"));
   EXPECT_TRUE(namesVariable({"X=1", "ANTHROPIC_API_KEY=sk"}, "ANTHROPIC_API_KEY"));
@@ -269,11 +278,11 @@ TEST_F(RunLoginTest, OpenCodesChatGptLoginEntersTheVmAndComesBackRefreshed) {
     return value && *value ? **value : std::string();
   };
   // Unchanged: nothing stored; refreshed: stored.
-  auto same = plan.credential->returned(*plan.credential->content);
+  auto same = plan.credential->returned(*plan.credential->content, "");
   ASSERT_TRUE(same) << same.error().message;
   EXPECT_FALSE(*same);
   auto refreshed = plan.credential->returned(
-      R"({"openai":{"type":"oauth","refresh":"rt_NEW","access":"NEW-ACCESS","expires":5000,"accountId":"acct-1"}})");
+      R"({"openai":{"type":"oauth","refresh":"rt_NEW","access":"NEW-ACCESS","expires":5000,"accountId":"acct-1"}})", "");
   ASSERT_TRUE(refreshed) << refreshed.error().message;
   EXPECT_TRUE(*refreshed);
   EXPECT_NE(stored().find("rt_NEW"), std::string::npos);

@@ -473,6 +473,45 @@ TEST(AgentLogin, OpenCodesAuthFileGivesOnlyItsChatGptLogin) {
   EXPECT_FALSE(loginFromToken("opencode-oauth", "sk-whatever-0123456789"));
 }
 
+// The file's expiry and account are the writer's (a hostile guest's, for
+// a login read back from the VM); OpenAI's access token has the last word.
+TEST(AgentLogin, OpenCodesExpiryAndAccountAreTheAccessTokensWhenItNamesThem) {
+  json doc = opencodeAuth();
+  doc["openai"]["expires"] = 9'990'000'000'000;  // year 2286: never refreshed again
+  auto login = loginFromCredentialFile("opencode-oauth", doc.dump());
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  doc["openai"].erase("expires");
+  login = loginFromCredentialFile("opencode-oauth", doc.dump());
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  // Another account's token under this accountId is refused.
+  doc = opencodeAuth();
+  doc["openai"]["access"] =
+      jwt({{"exp", 1900000000}, {"https://api.openai.com/auth", {{"chatgpt_account_id", "acct-ATTACKER"}}}});
+  auto refused = loginFromCredentialFile("opencode-oauth", doc.dump());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("not the account its access token names"), std::string::npos);
+  doc["openai"]["access"] = jwt({{"exp", 1900000000}, {"https://api.openai.com/auth", {{"chatgpt_account_id", "acct-1"}}}});
+  EXPECT_TRUE(loginFromCredentialFile("opencode-oauth", doc.dump()));
+}
+
+// `airlock login` says whose login it stored (a login made in a VM could
+// be anyone's): the e-mail address where the account names one.
+TEST(AgentLogin, TheAccountNameIsTheEmailElseTheId) {
+  auto named = [](const std::string& accountJson) {
+    AgentLogin login;
+    login.accountJson = accountJson;
+    return loginAccountName(login);
+  };
+  EXPECT_EQ(named(R"({"accountUuid":"u-1","emailAddress":"me@example.com"})"), "me@example.com");
+  EXPECT_EQ(named(R"({"email":"c@example.com","account_id":"acct-2"})"), "c@example.com");
+  EXPECT_EQ(named(R"({"active":"g@example.com","old":[]})"), "g@example.com");
+  EXPECT_EQ(named(R"({"accountId":"acct-1"})"), "acct-1");
+  EXPECT_EQ(named(""), "");
+  EXPECT_EQ(named(R"({"emailAddress":7})"), "");
+}
+
 TEST(AgentLogin, TheFileThatEntersTheVmIsOpenCodesOwnWithTheRealTokensAndNothingElse) {
   auto login = loginFromCredentialFile("opencode-oauth", opencodeAuth().dump());
   ASSERT_TRUE(login);

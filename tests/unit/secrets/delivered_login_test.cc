@@ -56,7 +56,7 @@ class DeliveredLoginTest : public ::testing::Test {
   }
   Result<bool> keep(std::string_view returned) {
     auto s = store();
-    return keepReturnedLogin(s, kAgent, delivered_, returned, dir_.path() + "/login.lock");
+    return keepReturnedLogin(s, kAgent, delivered_, returned, dir_.path() + "/login.lock", clock_);
   }
 
   TempDir dir_;
@@ -92,6 +92,8 @@ TEST_F(DeliveredLoginTest, WhatIsNotTheSameLoginRefreshedIsRefusedAndTheStoredOn
       authFile("rt_NEW\r\nX-Evil: 1", "NEW-ACCESS", kNowMs + 3'600'000),
       authFile("rt_NEW", "NEW-ACCESS", kNowMs + 3'600'000, "acct-ATTACKER"),  // another account
       authFile("rt_NEW", "NEW-ACCESS", kNowMs - 2000),                        // new tokens, older expiry
+      authFile("rt_NEW", "NEW-ACCESS", 9'990'000'000'000),                    // pinned till 2286
+      authFile("rt_NEW", "NEW-ACCESS", kNowMs + kMaxReturnedLifetimeMs + 1),   // past any token's life
       json{{"openai", {{"type", "oauth"}, {"refresh", "rt_NEW"}, {"access", "NEW"}, {"accountId", "acct-1"}}}}.dump(),
   };
   for (const auto& returned : garbage) {
@@ -102,17 +104,28 @@ TEST_F(DeliveredLoginTest, WhatIsNotTheSameLoginRefreshedIsRefusedAndTheStoredOn
 }
 
 // Two sessions got the same login; the first to come back stored its
-// refresh. The second's is kept only when it is newer still.
-TEST_F(DeliveredLoginTest, ANewerLoginAnotherSessionStoredIsNotOverwrittenByAnOlderOne) {
+// refresh. The second's is refused (told), however late it expires: the
+// store no longer holds what that session was given.
+TEST_F(DeliveredLoginTest, ALoginStoredSinceTheDeliveryIsNeverOverwritten) {
   auto first = keep(authFile("rt_FIRST", "FIRST", kNowMs + 7'200'000));
   ASSERT_TRUE(first && *first);
-  auto second = keep(authFile("rt_SECOND", "SECOND", kNowMs + 3'600'000));
-  ASSERT_TRUE(second) << second.error().message;
-  EXPECT_FALSE(*second);
-  EXPECT_EQ(stored().refreshToken, "rt_FIRST");
-  auto third = keep(authFile("rt_THIRD", "THIRD", kNowMs + 9'000'000));
-  ASSERT_TRUE(third && *third);
-  EXPECT_EQ(stored().refreshToken, "rt_THIRD");
+  for (int64_t expires : {kNowMs + 3'600'000, kNowMs + 9'000'000}) {
+    auto second = keep(authFile("rt_SECOND", "SECOND", expires));
+    ASSERT_FALSE(second);
+    EXPECT_NE(second.error().message.find("changed while the agent ran"), std::string::npos);
+    EXPECT_EQ(stored().refreshToken, "rt_FIRST");
+  }
+}
+
+// The user switched accounts (or logged in again) while a session ran:
+// the session's agent, prompt-injected or not, cannot undo it.
+TEST_F(DeliveredLoginTest, ANewLoginDuringTheRunIsNotUndoneByTheSession) {
+  auto other = loginFromCredentialFile("opencode-oauth", authFile("rt_B", "B-ACCESS", kNowMs + 600'000, "acct-B"));
+  ASSERT_TRUE(other);
+  put(*other);
+  auto kept = keep(authFile("rt_ATTACKER", "ATTACKER", kNowMs + 20LL * 86'400'000));
+  ASSERT_FALSE(kept);
+  EXPECT_EQ(stored().refreshToken, "rt_B");
 }
 
 TEST_F(DeliveredLoginTest, ALoginRemovedDuringTheRunIsNotBroughtBack) {

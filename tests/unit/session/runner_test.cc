@@ -553,7 +553,7 @@ TEST_F(Runner_, ADeliveredLoginGoesOnTheTmpfsAndIsReadBackAfterTheAgent) {
   p.homeFiles = {{".config/agent/settings.json", "{}"}};
   p.state = StatePlan{stateDir, workspace_, {".local/share/agent"}, {}};
   p.credential = DeliveredCredential{".local/share/agent/auth.json", "{\"real\":\"TOKEN\"}", 1024,
-                                     [&](std::string_view content) -> Result<bool> {
+                                     [&](std::string_view content, std::string_view) -> Result<bool> {
                                        returned.emplace_back(content);
                                        return true;
                                      },
@@ -623,17 +623,22 @@ TEST_F(Runner_, TheExtraCaCertificatesJoinTheImagesBundleBeforeTheAgentStarts) {
 TEST_F(Runner_, ALoginVmKeepsTheHomeOnATmpfsAndReadsTheLoginBack) {
   script_.changeSet = makeTar({});
   script_.helperStdout = [](const protocol::ExecRequest& r) {
-    return isCredentialReadBack(r) ? std::string("{\"made\":\"in the VM\"}") : std::string();
+    if (!isCredentialReadBack(r)) return std::string();
+    return r.argv.back() == "/home/agent/.demo.json" ? std::string("{\"who\":\"me\"}")
+                                                      : std::string("{\"made\":\"in the VM\"}");
   };
-  std::string got;
+  std::string got, account;
   Plan p = plan(ws::ReviewMode::None, "none");
   p.workspaceMode = WorkspaceMode::kNone;
   p.homeOnTmpfs = true;
   p.homeFiles = {{".demo/config.toml", "x"}};
-  p.credential = DeliveredCredential{".demo/auth.json", std::nullopt, 1024, [&](std::string_view content) -> Result<bool> {
+  p.credential = DeliveredCredential{".demo/auth.json", std::nullopt, 1024,
+                                     [&](std::string_view content, std::string_view who) -> Result<bool> {
                                        got = std::string(content);
+                                       account = std::string(who);
                                        return false;
-                                     }};
+                                     },
+                                     "", ".demo.json"};
   auto out = run(std::move(p));
   ASSERT_TRUE(out) << out.error().message;
   ASSERT_GE(script_.execs.size(), 4u);
@@ -647,6 +652,38 @@ TEST_F(Runner_, ALoginVmKeepsTheHomeOnATmpfsAndReadsTheLoginBack) {
       EXPECT_EQ(r.argv[2].find("ln -s"), std::string::npos) << "a credential was delivered";
     }
   EXPECT_EQ(got, "{\"made\":\"in the VM\"}");
+  EXPECT_EQ(account, "{\"who\":\"me\"}") << "the account file was not read back with it";
+}
+
+// The account file is best effort: missing or over the cap, the login
+// is still handed over, with no account.
+TEST_F(Runner_, AMissingOrOversizedAccountFileStillHandsTheLoginOver) {
+  for (bool oversized : {true, false}) {
+    FakeScript script;
+    script.changeSet = makeTar({});
+    auto isAccount = [](const protocol::ExecRequest& r) {
+      return isCredentialReadBack(r) && r.argv.back() == "/home/agent/.demo.json";
+    };
+    script.helperStdout = [oversized, isAccount](const protocol::ExecRequest& r) {
+      if (isAccount(r)) return oversized ? std::string(4096, 'x') : std::string();
+      return isCredentialReadBack(r) ? std::string("{\"made\":1}") : std::string();
+    };
+    script.helperExit = [oversized, isAccount](const protocol::ExecRequest& r) { return isAccount(r) && !oversized ? 1 : 0; };
+    RecordingUi ui{script};
+    std::optional<std::string> account;
+    Plan p = plan(ws::ReviewMode::None, "none");
+    p.credential = DeliveredCredential{".demo/auth.json", std::nullopt, 1024,
+                                       [&](std::string_view, std::string_view who) -> Result<bool> {
+                                         account = std::string(who);
+                                         return false;
+                                       },
+                                       "", ".demo.json"};
+    Runner runner(std::move(p), {host_, ui, test::fakeLauncher(script), images_});
+    auto out = runner.run();
+    ASSERT_TRUE(out) << out.error().message;
+    ASSERT_TRUE(account) << oversized;
+    EXPECT_EQ(*account, "") << oversized;
+  }
 }
 
 // A guest answering more than the cap, or failing, keeps the stored login:
@@ -662,7 +699,7 @@ TEST_F(Runner_, AnOversizedOrMissingReadBackKeepsTheStoredLogin) {
     RecordingUi ui{script};
     int calls = 0;
     Plan p = plan(ws::ReviewMode::None, "none");
-    p.credential = DeliveredCredential{".local/share/agent/auth.json", "{}", 1024, [&](std::string_view) -> Result<bool> {
+    p.credential = DeliveredCredential{".local/share/agent/auth.json", "{}", 1024, [&](std::string_view, std::string_view) -> Result<bool> {
                                          ++calls;
                                          return true;
                                        }};
