@@ -80,6 +80,12 @@ struct LoginSpec {
   /// empty: that agent is logged in with --from-host or a token only.
   std::vector<std::string> loginCommand;
   std::vector<std::string> loginHosts;  ///< the hosts its login talks to (["auth.openai.com"])
+  /// Files laid over the spec's home files in the login VM only (Gemini's
+  /// settings.json selecting its Google login); templates like homeFiles.
+  std::map<std::string, std::string> loginHomeFiles;
+  /// Told to the user before the login VM starts ("" for none): what to do
+  /// once the login is done, when its command does not exit by itself.
+  std::string loginNote;
   std::string tokenEnv;  ///< the variable carrying a long-lived token ("CLAUDE_CODE_OAUTH_TOKEN")
   std::string baseUrlEnv;  ///< the variable pointing the agent at the broker ("ANTHROPIC_BASE_URL")
   /// For an agent that talks HTTPS to part of its API (Codex's

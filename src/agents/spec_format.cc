@@ -83,6 +83,8 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     if (!l.loginCommand.empty()) {
       emitList(out, "login_command", l.loginCommand);
       emitList(out, "login_hosts", l.loginHosts);
+      emitMap(out, "login_home_files", l.loginHomeFiles);
+      if (!l.loginNote.empty()) out << YAML::Key << "login_note" << YAML::Value << l.loginNote;
     }
     if (l.entersVm) {
       out << YAML::Key << "delivery" << YAML::Value << "vm";

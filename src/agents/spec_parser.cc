@@ -15,7 +15,7 @@ namespace {
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
     "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
-constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "login_command", "login_hosts", "token_env", "base_url_env", "tls_base_url_env",
+constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "login_command", "login_hosts", "login_home_files", "login_note", "token_env", "base_url_env", "tls_base_url_env",
                                            "tls_ca_env", "upstream", "paths",
                                            "refresh_url", "client_id", "client_secret", "billing_env",
                                            "account_file", "account_key", "account_hosts", "env",
@@ -274,6 +274,10 @@ class SpecReader {
     if (auto r = list(n, "login_hosts", isHostName, "a host name", login.loginHosts); !r) return r;
     if (login.loginCommand.empty() != login.loginHosts.empty())
       return error(n, "'login_command' and 'login_hosts' go together (the login VM reaches only those hosts)");
+    if (auto r = loginHomeFiles(n, "login_home_files", login, login.loginHomeFiles); !r) return r;
+    if (auto r = string(n, "login_note", false, login.loginNote); !r) return r;
+    if (login.loginCommand.empty() && (!login.loginHomeFiles.empty() || !login.loginNote.empty()))
+      return error(n, "'login_home_files' and 'login_note' go with 'login_command'");
     // OpenCode's ChatGPT endpoint cannot be moved to the broker; every other
     // format is brokered (its real token never enters the VM).
     if (login.entersVm != (login.format == "opencode-oauth"))
@@ -311,12 +315,23 @@ class SpecReader {
       return error(child(n, "account_file"), "'account_file' must be a relative path to a JSON file");
     if (auto r = list(n, "account_hosts", isHostName, "a host name", login.accountHosts); !r) return r;
     if (auto r = stringMap(n, "env", isEnvName, "a variable name", login.env); !r) return r;
-    if (auto r = stringMap(n, "home_files", isRelativePath, "a relative path", login.homeFiles); !r) return r;
-    for (const auto& [path, content] : login.homeFiles)
-      if (auto r = checkTemplate(content); !r)
-        return error(child(child(n, "home_files"), path.c_str()),
-                     fmt::format("login home file '{}': {}", path, r.error().message));
+    if (auto r = loginHomeFiles(n, "home_files", login, login.homeFiles); !r) return r;
     return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
+  }
+
+  /// A login's map of home files under `key` into `out`: relative paths,
+  /// never the credential file (the agent's to write, or airlock's to
+  /// deliver), templates that expand.
+  Result<> loginHomeFiles(const YAML::Node& n, const char* key, const LoginSpec& login,
+                          std::map<std::string, std::string>& out) {
+    if (auto r = stringMap(n, key, isRelativePath, "a relative path", out); !r) return r;
+    for (const auto& [path, content] : out) {
+      if (path == login.file)
+        return error(child(child(n, key), path.c_str()), "a login home file cannot be the credential file");
+      if (auto r = checkTemplate(content); !r)
+        return error(child(child(n, key), path.c_str()), fmt::format("login home file '{}': {}", path, r.error().message));
+    }
+    return {};
   }
 
   /// A `delivery: vm` login: its file, the hosts the agent reaches with it,
@@ -330,14 +345,7 @@ class SpecReader {
     if (auto r = list(n, "hosts", isHostName, "a host name", login.hosts); !r) return r;
     if (login.hosts.empty()) return missing(n, "hosts");
     if (auto r = stringMap(n, "env", isEnvName, "a variable name", login.env); !r) return r;
-    if (auto r = stringMap(n, "home_files", isRelativePath, "a relative path", login.homeFiles); !r) return r;
-    for (const auto& [path, content] : login.homeFiles) {
-      if (path == login.file)
-        return error(child(child(n, "home_files"), path.c_str()), "a login home file cannot be the credential file");
-      if (auto r = checkTemplate(content); !r)
-        return error(child(child(n, "home_files"), path.c_str()),
-                     fmt::format("login home file '{}': {}", path, r.error().message));
-    }
+    if (auto r = loginHomeFiles(n, "home_files", login, login.homeFiles); !r) return r;
     return list(n, "billing_env", isEnvName, "a variable name", login.billingEnv);
   }
 

@@ -69,7 +69,10 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
   auto env = agentEnvironment(host, loginSpec, {}, true);
   if (!env) return std::unexpected(env.error());
   if (auto r = applyExtraCaCertificates(settings, plan, *env); !r) return std::unexpected(r.error());
-  for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env)) plan.homeFiles.push_back({path, content});
+  // The spec's home files, with the login's own laid over them.
+  std::map<std::string, std::string> homeFiles = how.loginHomeFiles;
+  homeFiles.insert(spec.homeFiles.begin(), spec.homeFiles.end());
+  for (const auto& [path, content] : agents::expandFiles(homeFiles, *env)) plan.homeFiles.push_back({path, content});
   for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env)) plan.seedFiles.push_back({path, content});
   plan.exec.argv = how.loginCommand;
   for (const auto& [k, v] : *env) plan.exec.env.push_back(k + "=" + v);
@@ -93,6 +96,7 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
   plan.credential = std::move(credential);
 
   TerminalUi ui(host, quiet);
+  if (!how.loginNote.empty()) ui.notice(how.loginNote);
   RegistryFlags registry;
   CliImageProvider images(host, registry, settings, spec, ui, quiet);
   session::Runner runner(std::move(plan), {host, ui, launchMachine(host), images});

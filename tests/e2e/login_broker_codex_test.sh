@@ -147,20 +147,10 @@ grep -q "\"kind\": \"oauth_token\".*\"refresh_token\": \"rt_rotated-$rotated\"" 
 no_placeholder_upstream requests-2
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 # Run 3: the login made in a VM, on a terminal.
-as_user "$AIRLOCK" logout codex 2>/dev/null || fail "logout failed"
-mkdir -p config/airlock
-echo "extra_ca_certs: $WORK/ca.crt" >config/airlock/config.yaml
-test_user_own "$WORK"
 start_mock login_broker_codex 3
-pane_start ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
-  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file \
-  OPENAI_API_KEY=sk-SHOULD-NOT-REACH-THE-VM "$AIRLOCK" login codex
+vm_login_start codex OPENAI_API_KEY=sk-SHOULD-NOT-REACH-THE-VM
 pane_wait "FAKE-1234" 600
-pane_wait "PANE-EXIT=" 300
-pane_screen | grep -q "PANE-EXIT=0" || fail "airlock login codex failed: $(pane_screen | grep -v '^$' | tail -20) mock: $(cat mock-3.log)"
-pane_screen | grep -q "codex login stored in the file store .*: subscription (plus)" ||
-  fail "login did not say what it stored: $(pane_screen | grep -v '^$' | tail -10)"
-pane_stop
+vm_login_done codex 3 "subscription (plus) of device@example.com"
 python3 - mock-3.log <<'PY' || fail "the login in the VM did not run Codex's device-code flow: $(cat mock-3.log)"
 import json, sys
 entries = list(map(json.loads, open(sys.argv[1])))
@@ -172,16 +162,14 @@ code = [e for e in entries if e.get("kind") == "oauth_code"][0]
 assert code["code"] == "FAKE-DEVICE-AUTH-CODE" and code["code_verifier"] == "FAKE-VERIFIER", code
 assert code["redirect_uri"] == "https://auth.openai.com/deviceauth/callback", code
 PY
-device=$(grep -o '"kind": "oauth_code".*"rotated": "[0-9a-f]*"' mock-3.log | grep -o '"rotated": "[0-9a-f]*"' | cut -d'"' -f4)
+device=$(mock_rotation oauth_code 3)
 stored_login | grep -q "rt_device-$device" || fail "the login made in the VM was not stored: $(stored_login | head -c 300)"
 stored_login | grep -q 'acct-DEVICE-1' || fail "the stored login lacks its account"
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 rm project/BROKERED.md
 start_mock login_broker_codex 4
 run_agent 4
-for f in $(grep -l '"/backend-api/codex/responses' requests-4/*.json); do
-  grep -qi '"chatgpt-account-id": "acct-DEVICE-1"' "$f" || fail "run 4 did not use the login made in the VM: $(head -c 1500 "$f")"
-done
+requests_carry 4 /backend-api/codex/responses '"chatgpt-account-id": "acct-DEVICE-1"' "the login made in the VM was not used"
 no_placeholder_upstream requests-4
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"

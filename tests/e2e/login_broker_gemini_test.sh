@@ -21,19 +21,25 @@
 # the host and not forwarded), the model hosts are unreachable from the
 # guest, and the change lands. Run 2: Code Assist refuses the token once
 # (401); the broker refreshes with the same refresh token (Google's do not
-# rotate) and retries, and the run succeeds.
+# rotate) and retries, and the run succeeds. Run 3: `airlock login gemini`
+# in a tmux pane: Gemini's own Google sign-in in a VM (the pasted code
+# exchanged, the e-mail fetched, /quit in its chat), stored with its
+# e-mail; run 4 uses that login.
 set -euo pipefail
+command -v tmux >/dev/null || { echo "FAIL: tmux is not installed (scripts/setup installs it)" >&2; exit 1; }
 
 AIRLOCK=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
 . "$SRC/tests/e2e/broker_mock.sh"
+. "$SRC/tests/e2e/pane.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-login-gemini-e2e.XXXXXX")
 INET=airlock-glogin-inet-$$
 HOST=airlock-glogin-host-$$
 pids=()
 cleanup() {
+  pane_stop
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   test_user_down
@@ -45,10 +51,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 fake_internet_up "$INET" "$HOST" 192.0.2.10 192.0.2.53
 cd "$WORK"
-fake_tls_cert airlock-login-gemini-e2e-ca cloudcode-pa.googleapis.com oauth2.googleapis.com
+fake_tls_cert airlock-login-gemini-e2e-ca cloudcode-pa.googleapis.com oauth2.googleapis.com www.googleapis.com
 
 ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 \
-  cloudcode-pa.googleapis.com=192.0.2.10 oauth2.googleapis.com=192.0.2.10 >dns.out 2>&1 &
+  cloudcode-pa.googleapis.com=192.0.2.10 oauth2.googleapis.com=192.0.2.10 www.googleapis.com=192.0.2.10 >dns.out 2>&1 &
 pids+=($!)
 
 # The user's machine: a Google login whose access token expires in a minute.
@@ -134,5 +140,42 @@ grep -q '"kind": "oauth_token".*"refresh_token": "1//FAKE-REAL-REFRESH"' mock-2.
   fail "after the 401 the broker did not refresh with the stored refresh token: $(cat mock-2.log)"
 no_placeholder_upstream requests-2
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+
+# Run 3: `airlock login gemini` on a terminal runs Gemini's own Google
+# sign-in in a VM that reaches only Google's token, userinfo and Code
+# Assist hosts (trusted through extra_ca_certs): airlock says what to do,
+# Gemini shows the link and asks for the code, exchanges it, opens its
+# chat, and /quit ends the login; the login and its e-mail are stored.
+# Run 4 uses that login, brokered.
+start_mock login_broker_gemini 3
+vm_login_start gemini -u GOOGLE_CLOUD_ACCESS_TOKEN -u CODE_ASSIST_ENDPOINT GEMINI_API_KEY=AIza-SHOULD-NOT-REACH-THE-VM
+pane_wait "type /quit to store the login" 60
+pane_wait "Enter the authorization code" 600
+pane_screen | grep -q "https://accounts.google.com/o/oauth2/v2/auth?" || fail "no sign-in link was shown: $(pane_screen | grep -v '^$' | tail -10)"
+pane_type "FAKE-GOOGLE-CODE"
+pane_wait "Type your message" 300
+pane_type "/quit"
+vm_login_done gemini 3 "account of user@example.com"
+python3 - mock-3.log <<'PY' || fail "the login in the VM did not run Gemini's sign-in: $(cat mock-3.log)"
+import json, sys
+entries = [json.loads(l) for l in open(sys.argv[1])]
+code = [e for e in entries if e.get("kind") == "google_oauth_code"]
+assert len(code) == 1, entries
+c = code[0]
+assert c["code"] == "FAKE-GOOGLE-CODE" and c["code_verifier"] and c["form"], c
+assert c["client_id"].startswith("681255809395-") and c["client_secret"].startswith("GOCSPX-"), c
+assert c["redirect_uri"] == "https://codeassist.google.com/authcode", c
+assert any(e.get("kind") == "google_userinfo" for e in entries), entries
+assert not any("SHOULD-NOT" in json.dumps(e) for e in entries), entries
+PY
+signed=$(mock_rotation google_oauth_code 3)
+stored_login | grep -q "1//login-$signed" || fail "the login made in the VM was not stored: $(stored_login | head -c 300)"
+stored_login | grep -q "user@example.com" || fail "the account was not stored: $(stored_login | head -c 600)"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+rm project/BROKERED.md
+start_mock login_broker_gemini 4
+run_agent 4
+requests_carry 4 /v1internal:streamGenerateContent "\"Authorization\": \"Bearer ya29.login-$signed\"" "the login made in the VM was not used"
+kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 ls /sys/class/net | grep -q airlock0 && fail "a tap device was left on the host"
-echo "PASS: the Google login stayed on the host: Gemini reached Code Assist through the broker with a placeholder, refreshed form-encoded before expiry and after a 401"
+echo "PASS: the Google login stayed on the host: Gemini reached Code Assist through the broker with a placeholder, refreshed form-encoded before expiry and after a 401; \`airlock login gemini\` ran Gemini's sign-in in a VM, stored it with its e-mail, and a run used it"

@@ -201,23 +201,12 @@ kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 # link, the code the browser's last page gives is pasted, Claude exchanges
 # it and fetches the profile, and the login and its account are stored
 # before the VM stops. A run then uses it, brokered.
-as_user "$AIRLOCK" logout claude-code 2>/dev/null || fail "logout before run 5 failed"
-mkdir -p config/airlock
-echo "extra_ca_certs: $WORK/ca.crt" >config/airlock/config.yaml
-test_user_own "$WORK"
 start_mock login_broker 5
-pane_start ip netns exec "$HOST" "${as_test_user[@]}" env -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN \
-  HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" \
-  AIRLOCK_CACHE_DIR="$CACHE" AIRLOCK_SECRET_STORE=file ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM \
-  "$AIRLOCK" login claude-code
+vm_login_start claude-code -u ANTHROPIC_BASE_URL -u ANTHROPIC_AUTH_TOKEN ANTHROPIC_API_KEY=sk-ant-api03-SHOULD-NOT-REACH-THE-VM
 pane_wait "Paste code here" 600
 pane_screen | grep -q "https://claude.ai/oauth/authorize?" || fail "no sign-in link was shown: $(pane_screen | grep -v '^$' | tail -10)"
 pane_type "FAKE-CLAUDE-CODE#state-from-the-browser"
-pane_wait "PANE-EXIT=" 300
-pane_screen | grep -q "PANE-EXIT=0" || fail "airlock login claude-code failed: $(pane_screen | grep -v '^$' | tail -20) mock: $(cat mock-5.log)"
-pane_screen | grep -q "claude-code login stored in the file store .*: subscription (max) of login@example.com" ||
-  fail "login did not say whose login it stored: $(pane_screen | grep -v '^$' | tail -10)"
-pane_stop
+vm_login_done claude-code 5 "subscription (max) of login@example.com"
 python3 - mock-5.log <<'PY' || fail "the login in the VM did not run Claude's sign-in: $(cat mock-5.log)"
 import json, sys
 entries = [json.loads(l) for l in open(sys.argv[1])]
@@ -229,17 +218,14 @@ assert code[0]["redirect_uri"] == "https://platform.claude.com/oauth/code/callba
 assert any(e.get("kind") == "claude_profile" for e in entries), entries
 assert not any("SHOULD-NOT" in json.dumps(e) for e in entries), entries
 PY
-signed=$(grep -o '"kind": "claude_oauth_code".*"rotated": "[0-9a-f]*"' mock-5.log | grep -o '"rotated": "[0-9a-f]*"' | cut -d'"' -f4)
+signed=$(mock_rotation claude_oauth_code 5)
 stored_login | grep -q "sk-ant-ort01-login-$signed" || fail "the login made in the VM was not stored: $(stored_login | head -c 300)"
 stored_login | grep -q "login@example.com" || fail "the account the login fetched was not stored: $(stored_login | head -c 600)"
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
 rm project/BROKERED.md
 start_mock login_broker 6
 run_agent 6
-for f in $(grep -l '"/v1/messages' requests-6/*.json); do
-  grep -q "\"Authorization\": \"Bearer sk-ant-oat01-login-$signed\"" "$f" ||
-    fail "run 6 did not use the login made in the VM: $(grep -i authorization "$f")"
-done
+requests_carry 6 /v1/messages "\"Authorization\": \"Bearer sk-ant-oat01-login-$signed\"" "the login made in the VM was not used"
 grep -q '"kind": "oauth_token"' mock-6.log && fail "a fresh login was refreshed"
 [ "$(cat project/BROKERED.md)" = "Written with a brokered login." ] || fail "run 6's change did not land"
 kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true

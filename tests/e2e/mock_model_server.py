@@ -42,7 +42,7 @@ One process, one port, four model APIs (routed by path):
                                           new refresh token
   POST /token, authorization_code         Gemini's login (code pasted as "FAKE-GOOGLE-CODE"):
                                           "ya29.login-<hex>" and refresh token "1//login-<hex>"
-  GET  /oauth2/v2/userinfo                who that is: google@example.com
+  GET  /oauth2/v2/userinfo                who that is: user@example.com
   HEAD anything, GET /                    200, empty; any other path: 404
 
 --reject-first-bearer answers the first model request with 401 (an access
@@ -878,7 +878,7 @@ class Handler(BaseHTTPRequestHandler):
                                  "subscription_created_at": "2026-01-01T00:00:00Z"}})
         elif path == "/oauth2/v2/userinfo":
             entry.update(kind="google_userinfo", authorization=self.headers.get("Authorization"))
-            self.send_json(200, {"id": "100000000000000000001", "email": "google@example.com", "verified_email": True})
+            self.send_json(200, {"id": "100000000000000000001", "email": "user@example.com", "verified_email": True})
         elif path == "/api/oauth/claude_cli/roles":
             entry.update(kind="claude_roles", authorization=self.headers.get("Authorization"))
             self.send_json(200, {"organization_role": "admin", "workspace_role": None,

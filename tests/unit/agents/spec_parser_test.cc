@@ -383,6 +383,42 @@ TEST(SpecParser, ALoginCommandComesWithTheHostsItsVmReaches) {
   EXPECT_NE(errorOf(badHost).find("host name"), std::string::npos);
 }
 
+// What the login VM alone gets: home files over the spec's (Gemini's
+// settings selecting its Google login) and a note for the user; both only
+// with a login command, and never over the credential file.
+TEST(SpecParser, TheLoginVmsOwnHomeFilesAndNoteGoWithItsCommand) {
+  const std::string login = R"(login:
+  format: gemini-oauth
+  file: .demo/creds.json
+  login_command: [demo]
+  login_hosts: [auth.example.com]
+  login_home_files:
+    ".demo/settings.json": '{"auth": "${DEMO_AUTH:-google}"}'
+  login_note: "type /quit once signed in"
+  base_url_env: DEMO_BASE_URL
+  upstream: https://api.example.com
+  paths: [/v1/]
+  refresh_url: https://auth.example.com/oauth/token
+  client_id: demo-client
+)";
+  auto spec = parseAgentSpec(kMinimal + login, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->login.loginHomeFiles.at(".demo/settings.json"), "{\"auth\": \"${DEMO_AUTH:-google}\"}");
+  EXPECT_EQ(spec->login.loginNote, "type /quit once signed in");
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string yaml = kMinimal + login;
+    yaml.replace(yaml.find(from), from.size(), to);
+    return errorOf(yaml);
+  };
+  EXPECT_NE(with("  login_command: [demo]\n  login_hosts: [auth.example.com]\n", "").find("go with 'login_command'"),
+            std::string::npos);
+  EXPECT_NE(with(".demo/settings.json", ".demo/creds.json").find("cannot be the credential file"), std::string::npos);
+  EXPECT_NE(with("${DEMO_AUTH:-google}", "${DEMO_AUTH").find("login home file"), std::string::npos);
+}
+
 // A brokered login has no hosts of its own: the broker reaches them.
 TEST(SpecParser, ABrokeredLoginHasNoHostsKey) {
   const std::string login = R"(login:
