@@ -79,7 +79,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     const LoginSpec& l = spec.login;
     out << YAML::Key << "login" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "format" << YAML::Value << l.format;
-    out << YAML::Key << "file" << YAML::Value << l.file;
+    if (!l.file.empty()) out << YAML::Key << "file" << YAML::Value << l.file;
     if (!l.loginCommand.empty()) {
       emitList(out, "login_command", l.loginCommand);
       emitList(out, "login_hosts", l.loginHosts);
@@ -89,6 +89,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     if (l.entersVm) {
       out << YAML::Key << "delivery" << YAML::Value << "vm";
       emitList(out, "hosts", l.hosts);
+      if (!l.tokenEnv.empty()) out << YAML::Key << "token_env" << YAML::Value << l.tokenEnv;
     } else {
       for (auto [key, value] : {std::pair{"token_env", &l.tokenEnv}, std::pair{"base_url_env", &l.baseUrlEnv},
                                 std::pair{"tls_base_url_env", &l.tlsBaseUrlEnv}, std::pair{"tls_ca_env", &l.tlsCaEnv},

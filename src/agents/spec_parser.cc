@@ -261,11 +261,15 @@ class SpecReader {
     if (auto r = checkKeys(n, "login", kLoginKeys); !r) return r;
     if (auto r = string(n, "format", true, login.format); !r) return r;
     if (login.format != "claude-oauth" && login.format != "gemini-oauth" && login.format != "codex-oauth" &&
-        login.format != "opencode-oauth")
+        login.format != "opencode-oauth" && login.format != "token")
       return error(child(n, "format"), fmt::format("login format '{}' is not one airlock reads (claude-oauth, "
-                                                   "gemini-oauth, codex-oauth, opencode-oauth)", login.format));
-    if (auto r = string(n, "file", true, login.file); !r) return r;
-    if (!isRelativePath(login.file)) return error(child(n, "file"), "'file' must be a relative path");
+                                                   "gemini-oauth, codex-oauth, opencode-oauth, token)", login.format));
+    // A `token` login is one value in a variable (token_env), no file.
+    const bool token = login.format == "token";
+    if (token && n["file"].IsDefined())
+      return error(child(n, "file"), "a token login has no file: it goes in the variable 'token_env' names");
+    if (auto r = string(n, "file", !token, login.file); !r) return r;
+    if (!token && !isRelativePath(login.file)) return error(child(n, "file"), "'file' must be a relative path");
     std::string delivery = "broker";
     if (auto r = string(n, "delivery", false, delivery); !r) return r;
     if (delivery != "broker" && delivery != "vm") return error(child(n, "delivery"), "'delivery' is broker or vm");
@@ -280,9 +284,14 @@ class SpecReader {
       return error(n, "'login_home_files' and 'login_note' go with 'login_command'");
     // OpenCode's ChatGPT endpoint cannot be moved to the broker; every other
     // format is brokered (its real token never enters the VM).
-    if (login.entersVm != (login.format == "opencode-oauth"))
-      return error(login.entersVm ? child(n, "delivery") : n, login.entersVm ? "only an opencode-oauth login is delivered into the VM"
-                                                        : "an opencode-oauth login needs 'delivery: vm' (it cannot be brokered)");
+    const bool delivered = login.format == "opencode-oauth" || token;
+    if (login.entersVm != delivered)
+      return error(login.entersVm ? child(n, "delivery") : n,
+                   login.entersVm ? "only an opencode-oauth or token login is delivered into the VM"
+                                  : fmt::format("a{} {} login needs 'delivery: vm' (it cannot be brokered)",
+                                                token ? "" : "n", login.format));
+    if (token && !login.loginCommand.empty())
+      return error(child(n, "login_command"), "a token login is given to airlock (stdin or --from-env), not made in a VM");
     if (login.entersVm) return readDeliveredLogin(n, login);
     if (n["hosts"].IsDefined()) return error(child(n, "hosts"), "'hosts' goes with 'delivery: vm' (a brokered login's "
                                                                 "hosts are the broker's to reach)");
@@ -337,11 +346,18 @@ class SpecReader {
   /// A `delivery: vm` login: its file, the hosts the agent reaches with it,
   /// its billing variables, env and home files; none of the broker's keys.
   Result<> readDeliveredLogin(const YAML::Node& n, LoginSpec& login) {
-    for (const char* key : {"token_env", "base_url_env", "tls_base_url_env", "tls_ca_env", "upstream", "paths",
+    for (const char* key : {"base_url_env", "tls_base_url_env", "tls_ca_env", "upstream", "paths",
                             "refresh_url", "client_id", "client_secret", "account_file", "account_key",
                             "account_hosts"})
       if (n[key].IsDefined())
         return error(child(n, key), fmt::format("'{}' is the broker's; a 'delivery: vm' login has none", key));
+    // A token goes in its variable; OpenCode's login in its file.
+    if (login.format == "token") {
+      if (auto r = string(n, "token_env", true, login.tokenEnv); !r) return r;
+      if (!isEnvName(login.tokenEnv)) return error(child(n, "token_env"), "'token_env' must be a variable name");
+    } else if (n["token_env"].IsDefined()) {
+      return error(child(n, "token_env"), "'token_env' goes with a token login (an opencode-oauth login is its file)");
+    }
     if (auto r = list(n, "hosts", isHostName, "a host name", login.hosts); !r) return r;
     if (login.hosts.empty()) return missing(n, "hosts");
     if (auto r = stringMap(n, "env", isEnvName, "a variable name", login.env); !r) return r;

@@ -55,8 +55,8 @@ std::string secretsText(const std::map<std::string, size_t>& count, const std::s
 std::string loginText(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec,
                       const std::string& agent) {
   if (login && spec.entersVm)
-    return fmt::format("  {:<14} {} (from {}), enters the VM: {} cannot be brokered; its login goes in on a tmpfs "
-                       "and is read back when it exits\n", "login", login->name, login->source, agent);
+    return fmt::format("  {:<14} {} (from {}), enters the VM: {} cannot be brokered; its login goes in {}\n", "login",
+                       login->name, login->source, agent, deliveryText(spec));
   if (login)
     return fmt::format("  {:<14} {} (from {}), brokered: the token stays on this host, the VM gets a placeholder\n",
                        "login", login->name, login->source);

@@ -94,7 +94,11 @@ int login(const HostContext& host, const LoginArgs& args) {
   const agents::LoginSpec& how = spec->login;
   Result<secrets::AgentLogin> login = std::unexpected(Error{});
   std::string source;
-  if (args.fromHost) {
+  if (args.fromHost && how.file.empty()) {
+    return reportError(Error{fmt::format("a {} login is a token with no file on this host: pipe it in (airlock login "
+                                         "{} --with-token) or name its variable with --from-env", args.agent, args.agent),
+                             exit_code::kUsage});
+  } else if (args.fromHost) {
     const std::string path = hostAgentFile(host, how.file);
     auto text = readCredentialFile(path);
     if (!text) return reportError(text.error());
@@ -142,7 +146,12 @@ int login(const HostContext& host, const LoginArgs& args) {
     return reportError(r.error());
   std::string kind = secrets::describeLogin(*login);
   if (const std::string who = secrets::loginAccountName(*login); !who.empty()) kind += " of " + visibleText(who);
-  if (how.entersVm)
+  if (how.entersVm && !how.tokenEnv.empty())
+    std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` gives it "
+                         "to the agent as $%s (it enters the VM)\n",
+                 args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str(), args.agent.c_str(),
+                 how.tokenEnv.c_str());
+  else if (how.entersVm)
     std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` puts it "
                          "in the VM on a tmpfs and keeps the refreshed one when the agent exits\n",
                  args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str(), args.agent.c_str());

@@ -201,8 +201,8 @@ int runAgent(const HostContext& host, RunArgs args) {
   if (!setup) return reportError(setup.error());
   TerminalUi ui(host, args.quiet);
   if (setup->login && setup->login->entersVm())
-    ui.progress(fmt::format("your {} login enters the VM ({} cannot be brokered): on a tmpfs, read back when it "
-                            "exits", setup->login->describe(), args.agent));
+    ui.progress(fmt::format("your {} login enters the VM ({} cannot be brokered): {}", setup->login->describe(),
+                            args.agent, setup->login->delivery()));
   else if (setup->login)
     ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder",
                             setup->login->describe()));

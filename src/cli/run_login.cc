@@ -74,6 +74,10 @@ std::string loginLockPath(const HostContext& host, const std::string& agent) {
   return host.dirs.data + "/login-" + agent + ".lock";
 }
 
+std::string deliveryText(const agents::LoginSpec& spec) {
+  return spec.tokenEnv.empty() || !spec.entersVm ? "on a tmpfs, read back when it exits" : "as $" + spec.tokenEnv;
+}
+
 Result<FileLock> lockLogin(const HostContext& host, const std::string& agent) {
   if (auto r = makeDirs(host.dirs.data, 0700); !r) return std::unexpected(r.error());
   return FileLock::acquire(loginLockPath(host, agent), agent + "'s login", nullptr);
@@ -136,7 +140,10 @@ std::optional<std::string> RunLogin::guestCredentialFile() const {
 void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const {
   for (const auto& name : spec_.billingEnv)
     if (!namesVariable(namedEnv, name)) env.erase(name);
-  if (spec_.entersVm) return;
+  if (spec_.entersVm) {
+    if (!spec_.tokenEnv.empty()) env[spec_.tokenEnv] = delivered_.accessToken;
+    return;
+  }
   env[spec_.baseUrlEnv] = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kBrokerPort);
   if (tls_) {
     env[spec_.tlsBaseUrlEnv] = fmt::format("https://{}:{}", egress::kGatewayV4, secrets::kBrokerTlsPort);
@@ -151,6 +158,7 @@ void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::st
 
 Result<> RunLogin::applyToPlan(session::Plan& plan) const {
   if (spec_.entersVm) {
+    if (!spec_.tokenEnv.empty()) return {};  // a token: in its variable (applyToEnvironment)
     auto file = secrets::credentialFile(delivered_);
     if (!file) return failWith(exit_code::kInternal, "a {} login has no credential file to deliver", delivered_.format);
     session::DeliveredCredential credential;

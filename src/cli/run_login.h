@@ -31,6 +31,11 @@ std::string loginLockPath(const HostContext& host, const std::string& agent);
 /// That lock, held (its directory made first). Errors: it cannot be made.
 Result<FileLock> lockLogin(const HostContext& host, const std::string& agent);
 
+/// How a login that enters the VM (LoginSpec::entersVm) goes in, for
+/// messages: "as $ACME_TOKEN" (a token login), else "on a tmpfs, read back
+/// when it exits".
+std::string deliveryText(const agents::LoginSpec& spec);
+
 /// True when `env` (--env NAME or NAME=VALUE values) names `name`.
 bool namesVariable(const std::vector<std::string>& env, const std::string& name);
 
@@ -79,12 +84,15 @@ class RunLogin {
   std::string describe() const { return secrets::describeLogin(login()); }
   /// True when the login's tokens enter the VM (LoginSpec::entersVm).
   bool entersVm() const { return spec_.entersVm; }
+  /// How it enters the VM, for messages (deliveryText).
+  std::string delivery() const { return deliveryText(spec_); }
 
   /// The agent's environment with the login: the billing variables removed
   /// unless `namedEnv` names them, the base URL at the broker (and its
   /// HTTPS URL and CA file, for an agent that needs them), the token
   /// variable set to a placeholder unless the guest gets a placeholder
-  /// credential file instead.
+  /// credential file instead. A token login that enters the VM: the token
+  /// variable set to the real token (by value, as a forwarded key would be).
   void applyToEnvironment(agents::EnvMap& env, const std::vector<std::string>& namedEnv) const;
   /// The placeholder credential file in $HOME (a subscription login of a
   /// format that has one), the account merged into the seed of the spec's

@@ -213,7 +213,8 @@ Result<AgentLogin> opencodeLogin(const json& doc) {
 std::string loginSecretName(std::string_view agent) { return "login." + std::string(agent); }
 
 bool knownLoginFormat(std::string_view format) {
-  return format == "claude-oauth" || format == "gemini-oauth" || format == "codex-oauth" || format == "opencode-oauth";
+  return format == "claude-oauth" || format == "gemini-oauth" || format == "codex-oauth" || format == "opencode-oauth" ||
+         format == "token";
 }
 
 std::optional<int64_t> jwtExpiryMs(std::string_view token) {
@@ -227,7 +228,7 @@ std::optional<int64_t> jwtExpiryMs(std::string_view token) {
 
 bool rotatesRefreshToken(std::string_view format) { return format == "claude-oauth" || format == "opencode-oauth"; }
 
-bool entersVm(std::string_view format) { return format == "opencode-oauth"; }
+bool entersVm(std::string_view format) { return format == "opencode-oauth" || format == "token"; }
 
 std::string serializeLogin(const AgentLogin& login) {
   json o = {{"kind", login.kind == AgentLogin::Kind::kSubscription ? "subscription" : "token"},
@@ -299,6 +300,9 @@ Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_
   if (auto ok = checkFormat(format); !ok) return std::unexpected(ok.error());
   if (content.size() > kMaxCredentialFileBytes)
     return failWith(exit_code::kUsage, "the credential file is over {} KiB; not a login", kMaxCredentialFileBytes / 1024);
+  if (format == "token")
+    return failWith(exit_code::kUsage, "a token login has no credential file to import: pipe the token in, or "
+                                       "name its variable with --from-env");
   json doc = json::parse(content, nullptr, false);
   if (format == "gemini-oauth") return geminiLogin(doc);
   if (format == "codex-oauth") return codexLogin(doc);

@@ -37,6 +37,9 @@
 //                 broker: this login enters the VM (entersVm), as the
 //                 agent's own file (credentialFile) on a tmpfs, and is read
 //                 back when the agent exits (delivered_login.h).
+//   token         a custom agent's long-lived token (stdin or --from-env
+//                 only; no file): it enters the VM as the value of the
+//                 variable the spec's token_env names, never refreshed.
 
 #include <cstdint>
 #include <optional>
@@ -92,7 +95,7 @@ Result<AgentLogin> parseLogin(std::string_view value);
 Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_view content);
 
 /// True for a format airlock reads ("claude-oauth", "gemini-oauth",
-/// "codex-oauth", "opencode-oauth").
+/// "codex-oauth", "opencode-oauth", "token").
 bool knownLoginFormat(std::string_view format);
 
 /// The "exp" claim of JWT `token` in Unix ms, read without checking the
@@ -106,7 +109,7 @@ std::optional<int64_t> jwtExpiryMs(std::string_view token);
 bool rotatesRefreshToken(std::string_view format);
 
 /// True when a `format` login cannot be brokered and its real tokens enter
-/// the VM ("opencode-oauth").
+/// the VM ("opencode-oauth", "token").
 bool entersVm(std::string_view format);
 
 /// The agent's own credential file with `login`'s real tokens, for a login

@@ -340,7 +340,7 @@ TEST(SpecParser, ALoginThatEntersTheVmNamesItsHostsAndNoBrokerRoute) {
   };
   EXPECT_NE(with("delivery: vm", "delivery: tmpfs").find("broker or vm"), std::string::npos);
   // Only OpenCode's login enters the VM; every other format is brokered, and OpenCode's cannot be.
-  EXPECT_NE(with("format: opencode-oauth", "format: claude-oauth").find("only an opencode-oauth login"), std::string::npos);
+  EXPECT_NE(with("format: opencode-oauth", "format: claude-oauth").find("only an opencode-oauth or token login"), std::string::npos);
   EXPECT_NE(with("  delivery: vm\n", "").find("needs 'delivery: vm'"), std::string::npos);
   EXPECT_NE(with("  delivery: vm\n", "  delivery: broker\n").find("needs 'delivery: vm'"), std::string::npos);
   EXPECT_NE(with("  hosts: [chat.example.com, auth.example.com]\n", "").find("hosts"), std::string::npos);
@@ -417,6 +417,37 @@ TEST(SpecParser, TheLoginVmsOwnHomeFilesAndNoteGoWithItsCommand) {
             std::string::npos);
   EXPECT_NE(with(".demo/settings.json", ".demo/creds.json").find("cannot be the credential file"), std::string::npos);
   EXPECT_NE(with("${DEMO_AUTH:-google}", "${DEMO_AUTH").find("login home file"), std::string::npos);
+}
+
+// A custom agent's long-lived token: delivered into the VM in the variable
+// token_env names; no file, no broker keys, no login VM.
+TEST(SpecParser, ATokenLoginIsAVariableThatEntersTheVm) {
+  const std::string login = R"(login:
+  format: token
+  delivery: vm
+  token_env: DEMO_TOKEN
+  hosts: [api.example.com]
+)";
+  auto spec = parseAgentSpec(kMinimal + login, "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_TRUE(spec->login.entersVm);
+  EXPECT_EQ(spec->login.tokenEnv, "DEMO_TOKEN");
+  EXPECT_EQ(spec->login.file, "");
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *spec);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string yaml = kMinimal + login;
+    yaml.replace(yaml.find(from), from.size(), to);
+    return errorOf(yaml);
+  };
+  EXPECT_NE(with("  delivery: vm\n", "").find("a token login needs 'delivery: vm'"), std::string::npos);
+  EXPECT_NE(with("  token_env: DEMO_TOKEN\n", "").find("token_env"), std::string::npos);
+  EXPECT_NE(with("DEMO_TOKEN", "demo token").find("variable name"), std::string::npos);
+  EXPECT_NE(with("  delivery: vm\n", "  delivery: vm\n  file: .demo/token\n").find("has no file"), std::string::npos);
+  EXPECT_NE(with("  hosts:", "  upstream: https://api.example.com\n  hosts:").find("the broker's"), std::string::npos);
+  EXPECT_NE(with("  hosts:", "  login_command: [demo, login]\n  login_hosts: [a.example.com]\n  hosts:").find("not made in a VM"),
+            std::string::npos);
 }
 
 // A brokered login has no hosts of its own: the broker reaches them.

@@ -13,6 +13,7 @@
 
 #include "agents/agent_env.h"
 #include "agents/registry.h"
+#include "agents/spec_parser.h"
 #include "egress/policy.h"
 
 namespace airlock::cli {
@@ -233,6 +234,45 @@ TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessi
   auto r = (*login)->applyToPlan(taken);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("--host-port 4181"), std::string::npos) << r.error().message;
+}
+
+// Issue 15, item 4, custom agents: a `token` login (a long-lived token
+// typed in) enters the VM as its variable's value, by value like a
+// forwarded key; nothing goes in a file, no broker runs, and the agent
+// reaches the login's hosts.
+TEST_F(RunLoginTest, ACustomAgentsTokenLoginEntersTheVmInItsVariable) {
+  auto spec = agents::parseAgentSpec(R"(name: acme
+description: An in-house agent
+image: registry.example.com/acme:1
+command: [acme]
+env_forward: [ACME_API_KEY]
+login:
+  format: token
+  delivery: vm
+  token_env: ACME_TOKEN
+  hosts: [api.acme.example]
+  billing_env: [ACME_API_KEY]
+)", "acme.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  auto token = secrets::loginFromToken("token", "acme-REAL-TOKEN-0123456789\n");
+  ASSERT_TRUE(token) << token.error().message;
+  store(*token, "acme");
+  auto login = RunLogin::open(host_, *spec, {});
+  ASSERT_TRUE(login) << login.error().message;
+  ASSERT_NE(*login, nullptr);
+  EXPECT_TRUE((*login)->entersVm());
+  EXPECT_EQ((*login)->delivery(), "as $ACME_TOKEN");
+  agents::AgentSpec run = withLogin(*spec, {});
+  EXPECT_EQ(run.egress.modelHosts, std::vector<std::string>{"api.acme.example"});
+  agents::EnvMap env = {{"ACME_API_KEY", "billed"}};
+  (*login)->applyToEnvironment(env, {});
+  EXPECT_EQ(env, (agents::EnvMap{{"ACME_TOKEN", "acme-REAL-TOKEN-0123456789"}}));
+  session::Plan plan;
+  ASSERT_TRUE((*login)->applyToPlan(plan));
+  EXPECT_FALSE(plan.credential);
+  EXPECT_TRUE(plan.homeFiles.empty());
+  // A token has no file to import or to read back.
+  EXPECT_FALSE(secrets::loginFromCredentialFile("token", "{}"));
 }
 
 // Issue 15, item 4: OpenCode's ChatGPT login cannot be brokered. Its

@@ -115,6 +115,34 @@ assert d[\"stored\"] == {\"file\": 1, \"secret-service\": 1} and d[\"in_vm\"] ==
   [ -z "$(secret-tool lookup airlock-secret login.gemini)" ] || exit 29
 ' _ "$value" "$airlock" "$work" 2>"$work/bus-err" || fail "Secret Service step failed with $?: $(cat "$work/err2" 2>/dev/null; tail -3 "$work/bus-err")"
 
+# 3b. A custom agent's long-lived token (login format `token`): piped in,
+#     kept in the store, said to enter the VM as its variable; there is no
+#     host file to import.
+mkdir -p "$XDG_CONFIG_HOME/airlock"
+cat >"$XDG_CONFIG_HOME/airlock/config.yaml" <<'YAML'
+agents:
+  acme:
+    description: An in-house agent
+    image: registry.example.com/acme:1
+    command: [acme]
+    login: {format: token, delivery: vm, token_env: ACME_TOKEN, hosts: [api.acme.example]}
+YAML
+printf 'acme-tok-%s\n' "$value" | AIRLOCK_SECRET_STORE=file "$airlock" login acme 2>"$work/acme.err" ||
+  fail "a custom agent's token login: $(cat "$work/acme.err")"
+grep -q 'acme login stored in the file store .*: long-lived token; acme cannot be brokered: .* as \$ACME_TOKEN (it enters the VM)' \
+  "$work/acme.err" || fail "the token login did not say how it enters the VM: $(cat "$work/acme.err")"
+[ "$(cat "$XDG_DATA_HOME/airlock/secrets/login.acme")" != "" ] || fail "the token login was not stored"
+AIRLOCK_SECRET_STORE=file "$airlock" info acme 2>&1 | grep -q 'login.acme (from stdin), enters the VM: acme cannot be brokered; its login goes in as \$ACME_TOKEN' ||
+  fail "info does not say the token enters the VM: $(AIRLOCK_SECRET_STORE=file "$airlock" info acme 2>&1 | grep login)"
+set +e
+AIRLOCK_SECRET_STORE=file "$airlock" login acme --from-host 2>"$work/acme-host.err"
+code=$?
+set -e
+[ "$code" = 64 ] && grep -q 'no file on this host' "$work/acme-host.err" ||
+  fail "--from-host of a token login: exit $code: $(cat "$work/acme-host.err")"
+AIRLOCK_SECRET_STORE=file "$airlock" logout acme 2>/dev/null || fail "logout acme failed"
+rm "$XDG_CONFIG_HOME/airlock/config.yaml"
+
 # 4. At a terminal: nothing typed is shown; Ctrl-C stores nothing and
 #    leaves echo on.
 sock="airlock-secret-$$"
