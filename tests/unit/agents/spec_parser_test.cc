@@ -28,6 +28,12 @@ std::string errorOf(const std::string& yaml, const std::string& file = "demo.yam
   return spec.error().message;
 }
 
+/// errorOf(`yaml` with its first `from` replaced by `to`).
+std::string errorWith(std::string yaml, const std::string& from, const std::string& to) {
+  yaml.replace(yaml.find(from), from.size(), to);
+  return errorOf(yaml);
+}
+
 TEST(SpecParser, MinimalSpecGetsDefaults) {
   auto spec = parseAgentSpec(kMinimal, "demo.yaml");
   ASSERT_TRUE(spec) << spec.error().message;
@@ -142,11 +148,7 @@ TEST(SpecParser, NameMustMatchFile) {
 }
 
 TEST(SpecParser, MalformedValues) {
-  auto with = [](const std::string& from, const std::string& to) {
-    std::string yaml = kMinimal;
-    yaml.replace(yaml.find(from), from.size(), to);
-    return errorOf(yaml);
-  };
+  auto with = [](const std::string& from, const std::string& to) { return errorWith(kMinimal, from, to); };
   EXPECT_NE(with("\"1.2.3\"", "latest").find("not an exact version"), std::string::npos);
   EXPECT_NE(with("\"1.2.3\"", "\"^1.2\"").find("not an exact version"), std::string::npos);
   EXPECT_NE(with("\"@demo/cli\"", "\"Demo CLI\"").find("not an npm package name"), std::string::npos);
@@ -233,11 +235,7 @@ TEST(SpecParser, LoginRoutesOnlyToHttpsAndRoundTrips) {
   auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *spec);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string yaml = kMinimal + login;
-    yaml.replace(yaml.find(from), from.size(), to);
-    return errorOf(yaml);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return errorWith(kMinimal + login, from, to); };
   // The broker and the refresh send the user's real token: never in clear text, never to a path.
   EXPECT_NE(with("https://api.example.com", "http://api.example.com").find("https:// URL"), std::string::npos);
   EXPECT_NE(with("https://auth.example.com", "http://auth.example.com").find("https:// URL"), std::string::npos);
@@ -295,11 +293,7 @@ TEST(SpecParser, ALoginMayBringItsOwnVariablesHomeFilesAndAccountHosts) {
   auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *spec);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string yaml = kMinimal + login;
-    yaml.replace(yaml.find(from), from.size(), to);
-    return errorOf(yaml);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return errorWith(kMinimal + login, from, to); };
   EXPECT_NE(with("DEMO_USE_LOGIN:", "1BAD:").find("variable name"), std::string::npos);
   EXPECT_NE(with(".demo/settings.json:", "/etc/passwd:").find("relative path"), std::string::npos);
   EXPECT_NE(with("[who.example.com]", "[\"who example\"]").find("host name"), std::string::npos);
@@ -333,11 +327,7 @@ TEST(SpecParser, ALoginThatEntersTheVmNamesItsHostsAndNoBrokerRoute) {
   auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *spec);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string yaml = kMinimal + login;
-    yaml.replace(yaml.find(from), from.size(), to);
-    return errorOf(yaml);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return errorWith(kMinimal + login, from, to); };
   EXPECT_NE(with("delivery: vm", "delivery: tmpfs").find("broker or vm"), std::string::npos);
   // Only OpenCode's login enters the VM; every other format is brokered, and OpenCode's cannot be.
   EXPECT_NE(with("format: opencode-oauth", "format: claude-oauth").find("only an opencode-oauth or token login"), std::string::npos);
@@ -408,11 +398,7 @@ TEST(SpecParser, TheLoginVmsOwnHomeFilesAndNoteGoWithItsCommand) {
   auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *spec);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string yaml = kMinimal + login;
-    yaml.replace(yaml.find(from), from.size(), to);
-    return errorOf(yaml);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return errorWith(kMinimal + login, from, to); };
   EXPECT_NE(with("  login_command: [demo]\n  login_hosts: [auth.example.com]\n", "").find("go with 'login_command'"),
             std::string::npos);
   EXPECT_NE(with(".demo/settings.json", ".demo/creds.json").find("cannot be the credential file"), std::string::npos);
@@ -436,11 +422,7 @@ TEST(SpecParser, ATokenLoginIsAVariableThatEntersTheVm) {
   auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *spec);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string yaml = kMinimal + login;
-    yaml.replace(yaml.find(from), from.size(), to);
-    return errorOf(yaml);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return errorWith(kMinimal + login, from, to); };
   EXPECT_NE(with("  delivery: vm\n", "").find("a token login needs 'delivery: vm'"), std::string::npos);
   EXPECT_NE(with("  token_env: DEMO_TOKEN\n", "").find("token_env"), std::string::npos);
   EXPECT_NE(with("DEMO_TOKEN", "demo token").find("variable name"), std::string::npos);
