@@ -66,7 +66,7 @@ struct SettingsImport {
 /// agent has no login airlock keeps (API keys are forwarded by value).
 struct LoginSpec {
   /// How the agent's credential file reads ("claude-oauth",
-  /// "gemini-oauth", "codex-oauth", "opencode-oauth"; secrets/agent_login.h). Empty: no login.
+  /// "gemini-oauth", "codex-oauth", "opencode-oauth", "token"; secrets/agent_login.h). Empty: no login.
   std::string format;
   std::string file;      ///< the credential file, relative to $HOME on the host and in the guest
   /// `delivery: vm` (only "opencode-oauth"): no broker; the file enters the
@@ -123,6 +123,9 @@ struct LoginSpec {
   /// login is used (Gemini's settings.json naming the Google login).
   std::map<std::string, std::string> homeFiles;
 
+  /// A `token` login that enters the VM as the value of `tokenEnv`'s
+  /// variable (no file is delivered or read back).
+  bool deliveredInVariable() const { return entersVm && !tokenEnv.empty(); }
   bool operator==(const LoginSpec&) const = default;
 };
 

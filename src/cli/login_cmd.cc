@@ -146,7 +146,7 @@ int login(const HostContext& host, const LoginArgs& args) {
     return reportError(r.error());
   std::string kind = secrets::describeLogin(*login);
   if (const std::string who = secrets::loginAccountName(*login); !who.empty()) kind += " of " + visibleText(who);
-  if (how.entersVm && !how.tokenEnv.empty())
+  if (how.deliveredInVariable())
     std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` gives it "
                          "to the agent as $%s (it enters the VM)\n",
                  args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str(), args.agent.c_str(),

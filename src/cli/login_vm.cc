@@ -106,7 +106,7 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
     return failWith(exit_code::kHostNotReady, "the {} login did not finish: `{}` exited {} without writing ~/{}",
                     spec.name, fmt::join(how.loginCommand, " "), outcome->commandCode, how.file);
   auto login = secrets::loginFromCredentialFile(how.format, (*returned)->content);
-  if (login && !how.accountFile.empty() && !(*returned)->account.empty())
+  if (login && !(*returned)->account.empty())
     login->accountJson = secrets::accountFromFile((*returned)->account, how.accountKey);
   return login;
 }

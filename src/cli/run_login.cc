@@ -75,7 +75,7 @@ std::string loginLockPath(const HostContext& host, const std::string& agent) {
 }
 
 std::string deliveryText(const agents::LoginSpec& spec) {
-  return spec.tokenEnv.empty() || !spec.entersVm ? "on a tmpfs, read back when it exits" : "as $" + spec.tokenEnv;
+  return spec.deliveredInVariable() ? "as $" + spec.tokenEnv : "on a tmpfs, read back when it exits";
 }
 
 Result<FileLock> lockLogin(const HostContext& host, const std::string& agent) {
@@ -141,7 +141,7 @@ void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::st
   for (const auto& name : spec_.billingEnv)
     if (!namesVariable(namedEnv, name)) env.erase(name);
   if (spec_.entersVm) {
-    if (!spec_.tokenEnv.empty()) env[spec_.tokenEnv] = delivered_.accessToken;
+    if (spec_.deliveredInVariable()) env[spec_.tokenEnv] = delivered_.accessToken;
     return;
   }
   env[spec_.baseUrlEnv] = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kBrokerPort);
@@ -158,7 +158,7 @@ void RunLogin::applyToEnvironment(agents::EnvMap& env, const std::vector<std::st
 
 Result<> RunLogin::applyToPlan(session::Plan& plan) const {
   if (spec_.entersVm) {
-    if (!spec_.tokenEnv.empty()) return {};  // a token: in its variable (applyToEnvironment)
+    if (spec_.deliveredInVariable()) return {};  // in its variable (applyToEnvironment)
     auto file = secrets::credentialFile(delivered_);
     if (!file) return failWith(exit_code::kInternal, "a {} login has no credential file to deliver", delivered_.format);
     session::DeliveredCredential credential;
