@@ -20,27 +20,6 @@
 namespace airlock::cli {
 namespace {
 
-/// Puts the terminal on fd 0 in raw mode; on destruction restores it and resets
-/// what the guest program left on the terminal (kTerminalReset on fd 1).
-class RawMode {
- public:
-  RawMode() {
-    if (tcgetattr(0, &saved_) != 0) return;
-    termios raw = saved_;
-    cfmakeraw(&raw);
-    active_ = tcsetattr(0, TCSANOW, &raw) == 0;
-  }
-  ~RawMode() {
-    if (!active_) return;
-    tcsetattr(0, TCSANOW, &saved_);
-    resetTerminal(1);  // what the guest program left on the terminal ends with it
-  }
-
- private:
-  termios saved_{};
-  bool active_ = false;
-};
-
 /// Blocks the signals attach handles and restores the old mask on destruction.
 class SignalScope {
  public:
@@ -71,6 +50,19 @@ bool windowSize(uint16_t& rows, uint16_t& cols) {
 }
 
 }  // namespace
+
+RawMode::RawMode() {
+  if (tcgetattr(0, &saved_) != 0) return;
+  termios raw = saved_;
+  cfmakeraw(&raw);
+  active_ = tcsetattr(0, TCSANOW, &raw) == 0;
+}
+
+RawMode::~RawMode() {
+  if (!active_) return;
+  tcsetattr(0, TCSANOW, &saved_);
+  resetTerminal(1);  // what the guest program left on the terminal ends with it
+}
 
 Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequest request, bool usePty) {
   request.pty = usePty;

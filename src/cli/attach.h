@@ -8,6 +8,8 @@
 // The session always ends: on a second SIGTERM/SIGHUP, 10 s after the first,
 // or on the escape Ctrl-] Ctrl-] typed at a terminal (kEscapeHelp).
 
+#include <termios.h>
+
 #include "common/error.h"
 #include "session/ui.h"
 #include "vm/protocol.h"
@@ -19,6 +21,21 @@ namespace airlock::cli {
 inline constexpr const char* kEscapeHelp =
     "Ctrl-] twice in a row (at a terminal), or SIGTERM twice, ends the session at once: the changes so far are "
     "exported (with a short deadline) for review, then the VM is stopped";
+
+/// Puts the terminal on fd 0 in raw mode; on destruction restores it and
+/// resets what the guest program left on the terminal (kTerminalReset on
+/// fd 1). Does nothing when fd 0 is not a terminal.
+class RawMode {
+ public:
+  RawMode();
+  ~RawMode();
+  RawMode(const RawMode&) = delete;
+  RawMode& operator=(const RawMode&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
 
 /// Runs `request` (its pty/rows/cols are filled in here when `usePty`) and
 /// pumps stdin/stdout/stderr until it exits or the user forces the end.

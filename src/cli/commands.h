@@ -15,14 +15,23 @@ namespace airlock::cli {
 
 /// `airlock run-image`: boot a rootfs and run one command (src/cli/run_image.cc).
 /// `afterDoubleDash` holds the arguments after the first `--` on the command
-/// line (the guest command), which main() keeps away from the parser.
+/// line (the guest command), which main() keeps away from the parser;
+/// `invocation` is the whole command line, which -d runs again as the
+/// session's supervisor (cli/detach.h).
 void addRunImageCommand(CLI::App& app, int& exitCode, const HostContext& host,
-                        const std::vector<std::string>& afterDoubleDash);
+                        const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation);
 
 /// `airlock run AGENT`: the whole job (src/cli/run.cc). `afterDoubleDash`
-/// are the agent's own arguments.
+/// are the agent's own arguments; `invocation` as for addRunImageCommand.
 void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
-                   const std::vector<std::string>& afterDoubleDash);
+                   const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation);
+
+/// The verbs of sessions: `airlock ls`, `stop`, `rm` (src/cli/session_cmd.cc),
+/// `attach` and `logs`.
+void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host);
+
+/// `airlock attach` and `airlock logs` (src/cli/attach_cmd.cc), added by addSessionCommands.
+void addAttachCommands(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
 void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host);

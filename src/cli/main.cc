@@ -39,10 +39,12 @@ int main(int argc, char** argv) {
   // Everything after the first `--` is a guest command, passed on untouched
   // (CLI11 would otherwise hand it to the root app as unexpected extras).
   std::vector<std::string> afterDoubleDash;
+  bool doubleDash = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) != "--") continue;
     afterDoubleDash.assign(argv + i + 1, argv + argc);
     argc = i;
+    doubleDash = true;
     break;
   }
   // `airlock AGENT ...` is `airlock run AGENT ...`.
@@ -51,8 +53,16 @@ int main(int argc, char** argv) {
     if (auto registry = airlock::cli::knownAgents(host); registry && registry->find(argv[1]))
       args.insert(args.begin() + 1, const_cast<char*>("run"));
   }
-  airlock::cli::addRunImageCommand(app, exitCode, host, afterDoubleDash);
-  airlock::cli::addRunCommand(app, exitCode, host, afterDoubleDash);
+  // The command line as parsed (`airlock AGENT` spelled `airlock run AGENT`),
+  // for a detached session's supervisor to run again.
+  std::vector<std::string> invocation(args.begin(), args.end());
+  if (doubleDash) {
+    invocation.push_back("--");
+    invocation.insert(invocation.end(), afterDoubleDash.begin(), afterDoubleDash.end());
+  }
+  airlock::cli::addRunImageCommand(app, exitCode, host, afterDoubleDash, invocation);
+  airlock::cli::addRunCommand(app, exitCode, host, afterDoubleDash, invocation);
+  airlock::cli::addSessionCommands(app, exitCode, host);
   airlock::cli::addSnapshotCommand(app, exitCode, host);
   airlock::cli::addReviewCommand(app, exitCode, host);
   airlock::cli::addJanitorCommand(app, exitCode);

@@ -1,6 +1,6 @@
 // `airlock review`: drive the review gate by hand (session/review_session.h).
 //
-//   airlock review -s SESSION                 what the session still holds
+//   airlock review NAME (or -s SESSION)       what the session still holds
 //   airlock review --workspace DIR --session SESSION (--change-set LAYER.tar | --after DIR)
 //       three-way diff, review (interactive, auto, all, none), crash-safe flush;
 //       whatever is not flushed is kept in SESSION/pending.
@@ -10,12 +10,17 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli/commands.h"
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
+#include "common/file_lock.h"
+#include "session/layout.h"
+#include "session/session.h"
 #include "session/review_session.h"
 #include "workspace/review.h"
 
@@ -25,7 +30,8 @@ namespace {
 /// The flags of `airlock review`.
 struct ReviewArgs {
   std::string workspace;                   ///< "" = the session's recorded one, else "."
-  std::string session;                     ///< session id or directory
+  std::string session;                     ///< session id, name or directory (-s)
+  std::string name;                        ///< the same, as the positional NAME
   std::string baseline;                    ///< baseline manifest; default SESSION/manifest
   std::string changeSet;                   ///< OCI layer tar ("-" = stdin), or:
   std::string after;                       ///< a directory with the agent's result
@@ -39,9 +45,23 @@ struct ReviewArgs {
 int runReview(const HostContext& host, const ReviewArgs& a) {
   auto mode = workspace::parseReviewMode(a.mode);
   if (!mode) return reportError(withCode(mode.error(), exit_code::kUsage));
+  if (!a.name.empty() && !a.session.empty())
+    return reportError(Error{"name the session once: `airlock review NAME` or `airlock review -s NAME`",
+                             exit_code::kUsage});
+  const std::string& sessionArg = a.name.empty() ? a.session : a.name;
+  // A session whose agent still runs has nothing final to review: its owner
+  // reviews it (foreground) or keeps it for later (detached).
+  if (!sessionArg.empty()) {
+    auto dir = session::resolveSessionDir(host.dirs.state, sessionArg);
+    if (!dir) return reportError(dir.error());
+    if (lockHeld(session::SessionLayout{*dir}.runLock()))
+      return reportError(Error{fmt::format("session {} is still running; review it when it has ended (airlock stop "
+                                           "{} ends it)", sessionArg, sessionArg),
+                               exit_code::kBusy});
+  }
   session::ReviewRequest request;
   request.workspace = a.workspace;
-  request.session = a.session;
+  request.session = sessionArg;
   request.baseline = a.baseline;
   request.changeSet = a.changeSet;
   request.changeSetFd = 0;  // `-c -`: standard input
@@ -74,9 +94,10 @@ void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   r->footer(exitCodeFooter());
   r->add_option("--workspace,-w", rev->workspace,
                 "the live project directory (default: the session's own workspace, else .)");
+  r->add_option("name", rev->name, "the session to review: its name or id (as -s)");
   r->add_option("--session,-s", rev->session,
-                "session id (from `airlock run`) or directory (from `airlock snapshot`); alone, it resumes the "
-                "session's pending review");
+                "session name or id (from `airlock run`, `airlock ls`) or directory (from `airlock snapshot`); "
+                "alone, it resumes the session's pending review");
   r->add_option("--baseline", rev->baseline, "baseline manifest file (default: SESSION/manifest)");
   r->add_option("--change-set,-c", rev->changeSet, "the agent's changes as an OCI layer tar ('-' = stdin)");
   r->add_option("--after", rev->after, "or: a directory holding the agent's result, compared with the snapshot");

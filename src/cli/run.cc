@@ -30,6 +30,7 @@
 #include "cli/agent_home.h"
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/detach.h"
 #include "cli/egress_flags.h"
 #include "cli/image_provider.h"
 #include "cli/registry_flags.h"
@@ -46,6 +47,8 @@
 #include "config/egress_plan.h"
 #include "config/loader.h"
 #include "session/runner.h"
+#include "session/session.h"
+#include "session/supervisor.h"
 #include "state/state_store.h"
 #include "vm/guest_contract.h"
 
@@ -60,12 +63,12 @@ struct RunArgs : PolicyFlags {
   std::string tty = "auto";
   bool yes = false;
   bool timings = false;
-  bool wait = false;
   bool fresh = false;  ///< --fresh: the saved agent state neither restored nor replaced
   bool quiet = false;
   bool acceptFailed = false;
   std::vector<std::string> agentArgs;
   RegistryFlags registry;  ///< how to pull --image
+  DetachFlags detached;    ///< -d, --name
 };
 
 /// Where the root filesystem comes from: --image (a registry reference),
@@ -123,9 +126,13 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   plan.workspace = args.workspace;
   plan.workspaceMode = direct ? session::WorkspaceMode::kDirect : session::WorkspaceMode::kSnapshot;
   for (const auto& e : settings.excludes) plan.excludes.push_back(e.value);
-  plan.waitForWorkspace = args.wait;
   std::string review = settings.review ? std::string(config::reviewPolicyName(settings.review->value)) : "";
-  if (!direct) {
+  plan.name = args.detached.name;
+  plan.label = spec.name;
+  plan.detached = args.detached.supervise;
+  if (plan.detached) {
+    // Reviewed later, with `airlock review NAME`.
+  } else if (!direct) {
     auto policy = chooseReview(host, review, args.acceptFailed);
     if (!policy) return std::unexpected(policy.error());
     plan.review = *policy;
@@ -133,7 +140,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     return failWith(exit_code::kUsage, "--accept-failed applies to --review=auto or --review=all only");
   }
   plan.review.who = "the agent";
-  plan.pty = usePty(host, args.tty);
+  // A detached agent gets a terminal, for `airlock attach`.
+  plan.pty = plan.detached ? args.tty != "never" : usePty(host, args.tty);
   auto env = agentEnvironment(host, spec, args.env, plan.pty);
   if (!env) return std::unexpected(env.error());
   if (auto r = applyExtraCaCertificates(settings, plan, *env); !r) return std::unexpected(r.error());
@@ -196,9 +204,32 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   return setup;
 }
 
-int runAgent(const HostContext& host, RunArgs args) {
+/// The checks of -d and --name that need no plan.
+Result<> checkDetachFlags(const RunArgs& args) {
+  if (!args.detached.detach && !args.detached.supervise) {
+    if (!args.detached.name.empty() && !session::validSessionName(args.detached.name))
+      return failWith(exit_code::kUsage, "--name '{}' is not a session name: use 1-64 letters, digits, '_', '.' "
+                      "or '-', starting with a letter or digit", args.detached.name);
+    return {};
+  }
+  if (!args.review.empty() || args.acceptFailed)
+    return failWith(exit_code::kUsage, "a detached session is reviewed later: drop --review/--accept-failed and run "
+                    "`airlock review NAME` when it has ended");
+  if (args.timings) return failWith(exit_code::kUsage, "--timings needs a session in the foreground (drop -d)");
+  return {};
+}
+
+int runAgent(const HostContext& host, RunArgs args, const std::vector<std::string>& invocation) {
+  if (auto r = checkDetachFlags(args); !r) return reportError(r.error());
+  if (args.detached.detach && !args.detached.supervise) return startDetached(invocation);
   auto setup = planRun(host, args);
   if (!setup) return reportError(setup.error());
+  if (args.detached.supervise) {
+    session::DetachedUi ui(args.quiet);
+    CliImageProvider images(host, args.registry, setup->settings, setup->spec, ui, args.quiet);
+    session::Runner runner(setup->plan, {host, ui, launchMachine(host), images});
+    return superviseSession(runner, ui, setup->plan.workspaceMode == session::WorkspaceMode::kSnapshot);
+  }
   TerminalUi ui(host, args.quiet);
   if (setup->login && setup->login->entersVm())
     ui.progress(fmt::format("your {} login enters the VM ({} cannot be brokered): {}", setup->login->describe(),
@@ -224,7 +255,7 @@ int runAgent(const HostContext& host, RunArgs args) {
 }  // namespace
 
 void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
-                   const std::vector<std::string>& afterDoubleDash) {
+                   const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a coding agent in a microVM on a snapshot of your project, then review "
                                         "its changes");
@@ -244,8 +275,15 @@ its changes stay pending in the session (add --accept-failed to flush them
 anyway). Pending changes are resumed with `airlock review -s SESSION-ID`
 (the exact command is the run's last line), from any directory.
 
+Detached (-d): the agent runs in the background and this command prints the
+session's name; `airlock ls` lists sessions, `airlock attach NAME` gives you
+its terminal (Ctrl-P Ctrl-Q detaches), `airlock logs NAME` shows its output,
+`airlock stop NAME` ends it, and `airlock review NAME` reviews its changes.
+Several sessions may run on one workspace; their flushes take turns.
+
 Examples:
   airlock run claude-code
+  airlock run -d --name fix-tests claude-code -- -p "fix the failing tests"
   airlock claude-code --review=auto -- -p "fix the failing test"
   airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)") + "\n\nEnding a session: " + kEscapeHelp + ".\n\n" +
               exitCodeFooter());
@@ -261,12 +299,12 @@ Examples:
   cmd->add_flag("--timings", args->timings, "Print how long each phase took");
   cmd->add_flag("--fresh", args->fresh,
                 "Start the agent without its saved state for this project, and keep that state as it is");
-  cmd->add_flag("--wait", args->wait, "Wait for another session on the same workspace instead of failing");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
   addRegistryFlags(*cmd, args->registry);
-  cmd->callback([args, &host, &exitCode, &afterDoubleDash] {
+  addDetachFlags(*cmd, args->detached);
+  cmd->callback([args, &host, &exitCode, &afterDoubleDash, &invocation] {
     args->agentArgs = afterDoubleDash;
-    exitCode = runAgent(host, *args);
+    exitCode = runAgent(host, *args, invocation);
   });
 }
 

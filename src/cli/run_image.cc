@@ -22,6 +22,8 @@
 #include "image/oci/image_pull.h"
 #include "image/oci/image_store.h"
 #include "session/runner.h"
+#include "session/session.h"
+#include "session/supervisor.h"
 #include "vm/guest_contract.h"
 #include "vm/machine.h"
 
@@ -101,7 +103,12 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
   if (!policy) return std::unexpected(policy.error());
   if (!args.review.empty() && args.workspace.empty())
     return failWith(exit_code::kUsage, "--review needs a workspace: add -w DIR");
-  if (!args.review.empty()) {
+  plan.name = args.detached.name;
+  plan.label = "run-image";
+  plan.detached = args.detached.supervise;
+  if (plan.detached) {
+    plan.pty = args.tty != "never";  // for `airlock attach`
+  } else if (!args.review.empty()) {
     auto review = chooseReview(host, args.review, args.acceptFailed);
     if (!review) return std::unexpected(review.error());
     plan.review = *review;
@@ -142,7 +149,7 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
                                            : "/";
 
   plan.workspace = args.workspace;
-  plan.workspaceMode = !args.review.empty()    ? session::WorkspaceMode::kSnapshot
+  plan.workspaceMode = !args.review.empty() || plan.detached ? session::WorkspaceMode::kSnapshot
                        : !args.workspace.empty() ? session::WorkspaceMode::kShared
                                                  : session::WorkspaceMode::kNone;
   if (plan.workspaceMode == session::WorkspaceMode::kShared && !args.quiet)
@@ -157,9 +164,28 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
   return plan;
 }
 
-int runImage(const HostContext& host, const RunImageArgs& args) {
+int runImage(const HostContext& host, const RunImageArgs& args, const std::vector<std::string>& invocation) {
+  const DetachFlags& d = args.detached;
+  if (d.detach || d.supervise) {
+    if (args.workspace.empty())
+      return reportError(Error{"run-image -d needs -w DIR: a detached session works on a snapshot of it, reviewed "
+                               "later with `airlock review NAME`", exit_code::kUsage});
+    if (!args.review.empty() || args.acceptFailed)
+      return reportError(Error{"a detached session is reviewed later: drop --review/--accept-failed and run "
+                               "`airlock review NAME` when it has ended", exit_code::kUsage});
+    if (!d.supervise) return startDetached(invocation);
+  } else if (!d.name.empty() && !session::validSessionName(d.name)) {
+    return reportError(Error{fmt::format("--name '{}' is not a session name: use 1-64 letters, digits, '_', '.' or "
+                                         "'-', starting with a letter or digit", d.name), exit_code::kUsage});
+  }
   auto plan = planRunImage(host, args);
   if (!plan) return reportError(plan.error());
+  if (d.supervise) {
+    session::DetachedUi ui(args.quiet);
+    CliImageProvider images(host, args.registry, config::Settings{}, agents::AgentSpec{}, ui, args.quiet);
+    session::Runner runner(std::move(*plan), {host, ui, launchMachine(host), images});
+    return superviseSession(runner, ui, true);
+  }
   TerminalUi ui(host, args.quiet);
   CliImageProvider images(host, args.registry, config::Settings{}, agents::AgentSpec{}, ui, args.quiet);
   session::Runner runner(std::move(*plan), {host, ui, launchMachine(host), images});
@@ -197,6 +223,7 @@ void addRunImageOptions(CLI::App& cmd, RunImageArgs& args) {
   cmd.add_flag("--accept-failed", args.acceptFailed,
                "With --review=auto/all: flush the changes even when the command exited non-zero");
   cmd.add_flag("-q,--quiet", args.quiet, "Do not print progress lines");
+  addDetachFlags(cmd, args.detached);
   addEgressFlags(cmd, args.egress, "no network; locked when --allow-host, --host-port or --publish is given");
   // Everything from the first positional argument on (or after --) is IMAGE
   // and the command, passed to the guest untouched.
@@ -231,7 +258,7 @@ Result<> finishRunImageArgs(RunImageArgs& args, const CLI::App& cmd, const std::
 }
 
 void addRunImageCommand(CLI::App& app, int& exitCode, const HostContext& host,
-                        const std::vector<std::string>& afterDoubleDash) {
+                        const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation) {
   auto args = std::make_shared<RunImageArgs>();
   auto* cmd = app.add_subcommand("run-image", "Boot an image (or a root filesystem) in a microVM and run one command");
   cmd->footer(std::string(R"(Usage: airlock run-image [OPTIONS] IMAGE [-- CMD [ARGS...]]
@@ -267,12 +294,12 @@ Examples:
   airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".\n\n" +
               exitCodeFooter());
   addRunImageOptions(*cmd, *args);
-  cmd->callback([args, cmd, &host, &exitCode, &afterDoubleDash] {
+  cmd->callback([args, cmd, &host, &exitCode, &afterDoubleDash, &invocation] {
     if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {
       exitCode = reportError(r.error());
       return;
     }
-    exitCode = runImage(host, *args);
+    exitCode = runImage(host, *args, invocation);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/detach.h"
 #include "cli/egress_flags.h"
 #include "cli/registry_flags.h"
 #include "common/error.h"
@@ -31,6 +32,7 @@ struct RunImageArgs {
   unsigned user = 0;
   bool quiet = false;
   EgressFlags egress;
+  DetachFlags detached;  ///< -d, --name (with -w: a snapshot session)
   std::vector<std::string> command;
 };
 

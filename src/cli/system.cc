@@ -99,7 +99,7 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
     std::error_code ec;
     if (!fs::is_directory(fs::symlink_status(dir, ec))) continue;
     uint64_t bytes = bytesOf(dir);
-    bool running = session::sessionRunning(dirs.state, dir);
+    bool running = session::sessionRunning(dir);
     bool hasPending = session::sessionHasPending(dir);
     Usage& u = hasPending ? pending : finished;
     ++u.count;
@@ -227,7 +227,7 @@ int runPrune(const HostContext& host, const PruneArgs& a) {
   for (const auto& r : inv.removals) {
     // Checked again right before: a session may have started meanwhile.
     bool aSession = r.what == "session" || r.what == "pending session";
-    if (aSession && session::sessionRunning(host.dirs.state, r.path)) continue;
+    if (aSession && session::sessionRunning(r.path)) continue;
     if (auto rm = removeTree(r.path); !rm) {
       std::fprintf(stderr, "airlock: cannot remove %s: %s\n", r.path.c_str(), rm.error().message.c_str());
       code = exit_code::kInternal;

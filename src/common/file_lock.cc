@@ -22,7 +22,7 @@ Result<FileLock> FileLock::acquire(const std::string& path, const std::string& w
   if (!fd) return fail("cannot open lock file {}: {}", path, errnoText(errno));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return FileLock(std::move(fd));
   if (errno != EWOULDBLOCK) return fail("cannot lock {}: {}", path, errnoText(errno));
-  report(progress, "waiting for another airlock process building " + what);
+  report(progress, "waiting for another airlock process " + what);
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return fail("cannot lock {}: {}", path, errnoText(errno));
   }

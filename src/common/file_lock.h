@@ -27,9 +27,9 @@ void report(const ProgressFn& progress, const std::string& line);
 class FileLock {
  public:
   /// Locks `path` (created 0600 if missing, never through a symlink), waiting
-  /// for another holder to finish; `what` names what the lock guards in the
+  /// for another holder to finish; `what` says what the holder does, for the
   /// progress line shown while waiting ("waiting for another airlock process
-  /// building <what>").
+  /// <what>": "building rootfs images", "flushing into /src/app").
   static Result<FileLock> acquire(const std::string& path, const std::string& what, const ProgressFn& progress);
 
  private:

@@ -91,7 +91,7 @@ Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::
   };
   const std::string dir = imagesDir(cacheDir);
   if (auto r = makeDirs(dir); !r) return failWith(exit_code::kImage, "{}", r.error().message);
-  auto lock = FileLock::acquire(dir + "/.lock", "agent images", timed);
+  auto lock = FileLock::acquire(dir + "/.lock", "building agent images", timed);
   if (!lock) return failWith(exit_code::kImage, "{}", lock.error().message);
   if (!options.force && pathExists(image)) return image;
   auto built = buildAgentImage(cacheDir, spec, dir, image, timed);

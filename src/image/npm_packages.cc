@@ -68,7 +68,7 @@ Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::stri
   if (pathExists(cached)) return cached;
   if (auto r = requireNpm(); !r) return std::unexpected(r.error());
   if (auto r = makeDirs(dir); !r) return std::unexpected(r.error());
-  auto lock = FileLock::acquire(dir + "/.lock", "npm packages", progress);
+  auto lock = FileLock::acquire(dir + "/.lock", "building npm packages", progress);
   if (!lock) return std::unexpected(lock.error());
   if (pathExists(cached)) return cached;
   if (auto r = removeStaleBuilds(dir); !r) return std::unexpected(r.error());

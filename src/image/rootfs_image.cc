@@ -207,7 +207,7 @@ Result<std::string> findOrBuildRootfsImage(const std::string& cacheDir, const st
   if (pathExists(image)) return image;
 
   if (auto r = makeDirs(cache); !r) return std::unexpected(r.error());
-  auto lock = FileLock::acquire(cache + "/.lock", "rootfs images", progress);
+  auto lock = FileLock::acquire(cache + "/.lock", "building rootfs images", progress);
   if (!lock) return std::unexpected(lock.error());
   if (pathExists(image)) return image;
   if (auto r = removeStaleBuilds(cache); !r) return std::unexpected(r.error());

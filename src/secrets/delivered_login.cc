@@ -45,7 +45,7 @@ Result<bool> keepReturnedLogin(SecretStore& store, std::string_view agent, const
                 kMaxReturnedLifetimeMs / 86'400'000);
   if (next.subscriptionType.empty()) next.subscriptionType = delivered.subscriptionType;
   const std::string name = loginSecretName(agent);
-  auto lock = FileLock::acquire(lockPath, std::string(agent) + "'s login refresh", nullptr);
+  auto lock = FileLock::acquire(lockPath, "refreshing " + std::string(agent) + "'s login", nullptr);
   if (!lock) return std::unexpected(lock.error());
   auto stored = store.get(name);
   if (!stored) return std::unexpected(stored.error());

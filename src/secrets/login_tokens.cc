@@ -104,7 +104,7 @@ Result<std::string> LoginTokens::replaceRejected(const std::string& rejected) {
 }
 
 Result<> LoginTokens::refresh() {
-  auto lock = FileLock::acquire(lockPath_, agent_ + "'s login refresh", nullptr);
+  auto lock = FileLock::acquire(lockPath_, "refreshing " + agent_ + "'s login", nullptr);
   if (!lock) return std::unexpected(lock.error());
   const std::string mine = login_.accessToken;
   if (auto r = load(); !r) return r;

@@ -119,7 +119,7 @@ Result<> SecretStore::set(const std::string& name, const std::string& value, con
                     kMaxSecretBytes);
   if (auto ok = checkDirectoryChain(parentOf(indexPath_)); !ok) return ok;
   if (auto made = makeDirs(parentOf(indexPath_), 0700); !made) return made;
-  auto lock = FileLock::acquire(indexPath_ + ".lock", "the secret index", {});
+  auto lock = FileLock::acquire(indexPath_ + ".lock", "using the secret index", {});
   if (!lock) return std::unexpected(lock.error());
   auto index = readIndex();
   if (!index) return std::unexpected(index.error());
@@ -139,7 +139,7 @@ Result<> SecretStore::set(const std::string& name, const std::string& value, con
 
 Result<std::optional<std::string>> SecretStore::get(const std::string& name) {
   if (!pathExists(indexPath_)) return std::optional<std::string>();
-  auto lock = FileLock::acquire(indexPath_ + ".lock", "the secret index", {});
+  auto lock = FileLock::acquire(indexPath_ + ".lock", "using the secret index", {});
   if (!lock) return std::unexpected(lock.error());
   auto index = readIndex();
   if (!index) return std::unexpected(index.error());
@@ -168,7 +168,7 @@ Result<std::vector<SecretInfo>> SecretStore::list() const {
 Result<bool> SecretStore::remove(const std::string& name, std::string& note) {
   note.clear();
   if (!pathExists(indexPath_)) return false;
-  auto lock = FileLock::acquire(indexPath_ + ".lock", "the secret index", {});
+  auto lock = FileLock::acquire(indexPath_ + ".lock", "using the secret index", {});
   if (!lock) return std::unexpected(lock.error());
   auto index = readIndex();
   if (!index) return std::unexpected(index.error());

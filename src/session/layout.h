@@ -21,6 +21,12 @@ struct SessionLayout {
   std::string pendingChangeSet() const { return dir + "/pending/changes.tar"; }  ///< changes kept for later
   std::string flushJournal() const { return dir + "/flush/journal"; }            ///< an interrupted flush
   std::string reviewLock() const { return dir + "/review.lock"; }  ///< flock held while a review of the session runs
+  std::string runLock() const { return dir + "/session.lock"; }   ///< flock held by the process that owns the running session
+  std::string name() const { return dir + "/name"; }              ///< the session's name (one line)
+  std::string meta() const { return dir + "/session.json"; }      ///< what `airlock ls` shows: label, size, owner pid
+  std::string exitCode() const { return dir + "/exit"; }          ///< the command's exit code, once it exited
+  std::string output() const { return dir + "/output.log"; }      ///< a detached session's terminal output, raw
+  std::string attachSocket() const { return "attach.sock"; }      ///< a detached session's attach socket, relative to dir
 };
 
 }  // namespace airlock::session

@@ -103,10 +103,16 @@ struct SettingsPlan {
 /// workspace and how the guest sees it, the image, the machine, the command
 /// and its home files, and the review policy.
 struct Plan {
+  /// The session's name (`--name`, unique among the sessions, checked by
+  /// validSessionName()); "" = label + "-" + 6 hex digits of the session id.
+  std::string name;
+  std::string label;                      ///< what runs, for `airlock ls`: the agent's name, or "run-image"
+  /// A detached session (`run -d`, recorded for `airlock ls`): its
+  /// supervisor exports the changes and leaves them for `airlock review NAME`.
+  bool detached = false;
   std::string workspace;                  ///< the project directory as given ("" with kNone)
   WorkspaceMode workspaceMode = WorkspaceMode::kNone;
   std::vector<std::string> excludes;      ///< extra ignore patterns of the snapshot and the review
-  bool waitForWorkspace = false;          ///< --wait: queue behind another session on the workspace
   ImageSource image;
   /// The image was not built for the agent (a rootfs directory, an OCI
   /// image), or the agent runs as another uid than the image's agent user

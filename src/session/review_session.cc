@@ -46,7 +46,8 @@ Result<std::string> chooseWorkspace(const std::string& given, const std::string&
 Result<bool> settleInterruptedFlush(const HostContext& host, const std::string& workspace, bool rollback, Ui& ui) {
   auto rec = ws::recoverFlush(workspace, host.dirs.state,
                               rollback ? ws::RecoveryMode::RollBack : ws::RecoveryMode::Complete,
-                              ws::workspaceOwnerForFlush(workspace, host.euid));
+                              ws::workspaceOwnerForFlush(workspace, host.euid),
+                              [&ui](const std::string& line) { ui.say(line); });
   if (!rec) return std::unexpected(rec.error());
   if (!rec->found) return false;
   size_t steps = rollback ? rec->undone : rec->applied;
@@ -109,6 +110,7 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
   gate.maxDiffBytes = a.maxDiffBytes;
   gate.umask = host.umask;
   gate.owner = ws::workspaceOwnerForFlush(a.workspace, host.euid);
+  gate.waiting = [&ui](const std::string& line) { ui.say(line); };
   ws::ReviewTerminal* term = a.mode == ws::ReviewMode::Interactive ? ui.reviewTerminal() : nullptr;
   gate.session = "(not yet created)";  // checked before a review-XXXXXX session is made for it
   if (auto r = ws::checkGateRequest(gate, term); !r) return std::unexpected(r.error());

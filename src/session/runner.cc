@@ -9,16 +9,19 @@
 #include <mutex>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/file_lock.h"
 #include "common/paths.h"
 #include "common/visible_text.h"
 #include "session/layout.h"
 #include "session/review_session.h"
+#include "session/session_list.h"
 #include "state/state_archive.h"
 #include "vm/guest_contract.h"
 #include "workspace/ignore.h"
@@ -76,6 +79,8 @@ Runner::~Runner() {
 
 std::string Runner::sessionDir() const { return session_ ? session_->dir() : std::string(); }
 
+std::string Runner::sessionName() const { return session_ ? session_->name() : std::string(); }
+
 std::string Runner::timings() {
   if (!session_) return "";
   session_->endPhase();
@@ -84,10 +89,18 @@ std::string Runner::timings() {
 
 Result<> Runner::open() {
   if (plan_.workspaceMode != WorkspaceMode::kSnapshot && plan_.workspaceMode != WorkspaceMode::kDirect) return {};
-  auto session = Session::open(deps_.host.dirs.state, plan_.workspace, plan_.waitForWorkspace,
-                               [&](const std::string& line) { deps_.ui.say(line); });
+  auto session = Session::open(deps_.host.dirs.state, plan_.workspace, plan_.name,
+                               plan_.label.empty() ? "session" : plan_.label);
   if (!session) return std::unexpected(session.error());
   session_ = std::move(*session);
+  SessionMeta meta;
+  meta.label = plan_.label;
+  meta.created = std::time(nullptr);
+  meta.owner = ::getpid();
+  meta.cpus = plan_.machine.cpus;
+  meta.memoryMiB = plan_.machine.memoryMiB;
+  meta.detached = plan_.detached;
+  if (auto r = writeSessionMeta(session_->dir(), meta); !r) return r;
   if (auto settled = settleInterruptedFlush(deps_.host, session_->workspace(), false, deps_.ui); !settled)
     return std::unexpected(settled.error());
   if (plan_.workspaceMode == WorkspaceMode::kDirect) {
@@ -412,6 +425,15 @@ void Runner::returnCredential() {
   }
 }
 
+/// The lock of the agent's saved state for this project (next to its
+/// directory): sessions on one project restore and save it one at a time
+/// (the last save wins; none reads a half-replaced one).
+Result<FileLock> Runner::lockState() {
+  const std::string& dir = plan_.state->dir;
+  return FileLock::acquire(dir + ".lock", "saving the agent's state of this project",
+                           [this](const std::string& line) { deps_.ui.progress(line); });
+}
+
 /// The saved state (Plan::state) into the agent's home, unpacked by the
 /// guest's tar as the agent's uid (it can write nowhere else). True when
 /// there was one.
@@ -420,6 +442,8 @@ Result<bool> Runner::restoreState() {
   const StatePlan& st = *plan_.state;
   const std::string saved = st.dir + "/home";
   if (!isDirectory(saved)) return false;
+  auto stateLock = lockState();
+  if (!stateLock) return std::unexpected(stateLock.error());
   const std::string tar = st.dir + "/restore.tar";
   (void)::unlink(tar.c_str());  // a crashed run's
   auto size = state::packState(saved, tar, plan_.exec.uid);
@@ -439,6 +463,8 @@ Result<bool> Runner::restoreState() {
 Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
   const StatePlan& st = *plan_.state;
   if (auto r = makeDirs(st.dir, 0700); !r) return std::unexpected(r.error());
+  auto stateLock = lockState();
+  if (!stateLock) return std::unexpected(stateLock.error());
   const std::string tarPath = st.dir + "/save.tar", fresh = st.dir + "/home.new", old = st.dir + "/home.old";
   // The output handler runs on the sandbox's reader thread and may be
   // called after this function gave up on the command (a guest that keeps
@@ -542,7 +568,10 @@ Result<int> Runner::runCommand() {
   }
   commandCode_ = attached->code;
   forced_ = attached->forced;
-  if (session_) session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
+  if (session_) {
+    session_->log(fmt::format("{} exited with {}", plan_.review.who, commandCode_));
+    (void)writeFileAtomic(SessionLayout{session_->dir()}.exitCode(), fmt::format("{}\n", commandCode_), 0600);
+  }
   returnCredential();
   // A forced end (the escape keys) wants out soon: the save gets 15 s.
   if (plan_.state) {

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/file_lock.h"
 #include "common/host_context.h"
 #include "session/plan.h"
 #include "session/session.h"
@@ -93,6 +94,8 @@ class Runner {
   Result<workspace::GateOutcome> review();
   /// The session directory ("" before open(), and without a session).
   std::string sessionDir() const;
+  /// The session's name ("" before open(), and without a session).
+  std::string sessionName() const;
   /// Per-phase durations so far, the current phase ended ("" without a session).
   std::string timings();
 
@@ -103,6 +106,7 @@ class Runner {
   Result<> useImage(vm::LaunchOptions& launch);
   Result<> prepareHome();
   Result<> runInGuest(const std::vector<std::string>& argv, const std::string& input, uint32_t uid);
+  Result<FileLock> lockState();
   Result<bool> restoreState();
   Result<> writeSettings();
   Result<> writeHomeFiles(const std::vector<HomeFile>& files, bool onlyNew);

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -59,15 +61,9 @@ Result<Fd> lockForReview(const std::string& sessionDir) {
   return fd;
 }
 
-bool sessionRunning(const std::string& stateDir, const std::string& sessionDir) {
-  if (lockHeld(SessionLayout{sessionDir}.reviewLock())) return true;
-  std::string ws = recordedWorkspace(sessionDir);
-  if (ws.empty()) return false;
-  std::string lockPath = lockPathFor(stateDir, ws);
-  if (!lockHeld(lockPath)) return false;
-  auto holder = readFile(lockPath, 4096);
-  std::string id = sessionDir.substr(sessionDir.rfind('/') + 1);
-  return holder && *holder == id;
+bool sessionRunning(const std::string& sessionDir) {
+  SessionLayout layout{sessionDir};
+  return lockHeld(layout.runLock()) || lockHeld(layout.reviewLock());
 }
 
 bool sessionHasPending(const std::string& sessionDir) {
@@ -101,19 +97,58 @@ Result<std::string> checkedSessionDir(const std::string& dir, const std::string&
 
 Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg) {
   struct stat st {};
-  // A bare id names a session of the sessions dir, never a directory of the
-  // current one: a change set may have flushed a look-alike session (with a
-  // `workspace` file naming another directory) into the project.
+  // A bare id or name names a session of the sessions dir, never a
+  // directory of the current one: a change set may have flushed a
+  // look-alike session (with a `workspace` file naming another directory)
+  // into the project.
   if (!arg.empty() && arg.find('/') == std::string::npos) {
     std::string byId = sessionsDir(stateDir) + "/" + arg;
-    if (arg == "." || arg == ".." || ::stat(byId.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      return failWith(exit_code::kUsage, "no session '{}' in {} (a session directory elsewhere: give its path, "
-                      "e.g. ./{})", arg, sessionsDir(stateDir), arg);
-    return checkedSessionDir(byId, arg);
+    if (arg != "." && arg != ".." && ::lstat(byId.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return checkedSessionDir(byId, arg);
+    if (std::string byName = validSessionName(arg) ? sessionByName(stateDir, arg) : ""; !byName.empty())
+      return checkedSessionDir(byName, arg);
+    return failWith(exit_code::kUsage, "no session '{}' (`airlock ls --all` lists them; a session directory "
+                    "elsewhere: give its path, e.g. ./{})", arg, arg);
   }
   if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return failWith(exit_code::kUsage, "no session directory {}", arg);
   return checkedSessionDir(resolvedPath(arg), arg);
+}
+
+namespace {
+
+/// Where the names live: <stateDir>/names/<name>, a symlink to the session
+/// directory (made with symlink(2), so two sessions never take one name).
+std::string nameLink(const std::string& stateDir, const std::string& name) { return stateDir + "/names/" + name; }
+
+}  // namespace
+
+bool validSessionName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+std::string sessionByName(const std::string& stateDir, const std::string& name) {
+  char target[4096];
+  ssize_t n = ::readlink(nameLink(stateDir, name).c_str(), target, sizeof target - 1);
+  if (n <= 0) return "";
+  std::string dir(target, static_cast<size_t>(n));
+  // Only a session of this state dir that still carries the name.
+  if (!dir.starts_with(sessionsDir(stateDir) + "/") || sessionName(dir) != name) return "";
+  return dir;
+}
+
+std::string sessionName(const std::string& sessionDir) {
+  auto text = readFile(SessionLayout{sessionDir}.name(), 256);
+  if (!text) return "";
+  return text->substr(0, text->find('\n'));
+}
+
+void releaseSessionName(const std::string& stateDir, const std::string& sessionDir) {
+  std::string name = sessionName(sessionDir);
+  if (!name.empty() && sessionByName(stateDir, name) == sessionDir) ::unlink(nameLink(stateDir, name).c_str());
 }
 
 std::string recordedWorkspace(const std::string& sessionDir) {
@@ -156,26 +191,56 @@ std::string resumeCommand(const std::string& stateDir, const std::string& sessio
   return "airlock review -s " + shellWord(dir);
 }
 
-Result<std::unique_ptr<Session>> Session::open(const std::string& stateDir, const std::string& workspace, bool wait,
-                                               const std::function<void(const std::string&)>& waiting) {
+namespace {
+
+/// An flock of `how` (LOCK_SH, LOCK_EX) on `path` (created 0600), waiting
+/// for it: the exclusive holders of a workspace lock (`state rm`) hold it
+/// for a moment.
+Result<Fd> lockFile(const std::string& path, int how) {
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return fail("cannot open the lock {}: {}", path, errnoText(errno));
+  while (flock(fd.get(), how) != 0)
+    if (errno != EINTR) return fail("cannot lock {}: {}", path, errnoText(errno));
+  return fd;
+}
+
+}  // namespace
+
+namespace {
+
+/// Takes `name` for the session in `dir` (a name whose session is gone is
+/// taken over). kUsage when another session has it.
+Result<> claimName(const std::string& stateDir, const std::string& dir, const std::string& name) {
+  if (auto r = makeDirs(stateDir + "/names", 0700); !r) return r;
+  const std::string link = nameLink(stateDir, name);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (::symlink(dir.c_str(), link.c_str()) == 0) return {};
+    if (errno != EEXIST) return fail("cannot record the session name {}: {}", link, errnoText(errno));
+    std::string other = sessionByName(stateDir, name);
+    if (!other.empty())
+      return failWith(exit_code::kUsage, "the name '{}' is taken by session {}; remove it (airlock rm {}) or pick "
+                      "another --name", name, other.substr(other.rfind('/') + 1), name);
+    ::unlink(link.c_str());  // its session is gone
+  }
+  return fail("cannot record the session name {}", link);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::open(const std::string& stateDir, const std::string& workspace,
+                                               const std::string& name, const std::string& label) {
+  if (!name.empty() && !validSessionName(name))
+    return failWith(exit_code::kUsage, "--name '{}' is not a session name: use 1-64 letters, digits, '_', '.' or "
+                    "'-', starting with a letter or digit", name);
   char* real = realpath(workspace.c_str(), nullptr);
   if (!real) return failWith(exit_code::kUsage, "workspace {} does not exist: {}", workspace, errnoText(errno));
   std::unique_ptr<Session> s(new Session());
   s->workspace_ = real;
   free(real);
-  std::string lockPath = lockPathFor(stateDir, s->workspace_);
   if (auto r = makeDirs(stateDir + "/locks", 0700); !r) return std::unexpected(r.error());
-  s->lock_.reset(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!s->lock_) return fail("cannot open the workspace lock {}: {}", lockPath, errnoText(errno));
-  if (flock(s->lock_.get(), LOCK_EX | LOCK_NB) != 0) {
-    auto holder = readFile(lockPath, 4096);
-    std::string who = holder && !holder->empty() ? " (session " + *holder + ")" : "";
-    if (!wait)
-      return failWith(exit_code::kBusy, "another airlock session is running on {}{}; wait for it to finish, or pass --wait",
-                      s->workspace_, who);
-    if (waiting) waiting(fmt::format("waiting for the other session on {}{}", s->workspace_, who));
-    if (flock(s->lock_.get(), LOCK_EX) != 0) return fail("cannot lock {}: {}", lockPath, errnoText(errno));
-  }
+  auto shared = lockFile(lockPathFor(stateDir, s->workspace_), LOCK_SH);
+  if (!shared) return std::unexpected(shared.error());
+  s->workspaceLock_ = std::move(*shared);
   // The session directory is created exclusively: an existing directory of
   // that name (a collision, or one planted there) is never reused.
   std::string sessions = sessionsDir(stateDir);
@@ -189,7 +254,15 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& stateDir, cons
     if (errno != EEXIST || attempt == 2)
       return fail("cannot create the session directory {}: {}", s->dir_, errnoText(errno));
   }
-  if (ftruncate(s->lock_.get(), 0) == 0) (void)!pwrite(s->lock_.get(), s->id_.data(), s->id_.size(), 0);
+  auto run = lockFile(SessionLayout{s->dir_}.runLock(), LOCK_EX);
+  if (!run) return std::unexpected(run.error());
+  s->runLock_ = std::move(*run);
+  s->name_ = !name.empty() ? name : label + "-" + s->id_.substr(s->id_.rfind('-') + 1, 6);
+  if (auto r = writeFileAtomic(SessionLayout{s->dir_}.name(), s->name_ + "\n", 0600); !r) return std::unexpected(r.error());
+  if (auto r = claimName(stateDir, s->dir_, s->name_); !r) {
+    (void)removeTree(s->dir_);
+    return std::unexpected(r.error());
+  }
   if (auto r = recordWorkspace(s->dir_, s->workspace_); !r) return std::unexpected(r.error());
   s->log_.reset(::open(SessionLayout{s->dir_}.log().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   s->log("session " + s->id_ + " on " + s->workspace_);
@@ -199,7 +272,6 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& stateDir, cons
 Session::~Session() {
   endPhase();
   for (const auto& path : scratch_) (void)removeTree(path);
-  if (lock_) (void)!ftruncate(lock_.get(), 0);
 }
 
 void Session::phase(const std::string& name, const std::string& line) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,11 +19,25 @@ namespace airlock::session {
 /// The directory holding every run's session: `stateDir`/sessions.
 std::string sessionsDir(const std::string& stateDir);
 
-/// A session named on the command line: a bare id (no '/') is looked up only
-/// under sessionsDir(stateDir) (never in the current directory); anything
-/// with a '/' is a path. Returns the absolute path; fails with
+/// A session named on the command line: a bare id or name (no '/') is
+/// looked up only under sessionsDir(stateDir) (never in the current
+/// directory), the id first; anything with a '/' is a path. Returns the absolute path; fails with
 /// exit_code::kUsage naming `arg` when no such directory exists.
 Result<std::string> resolveSessionDir(const std::string& stateDir, const std::string& arg);
+
+/// True for a session name: 1-64 characters of [A-Za-z0-9_.-], the first a
+/// letter or digit (docker's rule for container names).
+bool validSessionName(std::string_view name);
+
+/// The directory of the session named `name` under `stateDir`, "" when no
+/// session has that name (a name whose session was removed is free).
+std::string sessionByName(const std::string& stateDir, const std::string& name);
+
+/// The name of the session in `sessionDir` ("" for a session made before names).
+std::string sessionName(const std::string& sessionDir);
+
+/// Frees the name of the session in `sessionDir` (before it is removed).
+void releaseSessionName(const std::string& stateDir, const std::string& sessionDir);
 
 /// The workspace recorded in `sessionDir` ("" when none is recorded).
 std::string recordedWorkspace(const std::string& sessionDir);
@@ -40,7 +55,10 @@ void appendSessionLog(const std::string& sessionDir, const std::string& line);
 std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir);
 
 /// The workspace lock file of the project at the real path `realWorkspace`
-/// under `stateDir`: a session holds an exclusive flock on it while it runs.
+/// under `stateDir`: every session on the project holds a shared flock on it
+/// while it runs (sessions run side by side; their flushes are serialised by
+/// the flush lock), so what needs the project idle (`state rm`) takes it
+/// exclusively.
 std::string lockPathFor(const std::string& stateDir, const std::string& realWorkspace);
 
 /// Takes the review lock of `sessionDir` (an exclusive flock on its
@@ -49,10 +67,10 @@ std::string lockPathFor(const std::string& stateDir, const std::string& realWork
 /// other's. kBusy when another process reviews the session now.
 Result<Fd> lockForReview(const std::string& sessionDir);
 
-/// True while the session is in use: the airlock run that owns `sessionDir`
-/// is alive (it still holds its workspace's lock, which names the session
-/// id, under `stateDir`/locks), or a review of it runs (lockForReview()).
-bool sessionRunning(const std::string& stateDir, const std::string& sessionDir);
+/// True while the session is in use: the airlock process that owns
+/// `sessionDir` is alive (it holds the session's run lock), or a review of it
+/// runs (lockForReview()).
+bool sessionRunning(const std::string& sessionDir);
 
 /// True when `sessionDir` holds changes nobody has accepted or rejected yet:
 /// a pending change set, a run's change set whose review never finished, or
@@ -62,14 +80,16 @@ bool sessionHasPending(const std::string& sessionDir);
 class Session {
  public:
   /// Creates the session directory under sessionsDir(stateDir), exclusively,
-  /// and takes the lock of `workspace` (its real path). When another session
-  /// holds it: calls `waiting` with a line naming it and waits if `wait`,
-  /// else fails (exit_code::kBusy) naming the other session and --wait.
-  static Result<std::unique_ptr<Session>> open(const std::string& stateDir, const std::string& workspace, bool wait,
-                                               const std::function<void(const std::string&)>& waiting);
+  /// takes its run lock and the name `name` ("" = `label` + "-" + 6 hex
+  /// digits of the id), and a shared hold on the lock of `workspace` (its
+  /// real path; other sessions may run there too). Fails with kUsage when
+  /// the workspace does not exist, or the name is invalid or taken.
+  static Result<std::unique_ptr<Session>> open(const std::string& stateDir, const std::string& workspace,
+                                               const std::string& name = "", const std::string& label = "session");
   ~Session();
 
   const std::string& id() const { return id_; }
+  const std::string& name() const { return name_; }
   const std::string& dir() const { return dir_; }
   /// The workspace's real path.
   const std::string& workspace() const { return workspace_; }
@@ -89,8 +109,8 @@ class Session {
 
  private:
   Session() = default;
-  std::string id_, dir_, workspace_;
-  Fd lock_, log_;
+  std::string id_, name_, dir_, workspace_;
+  Fd workspaceLock_, runLock_, log_;
   std::vector<std::pair<std::string, double>> phases_;
   std::string current_;
   std::vector<std::string> scratch_;

@@ -511,13 +511,11 @@ Paths pathsFor(const std::string& sessionDir, const std::string& stateDir, const
   return p;
 }
 
-Result<Fd> lockWorkspace(const Paths& p, const std::string& workspace) {
+/// The workspace's flush lock, waiting for another session's flush (seconds:
+/// a flush writes what was already reviewed and staged).
+Result<FileLock> lockWorkspace(const Paths& p, const std::string& workspace, const ProgressFn& waiting) {
   if (auto r = makeDirs(p.pointerDir, 0700); !r) return std::unexpected(r.error());
-  Fd fd(::open(p.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd) return fail("cannot create lock {}: {}", p.lock, errnoText(errno));
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
-    return failWith(exit_code::kBusy, "another airlock process is flushing into {}; wait for it to finish", workspace);
-  return fd;
+  return FileLock::acquire(p.lock, "flushing into " + workspace, waiting);
 }
 
 void finish(const Paths& p, const std::string& id) {
@@ -546,7 +544,7 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
   }
   const std::string sessionDir = absolute(ctx.sessionDir);
   Paths p = pathsFor(sessionDir, absolute(ctx.stateDir), ctx.workspace);
-  auto lock = lockWorkspace(p, ctx.workspace);
+  auto lock = lockWorkspace(p, ctx.workspace, ctx.waiting);
   if (!lock) return std::unexpected(lock.error());
   if (::access(p.pointer.c_str(), F_OK) == 0)
     return fail("an interrupted flush into {} is pending; run airlock review again to complete or roll it back",
@@ -613,12 +611,15 @@ std::optional<FileOwner> workspaceOwnerForFlush(const std::string& workspace, ui
 }
 
 Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode,
-                                    std::optional<FileOwner> owner) {
+                                    std::optional<FileOwner> owner, const ProgressFn& waiting) {
   RecoveryReport report;
   Paths probe = pathsFor("/nonexistent", stateDir, workspace);
   if (::access(probe.pointer.c_str(), F_OK) != 0) return report;
-  auto lock = lockWorkspace(probe, workspace);
+  auto lock = lockWorkspace(probe, workspace, waiting);
   if (!lock) return std::unexpected(lock.error());
+  // The pointer was another session's flush in progress, which finished
+  // while this one waited: nothing was interrupted.
+  if (::access(probe.pointer.c_str(), F_OK) != 0 && errno == ENOENT) return report;
   auto pointer = readFile(probe.pointer, 1 << 16);
   if (!pointer) return std::unexpected(pointer.error());
   std::string sessionDir = *pointer;

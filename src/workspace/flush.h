@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/file_lock.h"
 #include "workspace/diff.h"
 
 namespace airlock::workspace {
@@ -55,6 +56,10 @@ struct FlushContext {
   /// symlinks get this owner, a replaced file keeps its own. Unset: the
   /// process's uid and gid, as for any program the user runs.
   std::optional<FileOwner> owner;
+  /// Told "waiting for another airlock process flushing into <workspace>"
+  /// when another session's flush into the workspace runs now; the flush
+  /// then waits for it (flushes into one workspace are serialised).
+  ProgressFn waiting;
 };
 
 /// The owner the flush should give new files in `workspace`: its root
@@ -79,9 +84,12 @@ struct FlushReport {
 };
 
 /// Applies `accepted` (items with conflict or excluded set, and skipped
-/// items, are refused as conflicts). Fails, with the workspace rolled back to how it was, on an I/O
-/// error; fails without touching anything when another flush on the same
-/// workspace is running or was interrupted (run recoverFlush() first).
+/// items, are refused as conflicts), after any other flush into the same
+/// workspace has finished (ctx.waiting is told). An item whose live path
+/// another flush changed meanwhile no longer matches its baseline: a
+/// conflict, never overwritten. Fails, with the workspace rolled back to how
+/// it was, on an I/O error; fails without touching anything when a flush
+/// into the workspace was interrupted (run recoverFlush() first).
 Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const FlushContext& ctx);
 
 /// What to do with an interrupted flush.
@@ -97,9 +105,10 @@ struct RecoveryReport {
 };
 
 /// Finds an interrupted flush into `workspace` (via `stateDir`) and completes
-/// or rolls it back; a no-op (found = false) when there is none.
+/// or rolls it back; a no-op (found = false) when there is none, including
+/// a flush another process runs now (waited for; `waiting` is told).
 /// `owner` as in FlushContext::owner.
 Result<RecoveryReport> recoverFlush(const std::string& workspace, const std::string& stateDir, RecoveryMode mode,
-                                    std::optional<FileOwner> owner = std::nullopt);
+                                    std::optional<FileOwner> owner = std::nullopt, const ProgressFn& waiting = {});
 
 }  // namespace airlock::workspace

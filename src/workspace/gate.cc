@@ -110,7 +110,7 @@ Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, cons
     if (out.decisions[i] == Decision::Accepted) accepted.push_back(&items[i]);
   FlushReport flushed;
   if (!accepted.empty()) {
-    auto f = flush(accepted, FlushContext{a.workspace, work, a.stateDir, {}, a.owner});
+    auto f = flush(accepted, FlushContext{a.workspace, work, a.stateDir, {}, a.owner, a.waiting});
     if (!f) return std::unexpected(f.error());
     flushed = std::move(*f);
   }

@@ -36,6 +36,7 @@ struct GateRequest {
   uint64_t maxDiffBytes = 1 << 20;       ///< larger files get a summary, not a diff
   uint32_t umask = 022;                  ///< the user's umask: the mode new files land with
   std::optional<FileOwner> owner;        ///< who new files belong to (FlushContext::owner)
+  ProgressFn waiting;                    ///< told when the flush waits for another session's (FlushContext::waiting)
 };
 
 /// What one review did, for the caller to show and to turn into an exit code.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -416,6 +417,35 @@ TEST_F(RunImage, ThreeVmsAtOnce) {
     EXPECT_EQ(WEXITSTATUS(status), 10 + i) << slurp(state_ + "/out" + std::to_string(i));
     EXPECT_NE(slurp(state_ + "/out" + std::to_string(i)).find("vm-" + std::to_string(i)), std::string::npos);
   }
+}
+
+// Issue 17 item 2: two sessions on one workspace, each on its own snapshot.
+// B starts first and waits on its stdin; A edits a.txt and shared.txt and
+// flushes; then B ends: its b.txt lands, its shared.txt (which A's flush
+// changed after B's snapshot) is a conflict, and A's content stays.
+TEST_F(RunImage, TwoSessionsOnOneWorkspaceFlushInTurnAndASharedFileIsAConflict) {
+  std::string ws = state_ + "/ws";
+  ASSERT_EQ(mkdir(ws.c_str(), 0755), 0);
+  { std::ofstream(ws + "/shared.txt") << "original\n"; }
+  int input[2];
+  ASSERT_EQ(pipe2(input, O_CLOEXEC), 0);
+  const std::string outB = state_ + "/outB";
+  pid_t b = startAirlock({"run-image", "-q", "--rootfs", testRootfs(), "-w", ws, "--review=auto", "--", "sh", "-c",
+                          "echo B > /workspace/b.txt; echo B > /workspace/shared.txt; echo B-READY; cat >/dev/null"},
+                         outB, {{"XDG_STATE_HOME", state_}}, input[0]);
+  ::close(input[0]);
+  ASSERT_TRUE(waitForText(outB, "B-READY")) << slurp(outB);
+  auto a = run({"sh", "-c", "echo A > /workspace/a.txt; echo A > /workspace/shared.txt"}, {"-w", ws, "--review=auto"});
+  EXPECT_EQ(a.exitCode, 0) << a.err;
+  EXPECT_EQ(slurp(ws + "/a.txt"), "A\n");
+  EXPECT_EQ(slurp(ws + "/shared.txt"), "A\n");
+  ::close(input[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(b, &status, 0), b);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 71) << status << "\n" << slurp(outB);
+  EXPECT_EQ(slurp(ws + "/b.txt"), "B\n") << slurp(outB);
+  EXPECT_EQ(slurp(ws + "/shared.txt"), "A\n") << "the second session overwrote the first one's flush";
+  EXPECT_NE(slurp(outB).find("shared.txt"), std::string::npos) << slurp(outB);
 }
 
 TEST_F(RunImage, GuestKernelPanicIsAClearErrorAndLeavesNothing) {

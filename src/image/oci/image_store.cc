@@ -69,7 +69,7 @@ Result<> ImageStore::ensureLayout() const {
 
 Result<FileLock> ImageStore::lock(const ProgressFn& progress) const {
   if (auto r = ensureLayout(); !r) return std::unexpected(r.error());
-  return FileLock::acquire(root_ + "/lock", "the image store", progress);
+  return FileLock::acquire(root_ + "/lock", "using the image store", progress);
 }
 
 Result<> ImageStore::writeAtomically(const std::string& path, std::string_view data) {

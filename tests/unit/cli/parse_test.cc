@@ -44,7 +44,8 @@ struct Verbs {
   HostContext host;  ///< never read: the callbacks are cleared
   std::vector<std::string> afterDoubleDash;
   Verbs() {
-    addRunCommand(app, exitCode, host, afterDoubleDash);
+    addRunCommand(app, exitCode, host, afterDoubleDash, afterDoubleDash);
+    addSessionCommands(app, exitCode, host);
     addSnapshotCommand(app, exitCode, host);
     addReviewCommand(app, exitCode, host);
     addImageCommand(app, exitCode, host);
@@ -146,7 +147,7 @@ TEST(RunImageParse, HelpShowsOptionsBeforeImage) {
   Verbs v;
   int code = 0;
   std::vector<std::string> dd;
-  addRunImageCommand(v.app, code, v.host, dd);
+  addRunImageCommand(v.app, code, v.host, dd, dd);
   std::string help = v.app.get_subcommand("run-image")->help();
   EXPECT_NE(help.find("airlock run-image [OPTIONS] IMAGE [-- CMD"), std::string::npos) << help;
   EXPECT_EQ(help.find("IMAGE [OPTIONS]"), std::string::npos);
@@ -171,16 +172,21 @@ TEST(RunParse, RepeatableOptionBeforeAgentTakesOneValue) {
   }
 }
 
-// review and snapshot have no positional: a second word is an error, not a second pattern.
+// A second word after --exclude is never a second pattern: snapshot has no
+// positional (an error), review's positional is the session's NAME.
 TEST(ReviewParse, ExcludeTakesOneValuePerOccurrence) {
   for (const std::string verb : {"review", "snapshot"}) {
     Verbs v;
     ASSERT_NO_THROW(parse(v.app, {verb, "--exclude", "a", "--exclude=b", "-s", "S"}));
     EXPECT_EQ(v.sub(verb).get_option("--exclude")->as<std::vector<std::string>>(),
               (std::vector<std::string>{"a", "b"}));
-    Verbs stray;
-    EXPECT_THROW(parse(stray.app, {verb, "--exclude", "a", "b", "-s", "S"}), CLI::ParseError) << verb;
   }
+  Verbs stray;
+  EXPECT_THROW(parse(stray.app, {"snapshot", "--exclude", "a", "b", "-s", "S"}), CLI::ParseError);
+  Verbs named;
+  ASSERT_NO_THROW(parse(named.app, {"review", "--exclude", "a", "fix-tests"}));
+  EXPECT_EQ(named.sub("review").get_option("--exclude")->as<std::vector<std::string>>(), std::vector<std::string>{"a"});
+  EXPECT_EQ(named.sub("review").get_option("name")->as<std::string>(), "fix-tests");
 }
 
 TEST(ImagePullParse, InsecureRegistryBeforeImageTakesOneValue) {
@@ -203,7 +209,7 @@ TEST(RegistryFlagsHelp, ShowsEachVerbsRealPullDefault) {
   Verbs v;
   int code = 0;
   std::vector<std::string> dd;
-  addRunImageCommand(v.app, code, v.host, dd);
+  addRunImageCommand(v.app, code, v.host, dd, dd);
   EXPECT_EQ(v.sub("image pull").get_option("--pull")->get_default_str(), "always");
   EXPECT_EQ(v.sub("run-image").get_option("--pull")->get_default_str(), "missing");
   EXPECT_EQ(v.sub("run").get_option("--pull")->get_default_str(), "missing");

@@ -506,13 +506,10 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   const std::string data = root + "/data";
   env["XDG_DATA_HOME"] = data;
   writeFile(data + "/airlock/state/claude-code/0123456789abcdef/home/.claude/history.jsonl", std::string(900, 'h'));
-  // The running session holds its workspace's lock, as Session::open does.
-  std::string lockDir = xdg + "/airlock/locks";
-  fs::create_directories(lockDir);
-  Fd lock(::open((lockDir + "/" + sha256Hex(workspace).substr(0, 16) + ".lock").c_str(), O_RDWR | O_CREAT, 0600));
+  // The running session's process holds its run lock, as Session::open does.
+  Fd lock(::open((running + "/session.lock").c_str(), O_RDWR | O_CREAT, 0600));
   ASSERT_TRUE(lock);
   ASSERT_EQ(::flock(lock.get(), LOCK_EX), 0);
-  ASSERT_TRUE(writeAll(lock.get(), "20260101-000002-0002"));
 
   auto df = airlock({"system", "df", "--json"}, elsewhere);
   ASSERT_EQ(df.exitCode, 0) << df.err;
@@ -581,7 +578,7 @@ TEST_F(SessionReview, StateRmWaitsForNoSessionAndRemovesOneProjectsState) {
   fs::create_directories(xdg + "/airlock/locks");
   Fd held(::open(session::lockPathFor(xdg + "/airlock", workspace).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   ASSERT_TRUE(held);
-  ASSERT_EQ(::flock(held.get(), LOCK_EX), 0);
+  ASSERT_EQ(::flock(held.get(), LOCK_SH), 0);  // as a running session holds it
   auto busy = airlock({"state", "rm", "claude-code", "-w", workspace}, elsewhere);
   EXPECT_EQ(busy.exitCode, 73) << busy.err;
   EXPECT_NE(busy.err.find("a session is running"), std::string::npos) << busy.err;

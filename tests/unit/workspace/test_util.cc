@@ -110,7 +110,7 @@ DiffResult Scenario::diff() {
 Result<FlushReport> Scenario::flushAll(const DiffResult& d, const FlushHooks& hooks) {
   std::vector<const DiffItem*> all;
   for (const auto& it : d.items) all.push_back(&it);
-  FlushContext ctx{ws, session, state, hooks, owner};
+  FlushContext ctx{ws, session, state, hooks, owner, waiting};
   return flush(all, ctx);
 }
 

@@ -47,6 +47,7 @@ struct Scenario {
   Fd wsFd, snapFd;
   uint32_t umask = 0;  ///< the user's umask the diff applies to created paths
   std::optional<FileOwner> owner;  ///< FlushContext::owner of flushAll()
+  ProgressFn waiting;              ///< FlushContext::waiting of flushAll()
 
   /// Snapshot of ws into session/snapshot; sets baseline.
   void snapshot();

@@ -1,0 +1,98 @@
+#include "cli/detach.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "cli/report.h"
+#include "common/exit_codes.h"
+#include "session/session.h"
+
+namespace airlock::cli {
+
+void addDetachFlags(CLI::App& cmd, DetachFlags& flags) {
+  cmd.add_flag("-d,--detach", flags.detach,
+               "Run in the background: print the session's name and return; the changes wait for `airlock review "
+               "NAME` (see `airlock ls`, `attach`, `logs`, `stop`)");
+  cmd.add_option("--name", flags.name, "The session's name (default: the agent's name and a short id)");
+  cmd.add_flag("--supervise", flags.supervise)->group("");  // the detached session's own process
+}
+
+int startDetached(const std::vector<std::string>& invocation) {
+  if (invocation.size() < 2) return reportError(Error{"nothing to run", exit_code::kInternal});
+  std::vector<std::string> args = {invocation[0], invocation[1], "--supervise"};
+  args.insert(args.end(), invocation.begin() + 2, invocation.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int relay[2];
+  if (::pipe2(relay, O_CLOEXEC) != 0) return reportError(Error{"cannot make a pipe", exit_code::kInternal});
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return reportError(Error{"cannot start the session's supervisor: fork failed", exit_code::kInternal});
+  if (pid == 0) {
+    // The supervisor: its own session (no terminal, no job control of
+    // the shell that started it), stdin and stdout on /dev/null, stderr
+    // to the relay until its command runs.
+    ::setsid();
+    int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(relay[1], 2);
+    ::execv("/proc/self/exe", argv.data());
+    ::_exit(127);
+  }
+  ::close(relay[1]);
+  Fd in(relay[0]);
+  std::string pending, name;
+  char buf[4096];
+  const std::string marker = session::kStartedMarker;
+  while (name.empty()) {
+    ssize_t n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    size_t eol;
+    while (name.empty() && (eol = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, eol);
+      pending.erase(0, eol + 1);
+      if (line.starts_with(marker)) name = line.substr(marker.size());
+      else std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+  if (!name.empty()) {
+    std::printf("%s\n", name.c_str());
+    return 0;  // the supervisor goes on; the relay closes with this process
+  }
+  if (!pending.empty()) std::fprintf(stderr, "%s\n", pending.c_str());
+  int status = 0;
+  if (::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    return WEXITSTATUS(status);
+  return reportError(Error{"the session's supervisor ended before its command started", exit_code::kInternal});
+}
+
+int superviseSession(session::Runner& runner, session::DetachedUi& ui, bool exportChanges) {
+  auto failed = [&](const Error& e) {
+    if (!runner.sessionDir().empty()) session::appendSessionLog(runner.sessionDir(), "error: " + e.message);
+    return reportError(e);
+  };
+  if (auto r = runner.open(); !r) return failed(r.error());
+  ui.setSessionDir(runner.sessionDir(), runner.sessionName());
+  if (auto r = runner.boot(); !r) return failed(r.error());
+  auto code = runner.runCommand();
+  if (!code) return failed(code.error());
+  if (exportChanges)
+    if (auto r = runner.exportChanges(); !r) return failed(r.error());
+  session::appendSessionLog(runner.sessionDir(),
+                            fmt::format("exit {}; the changes wait for `airlock review {}`", *code,
+                                        runner.sessionName()));
+  return *code;
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,57 @@
+#pragma once
+// The frames on a detached session's attach socket (SessionLayout::
+// attachSocket()), between `airlock attach` and the session's supervisor:
+//
+//   type (1 byte) | length (4 bytes, big-endian) | payload (length bytes)
+//
+// client -> supervisor: kInput (keystrokes for the agent's terminal),
+//   kResize (rows, cols: 2 bytes big-endian each).
+// supervisor -> client: kOutput (the terminal's output), kExit (the
+//   command's exit code as decimal text; the session ends).
+// Both ends are airlock processes of the same user; the reader still bounds
+// what it buffers (kMaxFramePayload) and fails on an unknown type.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace airlock::session {
+
+enum class AttachFrameType : char { kInput = 'i', kResize = 'w', kOutput = 'o', kExit = 'x' };
+
+/// The largest payload of one frame, bytes.
+inline constexpr size_t kMaxFramePayload = 64 * 1024;
+
+struct AttachFrame {
+  AttachFrameType type;
+  std::string payload;
+};
+
+/// One frame on the wire (`payload` at most kMaxFramePayload bytes; longer
+/// data is split by the caller).
+std::string encodeAttachFrame(AttachFrameType type, std::string_view payload);
+
+/// A kResize frame for `rows` x `cols`.
+std::string encodeResize(uint16_t rows, uint16_t cols);
+
+/// The rows and columns of a kResize payload; nullopt when it is not 4 bytes
+/// or either is 0.
+std::optional<std::pair<uint16_t, uint16_t>> decodeResize(std::string_view payload);
+
+/// Splits a byte stream into frames.
+class AttachFrameReader {
+ public:
+  /// Adds bytes read from the socket.
+  void feed(std::string_view bytes) { buffer_.append(bytes); }
+  /// The next complete frame; nullopt when more bytes are needed. Fails on
+  /// an unknown type or a payload over kMaxFramePayload (close the peer).
+  Result<std::optional<AttachFrame>> next();
+
+ private:
+  std::string buffer_;
+};
+
+}  // namespace airlock::session
