@@ -97,6 +97,10 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
       a.changeSet = layout.changeSet();
     else if (reviewed || *settled)
       return out;  // nothing pending
+    else if (exists(layout.manifest()) && exists(layout.meta()))
+      return failWith(exit_code::kUsage, "session {} holds no changes to review: it ended before its agent's changes "
+                      "were exported (its process died); `airlock rm {}` removes it", request.session,
+                      request.session);
   }
   ws::GateRequest gate;
   gate.workspace = a.workspace;

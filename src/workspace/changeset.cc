@@ -248,6 +248,19 @@ Result<ChangeSet> ChangeSet::fromArchive(const std::function<int(archive*)>& ope
   return cs;
 }
 
+bool changeSetIsEmpty(const std::string& tarPath) {
+  ArchivePtr a(archive_read_new());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_filename(a.get(), tarPath.c_str(), 1 << 16) != ARCHIVE_OK) return false;
+  archive_entry* entry = nullptr;
+  int r;
+  while ((r = archive_read_next_header(a.get(), &entry)) == ARCHIVE_OK) {
+    std::string_view path = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+    if (path != "./" && path != "." && path != "/") return false;
+  }
+  return r == ARCHIVE_EOF;
+}
+
 Result<ChangeSet> ChangeSet::fromTar(int fd, const std::string& stagingDir, const TarLimits& limits) {
   return fromArchive([fd](archive* a) { return archive_read_open_fd(a, fd, 1 << 16); }, stagingDir, limits);
 }

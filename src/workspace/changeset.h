@@ -44,6 +44,11 @@ struct SkippedEntry {
   uint64_t size = 0;   ///< the size the header claims (files), bytes
 };
 
+/// True when the change set tar at `tarPath` holds no entry but the root
+/// ("./"): the agent changed nothing. Reads headers only (a guest's tar:
+/// anything unreadable is "not empty", for the review to judge).
+bool changeSetIsEmpty(const std::string& tarPath);
+
 /// Paths of the upper layer, ordered by path, plus the staging directory.
 class ChangeSet {
  public:

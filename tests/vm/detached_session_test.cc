@@ -1,0 +1,245 @@
+// Detached sessions (issue 17) driven as a user drives them: `run-image -d`,
+// `ls`, `logs`, `attach` in a real pty, `stop`, `review NAME`, `rm`, with
+// real VMs and no daemon.
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "airlock_process.h"
+#include "vm_test_env.h"
+
+namespace airlock::test {
+namespace {
+
+class Detached : public testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_VMS();
+    state_ = freshStateDir();
+    ws_ = state_ + "/ws";
+    ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
+    { std::ofstream(ws_ + "/shared.txt") << "original\n"; }
+  }
+  void TearDown() override {
+    if (state_.empty()) return;
+    // Whatever a test left running is stopped; no VM outlives its session.
+    for (const auto& line : lines(airlock({"ls", "-q"}).out)) airlock({"stop", "-t", "0", line});
+    EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "a VM outlived its session";
+    EXPECT_EQ(leftoverRunDirs(state_), "") << "a VM run directory was left behind";
+  }
+  ProcessResult airlock(const std::vector<std::string>& args, const std::string& input = "") {
+    return runAirlock(args, input, {{"XDG_STATE_HOME", state_}});
+  }
+  /// `run-image -d` of `script` (sh -c) on the workspace; returns the result.
+  ProcessResult detach(const std::string& name, const std::string& script) {
+    std::vector<std::string> args = {"run-image", "-d", "-q", "--rootfs", testRootfs(), "-w", ws_};
+    if (!name.empty()) args.insert(args.end(), {"--name", name});
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    return airlock(args);
+  }
+  static std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    size_t start = 0, eol;
+    while ((eol = text.find('\n', start)) != std::string::npos) {
+      if (eol > start) out.push_back(text.substr(start, eol - start));
+      start = eol + 1;
+    }
+    return out;
+  }
+  /// The `ls --all --json` entry of `name` (null when absent).
+  nlohmann::json entry(const std::string& name) {
+    auto ls = airlock({"ls", "--all", "--json"});
+    auto all = nlohmann::json::parse(ls.out, nullptr, false);
+    if (all.is_array())
+      for (const auto& e : all)
+        if (e.value("name", "") == name) return e;
+    return nullptr;
+  }
+  /// Waits (up to 120 s) until `name`'s state is `state`.
+  bool waitForState(const std::string& name, const std::string& state) {
+    for (int i = 0; i < 600; ++i) {
+      auto e = entry(name);
+      if (!e.is_null() && e.value("state", "") == state) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  }
+  std::string state_, ws_;
+};
+
+// The whole life of one detached session: it starts and the command returns
+// at once with its name; `ls` shows it running with the host memory its
+// processes use; `logs` has its output; `stop` ends it with SIGTERM and its
+// changes wait; `review NAME` flushes them; `rm` removes it.
+TEST_F(Detached, RunStopReviewAndRemoveByName) {
+  auto started = detach("job-1", "echo changed > /workspace/shared.txt; echo hello-from-the-guest; "
+                                  "trap 'echo got-term; exit 3' TERM; while true; do sleep 1; done");
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  EXPECT_EQ(started.out, "job-1\n");
+  auto running = entry("job-1");
+  ASSERT_FALSE(running.is_null()) << airlock({"ls", "--all"}).out;
+  EXPECT_EQ(running["state"], "running");
+  EXPECT_EQ(running["agent"], "run-image");
+  EXPECT_EQ(running["workspace"], ws_);
+  EXPECT_GT(running["host_memory_bytes"].get<uint64_t>(), uint64_t{16} << 20) << running.dump();
+  for (int i = 0; i < 100 && airlock({"logs", "job-1"}).out.find("hello-from-the-guest") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_NE(airlock({"logs", "job-1"}).out.find("hello-from-the-guest"), std::string::npos);
+  EXPECT_EQ(slurp(ws_ + "/shared.txt"), "original\n") << "a detached session wrote the workspace";
+
+  auto busyReview = airlock({"review", "job-1", "--review=auto"});
+  EXPECT_EQ(busyReview.exitCode, 73) << busyReview.err;
+  auto busyRm = airlock({"rm", "job-1"});
+  EXPECT_EQ(busyRm.exitCode, 73) << busyRm.err;
+  auto taken = detach("job-1", "true");
+  EXPECT_EQ(taken.exitCode, 64) << taken.err;
+  EXPECT_NE(taken.err.find("is taken"), std::string::npos) << taken.err;
+
+  auto stopped = airlock({"stop", "job-1"});
+  EXPECT_EQ(stopped.exitCode, 0) << stopped.err;
+  auto ended = entry("job-1");
+  EXPECT_EQ(ended["state"], "pending review") << ended.dump();
+  EXPECT_EQ(ended["exit_code"], 3) << ended.dump();
+  EXPECT_NE(airlock({"logs", "job-1"}).out.find("got-term"), std::string::npos);
+  EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "stop left the VM running";
+
+  auto kept = airlock({"rm", "job-1"});
+  EXPECT_EQ(kept.exitCode, 64) << "rm discarded unreviewed changes without --force";
+  auto reviewed = airlock({"review", "job-1", "--review=auto"});
+  EXPECT_EQ(reviewed.exitCode, 0) << reviewed.err;
+  EXPECT_EQ(slurp(ws_ + "/shared.txt"), "changed\n");
+  EXPECT_EQ(entry("job-1")["state"], "exited (3)");
+  EXPECT_EQ(airlock({"ls", "-q"}).out, "") << "an ended, reviewed session is listed without --all";
+  auto removed = airlock({"rm", "job-1"});
+  EXPECT_EQ(removed.exitCode, 0) << removed.err;
+  EXPECT_TRUE(entry("job-1").is_null());
+  auto again = detach("job-1", "true");
+  EXPECT_EQ(again.exitCode, 0) << "the name of a removed session is free: " << again.err;
+  EXPECT_TRUE(waitForState("job-1", "exited (0)")) << "a session that changed nothing waits for a review: "
+                                                   << entry("job-1").dump();
+}
+
+/// Reads from `fd` until `text` appears or 60 s pass; returns what was read.
+std::string readUntil(int fd, const std::string& text) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  char buf[4096];
+  while (got.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+/// `airlock attach NAME` on a new pty (a real terminal: raw mode, window
+/// size). Returns its pid; `master` is the terminal's other end.
+pid_t attachInPty(const std::string& state, const std::string& name, int& master) {
+  winsize size{30, 100, 0, 0};
+  const std::string bin = airlockBinary();
+  pid_t pid = forkpty(&master, nullptr, nullptr, &size);
+  if (pid == 0) {
+    setenv("XDG_STATE_HOME", state.c_str(), 1);
+    execl(bin.c_str(), bin.c_str(), "attach", name.c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+// `attach` in a real pty: keystrokes reach the agent's terminal and its
+// output comes back, the window size is the attaching terminal's, Ctrl-P
+// Ctrl-Q detaches and leaves it running, and a second attach ends with the
+// command's exit code.
+TEST_F(Detached, AttachInAPtyTypesDetachesAndEndsWithTheCommandsCode) {
+  auto started = detach("tty", "while read line; do echo \"got: $line ($(stty size))\"; "
+                               "[ \"$line\" = quit ] && exit 7; done");
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  int master = -1;
+  pid_t pid = attachInPty(state_, "tty", master);
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(readUntil(master, "Ctrl-P Ctrl-Q detaches").find("attached to tty"), std::string::npos);
+  ASSERT_EQ(write(master, "hello\r", 6), 6);
+  std::string echoed = readUntil(master, "got: hello");
+  EXPECT_NE(echoed.find("got: hello (30 100)"), std::string::npos) << echoed;
+  ASSERT_EQ(write(master, "\x10\x11", 2), 2);
+  std::string left = readUntil(master, "detached from tty");
+  EXPECT_NE(left.find("detached from tty"), std::string::npos) << left;
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  close(master);
+  EXPECT_EQ(entry("tty")["state"], "running") << "detaching ended the session";
+
+  pid = attachInPty(state_, "tty", master);
+  readUntil(master, "Ctrl-P Ctrl-Q detaches");
+  ASSERT_EQ(write(master, "quit\r", 5), 5);
+  std::string end = readUntil(master, "exited with 7");
+  EXPECT_NE(end.find("exited with 7"), std::string::npos) << end;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << status;
+  close(master);
+  EXPECT_TRUE(waitForState("tty", "exited (7)")) << entry("tty").dump();
+}
+
+// Issue 17 item 2 with detached sessions: both edit shared.txt and a file
+// of their own; the first review flushes, the second finds shared.txt
+// changed since its snapshot (a conflict, kept) and flushes the rest.
+TEST_F(Detached, TwoSessionsOnOneWorkspaceReviewedInTurn) {
+  ASSERT_EQ(detach("one", "echo one > /workspace/one.txt; echo one > /workspace/shared.txt").exitCode, 0);
+  ASSERT_EQ(detach("two", "echo two > /workspace/two.txt; echo two > /workspace/shared.txt").exitCode, 0);
+  ASSERT_TRUE(waitForState("one", "pending review")) << entry("one").dump();
+  ASSERT_TRUE(waitForState("two", "pending review")) << entry("two").dump();
+  auto first = airlock({"review", "one", "--review=auto"});
+  EXPECT_EQ(first.exitCode, 0) << first.err;
+  auto second = airlock({"review", "two", "--review=auto"});
+  EXPECT_EQ(second.exitCode, 71) << second.out << second.err;
+  EXPECT_EQ(slurp(ws_ + "/one.txt"), "one\n");
+  EXPECT_EQ(slurp(ws_ + "/two.txt"), "two\n");
+  EXPECT_EQ(slurp(ws_ + "/shared.txt"), "one\n") << "the second review overwrote the first one's flush";
+  EXPECT_EQ(entry("two")["state"], "pending review") << "the conflict was not kept";
+}
+
+// No daemon: a supervisor killed with SIGKILL takes its VM with it, `ls`
+// says `dead`, review says there is nothing exported, and rm cleans up.
+TEST_F(Detached, AKilledSupervisorIsDeadAndLeavesNoVm) {
+  ASSERT_EQ(detach("doomed", "echo x > /workspace/x.txt; sleep 600").exitCode, 0);
+  auto e = entry("doomed");
+  ASSERT_FALSE(e.is_null());
+  ASSERT_GT(e.value("created", 0), 0);
+  std::string meta = slurp(e["dir"].get<std::string>() + "/session.json");
+  pid_t owner = nlohmann::json::parse(meta)["owner"].get<pid_t>();
+  ASSERT_GT(owner, 1);
+  ASSERT_EQ(kill(owner, SIGKILL), 0);
+  EXPECT_TRUE(waitForState("doomed", "dead")) << entry("doomed").dump();
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = processesNamed("qemu-system-x86_64", state_).empty();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "the VM outlived its supervisor";
+  // Its janitor (vm/janitor.h) removes the VM's run directory soon after.
+  for (int i = 0; i < 100 && !leftoverRunDirs(state_).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto review = airlock({"review", "doomed", "--review=auto"});
+  EXPECT_EQ(review.exitCode, 64) << review.err;
+  EXPECT_NE(review.err.find("holds no changes"), std::string::npos) << review.err;
+  auto rm = airlock({"rm", "doomed"});
+  EXPECT_EQ(rm.exitCode, 0) << rm.err;
+  EXPECT_EQ(slurp(ws_ + "/shared.txt"), "original\n");
+}
+
+}  // namespace
+}  // namespace airlock::test
