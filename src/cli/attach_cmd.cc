@@ -1,12 +1,14 @@
-// `airlock attach NAME` and `airlock logs NAME`: a detached session's
-// terminal, live (its supervisor's attach socket, session/attach_frames.h)
-// or as it was recorded (SessionLayout::output()).
+// `airlock attach NAME`, `airlock exec NAME -- CMD`, `airlock shell NAME` and
+// `airlock logs NAME`: a detached session's terminal and VM, live (its
+// supervisor's attach socket, session/attach_frames.h), or its terminal as
+// it was recorded (SessionLayout::output()).
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -54,8 +56,13 @@ int attachSession(const HostContext& host, const std::string& name) {
   pthread_sigmask(SIG_BLOCK, &mask, &saved);
   Fd signals(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   const bool tty = ::isatty(0) && ::isatty(1);
+  // Frames for the supervisor wait here, never in a blocking write: an agent
+  // that reads no input must not freeze this terminal or its detach keys.
+  std::string out;
+  constexpr size_t kOutCap = size_t{1} << 20;  // keystrokes past this are dropped
+  ::fcntl(sock->get(), F_SETFL, O_NONBLOCK);
   uint16_t rows = 0, cols = 0;
-  if (tty && windowSize(rows, cols)) (void)writeAll(sock->get(), session::encodeResize(rows, cols));
+  if (tty && windowSize(rows, cols)) out += session::encodeResize(rows, cols);
   std::fprintf(stderr, "airlock: attached to %s (Ctrl-P Ctrl-Q detaches)\r\n", name.c_str());
   std::optional<RawMode> raw;
   if (tty) raw.emplace();
@@ -64,13 +71,19 @@ int attachSession(const HostContext& host, const std::string& name) {
   bool detachArmed = false, detached = false, inputOpen = true, lost = false;
   char buf[16384];
   while (!exited && !detached && !lost) {
-    pollfd fds[3] = {{sock->get(), POLLIN, 0}, {signals.get(), POLLIN, 0}, {inputOpen ? 0 : -1, POLLIN, 0}};
+    short sockEvents = static_cast<short>(POLLIN | (out.empty() ? 0 : POLLOUT));
+    pollfd fds[3] = {{sock->get(), sockEvents, 0}, {signals.get(), POLLIN, 0}, {inputOpen ? 0 : -1, POLLIN, 0}};
     if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+    if ((fds[0].revents & POLLOUT) && !out.empty()) {
+      ssize_t n = ::send(sock->get(), out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) out.erase(0, static_cast<size_t>(n));
+      else if (n < 0 && errno != EAGAIN && errno != EINTR) lost = true;
+    }
     if (fds[1].revents) {
       signalfd_siginfo info;
       while (::read(signals.get(), &info, sizeof info) == sizeof info) {
         if (info.ssi_signo == SIGWINCH) {
-          if (tty && windowSize(rows, cols)) (void)writeAll(sock->get(), session::encodeResize(rows, cols));
+          if (tty && windowSize(rows, cols)) out += session::encodeResize(rows, cols);
         } else {
           detached = true;  // a signal to this client detaches; the session goes on
         }
@@ -78,7 +91,9 @@ int attachSession(const HostContext& host, const std::string& name) {
     }
     if (fds[2].revents) {
       ssize_t n = ::read(0, buf, sizeof buf);
-      if (n <= 0) {
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        // nothing this time
+      } else if (n <= 0) {
         inputOpen = false;  // end of input: keep showing output until the command ends
       } else {
         std::string keys;
@@ -91,12 +106,12 @@ int attachSession(const HostContext& host, const std::string& name) {
           detachArmed = tty && buf[i] == kDetach1;
           if (!detachArmed) keys += buf[i];
         }
-        if (!keys.empty() && !writeAll(sock->get(), session::encodeAttachFrame(AttachFrameType::kInput, keys)))
-          lost = true;
+        if (!keys.empty() && out.size() < kOutCap) out += session::encodeAttachFrame(AttachFrameType::kInput, keys);
       }
     }
-    if (fds[0].revents) {
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = ::read(sock->get(), buf, sizeof buf);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
       if (n <= 0) {
         lost = true;
         break;
@@ -125,8 +140,86 @@ int attachSession(const HostContext& host, const std::string& name) {
                  name.c_str(), *exited, name.c_str());
     return *exited;
   }
-  std::fprintf(stderr, "\nairlock: the session %s ended (see airlock ls)\n", name.c_str());
-  return 0;
+  return reportError(Error{fmt::format("lost the connection to session {} (airlock ls shows its state)", name),
+                           exit_code::kVmFailed});
+}
+
+/// `airlock exec`: `argv` in the session's VM as the agent's user, with the
+/// agent's environment, in its working directory; stdin forwarded with
+/// `interactive`, a pty with `tty` (raw mode, window size). Returns the
+/// command's exit code.
+int execInSession(const HostContext& host, const std::string& name, const std::vector<std::string>& argv,
+                  bool interactive, bool tty) {
+  if (argv.empty())
+    return reportError(Error{"exec needs a command: airlock exec NAME -- CMD [ARGS...]", exit_code::kUsage});
+  auto dir = session::resolveSessionDir(host.dirs.state, name);
+  if (!dir) return reportError(dir.error());
+  auto sock = session::connectAttachSocket(*dir);
+  if (!sock) return reportError(sock.error());
+  tty = tty && ::isatty(0) && ::isatty(1);
+  session::ExecStart start;
+  start.argv = argv;
+  start.tty = tty;
+  if (tty) windowSize(start.rows, start.cols);
+  if (!writeAll(sock->get(), session::encodeExecStart(start)))
+    return reportError(Error{"the session's supervisor went away", exit_code::kVmFailed});
+  if (!interactive) (void)writeAll(sock->get(), session::encodeAttachFrame(AttachFrameType::kCloseInput, ""));
+  sigset_t mask, saved;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGWINCH);
+  pthread_sigmask(SIG_BLOCK, &mask, &saved);
+  Fd signals(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  std::optional<RawMode> raw;
+  if (tty && interactive) raw.emplace();
+  session::AttachFrameReader reader;
+  std::optional<int> exited;
+  bool inputOpen = interactive, lost = false;
+  char buf[16384];
+  while (!exited && !lost) {
+    pollfd fds[3] = {{sock->get(), POLLIN, 0}, {signals.get(), POLLIN, 0}, {inputOpen ? 0 : -1, POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+    if (fds[1].revents) {
+      signalfd_siginfo info;
+      while (::read(signals.get(), &info, sizeof info) == sizeof info) {
+        uint16_t rows, cols;
+        if (tty && windowSize(rows, cols)) (void)writeAll(sock->get(), session::encodeResize(rows, cols));
+      }
+    }
+    if (fds[2].revents) {
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n <= 0) {
+        inputOpen = false;
+        (void)writeAll(sock->get(), session::encodeAttachFrame(AttachFrameType::kCloseInput, ""));
+      } else {
+        for (ssize_t at = 0; at < n; at += static_cast<ssize_t>(session::kMaxFramePayload)) {
+          std::string_view piece(buf + at, static_cast<size_t>(std::min<ssize_t>(n - at, session::kMaxFramePayload)));
+          if (!writeAll(sock->get(), session::encodeAttachFrame(AttachFrameType::kInput, piece))) lost = true;
+        }
+      }
+    }
+    if (fds[0].revents) {
+      ssize_t n = ::read(sock->get(), buf, sizeof buf);
+      if (n <= 0) {
+        lost = true;
+        break;
+      }
+      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+      for (;;) {
+        auto frame = reader.next();
+        if (!frame || !*frame) {
+          lost = !frame;
+          break;
+        }
+        if ((*frame)->type == AttachFrameType::kOutput) (void)writeAll(1, (*frame)->payload);
+        else if ((*frame)->type == AttachFrameType::kStderr) (void)writeAll(2, (*frame)->payload);
+        else if ((*frame)->type == AttachFrameType::kExit) exited = std::atoi((*frame)->payload.c_str());
+      }
+    }
+  }
+  raw.reset();
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (exited) return *exited;
+  return reportError(Error{fmt::format("the session {} ended before the command did", name), exit_code::kVmFailed});
 }
 
 int showLogs(const HostContext& host, const std::string& name, bool follow, bool rawOutput) {
@@ -163,7 +256,38 @@ int showLogs(const HostContext& host, const std::string& name, bool follow, bool
 
 }  // namespace
 
-void addAttachCommands(CLI::App& app, int& exitCode, const HostContext& host) {
+void addAttachCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                       const std::vector<std::string>& afterDoubleDash) {
+  struct ExecArgs {
+    std::string name;
+    bool interactive = false, tty = false;
+  };
+  auto exec = std::make_shared<ExecArgs>();
+  auto* execCmd = app.add_subcommand("exec", "Run another command in a running session's VM");
+  execCmd->footer(R"(Usage: airlock exec [-i] [-t] NAME -- CMD [ARGS...]
+
+The command runs next to the agent, as its user, with its environment, in its
+working directory (/workspace), on the same snapshot: what it changes is part of
+the session's changes. Exits with the command's code. -i forwards your input,
+-t gives it a terminal (both, as -it, for an interactive program).
+
+Examples:
+  airlock exec tests -- git -C /workspace status
+  airlock exec -it tests -- sh)");
+  execCmd->add_option("name", exec->name, "Session name or id")->required();
+  execCmd->add_flag("-i,--interactive", exec->interactive, "Forward standard input");
+  execCmd->add_flag("-t,--tty", exec->tty, "A terminal for the command (when yours is one)");
+  execCmd->callback([exec, &host, &exitCode, &afterDoubleDash] {
+    exitCode = execInSession(host, exec->name, afterDoubleDash, exec->interactive, exec->tty);
+  });
+
+  auto shellName = std::make_shared<std::string>();
+  auto* shell = app.add_subcommand("shell", "A shell in a running session's VM (airlock exec -it NAME -- sh)");
+  shell->add_option("name", *shellName, "Session name or id")->required();
+  shell->callback([shellName, &host, &exitCode] {
+    exitCode = execInSession(host, *shellName, {"/bin/sh"}, true, true);
+  });
+
   auto attachName = std::make_shared<std::string>();
   auto* attach = app.add_subcommand("attach", "Connect your terminal to a detached session's agent");
   attach->footer(R"(Ctrl-P Ctrl-Q detaches and leaves the agent running; the window size follows yours.

@@ -27,11 +27,13 @@ void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
                    const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation);
 
 /// The verbs of sessions: `airlock ls`, `stop`, `rm` (src/cli/session_cmd.cc),
-/// `attach` and `logs`.
-void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host);
+/// `attach`, `exec`, `shell` and `logs`. `afterDoubleDash`: exec's command.
+void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                        const std::vector<std::string>& afterDoubleDash);
 
-/// `airlock attach` and `airlock logs` (src/cli/attach_cmd.cc), added by addSessionCommands.
-void addAttachCommands(CLI::App& app, int& exitCode, const HostContext& host);
+/// `airlock attach`, `exec`, `shell` and `logs` (src/cli/attach_cmd.cc), added by addSessionCommands.
+void addAttachCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                       const std::vector<std::string>& afterDoubleDash);
 
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
 void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host);

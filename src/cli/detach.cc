@@ -1,6 +1,9 @@
 #include "cli/detach.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,19 +47,36 @@ int startDetached(const std::vector<std::string>& invocation) {
     // the shell that started it), stdin and stdout on /dev/null, stderr
     // to the relay until its command runs.
     ::setsid();
-    int null = ::open("/dev/null", O_RDWR);
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     ::dup2(null, 0);
     ::dup2(null, 1);
     ::dup2(relay[1], 2);
     ::execv("/proc/self/exe", argv.data());
-    ::_exit(127);
+    const char msg[] = "airlock: cannot start the session's supervisor (/proc/self/exe)\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(exit_code::kInternal);
   }
   ::close(relay[1]);
   Fd in(relay[0]);
+  // Ctrl-C (or SIGTERM) while it starts: the supervisor is told to stop
+  // (its command gets SIGTERM as soon as it runs; see `airlock ls`).
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  Fd signals(::signalfd(-1, &mask, SFD_CLOEXEC));
   std::string pending, name;
   char buf[4096];
   const std::string marker = session::kStartedMarker;
   while (name.empty()) {
+    pollfd fds[2] = {{in.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+    if (fds[1].revents) {
+      ::kill(pid, SIGTERM);
+      std::fprintf(stderr, "airlock: interrupted; the session that was starting is told to stop\n");
+      return 130;
+    }
+    if (!fds[0].revents) continue;
     ssize_t n = ::read(in.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -87,7 +107,13 @@ int superviseSession(session::Runner& runner, session::DetachedUi& ui, bool expo
   };
   if (auto r = runner.open(); !r) return failed(r.error());
   ui.setSessionDir(runner.sessionDir(), runner.sessionName());
-  if (auto r = runner.boot(); !r) return failed(r.error());
+  if (auto r = runner.boot(); !r) {
+    // Said on `run -d`'s terminal; nothing ran, so nothing is kept.
+    const std::string dir = runner.sessionDir();
+    session::releaseSessionName(dir.substr(0, dir.rfind("/sessions/")), dir);
+    (void)removeTree(dir);
+    return reportError(r.error());
+  }
   auto code = runner.runCommand();
   if (!code) return failed(code.error());
   if (exportChanges) {

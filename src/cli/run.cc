@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -204,6 +205,19 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   return setup;
 }
 
+/// What crosses into the VM from the host besides the workspace: the login
+/// (brokered, or entering the VM) and the user's settings.
+void announce(const RunSetup& setup, session::Ui& ui, const std::string& agent) {
+  if (setup.login && setup.login->entersVm())
+    ui.progress(fmt::format("your {} login enters the VM ({} cannot be brokered): {}", setup.login->describe(), agent,
+                            setup.login->delivery()));
+  else if (setup.login)
+    ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder", setup.login->describe()));
+  if (!setup.imported.imported.empty())
+    ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup.imported.imported, ", ")));
+  for (const auto& line : setup.imported.dropped) ui.notice("left out of your settings: " + line);
+}
+
 /// The checks of -d and --name that need no plan.
 Result<> checkDetachFlags(const RunArgs& args) {
   if (!args.detached.detach && !args.detached.supervise) {
@@ -222,24 +236,19 @@ Result<> checkDetachFlags(const RunArgs& args) {
 int runAgent(const HostContext& host, RunArgs args, const std::vector<std::string>& invocation) {
   if (auto r = checkDetachFlags(args); !r) return reportError(r.error());
   if (args.detached.detach && !args.detached.supervise) return startDetached(invocation);
+  // The supervisor's signals are set up before planning starts any thread.
+  std::optional<session::DetachedUi> detached;
+  if (args.detached.supervise) detached.emplace(args.quiet);
   auto setup = planRun(host, args);
   if (!setup) return reportError(setup.error());
-  if (args.detached.supervise) {
-    session::DetachedUi ui(args.quiet);
-    CliImageProvider images(host, args.registry, setup->settings, setup->spec, ui, args.quiet);
-    session::Runner runner(setup->plan, {host, ui, launchMachine(host), images});
-    return superviseSession(runner, ui, setup->plan.workspaceMode == session::WorkspaceMode::kSnapshot);
+  if (detached) {
+    announce(*setup, *detached, args.agent);
+    CliImageProvider images(host, args.registry, setup->settings, setup->spec, *detached, args.quiet);
+    session::Runner runner(setup->plan, {host, *detached, launchMachine(host), images});
+    return superviseSession(runner, *detached, setup->plan.workspaceMode == session::WorkspaceMode::kSnapshot);
   }
   TerminalUi ui(host, args.quiet);
-  if (setup->login && setup->login->entersVm())
-    ui.progress(fmt::format("your {} login enters the VM ({} cannot be brokered): {}", setup->login->describe(),
-                            args.agent, setup->login->delivery()));
-  else if (setup->login)
-    ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder",
-                            setup->login->describe()));
-  if (!setup->imported.imported.empty())
-    ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup->imported.imported, ", ")));
-  for (const auto& line : setup->imported.dropped) ui.notice("left out of your settings: " + line);
+  announce(*setup, ui, args.agent);
   CliImageProvider images(host, args.registry, setup->settings, setup->spec, ui, args.quiet);
   session::Runner runner(setup->plan, {host, ui, launchMachine(host), images});
   auto outcome = runner.run();

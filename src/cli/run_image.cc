@@ -178,13 +178,15 @@ int runImage(const HostContext& host, const RunImageArgs& args, const std::vecto
     return reportError(Error{fmt::format("--name '{}' is not a session name: use 1-64 letters, digits, '_', '.' or "
                                          "'-', starting with a letter or digit", d.name), exit_code::kUsage});
   }
+  // The supervisor's signals are set up before planning starts any thread.
+  std::optional<session::DetachedUi> detached;
+  if (d.supervise) detached.emplace(args.quiet);
   auto plan = planRunImage(host, args);
   if (!plan) return reportError(plan.error());
-  if (d.supervise) {
-    session::DetachedUi ui(args.quiet);
-    CliImageProvider images(host, args.registry, config::Settings{}, agents::AgentSpec{}, ui, args.quiet);
-    session::Runner runner(std::move(*plan), {host, ui, launchMachine(host), images});
-    return superviseSession(runner, ui, true);
+  if (detached) {
+    CliImageProvider images(host, args.registry, config::Settings{}, agents::AgentSpec{}, *detached, args.quiet);
+    session::Runner runner(std::move(*plan), {host, *detached, launchMachine(host), images});
+    return superviseSession(runner, *detached, true);
   }
   TerminalUi ui(host, args.quiet);
   CliImageProvider images(host, args.registry, config::Settings{}, agents::AgentSpec{}, ui, args.quiet);

@@ -82,10 +82,11 @@ int listSessions(const HostContext& host, bool all, bool json, bool quiet) {
   return 0;
 }
 
-/// Waits up to `limit` for the session in `dir` to stop running.
+/// Waits up to `limit` for the owner of the session in `dir` to let go of
+/// its run lock (a review started right after does not count).
 bool waitStopped(const std::string& dir, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (session::sessionRunning(dir)) {
+  while (lockHeld(SessionLayout{dir}.runLock())) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -102,16 +103,16 @@ int stopSessions(const HostContext& host, const std::vector<std::string>& names,
     }
     SessionLayout layout{*dir};
     auto meta = session::readSessionMeta(*dir);
-    if (!lockHeld(layout.runLock()) || !meta || meta->owner <= 0) {
-      std::printf("%s\n", name.c_str());  // not running: nothing to stop (docker stop does the same)
-      continue;
-    }
     // SIGTERM to the session's owner reaches the command; a second one
     // after `seconds` ends it as the escape keys do. Either way its changes
-    // are exported before the VM stops.
-    ::kill(meta->owner, SIGTERM);
+    // are exported before the VM stops. Not running: nothing to stop (docker
+    // stop says the name all the same).
+    if (!meta || !session::signalSessionOwner(*dir, *meta, SIGTERM)) {
+      std::printf("%s\n", name.c_str());
+      continue;
+    }
     if (!waitStopped(*dir, std::chrono::seconds(seconds))) {
-      if (lockHeld(layout.runLock())) ::kill(meta->owner, SIGTERM);
+      session::signalSessionOwner(*dir, *meta, SIGTERM);
       if (!waitStopped(*dir, std::chrono::seconds(120))) {
         code = reportError(Error{fmt::format("session {} did not stop within {} s; its process is {} (see {})", name,
                                              seconds + 120, meta->owner, layout.log()),
@@ -175,7 +176,8 @@ int removeSessions(const HostContext& host, std::vector<std::string> names, bool
 
 }  // namespace
 
-void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host) {
+void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                        const std::vector<std::string>& afterDoubleDash) {
   struct LsArgs {
     bool all = false, json = false, quiet = false;
   };
@@ -184,8 +186,9 @@ void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host) {
   lsCmd->alias("ps");
   lsCmd->footer(R"(States: running; reviewing; pending review (ended, with changes for `airlock review NAME`);
 exited (N) (ended, nothing pending; shown with --all); dead (its process died before
-the command exited: `airlock review NAME` still reviews what it exported, `airlock rm`
-removes it). HOST MEM is the resident memory of the session's processes (QEMU included).)");
+the command exited, e.g. SIGKILL: the VM went with it and nothing was exported;
+`airlock rm NAME` removes it). HOST MEM is the resident memory of the session's
+processes (QEMU included).)");
   lsCmd->add_flag("-a,--all", ls->all, "Also list sessions that ended with nothing pending");
   lsCmd->add_flag("--json", ls->json, "Print a JSON array");
   lsCmd->add_flag("-q,--quiet", ls->quiet, "Print only the names");
@@ -217,7 +220,7 @@ changes were never reviewed is refused unless --force (exit 64).)");
   rmCmd->add_flag("-f,--force", rm->force, "Also discard changes nobody reviewed");
   rmCmd->callback([rm, &host, &exitCode] { exitCode = removeSessions(host, rm->names, rm->all, rm->force); });
 
-  addAttachCommands(app, exitCode, host);
+  addAttachCommands(app, exitCode, host, afterDoubleDash);
 }
 
 }  // namespace airlock::cli

@@ -23,7 +23,7 @@ inline constexpr int kEgress = 69;         ///< egress policy cannot be enforced
 inline constexpr int kReviewPending = 70;  ///< review left changes pending (rejected/held back)
 inline constexpr int kConflict = 71;       ///< flush conflict: a file changed on the host
 inline constexpr int kInternal = 72;       ///< any other airlock failure
-inline constexpr int kBusy = 73;           ///< what the command needs is in use (a review of the same session, a session on the project)
+inline constexpr int kBusy = 73;           ///< in use: a running session (review, rm), a review of it, a session on the project (state rm)
 /// the change set was refused (unsafe entry; nothing flushed), or a file of it was over the size limit (never flushed)
 inline constexpr int kUnsafeChangeSet = 74;
 
@@ -44,7 +44,7 @@ inline constexpr ExitCodeRow kExitCodeTable[] = {
     {kReviewPending, "review left changes pending (rejected or held back; kept in the session)"},
     {kConflict, "flush conflict: a file changed on the host; not overwritten"},
     {kInternal, "internal error"},
-    {kBusy, "another airlock process is reviewing the same session, or a session runs on the project whose state you remove"},
+    {kBusy, "in use: the session is running (review, rm) or being reviewed, or (state rm) a session runs on the project"},
     {kUnsafeChangeSet, "the change set was refused as unsafe (nothing flushed), or a file of it was skipped for "
                        "its size (never flushed)"},
 };

@@ -10,6 +10,14 @@ std::string TerminalTextFilter::feed(std::string_view bytes) {
   opt.keepTabs = true;
   for (char ch : bytes) {
     const auto c = static_cast<unsigned char>(ch);
+    // CAN and SUB cancel any sequence; a newline inside one ends it too, so
+    // an unterminated sequence cannot swallow the rest of the output; and
+    // a string sequence (a title, a hyperlink) is cut off after 4 KiB.
+    if (state_ != State::kText && (c == 0x18 || c == 0x1a || c == '\n' || ++sequence_ > 4096)) {
+      state_ = State::kText;
+      if (c != '\n') continue;
+    }
+    if (state_ == State::kText) sequence_ = 0;
     switch (state_) {
       case State::kText:
         if (c == 0x1b) {

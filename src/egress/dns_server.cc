@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/thread_signals.h"
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
 #include "egress/dns_tcp.h"
@@ -63,7 +64,10 @@ Result<std::unique_ptr<DnsServer>> DnsServer::start(const NetNamespace& netns, D
   if (pipe2(stop, O_CLOEXEC) != 0) return failWith(exit_code::kEgress, "cannot create a pipe: {}", errnoText(errno));
   server->stopRead_.reset(stop[0]);
   server->stopWrite_.reset(stop[1]);
-  server->thread_ = std::thread([raw = server.get()] { raw->serve(); });
+  server->thread_ = std::thread([raw = server.get()] {
+    blockSignalsInThisThread();
+    raw->serve();
+  });
   return server;
 }
 

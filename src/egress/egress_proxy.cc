@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "common/thread_signals.h"
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
 #include "egress/first_bytes.h"
@@ -130,6 +131,7 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
   if (!bound) return std::unexpected(bound.error());
   std::unique_ptr<EgressProxy> proxy(new EgressProxy(shared));
   proxy->acceptor_ = std::thread([shared] {
+    blockSignalsInThisThread();  // and its connection threads, which inherit the mask
     for (;;) {
       Fd conn(accept4(shared->listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!conn) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/thread_signals.h"
 #include "common/exit_codes.h"
 
 namespace airlock::egress {
@@ -19,6 +20,7 @@ Result<NetNamespace> NetNamespace::create() {
   // the host's namespace; the new one is pinned by the fd the thread opens.
   Result<Fd> fd = fail("namespace thread did not run");
   std::thread([&] {
+    blockSignalsInThisThread();
     if (unshare(CLONE_NEWNET) != 0) {
       fd = failWith(exit_code::kEgress, "cannot create a network namespace (unshare CLONE_NEWNET): {}; run as "
                     "root or enable unprivileged user namespaces", errnoText(errno));
@@ -37,6 +39,7 @@ Result<NetNamespace> NetNamespace::create() {
 Result<> NetNamespace::run(const std::function<Result<>()>& fn) const {
   Result<> result;
   std::thread([&] {
+    blockSignalsInThisThread();
     if (setns(fd_.get(), CLONE_NEWNET) != 0) {
       result = failWith(exit_code::kEgress, "cannot enter the session network namespace: {}", errnoText(errno));
       return;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/thread_signals.h"
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
 #include "egress/stream_relay.h"
@@ -54,6 +55,7 @@ Result<std::unique_ptr<PortPublisher>> PortPublisher::start(const NetNamespace& 
   auto ns = std::make_shared<const NetNamespace>(netns.duplicate());
   publisher->acceptor_ = std::thread([listener = publisher->listener_.get(), stop = publisher->stop_.get(), ns, port,
                                       log = std::move(log)] {
+    blockSignalsInThisThread();
     for (;;) {
       pollfd fds[2] = {{listener, POLLIN, 0}, {stop, POLLIN, 0}};
       if (poll(fds, 2, -1) < 0 && errno != EINTR) return;

@@ -1,5 +1,7 @@
 #include "session/attach_frames.h"
 
+#include <tuple>
+
 namespace airlock::session {
 
 std::string encodeAttachFrame(AttachFrameType type, std::string_view payload) {
@@ -26,10 +28,41 @@ std::optional<std::pair<uint16_t, uint16_t>> decodeResize(std::string_view p) {
   return std::pair{rows, cols};
 }
 
+std::string encodeExecStart(const ExecStart& start) {
+  std::string p;
+  p.push_back(start.tty ? 't' : '-');
+  for (uint16_t v : {start.rows, start.cols}) {
+    p.push_back(static_cast<char>(v >> 8));
+    p.push_back(static_cast<char>(v & 0xff));
+  }
+  for (const auto& arg : start.argv) {
+    p += arg;
+    p.push_back('\0');
+  }
+  return encodeAttachFrame(AttachFrameType::kExec, p);
+}
+
+std::optional<ExecStart> decodeExecStart(std::string_view p) {
+  if (p.size() < 5 || (p[0] != 't' && p[0] != '-')) return std::nullopt;
+  ExecStart start;
+  start.tty = p[0] == 't';
+  auto size = decodeResize(p.substr(1, 4));
+  if (size) std::tie(start.rows, start.cols) = *size;
+  std::string_view rest = p.substr(5);
+  while (!rest.empty()) {
+    size_t nul = rest.find('\0');
+    if (nul == std::string_view::npos) return std::nullopt;
+    start.argv.emplace_back(rest.substr(0, nul));
+    rest.remove_prefix(nul + 1);
+  }
+  if (start.argv.empty() || start.argv.front().empty()) return std::nullopt;
+  return start;
+}
+
 Result<std::optional<AttachFrame>> AttachFrameReader::next() {
   if (buffer_.empty()) return std::nullopt;
   const char type = buffer_[0];
-  if (type != 'i' && type != 'w' && type != 'o' && type != 'x')
+  if (std::string_view("iwceorx").find(type) == std::string_view::npos)
     return fail("attach socket: unknown frame type 0x{:02x}", static_cast<unsigned char>(type));
   if (buffer_.size() < 5) return std::nullopt;
   uint32_t n = 0;

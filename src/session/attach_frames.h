@@ -5,9 +5,13 @@
 //   type (1 byte) | length (4 bytes, big-endian) | payload (length bytes)
 //
 // client -> supervisor: kInput (keystrokes for the agent's terminal),
-//   kResize (rows, cols: 2 bytes big-endian each).
-// supervisor -> client: kOutput (the terminal's output), kExit (the
-//   command's exit code as decimal text; the session ends).
+//   kResize (rows, cols: 2 bytes big-endian each); or, as its first frame,
+//   kExec (encodeExecStart: another command in the same VM, `airlock exec`),
+//   whose client then sends kInput, kResize and kCloseInput for it.
+// supervisor -> client: kOutput (the terminal's output, or an exec's
+//   stdout), kStderr (an exec's stderr without a pty), kExit (the command's
+//   exit code as decimal text: the agent's when the session ends, or the
+//   exec's).
 // Both ends are airlock processes of the same user; the reader still bounds
 // what it buffers (kMaxFramePayload) and fails on an unknown type.
 
@@ -15,12 +19,21 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 
 namespace airlock::session {
 
-enum class AttachFrameType : char { kInput = 'i', kResize = 'w', kOutput = 'o', kExit = 'x' };
+enum class AttachFrameType : char {
+  kInput = 'i',
+  kResize = 'w',
+  kCloseInput = 'c',
+  kExec = 'e',
+  kOutput = 'o',
+  kStderr = 'r',
+  kExit = 'x',
+};
 
 /// The largest payload of one frame, bytes.
 inline constexpr size_t kMaxFramePayload = 64 * 1024;
@@ -40,6 +53,22 @@ std::string encodeResize(uint16_t rows, uint16_t cols);
 /// The rows and columns of a kResize payload; nullopt when it is not 4 bytes
 /// or either is 0.
 std::optional<std::pair<uint16_t, uint16_t>> decodeResize(std::string_view payload);
+
+/// What `airlock exec` asks for: the command, and a pty of rows x cols when
+/// `tty`. The user, environment and working directory are the agent's.
+struct ExecStart {
+  std::vector<std::string> argv;
+  bool tty = false;
+  uint16_t rows = 24, cols = 80;
+};
+
+/// A kExec frame: 't' or '-', rows and cols (2 bytes big-endian each), then
+/// argv as NUL-terminated strings.
+std::string encodeExecStart(const ExecStart& start);
+
+/// The ExecStart of a kExec payload; nullopt when it is malformed or argv is
+/// empty.
+std::optional<ExecStart> decodeExecStart(std::string_view payload);
 
 /// Splits a byte stream into frames.
 class AttachFrameReader {

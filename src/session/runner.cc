@@ -24,6 +24,7 @@
 #include "session/session_list.h"
 #include "state/state_archive.h"
 #include "vm/guest_contract.h"
+#include "workspace/flush.h"
 #include "workspace/ignore.h"
 #include "workspace/snapshot.h"
 
@@ -75,6 +76,9 @@ Runner::Runner(Plan plan, RunnerDeps deps) : plan_(std::move(plan)), deps_(std::
 
 Runner::~Runner() {
   if (sandbox_) sandbox_->stop();
+  // A session that never got to its command gives its name back (a retry
+  // with the same --name works); its directory stays, `dead`, for its log.
+  if (session_ && !commandStarted_) releaseSessionName(deps_.host.dirs.state, session_->dir());
 }
 
 std::string Runner::sessionDir() const { return session_ ? session_->dir() : std::string(); }
@@ -97,6 +101,7 @@ Result<> Runner::open() {
   meta.label = plan_.label;
   meta.created = std::time(nullptr);
   meta.owner = ::getpid();
+  meta.ownerStart = processStartTime(meta.owner);
   meta.cpus = plan_.machine.cpus;
   meta.memoryMiB = plan_.machine.memoryMiB;
   meta.detached = plan_.detached;
@@ -109,6 +114,11 @@ Result<> Runner::open() {
   }
   SessionLayout layout{session_->dir()};
   session_->removeOnClose(layout.snapshot());
+  // Another session's flush into the workspace finishes first, and none
+  // starts while the snapshot is taken.
+  auto flushes = ws::holdFlushes(session_->workspace(), deps_.host.dirs.state,
+                                 [this](const std::string& line) { deps_.ui.say(line); });
+  if (!flushes) return std::unexpected(flushes.error());
   return takeSnapshot();
 }
 
@@ -426,8 +436,9 @@ void Runner::returnCredential() {
 }
 
 /// The lock of the agent's saved state for this project (next to its
-/// directory): sessions on one project restore and save it one at a time
-/// (the last save wins; none reads a half-replaced one).
+/// directory), held while a restore reads the saved tree and while a save
+/// swaps in the new one, never while a guest works: sessions on one project
+/// never read a half-replaced state, and the last save wins.
 Result<FileLock> Runner::lockState() {
   const std::string& dir = plan_.state->dir;
   return FileLock::acquire(dir + ".lock", "saving the agent's state of this project",
@@ -442,13 +453,16 @@ Result<bool> Runner::restoreState() {
   const StatePlan& st = *plan_.state;
   const std::string saved = st.dir + "/home";
   if (!isDirectory(saved)) return false;
-  auto stateLock = lockState();
-  if (!stateLock) return std::unexpected(stateLock.error());
-  const std::string tar = st.dir + "/restore.tar";
-  (void)::unlink(tar.c_str());  // a crashed run's
-  auto size = state::packState(saved, tar, plan_.exec.uid);
-  auto content = size ? readFile(tar, *size + 1) : Result<std::string>(std::unexpected(size.error()));
-  ::unlink(tar.c_str());
+  const std::string tar = fmt::format("{}/restore-{}.tar", st.dir, ::getpid());
+  Result<std::string> content = std::unexpected(Error{});
+  {  // read under the lock; the guest, however slow, unpacks after it
+    auto stateLock = lockState();
+    if (!stateLock) return std::unexpected(stateLock.error());
+    (void)::unlink(tar.c_str());  // a crashed run's
+    auto size = state::packState(saved, tar, plan_.exec.uid);
+    content = size ? readFile(tar, *size + 1) : Result<std::string>(std::unexpected(size.error()));
+    ::unlink(tar.c_str());
+  }
   if (!content) return std::unexpected(content.error());
   if (auto r = runInGuest({"sh", "-c", "cd \"$HOME\" && exec tar -x -f -"}, *content, plan_.exec.uid); !r)
     return std::unexpected(r.error());
@@ -463,9 +477,10 @@ Result<bool> Runner::restoreState() {
 Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
   const StatePlan& st = *plan_.state;
   if (auto r = makeDirs(st.dir, 0700); !r) return std::unexpected(r.error());
-  auto stateLock = lockState();
-  if (!stateLock) return std::unexpected(stateLock.error());
-  const std::string tarPath = st.dir + "/save.tar", fresh = st.dir + "/home.new", old = st.dir + "/home.old";
+  // Names of this process's own: another session on the project may save now too.
+  const std::string tarPath = fmt::format("{}/save-{}.tar", st.dir, ::getpid());
+  const std::string fresh = fmt::format("{}/home.new-{}", st.dir, ::getpid());
+  const std::string old = fmt::format("{}/home.old-{}", st.dir, ::getpid());
   // The output handler runs on the sandbox's reader thread and may be
   // called after this function gave up on the command (a guest that keeps
   // sending): it owns what it touches, and stops writing once closed.
@@ -535,6 +550,13 @@ Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
   auto summary = state::unpackState(tarPath, fresh, st.paths, st.limits, excluded);
   (void)::unlink(tarPath.c_str());
   if (!summary) return std::unexpected(summary.error());
+  // Only the swap is locked: the last session to save wins, and none reads
+  // a half-replaced state.
+  auto stateLock = lockState();
+  if (!stateLock) {
+    (void)removeTree(fresh);
+    return std::unexpected(stateLock.error());
+  }
   (void)removeTree(old);
   const std::string home = st.dir + "/home";
   if (isDirectory(home) && ::rename(home.c_str(), old.c_str()) != 0)
@@ -557,6 +579,7 @@ void Runner::reportBlocked() {
 Result<int> Runner::runCommand() {
   if (!sandbox_) return failWith(exit_code::kInternal, "runCommand() before boot()");
   step("agent", plan_.commandLine);
+  commandStarted_ = true;
   auto attached = deps_.ui.attach(*sandbox_, plan_.exec, plan_.pty);
   reportBlocked();
   if (!attached) {

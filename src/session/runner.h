@@ -121,6 +121,7 @@ class Runner {
   std::unique_ptr<Session> session_;
   std::unique_ptr<vm::Sandbox> sandbox_;
   int commandCode_ = 0;
+  bool commandStarted_ = false;
   bool forced_ = false;
 };
 

@@ -1,6 +1,7 @@
 #include "session/session_list.h"
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/fd.h"
 #include "common/file_lock.h"
 #include "common/paths.h"
 #include "session/layout.h"
@@ -18,6 +20,7 @@ namespace airlock::session {
 
 Result<> writeSessionMeta(const std::string& dir, const SessionMeta& meta) {
   nlohmann::json j = {{"label", meta.label},   {"created", meta.created},      {"owner", meta.owner},
+                      {"owner_start", meta.ownerStart},
                       {"cpus", meta.cpus},     {"memory_mib", meta.memoryMiB}, {"detached", meta.detached}};
   return writeFileAtomic(SessionLayout{dir}.meta(), j.dump() + "\n", 0600);
 }
@@ -28,12 +31,17 @@ std::optional<SessionMeta> readSessionMeta(const std::string& dir) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
   SessionMeta m;
-  m.label = j.value("label", "");
-  m.created = j.value("created", int64_t{0});
-  m.owner = j.value("owner", 0);
-  m.cpus = j.value("cpus", 0u);
-  m.memoryMiB = j.value("memory_mib", 0u);
-  m.detached = j.value("detached", false);
+  try {  // a field of the wrong type: no record, rather than no `airlock ls`
+    m.label = j.value("label", "");
+    m.created = j.value("created", int64_t{0});
+    m.owner = j.value("owner", 0);
+    m.ownerStart = j.value("owner_start", uint64_t{0});
+    m.cpus = j.value("cpus", 0u);
+    m.memoryMiB = j.value("memory_mib", 0u);
+    m.detached = j.value("detached", false);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
   return m;
 }
 
@@ -90,6 +98,35 @@ void addChildren(pid_t pid, std::set<pid_t>& seen) {
 }
 
 }  // namespace
+
+uint64_t processStartTime(pid_t pid) {
+  auto stat = readFile("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!stat) return 0;
+  // The command name (field 2) is in parentheses and may hold anything:
+  // count fields from the last ')'.
+  size_t at = stat->rfind(')');
+  if (at == std::string::npos) return 0;
+  const char* p = stat->data() + at + 1;
+  const char* end = stat->data() + stat->size();
+  for (int field = 3; field < 22 && p < end; ++field) {
+    while (p < end && *p == ' ') ++p;
+    while (p < end && *p != ' ') ++p;
+  }
+  while (p < end && *p == ' ') ++p;
+  uint64_t ticks = 0;
+  std::from_chars(p, end, ticks);
+  return ticks;
+}
+
+bool signalSessionOwner(const std::string& dir, const SessionMeta& meta, int signo) {
+  if (meta.owner <= 0 || meta.ownerStart == 0) return false;
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, meta.owner, 0)));
+  if (!pidfd) return false;
+  // The pidfd names one process for good: check it is the session's owner
+  // (its start time) and still runs the session (the run lock), then signal it.
+  if (processStartTime(meta.owner) != meta.ownerStart || !lockHeld(SessionLayout{dir}.runLock())) return false;
+  return ::syscall(SYS_pidfd_send_signal, pidfd.get(), signo, nullptr, 0) == 0;
+}
 
 uint64_t processTreeMemory(pid_t pid) {
   if (pid <= 0) return 0;

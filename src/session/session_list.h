@@ -20,6 +20,7 @@ struct SessionMeta {
   std::string label;        ///< the agent's name, or "run-image"
   int64_t created = 0;      ///< Unix time, seconds
   pid_t owner = 0;          ///< the airlock process that owns it (a detached session's supervisor)
+  uint64_t ownerStart = 0;  ///< its start time (processStartTime), so a reused pid is never taken for it
   unsigned cpus = 0;        ///< vCPUs
   unsigned memoryMiB = 0;   ///< guest memory, MiB
   bool detached = false;    ///< started with run -d
@@ -59,6 +60,16 @@ std::optional<int> recordedExitCode(const std::string& dir);
 /// Every session under sessionsDir(stateDir), oldest first (review-XXXXXX
 /// sessions of hand-made reviews are left out).
 std::vector<SessionEntry> listSessions(const std::string& stateDir);
+
+/// The start time of process `pid` in clock ticks since boot (field 22 of
+/// /proc/PID/stat); 0 when it is gone.
+uint64_t processStartTime(pid_t pid);
+
+/// Sends `signo` to the owner of the session in `dir` when it is still the
+/// process `meta` recorded (same pid and start time, through a pidfd, so a
+/// reused pid is never signalled) and still holds the run lock. False when
+/// the session is not running.
+bool signalSessionOwner(const std::string& dir, const SessionMeta& meta, int signo);
 
 /// The resident memory, bytes, of process `pid` and all its descendants
 /// (/proc/PID/status VmRSS, /proc/PID/task/TID/children); 0 when it is gone.

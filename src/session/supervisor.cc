@@ -19,10 +19,12 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "common/exit_codes.h"
+#include "common/visible_text.h"
 #include "session/attach_frames.h"
 #include "session/layout.h"
 #include "session/session.h"
@@ -51,49 +53,79 @@ struct OutputFanout {
   Fd log;
   uint64_t logged = 0;
   std::map<int, std::string> outbox;  ///< per client fd: frames not yet sent
+  std::set<int> execClients;          ///< clients of `airlock exec`: only their command's output
   std::set<int> overflowed;           ///< clients to drop
   Fd wake;                            ///< eventfd: the loop has output to send
 
+  /// The agent's output: into the log, and to every attached client.
   void add(std::string_view data) {
     std::lock_guard lock(mutex);
     if (log && logged < kOutputCap) {
       size_t n = std::min<uint64_t>(data.size(), kOutputCap - logged);
       if (writeAll(log.get(), data.substr(0, n))) logged += n;
     }
-    for (auto& [fd, box] : outbox) {
-      if (overflowed.count(fd)) continue;
-      for (size_t at = 0; at < data.size(); at += kMaxFramePayload)
-        box += encodeAttachFrame(AttachFrameType::kOutput, data.substr(at, kMaxFramePayload));
-      if (box.size() > kClientBacklog) {
-        overflowed.insert(fd);
-        box.clear();
-      }
+    for (auto& [fd, box] : outbox)
+      if (!execClients.count(fd)) queue(fd, box, AttachFrameType::kOutput, data);
+    notify();
+  }
+  /// An exec's output, to its client only.
+  void send(int fd, AttachFrameType type, std::string_view data) {
+    std::lock_guard lock(mutex);
+    if (auto it = outbox.find(fd); it != outbox.end()) queue(fd, it->second, type, data);
+    notify();
+  }
+
+ private:
+  void queue(int fd, std::string& box, AttachFrameType type, std::string_view data) {
+    if (overflowed.count(fd)) return;
+    for (size_t at = 0; at < data.size(); at += kMaxFramePayload)
+      box += encodeAttachFrame(type, data.substr(at, kMaxFramePayload));
+    if (box.size() > kClientBacklog) {
+      overflowed.insert(fd);
+      box.clear();
     }
+  }
+  void notify() {
     uint64_t one = 1;
     (void)!::write(wake.get(), &one, sizeof one);
   }
 };
 
-/// Blocks the signals the supervisor handles, read from a signalfd.
-class SignalScope {
- public:
-  SignalScope() {
-    sigset_t mask;
-    sigemptyset(&mask);
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
-    pthread_sigmask(SIG_BLOCK, &mask, &saved_);
-    fd_.reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  }
-  ~SignalScope() {
-    fd_.reset();
-    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-  }
-  int fd() const { return fd_.get(); }
+/// A client of the attach socket: an `airlock attach` (its keys go to the
+/// agent), or once it sent kExec an `airlock exec` with its own command.
+struct Client {
+  Fd fd;
+  AttachFrameReader reader;
+  std::shared_ptr<vm::Command> exec;  ///< its command, once started
+  std::string input;                  ///< keys for `exec` waiting for window credit
+  bool closeInput = false;            ///< kCloseInput came: close exec's stdin once `input` is sent
+  std::shared_ptr<std::atomic<bool>> execDone = std::make_shared<std::atomic<bool>>(false);
+  std::thread waiter;                 ///< waits for `exec`, then wakes the loop
 
- private:
-  sigset_t saved_{};
-  Fd fd_;
+  explicit Client(Fd f) : fd(std::move(f)) {}
+  Client(Client&&) = default;
+  ~Client() {
+    if (waiter.joinable()) {
+      if (exec && !*execDone) (void)exec->signal(SIGKILL);  // its client is gone
+      waiter.join();
+    }
+  }
 };
+
+/// `argv` as one line for the session log, each word made visible.
+std::string visibleArgv(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& a : argv) line += (line.empty() ? "" : " ") + visibleText(a);
+  return line;
+}
+
+/// Sends `box` (a client's last frames) to `fd`, blocking at most 1 s.
+void sendLast(int fd, std::string box) {
+  ::fcntl(fd, F_SETFL, 0);
+  timeval limit{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+  (void)!::send(fd, box.data(), box.size(), MSG_NOSIGNAL);
+}
 
 }  // namespace
 
@@ -127,6 +159,14 @@ Result<Fd> connectAttachSocket(const std::string& dir) {
     return fail("cannot connect to the attach socket in {}: {}", dir, errnoText(errno));
   }
   return sock;
+}
+
+DetachedUi::DetachedUi(bool quiet) : quiet_(quiet) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  signals_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
 }
 
 void DetachedUi::line(const std::string& text, bool always) {
@@ -166,7 +206,10 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   fanout->wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   auto listener = listenAttachSocket(dir_);
   if (!listener) return std::unexpected(listener.error());
-  SignalScope signals;
+  struct RemoveOnReturn {  // the socket goes with the command, however this ends
+    std::string path;
+    ~RemoveOnReturn() { ::unlink(path.c_str()); }
+  } socketFile{dir_ + "/" + SessionLayout{dir_}.attachSocket()};
   vm::OutputHandlers handlers;
   handlers.onStdout = [fanout](std::string_view d) { fanout->add(d); };
   handlers.onStderr = [fanout](std::string_view d) { fanout->add(d); };
@@ -193,18 +236,58 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     }
   });
 
-  struct Client {
-    Fd fd;
-    AttachFrameReader reader;
-  };
   std::map<int, Client> clients;
+  std::map<int, std::shared_ptr<std::optional<protocol::ExitStatus>>> execStatus;  // per exec client
   auto dropClient = [&](int fd) {
     {
       std::lock_guard lock(fanout->mutex);
       fanout->outbox.erase(fd);
       fanout->overflowed.erase(fd);
+      fanout->execClients.erase(fd);
     }
     clients.erase(fd);
+  };
+  // `airlock exec`: a command of its own, as the agent's user with the
+  // agent's environment, in the agent's working directory.
+  auto startExec = [&](int fd, Client& client, const ExecStart& start) -> bool {
+    protocol::ExecRequest req = request;
+    req.argv = start.argv;
+    req.pty = start.tty;
+    req.rows = start.rows;
+    req.cols = start.cols;
+    vm::OutputHandlers h;
+    std::weak_ptr<OutputFanout> weak = fanout;
+    h.onStdout = [weak, fd](std::string_view d) {
+      if (auto f = weak.lock()) f->send(fd, AttachFrameType::kOutput, d);
+    };
+    h.onStderr = [weak, fd](std::string_view d) {
+      if (auto f = weak.lock()) f->send(fd, AttachFrameType::kStderr, d);
+    };
+    {
+      std::lock_guard lock(fanout->mutex);
+      fanout->execClients.insert(fd);
+    }
+    auto started = sandbox.exec(req, h);
+    if (!started) {
+      fanout->send(fd, AttachFrameType::kStderr, "airlock: " + started.error().message + "\n");
+      fanout->send(fd, AttachFrameType::kExit, "126");
+      return false;
+    }
+    client.exec = *started;
+    appendSessionLog(dir_, "exec: " + visibleArgv(start.argv));
+    auto cmdPtr = client.exec;
+    auto doneFlag = client.execDone;
+    int wakeFd = fanout->wake.get();
+    auto execExit = std::make_shared<std::optional<protocol::ExitStatus>>();
+    client.waiter = std::thread([cmdPtr, doneFlag, wakeFd, fanout, execExit] {
+      auto r = cmdPtr->wait();
+      if (r) *execExit = *r;
+      *doneFlag = true;
+      uint64_t one = 1;
+      (void)!::write(wakeFd, &one, sizeof one);
+    });
+    execStatus[fd] = execExit;
+    return true;
   };
   std::string input;  // keystrokes waiting for the guest's window
   std::optional<std::chrono::steady_clock::time_point> forceStopAt;
@@ -212,18 +295,21 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   char buf[16384];
   for (;;) {
     std::vector<pollfd> fds = {{done.get(), POLLIN, 0},
-                               {signals.fd(), POLLIN, 0},
+                               {signals_.get(), POLLIN, 0},
                                {listener->get(), POLLIN, 0},
                                {fanout->wake.get(), POLLIN, 0}};
+    bool inputWaiting = !input.empty();
     {
       std::lock_guard lock(fanout->mutex);
       for (auto& [fd, c] : clients) {
-        short events = input.empty() ? POLLIN : 0;
+        const bool waiting = c.exec ? !c.input.empty() : !input.empty();
+        inputWaiting = inputWaiting || waiting;
+        short events = waiting ? 0 : POLLIN;
         if (!fanout->outbox[fd].empty()) events |= POLLOUT;
         fds.push_back({fd, events, 0});
       }
     }
-    int timeout = forceStopAt || !input.empty() ? 50 : -1;
+    int timeout = forceStopAt || inputWaiting ? 50 : -1;
     if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
     if (fds[0].revents) {
       finished = true;
@@ -232,7 +318,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     if (forceStopAt && std::chrono::steady_clock::now() > *forceStopAt) break;
     if (fds[1].revents) {
       signalfd_siginfo info;
-      while (::read(signals.fd(), &info, sizeof info) == sizeof info) {
+      while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
         if (forceStopAt) {
           forceStopAt = std::chrono::steady_clock::now();  // asked twice: stop now
         } else {
@@ -251,7 +337,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
           std::lock_guard lock(fanout->mutex);
           fanout->outbox[fd];
         }
-        clients.emplace(fd, Client{std::move(c), {}});
+        clients.emplace(fd, Client(std::move(c)));
       }
     }
     if (fds[3].revents) {
@@ -265,7 +351,9 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     }
     for (size_t i = 4; i < fds.size(); ++i) {
       const int fd = fds[i].fd;
-      if (!clients.count(fd)) continue;
+      auto it = clients.find(fd);
+      if (it == clients.end()) continue;
+      Client& client = it->second;
       if (fds[i].revents & POLLOUT) {
         std::lock_guard lock(fanout->mutex);
         std::string& box = fanout->outbox[fd];
@@ -279,7 +367,6 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
           if (n == 0 || (errno != EAGAIN && errno != EINTR)) drop.push_back(fd);
           continue;
         }
-        Client& client = clients.at(fd);
         client.reader.feed(std::string_view(buf, static_cast<size_t>(n)));
         for (;;) {
           auto frame = client.reader.next();
@@ -288,16 +375,54 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
             break;
           }
           if (!*frame) break;
-          if ((*frame)->type == AttachFrameType::kInput) {
-            input += (*frame)->payload;
-          } else if ((*frame)->type == AttachFrameType::kResize) {
-            if (auto size = decodeResize((*frame)->payload); size && pty)
-              (void)(*cmd)->resize(size->first, size->second);
+          const AttachFrame& f = **frame;
+          if (f.type == AttachFrameType::kExec && !client.exec) {
+            auto start = decodeExecStart(f.payload);
+            if (!start || !startExec(fd, client, *start)) {
+              if (!start) fanout->send(fd, AttachFrameType::kExit, "64");
+            }
+          } else if (f.type == AttachFrameType::kInput) {
+            (client.exec ? client.input : input) += f.payload;
+          } else if (f.type == AttachFrameType::kCloseInput) {
+            client.closeInput = true;
+          } else if (f.type == AttachFrameType::kResize) {
+            auto size = decodeResize(f.payload);
+            if (size && client.exec) (void)client.exec->resize(size->first, size->second);
+            else if (size && pty) (void)(*cmd)->resize(size->first, size->second);
           }
         }
       }
     }
-    for (int fd : drop) dropClient(fd);
+    // Exec clients: their keys, the end of their input, their command's end.
+    for (auto& [fd, client] : clients) {
+      if (!client.exec) continue;
+      if (!client.input.empty()) {
+        auto sent = client.exec->writeStdinSome(client.input);
+        if (!sent) client.input.clear();
+        else client.input.erase(0, *sent);
+      }
+      if (client.closeInput && client.input.empty()) {
+        client.closeInput = false;
+        (void)client.exec->closeStdin();
+      }
+      if (*client.execDone) {
+        client.waiter.join();
+        auto execExit = execStatus[fd];
+        int code = execExit && *execExit ? (*execExit)->shellCode() : 255;
+        std::string box;
+        {
+          std::lock_guard lock(fanout->mutex);
+          box = std::move(fanout->outbox[fd]);
+          fanout->outbox[fd].clear();
+        }
+        sendLast(fd, box + encodeAttachFrame(AttachFrameType::kExit, std::to_string(code)));
+        drop.push_back(fd);
+      }
+    }
+    for (int fd : drop) {
+      execStatus.erase(fd);
+      dropClient(fd);
+    }
     if (!input.empty()) {
       auto sent = (*cmd)->writeStdinSome(input);
       if (!sent) input.clear();
@@ -314,17 +439,11 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   const std::string exitFrame = encodeAttachFrame(AttachFrameType::kExit, std::to_string(code));
   {
     std::lock_guard lock(fanout->mutex);
-    for (auto& [fd, box] : fanout->outbox) {
-      box += exitFrame;
-      ::fcntl(fd, F_SETFL, 0);
-      timeval limit{1, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-      (void)!::send(fd, box.data(), box.size(), MSG_NOSIGNAL);
-    }
+    for (auto& [fd, box] : fanout->outbox)
+      if (!fanout->execClients.count(fd)) sendLast(fd, box + exitFrame);
     fanout->outbox.clear();
   }
-  clients.clear();
-  ::unlink((dir_ + "/" + SessionLayout{dir_}.attachSocket()).c_str());
+  clients.clear();  // an exec still running ends with the session
   if (!finished) return Attached{128 + SIGTERM, true};
   if (std::string err = (*cmd)->startError(); !err.empty()) appendSessionLog(dir_, "the command did not start: " + err);
   if (!status) return std::unexpected(status.error());

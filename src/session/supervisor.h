@@ -44,7 +44,13 @@ Result<Fd> connectAttachSocket(const std::string& dir);
 /// The UI of a detached session (see the file comment).
 class DetachedUi : public Ui {
  public:
-  explicit DetachedUi(bool quiet) : quiet_(quiet) {}
+  /// Blocks SIGTERM, SIGHUP and SIGINT in the calling thread for the rest
+  /// of the process's life and reads them from a signalfd: construct it
+  /// before any thread exists (before planning), so every thread inherits
+  /// the block and `airlock stop` is handled, never fatal. One that comes
+  /// before the command starts reaches it as soon as it does; after it
+  /// exited, the export goes on within its own deadlines.
+  explicit DetachedUi(bool quiet);
   /// The session directory, once Runner::open() made it: lines go to its log
   /// after the start, the output and the attach socket live there.
   void setSessionDir(const std::string& dir, const std::string& name) {
@@ -63,6 +69,7 @@ class DetachedUi : public Ui {
  private:
   void line(const std::string& text, bool always);
   bool quiet_;
+  Fd signals_;
   bool started_ = false;
   std::string dir_, name_;
 };

@@ -1,5 +1,7 @@
 #include "vm/console_log.h"
 
+#include "common/thread_signals.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,9 +32,7 @@ Result<std::unique_ptr<ConsoleDrain>> ConsoleDrain::start(Fd stream, const std::
 }
 
 void ConsoleDrain::loop() {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  blockSignalsInThisThread();
   char buf[65536];
   for (;;) {
     ssize_t n = ::recv(stream_.get(), buf, sizeof buf, 0);

@@ -1,5 +1,7 @@
 #include "vm/control_channel.h"
 
+#include "common/thread_signals.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -265,9 +267,7 @@ void ControlChannel::close(const std::string& reason) {
 
 void ControlChannel::readerLoop() {
   // Signals belong to the thread that attaches the terminal, never to this one.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  blockSignalsInThisThread();
   protocol::FrameDecoder decoder;
   char buf[65536];
   for (;;) {

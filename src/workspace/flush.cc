@@ -526,6 +526,10 @@ void finish(const Paths& p, const std::string& id) {
 
 }  // namespace
 
+Result<FileLock> holdFlushes(const std::string& workspace, const std::string& stateDir, const ProgressFn& waiting) {
+  return lockWorkspace(pathsFor("/nonexistent", absolute(stateDir), workspace), workspace, waiting);
+}
+
 Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const FlushContext& ctx) {
   FlushReport report;
   std::vector<const DiffItem*> items;

@@ -92,6 +92,12 @@ struct FlushReport {
 /// into the workspace was interrupted (run recoverFlush() first).
 Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const FlushContext& ctx);
 
+/// Waits for a flush into `workspace` (real path; flushes recorded under
+/// `stateDir`) to finish and keeps new ones waiting until the lock is
+/// released: a snapshot taken meanwhile sees the workspace whole, not half
+/// flushed. `waiting` is told when it waits.
+Result<FileLock> holdFlushes(const std::string& workspace, const std::string& stateDir, const ProgressFn& waiting);
+
 /// What to do with an interrupted flush.
 enum class RecoveryMode { Complete, RollBack };
 

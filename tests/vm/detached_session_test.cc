@@ -41,9 +41,11 @@ class Detached : public testing::Test {
   ProcessResult airlock(const std::vector<std::string>& args, const std::string& input = "") {
     return runAirlock(args, input, {{"XDG_STATE_HOME", state_}});
   }
-  /// `run-image -d` of `script` (sh -c) on the workspace; returns the result.
-  ProcessResult detach(const std::string& name, const std::string& script) {
+  /// `run-image -d` of `script` (sh -c) on the workspace, with `flags`; returns the result.
+  ProcessResult detach(const std::string& name, const std::string& script,
+                       const std::vector<std::string>& flags = {}) {
     std::vector<std::string> args = {"run-image", "-d", "-q", "--rootfs", testRootfs(), "-w", ws_};
+    args.insert(args.end(), flags.begin(), flags.end());
     if (!name.empty()) args.insert(args.end(), {"--name", name});
     args.insert(args.end(), {"--", "sh", "-c", script});
     return airlock(args);
@@ -210,6 +212,58 @@ TEST_F(Detached, TwoSessionsOnOneWorkspaceReviewedInTurn) {
   EXPECT_EQ(slurp(ws_ + "/two.txt"), "two\n");
   EXPECT_EQ(slurp(ws_ + "/shared.txt"), "one\n") << "the second review overwrote the first one's flush";
   EXPECT_EQ(entry("two")["state"], "pending review") << "the conflict was not kept";
+}
+
+// `exec` runs beside the agent in the same VM, on the same snapshot: it sees
+// what the agent wrote, keeps stdout and stderr apart, takes stdin with -i,
+// exits with its command's code, and what it writes is part of the
+// session's changes.
+TEST_F(Detached, ExecRunsBesideTheAgentOnTheSameSnapshot) {
+  ASSERT_EQ(detach("ex", "echo from-agent > /workspace/agent.txt; sleep 600").exitCode, 0);
+  ProcessResult seen;
+  for (int i = 0; i < 50; ++i) {
+    seen = airlock({"exec", "ex", "--", "sh", "-c", "cat /workspace/agent.txt; echo to-stderr >&2; exit 5"});
+    if (seen.out == "from-agent\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(seen.exitCode, 5) << seen.err;
+  EXPECT_EQ(seen.out, "from-agent\n");
+  EXPECT_EQ(seen.err, "to-stderr\n");
+  auto piped = runAirlock({"exec", "-i", "ex", "--", "sh", "-c", "cat > /workspace/piped.txt; id -u"}, "through stdin\n",
+                          {{"XDG_STATE_HOME", state_}});
+  EXPECT_EQ(piped.exitCode, 0) << piped.err;
+  EXPECT_EQ(piped.out, "0\n") << "exec runs as the agent's user (run-image's default: 0)";
+  auto missing = airlock({"exec", "ex", "--", "no-such-command"});
+  EXPECT_EQ(missing.exitCode, 127) << missing.err;
+  EXPECT_EQ(airlock({"exec", "nobody", "--", "true"}).exitCode, 64);
+  ASSERT_EQ(airlock({"stop", "-t", "0", "ex"}).exitCode, 0);
+  EXPECT_EQ(airlock({"exec", "ex", "--", "true"}).exitCode, 64) << "exec into a stopped session";
+  auto reviewed = airlock({"review", "ex", "--review=auto"});
+  EXPECT_EQ(reviewed.exitCode, 0) << reviewed.err;
+  EXPECT_EQ(slurp(ws_ + "/piped.txt"), "through stdin\n");
+  EXPECT_EQ(slurp(ws_ + "/agent.txt"), "from-agent\n");
+}
+
+// With egress the supervisor runs the proxy and DNS threads; `stop` (SIGTERM
+// to it) must reach the command through the supervisor, never end the
+// process: the session ends with its changes kept, not `dead`.
+TEST_F(Detached, StopWithTheEgressFirewallKeepsTheChanges) {
+  ASSERT_EQ(detach("net", "echo kept > /workspace/kept.txt; trap 'exit 9' TERM; echo ready; "
+                          "while true; do sleep 1; done",
+                   {"--egress-profile", "locked"})
+                .exitCode,
+            0);
+  for (int i = 0; i < 300 && airlock({"logs", "net"}).out.find("ready") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 3; ++i) {
+    auto stopped = airlock({"stop", "net"});
+    EXPECT_EQ(stopped.exitCode, 0) << stopped.err;
+  }
+  auto e = entry("net");
+  EXPECT_EQ(e["state"], "pending review") << e.dump() << slurp(e["dir"].get<std::string>() + "/session.log");
+  EXPECT_EQ(e["exit_code"], 9) << e.dump();
+  EXPECT_EQ(airlock({"review", "net", "--review=auto"}).exitCode, 0);
+  EXPECT_EQ(slurp(ws_ + "/kept.txt"), "kept\n");
 }
 
 // No daemon: a supervisor killed with SIGKILL takes its VM with it, `ls`

@@ -45,7 +45,7 @@ struct Verbs {
   std::vector<std::string> afterDoubleDash;
   Verbs() {
     addRunCommand(app, exitCode, host, afterDoubleDash, afterDoubleDash);
-    addSessionCommands(app, exitCode, host);
+    addSessionCommands(app, exitCode, host, afterDoubleDash);
     addSnapshotCommand(app, exitCode, host);
     addReviewCommand(app, exitCode, host);
     addImageCommand(app, exitCode, host);

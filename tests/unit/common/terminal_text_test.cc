@@ -31,6 +31,18 @@ TEST(TerminalText, ASequenceSplitBetweenPiecesIsStillDropped) {
   EXPECT_EQ(out, "abc\n");
 }
 
+// A hostile guest opens a title (OSC) it never ends: what it prints after
+// the next newline is still shown, and a single line is cut off after 4 KiB.
+TEST(TerminalText, AnUnterminatedSequenceCannotHideTheRest) {
+  EXPECT_EQ(filtered("\x1b]0;never ended\nvisible\n"), "\nvisible\n");
+  std::string cut = filtered("\x1b]0;" + std::string(5000, 't') + "shown\n");
+  EXPECT_TRUE(cut.ends_with("tshown\n")) << cut.substr(0, 40);
+  EXPECT_GT(cut.size(), 800u);
+  EXPECT_LT(cut.size(), 1000u) << "more than 4 KiB of a title was taken for it";
+  EXPECT_EQ(filtered("\x1b[31\x18red?\n"), "red?\n");
+  EXPECT_EQ(filtered("a\x1b\nb\n"), "a\nb\n");
+}
+
 TEST(TerminalText, ControlsAndInvisibleCharactersCannotHideText) {
   EXPECT_EQ(filtered("over\bwrite\x7f\x05\n"), "overwrite\n");
   EXPECT_EQ(filtered("tab\there\n"), "tab\there\n");
