@@ -41,15 +41,15 @@ class SignalScope {
   Fd fd_;
 };
 
-bool windowSize(uint16_t& rows, uint16_t& cols) {
+}  // namespace
+
+bool terminalSize(uint16_t& rows, uint16_t& cols) {
   winsize ws{};
   if (ioctl(1, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0) return false;
   rows = ws.ws_row;
   cols = ws.ws_col;
   return true;
 }
-
-}  // namespace
 
 RawMode::RawMode() {
   if (tcgetattr(0, &saved_) != 0) return;
@@ -66,7 +66,7 @@ RawMode::~RawMode() {
 
 Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequest request, bool usePty) {
   request.pty = usePty;
-  if (usePty) windowSize(request.rows, request.cols);
+  if (usePty) terminalSize(request.rows, request.cols);
   SignalScope signals;
   Fd done(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   vm::OutputHandlers handlers;
@@ -118,7 +118,7 @@ Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequ
         int sig = static_cast<int>(info.ssi_signo);
         if (sig == SIGWINCH) {
           uint16_t rows, cols;
-          if (usePty && windowSize(rows, cols)) (void)(*cmd)->resize(rows, cols);
+          if (usePty && terminalSize(rows, cols)) (void)(*cmd)->resize(rows, cols);
         } else if (sig == SIGTERM || sig == SIGHUP) {
           if (forceStopAt) {
             forceStopAt = std::chrono::steady_clock::now();  // asked twice: stop now

@@ -37,6 +37,10 @@ class RawMode {
   bool active_ = false;
 };
 
+/// The size of the terminal on fd 1, rows and columns; false when fd 1 is
+/// not a terminal.
+bool terminalSize(uint16_t& rows, uint16_t& cols);
+
 /// Runs `request` (its pty/rows/cols are filled in here when `usePty`) and
 /// pumps stdin/stdout/stderr until it exits or the user forces the end.
 /// Prints the guest's start error, if any, to stderr.

@@ -32,17 +32,30 @@
 namespace airlock::cli {
 namespace {
 
+using session::AttachFrame;
 using session::AttachFrameType;
 
 /// Ctrl-P Ctrl-Q, docker's detach keys.
 constexpr char kDetach1 = 0x10, kDetach2 = 0x11;
 
-bool windowSize(uint16_t& rows, uint16_t& cols) {
-  winsize ws{};
-  if (::ioctl(1, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0) return false;
-  rows = ws.ws_row;
-  cols = ws.ws_col;
-  return true;
+/// Reads what the supervisor sent: output to fd 1, an exec's stderr to fd
+/// 2, `exited` set by the exit frame. False when the connection is lost or
+/// a frame is malformed.
+bool readFromSupervisor(int sock, session::AttachFrameReader& reader, std::optional<int>& exited) {
+  char buf[16384];
+  ssize_t n = ::read(sock, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  if (n <= 0) return false;
+  reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+  for (;;) {
+    auto frame = reader.next();
+    if (!frame) return false;
+    if (!*frame) return true;
+    const AttachFrame& f = **frame;
+    if (f.type == AttachFrameType::kOutput) (void)writeAll(1, f.payload);
+    else if (f.type == AttachFrameType::kStderr) (void)writeAll(2, f.payload);
+    else if (f.type == AttachFrameType::kExit) exited = std::atoi(f.payload.c_str());
+  }
 }
 
 int attachSession(const HostContext& host, const std::string& name) {
@@ -62,7 +75,7 @@ int attachSession(const HostContext& host, const std::string& name) {
   constexpr size_t kOutCap = size_t{1} << 20;  // keystrokes past this are dropped
   ::fcntl(sock->get(), F_SETFL, O_NONBLOCK);
   uint16_t rows = 0, cols = 0;
-  if (tty && windowSize(rows, cols)) out += session::encodeResize(rows, cols);
+  if (tty && terminalSize(rows, cols)) out += session::encodeResize(rows, cols);
   std::fprintf(stderr, "airlock: attached to %s (Ctrl-P Ctrl-Q detaches)\r\n", name.c_str());
   std::optional<RawMode> raw;
   if (tty) raw.emplace();
@@ -83,7 +96,7 @@ int attachSession(const HostContext& host, const std::string& name) {
       signalfd_siginfo info;
       while (::read(signals.get(), &info, sizeof info) == sizeof info) {
         if (info.ssi_signo == SIGWINCH) {
-          if (tty && windowSize(rows, cols)) out += session::encodeResize(rows, cols);
+          if (tty && terminalSize(rows, cols)) out += session::encodeResize(rows, cols);
         } else {
           detached = true;  // a signal to this client detaches; the session goes on
         }
@@ -109,24 +122,8 @@ int attachSession(const HostContext& host, const std::string& name) {
         if (!keys.empty() && out.size() < kOutCap) out += session::encodeAttachFrame(AttachFrameType::kInput, keys);
       }
     }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = ::read(sock->get(), buf, sizeof buf);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (n <= 0) {
-        lost = true;
-        break;
-      }
-      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
-      for (;;) {
-        auto frame = reader.next();
-        if (!frame || !*frame) {
-          lost = !frame;
-          break;
-        }
-        if ((*frame)->type == AttachFrameType::kOutput) (void)writeAll(1, (*frame)->payload);
-        else if ((*frame)->type == AttachFrameType::kExit) exited = std::atoi((*frame)->payload.c_str());
-      }
-    }
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !readFromSupervisor(sock->get(), reader, exited))
+      lost = true;
   }
   raw.reset();
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
@@ -160,7 +157,7 @@ int execInSession(const HostContext& host, const std::string& name, const std::v
   session::ExecStart start;
   start.argv = argv;
   start.tty = tty;
-  if (tty) windowSize(start.rows, start.cols);
+  if (tty) terminalSize(start.rows, start.cols);
   if (!writeAll(sock->get(), session::encodeExecStart(start)))
     return reportError(Error{"the session's supervisor went away", exit_code::kVmFailed});
   if (!interactive) (void)writeAll(sock->get(), session::encodeAttachFrame(AttachFrameType::kCloseInput, ""));
@@ -182,7 +179,7 @@ int execInSession(const HostContext& host, const std::string& name, const std::v
       signalfd_siginfo info;
       while (::read(signals.get(), &info, sizeof info) == sizeof info) {
         uint16_t rows, cols;
-        if (tty && windowSize(rows, cols)) (void)writeAll(sock->get(), session::encodeResize(rows, cols));
+        if (tty && terminalSize(rows, cols)) (void)writeAll(sock->get(), session::encodeResize(rows, cols));
       }
     }
     if (fds[2].revents) {
@@ -197,24 +194,7 @@ int execInSession(const HostContext& host, const std::string& name, const std::v
         }
       }
     }
-    if (fds[0].revents) {
-      ssize_t n = ::read(sock->get(), buf, sizeof buf);
-      if (n <= 0) {
-        lost = true;
-        break;
-      }
-      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
-      for (;;) {
-        auto frame = reader.next();
-        if (!frame || !*frame) {
-          lost = !frame;
-          break;
-        }
-        if ((*frame)->type == AttachFrameType::kOutput) (void)writeAll(1, (*frame)->payload);
-        else if ((*frame)->type == AttachFrameType::kStderr) (void)writeAll(2, (*frame)->payload);
-        else if ((*frame)->type == AttachFrameType::kExit) exited = std::atoi((*frame)->payload.c_str());
-      }
-    }
+    if (fds[0].revents && !readFromSupervisor(sock->get(), reader, exited)) lost = true;
   }
   raw.reset();
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);

@@ -435,13 +435,12 @@ void Runner::returnCredential() {
   }
 }
 
-/// The lock of the agent's saved state for this project (next to its
-/// directory), held while a restore reads the saved tree and while a save
+/// The lock of the agent's saved state for this project (STATE/lock), held while a restore reads the saved tree and while a save
 /// swaps in the new one, never while a guest works: sessions on one project
 /// never read a half-replaced state, and the last save wins.
 Result<FileLock> Runner::lockState() {
   const std::string& dir = plan_.state->dir;
-  return FileLock::acquire(dir + ".lock", "saving the agent's state of this project",
+  return FileLock::acquire(dir + "/lock", "saving the agent's state of this project",
                            [this](const std::string& line) { deps_.ui.progress(line); });
 }
 
