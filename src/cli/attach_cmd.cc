@@ -61,7 +61,7 @@ bool readFromSupervisor(int sock, session::AttachFrameReader& reader, std::optio
 int attachSession(const HostContext& host, const std::string& name) {
   auto dir = session::resolveSessionDir(host.dirs.state, name);
   if (!dir) return reportError(dir.error());
-  auto sock = session::connectAttachSocket(*dir);
+  auto sock = session::connectAttachSocket(*dir, name);
   if (!sock) return reportError(sock.error());
   sigset_t mask, saved;
   sigemptyset(&mask);
@@ -133,8 +133,8 @@ int attachSession(const HostContext& host, const std::string& name) {
     return 0;
   }
   if (exited) {
-    std::fprintf(stderr, "\nairlock: %s's command exited with %d; its changes wait for `airlock review %s`\n",
-                 name.c_str(), *exited, name.c_str());
+    std::fprintf(stderr, "\nairlock: %s's command exited with %d (`airlock ls` shows whether changes wait for "
+                         "`airlock review %s`)\n", name.c_str(), *exited, name.c_str());
     return *exited;
   }
   return reportError(Error{fmt::format("lost the connection to session {} (airlock ls shows its state)", name),
@@ -151,7 +151,7 @@ int execInSession(const HostContext& host, const std::string& name, const std::v
     return reportError(Error{"exec needs a command: airlock exec NAME -- CMD [ARGS...]", exit_code::kUsage});
   auto dir = session::resolveSessionDir(host.dirs.state, name);
   if (!dir) return reportError(dir.error());
-  auto sock = session::connectAttachSocket(*dir);
+  auto sock = session::connectAttachSocket(*dir, name);
   if (!sock) return reportError(sock.error());
   tty = tty && ::isatty(0) && ::isatty(1);
   session::ExecStart start;

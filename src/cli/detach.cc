@@ -26,7 +26,11 @@ void addDetachFlags(CLI::App& cmd, DetachFlags& flags) {
   cmd.add_flag("-d,--detach", flags.detach,
                "Run in the background: print the session's name and return; the changes wait for `airlock review "
                "NAME` (see `airlock ls`, `attach`, `logs`, `stop`)");
-  cmd.add_option("--name", flags.name, "The session's name (default: the agent's name and a short id)");
+  cmd.add_option("--name", flags.name, "The session's name (default: the agent's name and a short id)")
+      ->check([](const std::string& name) -> std::string {
+        return session::validSessionName(name) ? "" : "'" + name + "' is not a session name: use 1-64 letters, "
+                                                      "digits, '_', '.' or '-', starting with a letter or digit";
+      });
   cmd.add_flag("--supervise", flags.supervise)->group("");  // the detached session's own process
 }
 

@@ -220,12 +220,7 @@ void announce(const RunSetup& setup, session::Ui& ui, const std::string& agent) 
 
 /// The checks of -d and --name that need no plan.
 Result<> checkDetachFlags(const RunArgs& args) {
-  if (!args.detached.detach && !args.detached.supervise) {
-    if (!args.detached.name.empty() && !session::validSessionName(args.detached.name))
-      return failWith(exit_code::kUsage, "--name '{}' is not a session name: use 1-64 letters, digits, '_', '.' "
-                      "or '-', starting with a letter or digit", args.detached.name);
-    return {};
-  }
+  if (!args.detached.detach && !args.detached.supervise) return {};
   if (!args.review.empty() || args.acceptFailed)
     return failWith(exit_code::kUsage, "a detached session is reviewed later: drop --review/--accept-failed and run "
                     "`airlock review NAME` when it has ended");

@@ -174,9 +174,6 @@ int runImage(const HostContext& host, const RunImageArgs& args, const std::vecto
       return reportError(Error{"a detached session is reviewed later: drop --review/--accept-failed and run "
                                "`airlock review NAME` when it has ended", exit_code::kUsage});
     if (!d.supervise) return startDetached(invocation);
-  } else if (!d.name.empty() && !session::validSessionName(d.name)) {
-    return reportError(Error{fmt::format("--name '{}' is not a session name: use 1-64 letters, digits, '_', '.' or "
-                                         "'-', starting with a letter or digit", d.name), exit_code::kUsage});
   }
   // The supervisor's signals are set up before planning starts any thread.
   std::optional<session::DetachedUi> detached;

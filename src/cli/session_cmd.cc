@@ -133,9 +133,10 @@ Result<> removeSession(const HostContext& host, const std::string& dir, const st
   Fd run(::open(layout.runLock().c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   Fd review(::open(layout.reviewLock().c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!run || !review) return fail("cannot open the locks of session {}: {}", name, errnoText(errno));
-  if (::flock(run.get(), LOCK_EX | LOCK_NB) != 0 || ::flock(review.get(), LOCK_EX | LOCK_NB) != 0)
-    return failWith(exit_code::kBusy, "session {} is running or being reviewed; stop it first (airlock stop {})",
-                    name, name);
+  if (::flock(run.get(), LOCK_EX | LOCK_NB) != 0)
+    return failWith(exit_code::kBusy, "session {} is running; stop it first (airlock stop {})", name, name);
+  if (::flock(review.get(), LOCK_EX | LOCK_NB) != 0)
+    return failWith(exit_code::kBusy, "session {} is being reviewed; finish that review first", name);
   if (!force && session::sessionHasPending(dir))
     return failWith(exit_code::kUsage, "session {} has changes nobody reviewed; review them (airlock review {}) or "
                     "discard them with airlock rm --force {}", name, name, name);
@@ -152,7 +153,8 @@ int removeSessions(const HostContext& host, std::vector<std::string> names, bool
     for (const auto& e : session::listSessions(host.dirs.state)) {
       if (e.state == session::SessionState::kRunning || e.state == session::SessionState::kReviewing) continue;
       if (!force && e.state == session::SessionState::kPendingReview) {
-        std::fprintf(stderr, "airlock: kept %s: its changes were never reviewed (rm --all --force discards them)\n",
+        std::fprintf(stderr, "airlock: kept %s: it has changes nobody accepted or rejected (rm --all --force "
+                             "discards them)\n",
                      (e.name.empty() ? e.id : e.name).c_str());
         continue;
       }

@@ -186,8 +186,11 @@ std::string shellWord(const std::string& word) {
 std::string resumeCommand(const std::string& stateDir, const std::string& sessionDir) {
   std::string dir = resolvedPath(sessionDir);
   std::string sessions = resolvedPath(sessionsDir(stateDir));
-  if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos)
+  if (dir.starts_with(sessions + "/") && dir.find('/', sessions.size() + 1) == std::string::npos) {
+    if (std::string name = sessionName(dir); !name.empty() && resolvedPath(sessionByName(stateDir, name)) == dir)
+      return "airlock review " + shellWord(name);
     return "airlock review -s " + shellWord(dir.substr(sessions.size() + 1));
+  }
   return "airlock review -s " + shellWord(dir);
 }
 
@@ -218,8 +221,9 @@ Result<> claimName(const std::string& stateDir, const std::string& dir, const st
     if (errno != EEXIST) return fail("cannot record the session name {}: {}", link, errnoText(errno));
     std::string other = sessionByName(stateDir, name);
     if (!other.empty())
-      return failWith(exit_code::kUsage, "the name '{}' is taken by session {}; remove it (airlock rm {}) or pick "
-                      "another --name", name, other.substr(other.rfind('/') + 1), name);
+      return failWith(exit_code::kUsage, "the name '{}' is taken by session {}; pick another --name, or remove "
+                      "that session (airlock rm {}; airlock stop {} first if it runs)", name,
+                      other.substr(other.rfind('/') + 1), name, name);
     ::unlink(link.c_str());  // its session is gone
   }
   return fail("cannot record the session name {}", link);

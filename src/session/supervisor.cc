@@ -145,7 +145,7 @@ Result<Fd> listenAttachSocket(const std::string& dir) {
   return sock;
 }
 
-Result<Fd> connectAttachSocket(const std::string& dir) {
+Result<Fd> connectAttachSocket(const std::string& dir, const std::string& name) {
   Fd dirFd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dirFd) return fail("cannot open {}: {}", dir, errnoText(errno));
   auto addr = socketAddress(dirFd.get(), SessionLayout{dir}.attachSocket());
@@ -154,8 +154,8 @@ Result<Fd> connectAttachSocket(const std::string& dir) {
   if (!sock) return fail("cannot make a socket: {}", errnoText(errno));
   if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
     if (errno == ENOENT || errno == ECONNREFUSED)
-      return failWith(exit_code::kUsage, "session {} has no agent to attach to (it is not a running detached "
-                      "session; `airlock ls` shows its state)", dir.substr(dir.rfind('/') + 1));
+      return failWith(exit_code::kUsage, "session {} is not running detached: only a running `run -d` session can "
+                      "be attached to or run commands (`airlock ls` shows its state)", name);
     return fail("cannot connect to the attach socket in {}: {}", dir, errnoText(errno));
   }
   return sock;
@@ -445,7 +445,10 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   }
   clients.clear();  // an exec still running ends with the session
   if (!finished) return Attached{128 + SIGTERM, true};
-  if (std::string err = (*cmd)->startError(); !err.empty()) appendSessionLog(dir_, "the command did not start: " + err);
+  if (std::string err = (*cmd)->startError(); !err.empty()) {
+    appendSessionLog(dir_, "the command did not start: " + err);
+    fanout->add("airlock: the command did not start: " + err + "\n");  // for `airlock logs`
+  }
   if (!status) return std::unexpected(status.error());
   return Attached{status->shellCode(), false};
 }

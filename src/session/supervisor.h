@@ -37,9 +37,10 @@ inline constexpr uint64_t kOutputCap = uint64_t{64} << 20;
 /// bound through the directory's descriptor, so a long path is no problem).
 Result<Fd> listenAttachSocket(const std::string& dir);
 
-/// Connects to the attach socket of `dir`. kUsage when nothing listens
-/// there (the session is not a running detached one).
-Result<Fd> connectAttachSocket(const std::string& dir);
+/// Connects to the attach socket of `dir`. kUsage, naming the session as
+/// `name`, when nothing listens there (the session is not a running
+/// detached one).
+Result<Fd> connectAttachSocket(const std::string& dir, const std::string& name);
 
 /// The UI of a detached session (see the file comment).
 class DetachedUi : public Ui {

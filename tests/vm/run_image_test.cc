@@ -291,12 +291,14 @@ TEST_F(RunImage, AutoReviewKeepsTheWorkOfAFailedCommandPending) {
   EXPECT_EQ(slurp(ws + "/file.txt"), "original\n") << "the failed command's work was flushed";
   EXPECT_NE(failed.err.find("the command exited with 3"), std::string::npos) << failed.err;
   EXPECT_NE(failed.err.find("--accept-failed"), std::string::npos) << failed.err;
-  const std::string resume = "1 change pending; review it with: airlock review -s ";
+  // The hint names the session by its name (run-image-XXXXXX).
+  const std::string resume = "1 change pending; review it with: airlock review ";
   auto hint = failed.err.rfind(resume);
   ASSERT_NE(hint, std::string::npos) << failed.err;
-  std::string id = failed.err.substr(hint + resume.size());
-  id = id.substr(0, id.find('\n'));
-  auto resumed = runAirlock({"review", "-s", id, "--review=all"}, "", {{"XDG_STATE_HOME", state_}});
+  std::string name = failed.err.substr(hint + resume.size());
+  name = name.substr(0, name.find('\n'));
+  EXPECT_TRUE(name.starts_with("run-image-")) << name;
+  auto resumed = runAirlock({"review", name, "--review=all"}, "", {{"XDG_STATE_HOME", state_}});
   EXPECT_EQ(resumed.exitCode, 0) << resumed.err;
   EXPECT_EQ(slurp(ws + "/file.txt"), "half-done\n");
 

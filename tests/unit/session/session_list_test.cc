@@ -41,6 +41,7 @@ TEST_F(SessionList, ANameBelongsToOneSessionUntilItIsRemoved) {
   auto a = Session::open(state_.path(), workspace_.path(), "fix-tests", "claude-code");
   ASSERT_TRUE(a) << a.error().message;
   EXPECT_EQ((*a)->name(), "fix-tests");
+  EXPECT_EQ(resumeCommand(state_.path(), (*a)->dir()), "airlock review fix-tests");
   auto resolved = resolveSessionDir(state_.path(), "fix-tests");
   ASSERT_TRUE(resolved) << resolved.error().message;
   EXPECT_EQ(*resolved, (*a)->dir());
