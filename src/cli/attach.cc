@@ -3,19 +3,17 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <thread>
 
 #include "cli/terminal_reset.h"
 #include "common/fd.h"
+#include "session/command_waiter.h"
 
 namespace airlock::cli {
 namespace {
@@ -68,7 +66,6 @@ Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequ
   request.pty = usePty;
   if (usePty) terminalSize(request.rows, request.cols);
   SignalScope signals;
-  Fd done(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   vm::OutputHandlers handlers;
   handlers.onStdout = [](std::string_view data) { writeAll(1, data); };
   handlers.onStderr = [](std::string_view data) { writeAll(2, data); };
@@ -77,18 +74,7 @@ Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequ
   std::optional<RawMode> raw;
   if (usePty) raw.emplace();
 
-  Result<protocol::ExitStatus> status = fail("not finished");
-  std::atomic<bool> giveUp = false;  // the session was forced to end: stop waiting
-  std::thread waiter([&] {
-    while (!giveUp) {
-      auto r = (*cmd)->waitFor(std::chrono::milliseconds(100));
-      if (!r) continue;
-      status = std::move(*r);
-      uint64_t one = 1;
-      (void)!write(done.get(), &one, sizeof one);
-      return;
-    }
-  });
+  session::CommandWaiter waiter(*cmd);
 
   constexpr char kEscape = 0x1d;  // Ctrl-]
   bool stdinOpen = true;          // still reading fd 0
@@ -101,7 +87,7 @@ Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequ
   for (;;) {
     // Read more input only when the last piece went out: the guest's window
     // bounds what is buffered, and poll always sees signals and the exit.
-    pollfd fds[3] = {{done.get(), POLLIN, 0},
+    pollfd fds[3] = {{waiter.fd(), POLLIN, 0},
                      {signals.fd(), POLLIN, 0},
                      {stdinOpen && input.empty() ? 0 : -1, POLLIN, 0}};
     int timeout = forceStopAt ? 100 : !input.empty() ? 20 : -1;
@@ -173,12 +159,11 @@ Result<session::Attached> attachCommand(vm::Sandbox& sandbox, protocol::ExecRequ
     // Forced: the command is killed; the caller exports what it left (with a
     // short deadline) and stops the VM, whether the guest answers or not.
     (void)(*cmd)->signal(SIGKILL);
-    giveUp = true;
   }
-  waiter.join();
   raw.reset();
   if (!finished) return session::Attached{128 + SIGTERM, true};
   if (std::string err = (*cmd)->startError(); !err.empty()) std::fprintf(stderr, "airlock: %s\n", err.c_str());
+  const Result<protocol::ExitStatus>& status = waiter.status();  // written before fd() became readable
   if (!status) return std::unexpected(status.error());
   return session::Attached{status->shellCode(), false};
 }

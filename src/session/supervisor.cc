@@ -10,7 +10,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +24,7 @@
 #include "common/exit_codes.h"
 #include "common/visible_text.h"
 #include "session/attach_frames.h"
+#include "session/command_waiter.h"
 #include "session/layout.h"
 #include "session/session.h"
 
@@ -99,16 +98,12 @@ struct Client {
   std::shared_ptr<vm::Command> exec;  ///< its command, once started
   std::string input;                  ///< keys for `exec` waiting for window credit
   bool closeInput = false;            ///< kCloseInput came: close exec's stdin once `input` is sent
-  std::shared_ptr<std::atomic<bool>> execDone = std::make_shared<std::atomic<bool>>(false);
-  std::thread waiter;                 ///< waits for `exec`, then wakes the loop
+  std::unique_ptr<CommandWaiter> waiter;  ///< `exec`'s end, polled by the loop
 
   explicit Client(Fd f) : fd(std::move(f)) {}
   Client(Client&&) = default;
   ~Client() {
-    if (waiter.joinable()) {
-      if (exec && !*execDone) (void)exec->signal(SIGKILL);  // its client is gone
-      waiter.join();
-    }
+    if (waiter && !waiter->done()) (void)exec->signal(SIGKILL);  // its client is gone
   }
 };
 
@@ -222,22 +217,8 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   if (Fd null(::open("/dev/null", O_WRONLY | O_CLOEXEC)); null) ::dup2(null.get(), 2);
   started_ = true;
 
-  Fd done(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  Result<protocol::ExitStatus> status = fail("not finished");
-  std::atomic<bool> giveUp = false;
-  std::thread waiter([&] {
-    while (!giveUp) {
-      auto r = (*cmd)->waitFor(std::chrono::milliseconds(100));
-      if (!r) continue;
-      status = std::move(*r);
-      uint64_t one = 1;
-      (void)!::write(done.get(), &one, sizeof one);
-      return;
-    }
-  });
-
+  CommandWaiter agent(*cmd);
   std::map<int, Client> clients;
-  std::map<int, std::shared_ptr<std::optional<protocol::ExitStatus>>> execStatus;  // per exec client
   auto dropClient = [&](int fd) {
     {
       std::lock_guard lock(fanout->mutex);
@@ -274,19 +255,8 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
       return false;
     }
     client.exec = *started;
+    client.waiter = std::make_unique<CommandWaiter>(client.exec);
     appendSessionLog(dir_, "exec: " + visibleArgv(start.argv));
-    auto cmdPtr = client.exec;
-    auto doneFlag = client.execDone;
-    int wakeFd = fanout->wake.get();
-    auto execExit = std::make_shared<std::optional<protocol::ExitStatus>>();
-    client.waiter = std::thread([cmdPtr, doneFlag, wakeFd, fanout, execExit] {
-      auto r = cmdPtr->wait();
-      if (r) *execExit = *r;
-      *doneFlag = true;
-      uint64_t one = 1;
-      (void)!::write(wakeFd, &one, sizeof one);
-    });
-    execStatus[fd] = execExit;
     return true;
   };
   std::string input;  // keystrokes waiting for the guest's window
@@ -294,7 +264,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   bool finished = false;
   char buf[16384];
   for (;;) {
-    std::vector<pollfd> fds = {{done.get(), POLLIN, 0},
+    std::vector<pollfd> fds = {{agent.fd(), POLLIN, 0},
                                {signals_.get(), POLLIN, 0},
                                {listener->get(), POLLIN, 0},
                                {fanout->wake.get(), POLLIN, 0}};
@@ -307,6 +277,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
         short events = waiting ? 0 : POLLIN;
         if (!fanout->outbox[fd].empty()) events |= POLLOUT;
         fds.push_back({fd, events, 0});
+        if (c.waiter) fds.push_back({c.waiter->fd(), POLLIN, 0});  // wakes the loop when the exec ends
       }
     }
     int timeout = forceStopAt || inputWaiting ? 50 : -1;
@@ -405,10 +376,9 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
         client.closeInput = false;
         (void)client.exec->closeStdin();
       }
-      if (*client.execDone) {
-        client.waiter.join();
-        auto execExit = execStatus[fd];
-        int code = execExit && *execExit ? (*execExit)->shellCode() : 255;
+      if (client.waiter->done()) {
+        const auto& status = client.waiter->status();
+        int code = status ? status->shellCode() : 255;
         std::string box;
         {
           std::lock_guard lock(fanout->mutex);
@@ -419,22 +389,16 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
         drop.push_back(fd);
       }
     }
-    for (int fd : drop) {
-      execStatus.erase(fd);
-      dropClient(fd);
-    }
+    for (int fd : drop) dropClient(fd);
     if (!input.empty()) {
       auto sent = (*cmd)->writeStdinSome(input);
       if (!sent) input.clear();
       else input.erase(0, *sent);
     }
   }
-  if (!finished) {
-    (void)(*cmd)->signal(SIGKILL);
-    giveUp = true;
-  }
-  waiter.join();
+  if (!finished) (void)(*cmd)->signal(SIGKILL);
   // The attached clients learn the end; the socket goes with the command.
+  const Result<protocol::ExitStatus>& status = agent.status();  // written before agent.fd() became readable
   const int code = finished && status ? status->shellCode() : 128 + SIGTERM;
   const std::string exitFrame = encodeAttachFrame(AttachFrameType::kExit, std::to_string(code));
   {
