@@ -38,6 +38,9 @@ void addAttachCommands(CLI::App& app, int& exitCode, const HostContext& host,
 /// `airlock review`: review a change set against a workspace and flush (src/cli/review.cc).
 void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
+/// `airlock diff NAME`: a session's changes, read-only, also while it runs (src/cli/diff_cmd.cc).
+void addDiffCommand(CLI::App& app, int& exitCode, const HostContext& host);
+
 /// `airlock snapshot`: a workspace's snapshot in a session directory (src/cli/snapshot.cc).
 void addSnapshotCommand(CLI::App& app, int& exitCode, const HostContext& host);
 

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   airlock::cli::addRunImageCommand(app, exitCode, host, afterDoubleDash, invocation);
   airlock::cli::addRunCommand(app, exitCode, host, afterDoubleDash, invocation);
   airlock::cli::addSessionCommands(app, exitCode, host, afterDoubleDash);
+  airlock::cli::addDiffCommand(app, exitCode, host);
   airlock::cli::addSnapshotCommand(app, exitCode, host);
   airlock::cli::addReviewCommand(app, exitCode, host);
   airlock::cli::addJanitorCommand(app, exitCode);

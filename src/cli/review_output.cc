@@ -38,28 +38,35 @@ void printReviewText(std::FILE* out, const ws::GateOutcome& o, const std::string
                 o.gitKept);
 }
 
+nlohmann::json changeItemJson(const ws::DiffItem& it) {
+  json row = {{"path", ws::displayPath(it.path)}, {"kind", ws::changeKindName(it.kind)},
+              {"lines_added", it.linesAdded},     {"lines_removed", it.linesRemoved},
+              {"binary", it.binary},               {"held_back", it.heldBack},
+              {"build_entry", it.buildEntry},      {"conflict", it.conflict},
+              {"git_metadata", it.gitMetadata},    {"control_characters", it.controlChars},
+              {"non_ascii_name", hasNonAscii(it.path)}};
+  if (it.kind == ws::ChangeKind::Skipped && it.agent.size) row["size"] = it.agent.size;
+  if (it.base.exists && it.base.type != ws::EntryType::Symlink)
+    row["mode_old"] = fmt::format("{:04o}", it.base.mode & 0777);
+  if (it.agent.exists && it.agent.type != ws::EntryType::Symlink) {
+    row["mode_new"] = fmt::format("{:04o}", ws::landingMode(it.agent));
+    if (it.specialBitsDropped) row["mode_requested"] = fmt::format("{:04o}", it.agent.mode & 07777);
+  }
+  if (!it.base.sha256.empty()) row["sha256_old"] = it.base.sha256;
+  if (!it.agent.sha256.empty()) row["sha256_new"] = it.agent.sha256;
+  return row;
+}
+
 void printReviewJson(const ws::GateOutcome& o, const std::string& session) {
   json j = {{"session", session},         {"flushed", o.flushed},   {"conflicts", o.conflicts},
             {"pending", o.pending},       {"git_metadata", o.gitKept}, {"already_applied", o.alreadyApplied},
             {"skipped", o.skipped},       {"kept", o.keptDir},      {"items", json::array()}};
   for (size_t i = 0; i < o.items.size(); ++i) {
-    const auto& it = o.items[i];
-    j["items"].push_back({{"path", ws::displayPath(it.path)}, {"kind", ws::changeKindName(it.kind)},
-                          {"decision", ws::decisionName(o.decisions[i])}, {"flushed", bool(o.flushedItem[i])},
-                          {"lines_added", it.linesAdded}, {"lines_removed", it.linesRemoved}, {"binary", it.binary},
-                          {"held_back", it.heldBack}, {"build_entry", it.buildEntry}, {"conflict", it.conflict},
-                          {"control_characters", it.controlChars}, {"non_ascii_name", hasNonAscii(it.path)},
-                          {"message", o.messages[i]}});
-    auto& row = j["items"].back();
-    if (it.kind == ws::ChangeKind::Skipped && it.agent.size) row["size"] = it.agent.size;
-    if (it.base.exists && it.base.type != ws::EntryType::Symlink)
-      row["mode_old"] = fmt::format("{:04o}", it.base.mode & 0777);
-    if (it.agent.exists && it.agent.type != ws::EntryType::Symlink) {
-      row["mode_new"] = fmt::format("{:04o}", ws::landingMode(it.agent));
-      if (it.specialBitsDropped) row["mode_requested"] = fmt::format("{:04o}", it.agent.mode & 07777);
-    }
-    if (!it.base.sha256.empty()) row["sha256_old"] = it.base.sha256;
-    if (!it.agent.sha256.empty()) row["sha256_new"] = it.agent.sha256;
+    json row = changeItemJson(o.items[i]);
+    row["decision"] = ws::decisionName(o.decisions[i]);
+    row["flushed"] = bool(o.flushedItem[i]);
+    row["message"] = o.messages[i];
+    j["items"].push_back(std::move(row));
   }
   std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
 }

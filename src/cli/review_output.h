@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "workspace/gate.h"
 
 namespace airlock::cli {
@@ -14,6 +16,11 @@ namespace airlock::cli {
 /// held-back and skipped counts with what to do, what was flushed into
 /// `workspace` and what was kept.
 void printReviewText(std::FILE* out, const workspace::GateOutcome& outcome, const std::string& workspace);
+
+/// One change as a JSON object: path, kind, lines_added/removed, flags
+/// (binary, held_back, build_entry, conflict, git_metadata,
+/// control_characters, non_ascii_name), modes as octal text, SHA-256s.
+nlohmann::json changeItemJson(const workspace::DiffItem& item);
 
 /// Prints `outcome` as one JSON document on stdout (`session` is its directory).
 void printReviewJson(const workspace::GateOutcome& outcome, const std::string& session);

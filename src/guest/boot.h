@@ -7,6 +7,8 @@
 
 namespace airlock::guest {
 
+/// Where the scratch disk (ext4: the upper layers of / and /workspace) is mounted.
+inline constexpr const char* kScratchMount = "/run/airlock/scratch";
 /// Where the /workspace overlay keeps its upper layer (on the scratch disk).
 inline constexpr const char* kWorkspaceUpper = "/run/airlock/scratch/workspace/upper";
 

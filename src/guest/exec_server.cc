@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -412,8 +413,19 @@ void ExecServer::exportWorkspace(uint32_t channel) {
     }
     return running_;
   };
-  sync();
+  // A consistent export while the agent may still run (`airlock diff`):
+  // the scratch filesystem (the upper layers) is frozen for the walk, so
+  // every write waits until it is done; reads, and so the walk, go on.
+  // Where the freeze is refused, the walk sees the layer as it changes.
+  int scratch = open(kScratchMount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  bool frozen = scratch >= 0 && ioctl(scratch, FIFREEZE, 0) == 0;
+  if (!frozen) {
+    logLine(std::string("export: the scratch filesystem was not frozen: ") + std::strerror(errno));
+    sync();
+  }
   bool ok = exportUpperLayer(kWorkspaceUpper, sink, error, skipped);
+  if (frozen && ioctl(scratch, FITHAW, 0) != 0) logLine(std::string("export: thaw failed: ") + std::strerror(errno));
+  if (scratch >= 0) close(scratch);
   if (ok && !pending.empty()) send(FrameType::kStdout, channel, pending);
   if (!skipped.empty()) logLine("export skipped:\n" + skipped);
   if (!ok) send(FrameType::kError, channel, error);

@@ -7,11 +7,15 @@
 // client -> supervisor: kInput (keystrokes for the agent's terminal),
 //   kResize (rows, cols: 2 bytes big-endian each); or, as its first frame,
 //   kExec (encodeExecStart: another command in the same VM, `airlock exec`),
-//   whose client then sends kInput, kResize and kCloseInput for it.
+//   whose client then sends kInput, kResize and kCloseInput for it; or, as
+//   its first frame, kDiff (empty: `airlock diff` asks for the changes so
+//   far, exported while the agent runs).
 // supervisor -> client: kOutput (the terminal's output, or an exec's
 //   stdout), kStderr (an exec's stderr without a pty), kExit (the command's
 //   exit code as decimal text: the agent's when the session ends, or the
-//   exec's).
+//   exec's). A kDiff is answered with kOutput (the name of the exported
+//   change set, a file in the session directory the client removes) and
+//   kExit "0", or kStderr (why not) and kExit with an airlock exit code.
 // Both ends are airlock processes of the same user; the reader still bounds
 // what it buffers (kMaxFramePayload) and fails on an unknown type.
 
@@ -30,6 +34,7 @@ enum class AttachFrameType : char {
   kResize = 'w',
   kCloseInput = 'c',
   kExec = 'e',
+  kDiff = 'd',
   kOutput = 'o',
   kStderr = 'r',
   kExit = 'x',

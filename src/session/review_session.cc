@@ -60,6 +60,41 @@ Result<bool> settleInterruptedFlush(const HostContext& host, const std::string& 
   return true;
 }
 
+Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, const PreviewRequest& request,
+                                                       Ui& ui) {
+  auto dir = resolveSessionDir(host.dirs.state, request.session);
+  if (!dir) return std::unexpected(dir.error());
+  SessionLayout layout{*dir};
+  std::string workspace = recordedWorkspace(*dir);
+  if (workspace.empty() || !exists(layout.manifest()))
+    return failWith(exit_code::kUsage, "session {} has no snapshot of a workspace to compare with", request.session);
+  ws::GateRequest gate;
+  gate.workspace = workspace;
+  gate.session = *dir;
+  gate.snapshot = layout.snapshot();
+  gate.changeSet = request.changeSet;
+  if (gate.changeSet.empty()) {
+    if (::access(layout.pendingChangeSet().c_str(), R_OK) == 0)
+      gate.changeSet = layout.pendingChangeSet();
+    else if (!exists(layout.reviewed()) && ::access(layout.changeSet().c_str(), R_OK) == 0)
+      gate.changeSet = layout.changeSet();
+    else
+      return std::optional<ws::GatePreview>{};
+  }
+  gate.maxDiffBytes = request.maxDiffBytes;
+  gate.umask = host.umask;
+  std::string saved;
+  if (auto text = readFile(layout.ignore(), 1 << 20)) saved = *text;
+  auto rules = ws::loadReviewRules(workspace, saved, request.excludes);
+  if (!rules) return std::unexpected(rules.error());
+  for (const auto& w : rules->warnings) ui.warn(w);
+  auto baseline = ws::Manifest::load(layout.manifest());
+  if (!baseline) return std::unexpected(baseline.error());
+  auto preview = ws::previewGate(gate, *baseline, rules->rules, request.patches, request.color);
+  if (!preview) return std::unexpected(preview.error());
+  return std::optional<ws::GatePreview>(std::move(*preview));
+}
+
 Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest& request, Ui& ui) {
   ReviewRequest a = request;
   ReviewResult out;

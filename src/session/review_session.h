@@ -50,6 +50,24 @@ struct ReviewResult {
 /// kUnsafeChangeSet, kInternal).
 Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest& request, Ui& ui);
 
+/// What `airlock diff` looks at.
+struct PreviewRequest {
+  std::string session;    ///< session name, id or directory
+  std::string changeSet;  ///< an OCI layer tar; "" = what the session holds (as reviewSession() picks)
+  std::vector<std::string> excludes;  ///< extra ignore patterns
+  uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
+  bool patches = true;                ///< render each item's patch
+  bool color = false;                 ///< with airlock's colors
+};
+
+/// The review's diff of a session's changes, read-only: no lock, no flush,
+/// nothing recorded (an interrupted flush is not settled either). The
+/// baseline is the session's manifest and the workspace its recorded one.
+/// nullopt when the session holds nothing to review. Errors: kUsage (no
+/// such session, or one without a snapshot), kUnsafeChangeSet, kInternal.
+Result<std::optional<workspace::GatePreview>> previewSession(const HostContext& host, const PreviewRequest& request,
+                                                             Ui& ui);
+
 /// Completes (or, if `rollback`, rolls back) an interrupted flush into
 /// `workspace`, says so through `ui` and in its session's log, and removes
 /// the staging directories that session's killed review left. Returns

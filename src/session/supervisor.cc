@@ -10,18 +10,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "common/exit_codes.h"
+#include "common/thread_signals.h"
 #include "common/visible_text.h"
 #include "session/attach_frames.h"
 #include "session/command_waiter.h"
@@ -52,7 +56,7 @@ struct OutputFanout {
   Fd log;
   uint64_t logged = 0;
   std::map<int, std::string> outbox;  ///< per client fd: frames not yet sent
-  std::set<int> execClients;          ///< clients of `airlock exec`: only their command's output
+  std::set<int> execClients;          ///< clients of `airlock exec` and `diff`: only their own frames
   std::set<int> overflowed;           ///< clients to drop
   Fd wake;                            ///< eventfd: the loop has output to send
 
@@ -74,6 +78,11 @@ struct OutputFanout {
     notify();
   }
 
+  /// Wakes the loop.
+  void notify() {
+    uint64_t one = 1;
+    (void)!::write(wake.get(), &one, sizeof one);
+  }
  private:
   void queue(int fd, std::string& box, AttachFrameType type, std::string_view data) {
     if (overflowed.count(fd)) return;
@@ -83,10 +92,6 @@ struct OutputFanout {
       overflowed.insert(fd);
       box.clear();
     }
-  }
-  void notify() {
-    uint64_t one = 1;
-    (void)!::write(wake.get(), &one, sizeof one);
   }
 };
 
@@ -98,6 +103,7 @@ struct Client {
   std::shared_ptr<vm::Command> exec;  ///< its command, once started
   std::string input;                  ///< keys for `exec` waiting for window credit
   bool closeInput = false;            ///< kCloseInput came: close exec's stdin once `input` is sent
+  bool diff = false;                  ///< an `airlock diff`: waits for a LiveExport
   std::unique_ptr<CommandWaiter> waiter;  ///< `exec`'s end, polled by the loop
 
   explicit Client(Fd f) : fd(std::move(f)) {}
@@ -105,6 +111,16 @@ struct Client {
   ~Client() {
     if (waiter && !waiter->done()) (void)exec->signal(SIGKILL);  // its client is gone
   }
+};
+
+/// An export of the changes so far for `airlock diff`, on a thread of its
+/// own (it takes as long as the change set is big; the loop goes on).
+struct LiveExport {
+  int client = -1;    ///< the fd of the `airlock diff` waiting for it
+  std::string name;   ///< the change set's file name in the session directory
+  std::thread thread;
+  std::atomic<bool> done{false};
+  Result<uint64_t> result = uint64_t{0};  ///< written before done
 };
 
 /// `argv` as one line for the session log, each word made visible.
@@ -150,7 +166,7 @@ Result<Fd> connectAttachSocket(const std::string& dir, const std::string& name) 
   if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
     if (errno == ENOENT || errno == ECONNREFUSED)
       return failWith(exit_code::kUsage, "session {} is not running detached: only a running `run -d` session can "
-                      "be attached to or run commands (`airlock ls` shows its state)", name);
+                      "be attached to, run commands or show its changes so far (`airlock ls` shows its state)", name);
     return fail("cannot connect to the attach socket in {}: {}", dir, errnoText(errno));
   }
   return sock;
@@ -228,6 +244,13 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     }
     clients.erase(fd);
   };
+  // A client of `airlock exec` or `airlock diff` gets only its own frames
+  // from now on, none of the agent's output (not even what came before).
+  auto ownFramesOnly = [&](int fd) {
+    std::lock_guard lock(fanout->mutex);
+    fanout->execClients.insert(fd);
+    fanout->outbox[fd].clear();
+  };
   // `airlock exec`: a command of its own, as the agent's user with the
   // agent's environment, in the agent's working directory.
   auto startExec = [&](int fd, Client& client, const ExecStart& start) -> bool {
@@ -244,10 +267,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     h.onStderr = [weak, fd](std::string_view d) {
       if (auto f = weak.lock()) f->send(fd, AttachFrameType::kStderr, d);
     };
-    {
-      std::lock_guard lock(fanout->mutex);
-      fanout->execClients.insert(fd);
-    }
+    ownFramesOnly(fd);
     auto started = sandbox.exec(req, h);
     if (!started) {
       fanout->send(fd, AttachFrameType::kStderr, "airlock: " + started.error().message + "\n");
@@ -258,6 +278,61 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     client.waiter = std::make_unique<CommandWaiter>(client.exec);
     appendSessionLog(dir_, "exec: " + visibleArgv(start.argv));
     return true;
+  };
+  // `airlock diff`: one export at a time, in the order asked.
+  std::deque<int> diffQueue;
+  std::unique_ptr<LiveExport> live;
+  auto startExport = [&] {
+    while (!live && !diffQueue.empty()) {
+      const int fd = diffQueue.front();
+      diffQueue.pop_front();
+      if (!clients.count(fd)) continue;
+      std::string path = dir_ + "/diff-XXXXXX.tar";
+      Fd file(::mkstemps(path.data(), 4));
+      if (!file) {
+        sendLast(fd, encodeAttachFrame(AttachFrameType::kStderr,
+                                       fmt::format("airlock: cannot create a file in {}: {}\n", dir_,
+                                                   errnoText(errno))) +
+                         encodeAttachFrame(AttachFrameType::kExit, std::to_string(exit_code::kInternal)));
+        dropClient(fd);
+        continue;
+      }
+      live = std::make_unique<LiveExport>();
+      live->client = fd;
+      live->name = path.substr(dir_.size() + 1);
+      live->thread = std::thread([&sandbox, l = live.get(), path, weak = std::weak_ptr<OutputFanout>(fanout)] {
+        blockSignalsInThisThread();
+        l->result = sandbox.exportWorkspace(path, vm::ExportLimits{});
+        l->done = true;
+        if (auto f = weak.lock()) f->notify();
+      });
+    }
+  };
+  // The export's end: its client gets the file's name (or why not), a
+  // client that left gets nothing and the file goes.
+  auto finishExport = [&] {
+    live->thread.join();
+    std::unique_ptr<LiveExport> ended = std::move(live);
+    const std::string path = dir_ + "/" + ended->name;
+    if (!ended->result) ::unlink(path.c_str());
+    appendSessionLog(dir_, ended->result ? fmt::format("diff: the changes so far exported ({} bytes)", *ended->result)
+                                         : "diff: the export failed: " + ended->result.error().message);
+    if (!clients.count(ended->client)) {
+      ::unlink(path.c_str());
+      return;
+    }
+    std::string box;
+    {
+      std::lock_guard lock(fanout->mutex);
+      box = std::move(fanout->outbox[ended->client]);
+    }
+    if (ended->result)
+      box += encodeAttachFrame(AttachFrameType::kOutput, ended->name) + encodeAttachFrame(AttachFrameType::kExit, "0");
+    else
+      box += encodeAttachFrame(AttachFrameType::kStderr, "airlock: " + ended->result.error().message + "\n") +
+             encodeAttachFrame(AttachFrameType::kExit, std::to_string(ended->result.error().code));
+    sendLast(ended->client, box);
+    dropClient(ended->client);
   };
   std::string input;  // keystrokes waiting for the guest's window
   std::optional<std::chrono::steady_clock::time_point> forceStopAt;
@@ -347,7 +422,11 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
           }
           if (!*frame) break;
           const AttachFrame& f = **frame;
-          if (f.type == AttachFrameType::kExec && !client.exec) {
+          if (f.type == AttachFrameType::kDiff && !client.exec && !client.diff) {
+            client.diff = true;
+            ownFramesOnly(fd);
+            diffQueue.push_back(fd);
+          } else if (f.type == AttachFrameType::kExec && !client.exec && !client.diff) {
             auto start = decodeExecStart(f.payload);
             if (!start || !startExec(fd, client, *start)) {
               if (!start) fanout->send(fd, AttachFrameType::kExit, "64");
@@ -390,6 +469,8 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
       }
     }
     for (int fd : drop) dropClient(fd);
+    if (live && live->done) finishExport();
+    startExport();
     if (!input.empty()) {
       auto sent = (*cmd)->writeStdinSome(input);
       if (!sent) input.clear();
@@ -397,6 +478,12 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     }
   }
   if (!finished) (void)(*cmd)->signal(SIGKILL);
+  if (live) finishExport();  // within the export's own deadlines
+  for (int fd : diffQueue)
+    if (clients.count(fd))
+      sendLast(fd, encodeAttachFrame(AttachFrameType::kStderr, "airlock: the session ended before its diff was "
+                                                               "exported; `airlock diff` shows its changes now\n") +
+                       encodeAttachFrame(AttachFrameType::kExit, std::to_string(exit_code::kBusy)));
   // The attached clients learn the end; the socket goes with the command.
   const Result<protocol::ExitStatus>& status = agent.status();  // written before agent.fd() became readable
   const int code = finished && status ? status->shellCode() : 128 + SIGTERM;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -44,7 +46,7 @@ Result<ReviewRules> loadReviewRules(const std::string& workspace, const std::str
 
 void removeStaleStaging(const std::string& session) {
   for (const auto& name : listDir(session).value_or(std::vector<std::string>{}))
-    if (name.starts_with("review-")) (void)removeTree(session + "/" + name);
+    if (name.starts_with("review-") || name.starts_with("preview-")) (void)removeTree(session + "/" + name);
 }
 
 Result<> checkGateRequest(const GateRequest& a, const ReviewTerminal* term) {
@@ -61,19 +63,33 @@ Result<> checkGateRequest(const GateRequest& a, const ReviewTerminal* term) {
   return {};
 }
 
-Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules,
-                            ReviewTerminal* term) {
-  if (auto r = checkGateRequest(a, term); !r) return std::unexpected(r.error());
+namespace {
 
-  // The change set, staged in a directory removed however the review ends
-  // short of a crash (and by the next review of the session after one).
-  std::string work = a.session + "/review-XXXXXX";
-  if (!::mkdtemp(work.data()))
-    return failWith(exit_code::kInternal, "cannot create a directory in {}: {}", a.session, errnoText(errno));
+/// A change set staged and diffed three ways, with its items classified:
+/// what a review and a preview share. The staging directory goes with it.
+struct StagedDiff {
   struct Staging {
     std::string path;
     ~Staging() { (void)removeTree(path); }
-  } staging{work};
+  } staging;
+  std::optional<ChangeSet> changes;
+  Fd workspace, snapshot;
+  std::unique_ptr<ThreeWayDiff> diff;  ///< refers to changes and the caller's baseline and rules
+  DiffResult result;
+};
+
+/// Stages `a`'s change set in a `prefix`XXXXXX directory of its session,
+/// diffs it against `baseline` and the live workspace, and classifies the
+/// items in the final tree.
+Result<std::unique_ptr<StagedDiff>> stageAndDiff(const GateRequest& a, const Manifest& baseline,
+                                                 const IgnoreRules& rules, const std::string& prefix) {
+  // The change set, staged in a directory removed however the review ends
+  // short of a crash (and by the next review of the session after one).
+  std::string work = a.session + "/" + prefix + "XXXXXX";
+  if (!::mkdtemp(work.data()))
+    return failWith(exit_code::kInternal, "cannot create a directory in {}: {}", a.session, errnoText(errno));
+  auto s = std::make_unique<StagedDiff>();
+  s->staging.path = work;
   Result<ChangeSet> cs = std::unexpected(Error{});
   if (!a.changeSet.empty()) {
     Fd in(a.changeSet == "-" ? ::dup(a.changeSetFd) : ::open(a.changeSet.c_str(), O_RDONLY | O_CLOEXEC));
@@ -85,19 +101,51 @@ Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, cons
   if (!cs)
     return failWith(cs.error().code == exit_code::kInternal ? exit_code::kUnsafeChangeSet : cs.error().code, "{}",
                     cs.error().message);
+  s->changes = std::move(*cs);
 
   // Three-way diff, then classification in the final tree (the user's git
   // config names more code paths; kept-out and host-only paths are not modelled).
-  Fd wsFd(::open(a.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  Fd snapFd(a.snapshot.empty() ? -1 : ::open(a.snapshot.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  ThreeWayDiff diff(baseline, *cs, rules, wsFd.get(), snapFd.get(), a.maxDiffBytes, a.umask);
-  auto result = diff.run();
+  s->workspace.reset(::open(a.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!a.snapshot.empty()) s->snapshot.reset(::open(a.snapshot.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  s->diff = std::make_unique<ThreeWayDiff>(baseline, *s->changes, rules, s->workspace.get(), s->snapshot.get(),
+                                           a.maxDiffBytes, a.umask);
+  auto result = s->diff->run();
   if (!result) return std::unexpected(result.error());
-  classifyItems(result->items, baseline, HostView{wsFd.get(), &rules, gitConfigNamedPaths(a.workspace)});
+  s->result = std::move(*result);
+  classifyItems(s->result.items, baseline,
+                HostView{s->workspace.get(), &rules, gitConfigNamedPaths(a.workspace)});
+  return s;
+}
 
+}  // namespace
+
+Result<GatePreview> previewGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules,
+                                bool patches, bool color) {
+  if (a.changeSet.empty() == a.after.empty() || a.session.empty())
+    return failWith(exit_code::kInternal, "a preview needs one change set and a session directory");
+  auto staged = stageAndDiff(a, baseline, rules, "preview-");
+  if (!staged) return std::unexpected(staged.error());
+  GatePreview out;
+  out.items = std::move((*staged)->result.items);
+  out.alreadyApplied = (*staged)->result.alreadyApplied;
+  if (patches)
+    for (const auto& item : out.items) {
+      auto p = (*staged)->diff->patch(item, color);
+      out.patches.push_back(p ? *p : p.error().message + "\n");
+    }
+  return out;
+}
+
+Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules,
+                            ReviewTerminal* term) {
+  if (auto r = checkGateRequest(a, term); !r) return std::unexpected(r.error());
+  auto staged = stageAndDiff(a, baseline, rules, "review-");
+  if (!staged) return std::unexpected(staged.error());
+  const std::string& work = (*staged)->staging.path;
+  const ThreeWayDiff& diff = *(*staged)->diff;
   GateOutcome out;
-  out.items = std::move(result->items);
-  out.alreadyApplied = result->alreadyApplied;
+  out.items = std::move((*staged)->result.items);
+  out.alreadyApplied = (*staged)->result.alreadyApplied;
   auto& items = out.items;
   if (term) term->begin();
   auto decisions = decide(items, a.mode, diff, term, term != nullptr);

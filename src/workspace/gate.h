@@ -87,7 +87,22 @@ Result<ReviewRules> loadReviewRules(const std::string& workspace, const std::str
 Result<GateOutcome> runGate(const GateRequest& request, const Manifest& baseline, const IgnoreRules& rules,
                             ReviewTerminal* term);
 
-/// Removes the review-XXXXXX staging directories a killed review left in `session`.
+/// What a read-only look at a change set found (previewGate()).
+struct GatePreview {
+  std::vector<DiffItem> items;       ///< every change, in path order, classified as a review would
+  std::vector<std::string> patches;  ///< parallel to items when asked for: ThreeWayDiff::patch(), or its error
+  size_t alreadyApplied = 0;         ///< changes the live workspace already has
+};
+
+/// The review's three-way diff and classification of `request`'s change set
+/// (its mode is not used), without deciding, flushing or keeping anything:
+/// `airlock diff`. Staging lives in a preview-XXXXXX directory of the
+/// session, removed before this returns. `patches`: render each item's
+/// patch (`color`: with airlock's colors). Errors as runGate()'s.
+Result<GatePreview> previewGate(const GateRequest& request, const Manifest& baseline, const IgnoreRules& rules,
+                                bool patches, bool color);
+
+/// Removes the review-XXXXXX and preview-XXXXXX staging directories a killed review left in `session`.
 void removeStaleStaging(const std::string& session);
 
 }  // namespace airlock::workspace

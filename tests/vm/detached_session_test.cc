@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -242,6 +244,83 @@ TEST_F(Detached, ExecRunsBesideTheAgentOnTheSameSnapshot) {
   EXPECT_EQ(reviewed.exitCode, 0) << reviewed.err;
   EXPECT_EQ(slurp(ws_ + "/piped.txt"), "through stdin\n");
   EXPECT_EQ(slurp(ws_ + "/agent.txt"), "from-agent\n");
+}
+
+// `diff` shows a running session's changes so far as the review will (the
+// three-way diff, with a host edit made since the snapshot as a conflict),
+// while the agent keeps writing: the export is taken with the guest's
+// writes held (a file rewritten all the time never changes under it, which
+// failed the export before), every diff of a file being appended is a
+// whole one, the agent goes on afterwards (the guest's freeze was lifted),
+// nothing reaches the workspace and no exported file is left. After the
+// session ended, `diff` shows what waits for review.
+TEST_F(Detached, DiffShowsTheChangesSoFarWhileTheAgentRuns) {
+  { std::ofstream(ws_ + "/host.txt") << "base\n"; }
+  ASSERT_EQ(detach("live", "echo agent > /workspace/host.txt; echo first > /workspace/first.txt; "
+                           "head -c 1000000 /dev/zero | tr '\\0' r > /tmp/big; "
+                           "while true; do cp /tmp/big /workspace/rewritten.txt; done & "
+                           "i=0; while true; do i=$((i+1)); echo line-$i >> /workspace/growing.txt; done")
+                .exitCode, 0);
+  { std::ofstream(ws_ + "/host.txt") << "edited on the host\n"; }
+  nlohmann::json first;
+  for (int i = 0; i < 100; ++i) {
+    auto d = airlock({"diff", "live", "--json"});
+    ASSERT_EQ(d.exitCode, 0) << d.err;
+    first = nlohmann::json::parse(d.out, nullptr, false);
+    if (first.is_object() && first["items"].size() >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(first["running"], true);
+  std::map<std::string, nlohmann::json> byPath;
+  for (const auto& item : first["items"]) byPath[item["path"]] = item;
+  EXPECT_EQ(byPath["first.txt"].value("kind", ""), "added") << first.dump();
+  EXPECT_EQ(byPath["host.txt"].value("conflict", false), true) << "a host edit since the snapshot is a conflict";
+  EXPECT_EQ(byPath["growing.txt"].value("kind", ""), "added") << first.dump();
+
+  uint64_t lastLines = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto d = airlock({"diff", "live", "--color=never"});
+    ASSERT_EQ(d.exitCode, 0) << d.err;
+    EXPECT_NE(d.out.find("+first"), std::string::npos) << d.out.substr(0, 2000);
+    // The growing file: line-1 .. line-N, each line whole, none missing.
+    size_t at = d.out.find("b/growing.txt");
+    ASSERT_NE(at, std::string::npos);
+    uint64_t n = 0;
+    for (size_t p = d.out.find("+line-", at); p != std::string::npos; p = d.out.find("+line-", p + 1)) {
+      size_t eol = d.out.find('\n', p);
+      ASSERT_EQ(d.out.substr(p, eol - p), "+line-" + std::to_string(++n)) << "a torn export";
+    }
+    EXPECT_GE(n, lastLines) << "the agent's file shrank between two diffs";
+    lastLines = n;
+  }
+  EXPECT_GT(lastLines, 0u);
+  auto stat = airlock({"diff", "live", "--stat"});
+  EXPECT_EQ(stat.exitCode, 0) << stat.err;
+  EXPECT_NE(stat.out.find("growing.txt"), std::string::npos) << stat.out;
+  EXPECT_EQ(stat.out.find("@@"), std::string::npos) << "--stat printed patches";
+  // The agent was not held: its file goes on growing after the diffs.
+  auto count = [&] {
+    auto e = airlock({"exec", "live", "--", "sh", "-c", "wc -l < /workspace/growing.txt"});
+    return std::stoull(e.out.empty() ? "0" : e.out);
+  };
+  uint64_t before = count();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_GT(count(), before) << "the agent stopped writing after a diff";
+  EXPECT_EQ(slurp(ws_ + "/host.txt"), "edited on the host\n");
+  EXPECT_FALSE(std::ifstream(ws_ + "/first.txt").good()) << "diff flushed";
+
+  ASSERT_EQ(airlock({"stop", "-t", "0", "live"}).exitCode, 0);
+  auto after = airlock({"diff", "live", "--stat"});
+  EXPECT_EQ(after.exitCode, 0) << after.err;
+  EXPECT_NE(after.out.find("first.txt"), std::string::npos) << after.out;
+  auto dir = entry("live").value("dir", "");
+  ASSERT_FALSE(dir.empty()) << entry("live").dump();
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename();
+    EXPECT_FALSE(name.starts_with("diff-") || name.starts_with("preview-")) << name << " left in the session";
+  }
+  EXPECT_EQ(airlock({"diff", "nobody"}).exitCode, 64);
 }
 
 // With egress the supervisor runs the proxy and DNS threads; `stop` (SIGTERM

@@ -1,0 +1,164 @@
+// `airlock diff NAME [--stat] [--json]`: a session's changes as its review
+// would show them (the three-way diff against the snapshot's baseline and
+// the live workspace), read-only. A running detached session exports its
+// changes so far on request (session/supervisor.h, kDiff); an ended one
+// shows what it still holds for review.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/repeatable.h"
+#include "cli/report.h"
+#include "cli/review_output.h"
+#include "cli/terminal_ui.h"
+#include "common/exit_codes.h"
+#include "common/fd.h"
+#include "common/file_lock.h"
+#include "session/attach_frames.h"
+#include "session/layout.h"
+#include "session/review_session.h"
+#include "session/session.h"
+#include "session/supervisor.h"
+#include "workspace/review.h"
+
+namespace airlock::cli {
+namespace {
+
+using session::AttachFrameType;
+
+/// The flags of `airlock diff`.
+struct DiffArgs {
+  std::string name;                   ///< session name or id
+  bool stat = false;                  ///< the table only
+  bool json = false;                  ///< one JSON document
+  std::string color = "auto";         ///< auto (a terminal on stdout), always, never
+  std::vector<std::string> excludes;  ///< extra ignore patterns
+  uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
+};
+
+/// Asks the supervisor of the running session in `dir` to export the
+/// changes so far; returns the file's path in `dir`. Errors carry the
+/// supervisor's exit code.
+Result<std::string> exportRunning(const std::string& dir, const std::string& name) {
+  auto sock = session::connectAttachSocket(dir, name);
+  if (!sock) return std::unexpected(sock.error());
+  std::string request = session::encodeAttachFrame(AttachFrameType::kDiff, {});
+  if (!writeAll(sock->get(), request)) return fail("cannot reach session {}: {}", name, errnoText(errno));
+  session::AttachFrameReader reader;
+  std::string file, errors;
+  char buf[4096];
+  for (;;) {
+    auto frame = reader.next();
+    if (!frame) return std::unexpected(frame.error());
+    if (!*frame) {
+      ssize_t n = ::read(sock->get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        return failWith(exit_code::kVmFailed, "lost the connection to session {} during its export (airlock ls "
+                        "shows its state)", name);
+      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+      continue;
+    }
+    const session::AttachFrame& f = **frame;
+    if (f.type == AttachFrameType::kOutput) {
+      file = f.payload;
+    } else if (f.type == AttachFrameType::kStderr) {
+      errors += f.payload;
+    } else if (f.type == AttachFrameType::kExit) {
+      int code = std::atoi(f.payload.c_str());
+      if (code != 0) {
+        while (!errors.empty() && errors.back() == '\n') errors.pop_back();
+        if (errors.starts_with("airlock: ")) errors.erase(0, 9);
+        return failWith(code, "{}", errors.empty() ? "the session could not export its changes" : errors);
+      }
+      break;
+    }
+  }
+  // The name is the supervisor's own mkstemps() result in the session directory.
+  if (!file.starts_with("diff-") || !file.ends_with(".tar") || file.find('/') != std::string::npos ||
+      file.size() > 64)
+    return failWith(exit_code::kInternal, "session {} answered with an unexpected file name", name);
+  return dir + "/" + file;
+}
+
+int runDiff(const HostContext& host, const DiffArgs& a) {
+  auto dir = session::resolveSessionDir(host.dirs.state, a.name);
+  if (!dir) return reportError(dir.error());
+  const bool running = lockHeld(session::SessionLayout{*dir}.runLock());
+  std::string exported;
+  struct RemoveOnReturn {
+    const std::string& path;
+    ~RemoveOnReturn() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  } removeExported{exported};
+  if (running) {
+    if (::isatty(2))
+      std::fprintf(stderr, "airlock: exporting the changes of %s so far (its writes wait meanwhile)\n",
+                   a.name.c_str());
+    auto file = exportRunning(*dir, a.name);
+    if (!file) return reportError(file.error());
+    exported = *file;
+  }
+  const bool color = a.color == "always" || (a.color == "auto" && !a.json && ::isatty(1));
+  session::PreviewRequest request;
+  request.session = *dir;
+  request.changeSet = exported;
+  request.excludes = a.excludes;
+  request.maxDiffBytes = a.maxDiffBytes;
+  request.patches = !a.stat && !a.json;
+  request.color = color;
+  TerminalUi ui(host, false);
+  auto preview = session::previewSession(host, request, ui);
+  if (!preview) return reportError(preview.error());
+  const std::vector<workspace::DiffItem> none;
+  const auto& items = *preview ? (*preview)->items : none;
+  if (a.json) {
+    nlohmann::json j = {{"session", *dir}, {"running", running}, {"items", nlohmann::json::array()}};
+    if (*preview) j["already_applied"] = (*preview)->alreadyApplied;
+    for (const auto& item : items) j["items"].push_back(changeItemJson(item));
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  if (items.empty()) {
+    std::printf("no changes in session %s%s\n", a.name.c_str(), running ? " so far" : " to review");
+    return 0;
+  }
+  std::printf("%s", workspace::summaryTable(items).c_str());
+  if (!a.stat)
+    for (const auto& patch : (*preview)->patches) std::printf("\n%s", patch.c_str());
+  std::fflush(stdout);
+  if (running)
+    std::fprintf(stderr, "airlock: %s is still running; these are its changes so far (nothing was flushed)\n",
+                 a.name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addDiffCommand(CLI::App& app, int& exitCode, const HostContext& host) {
+  auto args = std::make_shared<DiffArgs>();
+  CLI::App* d = app.add_subcommand("diff", "Show a session's changes as its review would, while it runs or after; "
+                                           "never flushes");
+  d->footer(exitCodeFooter());
+  d->add_option("name", args->name, "the session: its name or id (`airlock ls`)")->required();
+  d->add_flag("--stat", args->stat, "the table of changed paths only");
+  d->add_flag("--json", args->json, "one JSON document: the changed paths with kinds, line counts, modes, flags");
+  d->add_option("--color", args->color, "auto (default: when stdout is a terminal), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  repeatable(d->add_option("--exclude", args->excludes, "extra ignore pattern (gitignore syntax); repeatable"));
+  d->add_option("--max-diff-bytes", args->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
+  d->callback([args, &host, &exitCode] { exitCode = runDiff(host, *args); });
+}
+
+}  // namespace airlock::cli
