@@ -140,7 +140,7 @@ TEST_F(SessionList, StatesFollowTheDirectoryAndTheRunLock) {
 TEST(AttachFrames, RoundTripSplitAnywhere) {
   std::string wire = encodeAttachFrame(AttachFrameType::kInput, "keys") + encodeResize(30, 100) +
                      encodeAttachFrame(AttachFrameType::kOutput, std::string(70000 % kMaxFramePayload, 'o')) +
-                     encodeAttachFrame(AttachFrameType::kExit, "7");
+                     encodeAttachFrame(AttachFrameType::kExit, "7") + encodeAttachFrame(AttachFrameType::kDiff, "");
   for (size_t split = 0; split <= wire.size(); split += 997) {
     AttachFrameReader reader;
     std::vector<AttachFrame> got;
@@ -153,11 +153,13 @@ TEST(AttachFrames, RoundTripSplitAnywhere) {
         got.push_back(std::move(**f));
       }
     }
-    ASSERT_EQ(got.size(), 4u) << split;
+    ASSERT_EQ(got.size(), 5u) << split;
     EXPECT_EQ(got[0].payload, "keys");
     EXPECT_EQ(decodeResize(got[1].payload), (std::pair<uint16_t, uint16_t>{30, 100}));
     EXPECT_EQ(got[2].payload.size(), 70000 % kMaxFramePayload);
     EXPECT_EQ(got[3].type, AttachFrameType::kExit);
+    EXPECT_EQ(got[4].type, AttachFrameType::kDiff);
+    EXPECT_EQ(got[4].payload, "");
   }
 }
 

