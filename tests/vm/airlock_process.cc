@@ -1,10 +1,13 @@
 #include "airlock_process.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "common/fd.h"
 
 namespace airlock::test {
 namespace {
@@ -281,6 +286,30 @@ std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string readFromTcp(const char* address, uint16_t port) {
+  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, address, &addr.sin_addr);
+  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return "";
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = read(s.get(), buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+uint16_t freeLoopbackPort() {
+  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace airlock::test

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -106,5 +107,11 @@ std::vector<pid_t> processesNamed(const std::string& program, const std::string&
 
 /// Reads a whole file ("" if missing).
 std::string slurp(const std::string& path);
+
+/// Connects to address:port (IPv4) and returns what the peer sends before closing ("" when refused).
+std::string readFromTcp(const char* address, uint16_t port);
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+uint16_t freeLoopbackPort();
 
 }  // namespace airlock::test

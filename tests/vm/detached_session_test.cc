@@ -3,13 +3,17 @@
 // real VMs and no daemon.
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "airlock_process.h"
+#include "common/fd.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {
@@ -321,6 +326,107 @@ TEST_F(Detached, DiffShowsTheChangesSoFarWhileTheAgentRuns) {
     EXPECT_FALSE(name.starts_with("diff-") || name.starts_with("preview-")) << name << " left in the session";
   }
   EXPECT_EQ(airlock({"diff", "nobody"}).exitCode, 64);
+}
+
+// Once the agent is done writing, `diff` while it runs lists exactly what the
+// review after `stop` lists.
+TEST_F(Detached, DiffWhileRunningEqualsTheReviewsList) {
+  ASSERT_EQ(detach("same", "mkdir -p /workspace/dir; echo a > /workspace/dir/a; ln -s dir/a /workspace/link; "
+                           "rm /workspace/shared.txt; chmod 0755 /workspace/dir/a; echo written; sleep 600")
+                .exitCode, 0);
+  for (int i = 0; i < 300 && airlock({"logs", "same"}).out.find("written") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto list = [](const std::string& json) {
+    std::vector<std::string> out;
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_object())
+      for (const auto& item : j["items"]) out.push_back(item.value("path", "") + " " + item.value("kind", ""));
+    return out;
+  };
+  auto live = airlock({"diff", "same", "--json"});
+  ASSERT_EQ(live.exitCode, 0) << live.err;
+  ASSERT_EQ(airlock({"stop", "-t", "0", "same"}).exitCode, 0);
+  auto reviewed = airlock({"review", "same", "--review=none", "--json"});
+  EXPECT_EQ(reviewed.exitCode, 70) << reviewed.err;
+  EXPECT_EQ(list(live.out), list(reviewed.out));
+  EXPECT_EQ(list(live.out).size(), 4u) << live.out;
+}
+
+/// A TCP service on the host's 127.0.0.1 that greets every client with
+/// "host-service" and closes.
+class HostService {
+ public:
+  HostService() {
+    sock_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int one = 1;
+    ::setsockopt(sock_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(sock_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(sock_.get(), 8) != 0)
+      return;
+    ::getsockname(sock_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        Fd c(::accept4(sock_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c || stop_) return;
+        (void)!::write(c.get(), "host-service\n", 13);
+      }
+    });
+  }
+  ~HostService() {
+    stop_ = true;
+    ::shutdown(sock_.get(), SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  Fd sock_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Two running sessions reach the host only through their own --host-port
+// mappings, and each other not even through the other's published port:
+// every probe both ways, with the allowed paths checked to work first.
+TEST_F(Detached, TwoSessionsReachTheHostOnlyThroughTheirOwnPorts) {
+  HostService host;
+  ASSERT_NE(host.port(), 0);
+  const std::string hostPort = std::to_string(host.port());
+  const uint16_t publishA = freeLoopbackPort(), publishB = freeLoopbackPort();
+  ASSERT_NE(publishA, publishB);
+  ASSERT_EQ(detach("iso-a", "nc -ll -p 8000 -e echo from-a",
+                   {"--host-port", hostPort, "--publish", std::to_string(publishA) + ":8000"})
+                .exitCode, 0);
+  ASSERT_EQ(detach("iso-b", "nc -ll -p 8000 -e echo from-b", {"--publish", std::to_string(publishB) + ":8000"})
+                .exitCode, 0);
+  // The allowed paths: the host reaches each published service, A its host port.
+  std::string fromA, fromB;
+  for (int i = 0; i < 100 && (fromA != "from-a\n" || fromB != "from-b\n"); ++i) {
+    fromA = readFromTcp("127.0.0.1", publishA);
+    fromB = readFromTcp("127.0.0.1", publishB);
+    if (fromA != "from-a\n" || fromB != "from-b\n") std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(fromA, "from-a\n");
+  ASSERT_EQ(fromB, "from-b\n");
+  auto probe = [&](const std::string& from, const std::string& port) {
+    return airlock({"exec", from, "--", "sh", "-c", "echo | nc -w 3 10.0.2.2 " + port + " 2>&1; true"}).out;
+  };
+  EXPECT_NE(probe("iso-a", hostPort).find("host-service"), std::string::npos) << "A's own --host-port";
+  // Everything else: B to A's host port, each to the other's published port.
+  EXPECT_EQ(probe("iso-b", hostPort).find("host-service"), std::string::npos) << "B used A's --host-port";
+  EXPECT_EQ(probe("iso-b", std::to_string(publishA)).find("from-a"), std::string::npos) << "B reached A";
+  EXPECT_EQ(probe("iso-a", std::to_string(publishB)).find("from-b"), std::string::npos) << "A reached B";
+  // Nor the host's loopback directly, nor the guests each other at their address.
+  auto direct = airlock({"exec", "iso-b", "--", "sh", "-c",
+                         "for a in 127.0.0.1:" + hostPort + " 10.0.2.15:8000 192.0.2.1:" + hostPort +
+                             "; do echo | nc -w 3 ${a%:*} ${a#*:} 2>&1; done; true"}).out;
+  EXPECT_EQ(direct.find("host-service"), std::string::npos) << direct;
+  EXPECT_EQ(direct.find("from-a"), std::string::npos) << direct;
 }
 
 // With egress the supervisor runs the proxy and DNS threads; `stop` (SIGTERM

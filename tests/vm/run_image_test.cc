@@ -340,32 +340,6 @@ TEST_F(RunImage, ReviewWithoutWorkspaceIsAUsageError) {
   EXPECT_NE(r.err.find("-w DIR"), std::string::npos) << r.err;
 }
 
-/// Connects to address:port and returns what the peer sends before closing ("" when refused).
-std::string readFromTcp(const char* address, uint16_t port) {
-  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  inet_pton(AF_INET, address, &addr.sin_addr);
-  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return "";
-  std::string out;
-  char buf[256];
-  for (ssize_t n; (n = read(s.get(), buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  return out;
-}
-
-/// A free TCP port on 127.0.0.1 (bound and released).
-uint16_t freeLoopbackPort() {
-  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-  return ntohs(addr.sin_port);
-}
-
 TEST_F(RunImage, PublishedGuestPortIsReachableOnlyAtTheHostsLoopbackPort) {
   uint16_t port = freeLoopbackPort();
   std::string outPath = state_ + "/out.txt";
