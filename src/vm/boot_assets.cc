@@ -312,7 +312,8 @@ struct CpioWriter {
 
 const std::vector<std::string>& guestModules() {
   static const std::vector<std::string> kModules = {"virtio_mmio", "virtio_blk", "virtio_console", "virtio_net",
-                                                    "virtiofs",    "erofs",      "overlay",        "ext4"};
+                                                    "virtiofs",    "erofs",      "overlay",        "ext4",
+                                                    "virtio_balloon"};
   return kModules;
 }
 

@@ -58,6 +58,9 @@ std::vector<std::string> buildQemuArgs(const VmConfig& c) {
            fmt::format("virtserialport,chardev=port{},name={}", i, p.name)});
     }
   }
+  // Free page reporting: the guest hands back the pages it freed (in 2 MiB
+  // blocks) and QEMU discards them, so an idle guest gives its memory back.
+  add({"-device", "virtio-balloon-device,free-page-reporting=on"});
   if (!c.qmpSocket.empty()) add({"-qmp", fmt::format("unix:{},server=on,wait=off", c.qmpSocket)});
   return a;
 }

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/fd.h"
 
 namespace airlock::test {
 namespace {
@@ -289,26 +288,29 @@ std::string slurp(const std::string& path) {
 }
 
 std::string readFromTcp(const char* address, uint16_t port) {
-  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   inet_pton(AF_INET, address, &addr.sin_addr);
-  if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return "";
   std::string out;
-  char buf[256];
-  for (ssize_t n; (n = read(s.get(), buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  if (s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    char buf[256];
+    for (ssize_t n; (n = read(s, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  }
+  if (s >= 0) close(s);
   return out;
 }
 
 uint16_t freeLoopbackPort() {
-  Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(s);
   return ntohs(addr.sin_port);
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -350,6 +351,42 @@ TEST_F(Detached, DiffWhileRunningEqualsTheReviewsList) {
   EXPECT_EQ(reviewed.exitCode, 70) << reviewed.err;
   EXPECT_EQ(list(live.out), list(reviewed.out));
   EXPECT_EQ(list(live.out).size(), 4u) << live.out;
+}
+
+/// KiB of a QEMU process's guest RAM (its memfd memory backend) resident on the host.
+uint64_t guestResidentKib(pid_t qemu) {
+  std::ifstream smaps("/proc/" + std::to_string(qemu) + "/smaps");
+  uint64_t kib = 0;
+  bool guestRam = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < 17)
+      guestRam = line.find("memfd:memory-backend") != std::string::npos;
+    else if (guestRam && line.starts_with("Rss:"))
+      kib += std::stoull(line.substr(4));
+  }
+  return kib;
+}
+
+// Memory an idle guest freed goes back to the host (free page reporting):
+// 200 MiB touched and freed in the guest leaves the host's resident guest
+// RAM where it was before, within seconds.
+TEST_F(Detached, MemoryTheGuestFreedReturnsToTheHost) {
+  ASSERT_EQ(detach("mem", "sleep 600", {"--memory", "512"}).exitCode, 0);
+  auto qemu = processesNamed("qemu-system-x86_64", state_);
+  ASSERT_EQ(qemu.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const uint64_t idle = guestResidentKib(qemu[0]);
+  ASSERT_GT(idle, 0u);
+  auto touched = airlock({"exec", "mem", "--", "sh", "-c", "dd if=/dev/zero of=/dev/null bs=200M count=1 2>&1"});
+  ASSERT_EQ(touched.exitCode, 0) << touched.out << touched.err;
+  uint64_t now = 0;
+  for (int i = 0; i < 100; ++i) {
+    now = guestResidentKib(qemu[0]);
+    if (now < idle + (32 << 10)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_LT(now, idle + (32 << 10)) << "idle " << idle / 1024 << " MiB; 200 MiB freed in the guest, still "
+                                    << now / 1024 << " MiB resident after 20 s";
 }
 
 /// A TCP service on the host's 127.0.0.1 that greets every client with

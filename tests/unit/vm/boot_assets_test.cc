@@ -74,12 +74,13 @@ constexpr std::string_view kModulesDep =
     "kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko "
     "kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko\n"
     "kernel/drivers/net/net_failover.ko: kernel/net/core/failover.ko\n"
-    "kernel/net/core/failover.ko:\n";
+    "kernel/net/core/failover.ko:\n"
+    "kernel/drivers/virtio/virtio_balloon.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko\n";
 
 TEST(ModulesDep, ParsesPathsAndDependencies) {
   auto deps = parseModulesDep(kModulesDep);
   ASSERT_TRUE(deps.has_value()) << deps.error().message;
-  EXPECT_EQ(deps->size(), 14u);
+  EXPECT_EQ(deps->size(), 15u);
   EXPECT_TRUE(deps->at("kernel/fs/fuse/fuse.ko").empty());
   EXPECT_EQ(deps->at("kernel/fs/erofs/erofs.ko"), std::vector<std::string>{"kernel/lib/libcrc32c.ko"});
   EXPECT_EQ(deps->at("kernel/drivers/net/virtio_net.ko").size(), 4u);
@@ -112,7 +113,7 @@ TEST(ModuleLoadOrder, PutsDependenciesFirstWithoutDuplicates) {
   for (const auto& path : *order) names.push_back(moduleName(path));
   EXPECT_EQ(names, (std::vector<std::string>{"virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "virtio_console",
                                              "failover", "net_failover", "virtio_net", "fuse", "virtiofs", "libcrc32c",
-                                             "erofs", "overlay"}));
+                                             "erofs", "overlay", "virtio_balloon"}));
   // Every module comes after everything it depends on.
   for (size_t i = 0; i < order->size(); ++i) {
     for (const auto& dep : deps->at((*order)[i])) {
