@@ -345,6 +345,21 @@ Result<std::string> ThreeWayDiff::baseContent(const DiffItem& item) const {
               displayPath(item.path));
 }
 
+std::optional<std::string> ThreeWayDiff::beforeText(const DiffItem& item) const {
+  if (auto b = baseContent(item)) return std::move(*b);
+  // The baseline is gone: compare with the host's file as it is now.
+  Fd f;
+  struct stat st {};
+  if (workspaceFd_ < 0 || openBeneath(workspaceFd_, item.path, O_RDONLY | O_NONBLOCK, 0, f) != 0 ||
+      ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > maxDiffBytes_)
+    return std::nullopt;
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  ssize_t n = readFull(f.get(), data.data(), data.size());
+  if (n < 0) return std::nullopt;
+  data.resize(static_cast<size_t>(n));
+  return data;
+}
+
 Result<> ThreeWayDiff::fill(DiffItem& item) const {
   bool baseFile = item.base.exists && item.base.type == EntryType::File;
   bool agentFile = item.agent.exists && item.agent.type == EntryType::File;
@@ -355,9 +370,10 @@ Result<> ThreeWayDiff::fill(DiffItem& item) const {
   }
   std::string oldText, newText;
   if (baseFile) {
-    auto b = baseContent(item);
+    item.comparedWithHost = !baseContent(item);
+    auto b = beforeText(item);
     if (!b) {
-      item.tooLarge = true;  // nothing to compare with: summary only
+      item.baseGone = true;  // nothing to compare with: summary only
       return {};
     }
     oldText = std::move(*b);
@@ -417,6 +433,13 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   bool baseFile = b.exists && b.type == EntryType::File;
   bool agentFile = a.exists && a.type == EntryType::File;
   if (!baseFile && !agentFile) return head;
+  if (item.baseGone) {
+    head += fmt::format("content not shown: the session's copy of the original is gone and the host's file "
+                        "changed since ({} bytes -> {} bytes)\n", baseFile ? b.size : 0, agentFile ? a.size : 0);
+    head += fmt::format("sha256 {} -> {}\n", baseFile ? shortHash(b.sha256) : "-",
+                        agentFile ? shortHash(a.sha256) : "-");
+    return head;
+  }
   if (item.tooLarge || item.binary) {
     head += fmt::format("{} file: {} bytes -> {} bytes; content not shown\n", item.binary ? "binary" : "large",
                         baseFile ? b.size : 0, agentFile ? a.size : 0);
@@ -426,9 +449,12 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   }
   std::string oldText, newText;
   if (baseFile) {
-    auto t = baseContent(item);
-    if (!t) return std::unexpected(t.error());
+    auto t = item.comparedWithHost ? beforeText(item) : baseContent(item).value_or(std::string());
+    if (!t) return fail("the host's '{}' changed during the review", name);
     oldText = std::move(*t);
+    if (item.comparedWithHost)
+      head += "the session's copy of the original is gone and the host's file changed since: shown against the "
+              "host's file as it is now\n";
   }
   if (agentFile) {
     auto t = readFile(item.staged, maxDiffBytes_);

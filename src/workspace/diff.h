@@ -7,6 +7,7 @@
 // directories) are inspected on disk.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct DiffItem {
   IgnoreVerdict excluded = IgnoreVerdict::Included;  ///< excluded paths are never flushed
   bool binary = false;             ///< either side has a NUL byte in its first 8,000 bytes
   bool tooLarge = false;           ///< a side exceeds the diff size cap: summary only
+  bool comparedWithHost = false;   ///< the baseline content is gone (a session's snapshot copy goes when it ends)
+                                   ///< and the host file changed: lines and patch are against the host's file now
+  bool baseGone = false;           ///< the baseline content is gone and the host's file cannot stand in: summary only
   uint64_t linesAdded = 0, linesRemoved = 0;
   bool specialBitsDropped = false; ///< the agent set setuid/setgid/sticky; they are stripped
   bool linkEscapes = false;        ///< symlink target leaves the workspace (lexically; classifyItems() resolves it)
@@ -103,6 +107,9 @@ class ThreeWayDiff {
  private:
   Result<> fill(DiffItem& item) const;
   Result<std::string> baseContent(const DiffItem& item) const;
+  /// The "before" of a file's patch: its baseline content, else the host's
+  /// file as it is now (a regular file within the size cap); nullopt when neither.
+  std::optional<std::string> beforeText(const DiffItem& item) const;
 
   const Manifest& baseline_;
   const ChangeSet& changes_;

@@ -615,4 +615,45 @@ TEST(Pending, KeptChangesRoundTrip) {
 }
 
 }  // namespace
+// A session's snapshot copy is removed when it ends; a later review (or
+// `airlock diff`) of a file the host changed since has no baseline content.
+// The patch is then shown against the host's file as it is now, said so,
+// and never called a "large file"; with no host file to stand in either, a
+// summary says why.
+TEST(DiffReview, AGoneBaselineIsShownAgainstTheHostsFileNow) {
+  test::Scenario s;
+  test::writeFile(s.ws + "/shared.txt", "original\n");
+  test::writeFile(s.ws + "/removed.txt", "original\n");
+  s.snapshot();
+  std::filesystem::remove_all(s.session + "/snapshot");
+  s.snapFd.reset();
+  test::writeFile(s.ws + "/shared.txt", "host edit\n");
+  ::unlink((s.ws + "/removed.txt").c_str());
+  ASSERT_EQ(s.loadTar(test::makeTar({{"shared.txt", 'f', "agent edit\n"}, {"removed.txt", 'f', "agent edit\n"}})),
+            "");
+  auto d = s.diff();
+  ASSERT_EQ(d.items.size(), 2u);
+  auto engine = s.engine();
+  const DiffItem& removed = d.items[0];
+  const DiffItem& shared = d.items[1];
+  ASSERT_EQ(shared.path, "shared.txt");
+  EXPECT_TRUE(shared.conflict);
+  EXPECT_TRUE(shared.comparedWithHost);
+  EXPECT_FALSE(shared.tooLarge);
+  EXPECT_EQ(shared.linesAdded, 1u);
+  EXPECT_EQ(shared.linesRemoved, 1u);
+  auto p = engine->patch(shared, false);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NE(p->find("shown against the host's file as it is now"), std::string::npos) << *p;
+  EXPECT_NE(p->find("-host edit"), std::string::npos) << *p;
+  EXPECT_NE(p->find("+agent edit"), std::string::npos) << *p;
+  EXPECT_EQ(p->find("large file"), std::string::npos) << *p;
+  ASSERT_EQ(removed.path, "removed.txt");
+  EXPECT_TRUE(removed.baseGone);
+  auto q = engine->patch(removed, false);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_NE(q->find("the session's copy of the original is gone"), std::string::npos) << *q;
+  EXPECT_EQ(q->find("large file"), std::string::npos) << *q;
+}
+
 }  // namespace airlock::workspace
