@@ -71,10 +71,11 @@ int attachSession(const HostContext& host, const std::string& name) {
   const bool tty = ::isatty(0) && ::isatty(1);
   // Frames for the supervisor wait here, never in a blocking write: an agent
   // that reads no input must not freeze this terminal or its detach keys.
-  std::string out;
+  // The first says this is an attach.
   constexpr size_t kOutCap = size_t{1} << 20;  // keystrokes past this are dropped
   ::fcntl(sock->get(), F_SETFL, O_NONBLOCK);
   uint16_t rows = 0, cols = 0;
+  std::string out = session::encodeAttachFrame(AttachFrameType::kAttach, {});
   if (tty && terminalSize(rows, cols)) out += session::encodeResize(rows, cols);
   std::fprintf(stderr, "airlock: attached to %s (Ctrl-P Ctrl-Q detaches)\r\n", name.c_str());
   std::optional<RawMode> raw;

@@ -26,6 +26,7 @@
 #include "common/file_lock.h"
 #include "session/attach_frames.h"
 #include "session/layout.h"
+#include "session/session_list.h"
 #include "session/review_session.h"
 #include "session/session.h"
 #include "session/supervisor.h"
@@ -47,9 +48,9 @@ struct DiffArgs {
 };
 
 /// Asks the supervisor of the running session in `dir` to export the
-/// changes so far; returns the file's path in `dir`. Errors carry the
-/// supervisor's exit code.
-Result<std::string> exportRunning(const std::string& dir, const std::string& name) {
+/// changes so far; returns the file, opened and already unlinked. Errors
+/// carry the supervisor's exit code.
+Result<Fd> exportRunning(const std::string& dir, const std::string& name) {
   auto sock = session::connectAttachSocket(dir, name);
   if (!sock) return std::unexpected(sock.error());
   std::string request = session::encodeAttachFrame(AttachFrameType::kDiff, {});
@@ -88,32 +89,51 @@ Result<std::string> exportRunning(const std::string& dir, const std::string& nam
   if (!file.starts_with("diff-") || !file.ends_with(".tar") || file.find('/') != std::string::npos ||
       file.size() > 64)
     return failWith(exit_code::kInternal, "session {} answered with an unexpected file name", name);
-  return dir + "/" + file;
+  const std::string path = dir + "/" + file;
+  Fd tar(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  int openErrno = errno;
+  ::unlink(path.c_str());
+  if (!tar) return fail("cannot open {}: {}", path, errnoText(openErrno));
+  return tar;
+}
+
+/// Waits until the session in `dir` has ended (its run lock is free): a
+/// detached session between its agent's end and its final export.
+void waitForTheEnd(const std::string& dir, const std::string& name) {
+  const std::string lock = session::SessionLayout{dir}.runLock();
+  if (lockHeld(lock)) std::fprintf(stderr, "airlock: %s is ending; waiting for its changes\n", name.c_str());
+  while (lockHeld(lock)) ::usleep(200 * 1000);
 }
 
 int runDiff(const HostContext& host, const DiffArgs& a) {
   auto dir = session::resolveSessionDir(host.dirs.state, a.name);
   if (!dir) return reportError(dir.error());
-  const bool running = lockHeld(session::SessionLayout{*dir}.runLock());
-  std::string exported;
-  struct RemoveOnReturn {
-    const std::string& path;
-    ~RemoveOnReturn() {
-      if (!path.empty()) ::unlink(path.c_str());
-    }
-  } removeExported{exported};
+  bool running = lockHeld(session::SessionLayout{*dir}.runLock());
+  Fd exported;
   if (running) {
+    auto meta = session::readSessionMeta(*dir);
+    if (!meta || !meta->detached)
+      return reportError(Error{fmt::format("session {} runs in the foreground: its review shows its changes when it "
+                                           "ends (only a detached session, run -d, shows them while it runs)",
+                                           a.name),
+                               exit_code::kBusy});
     if (::isatty(2))
-      std::fprintf(stderr, "airlock: exporting the changes of %s so far (its writes wait meanwhile)\n",
-                   a.name.c_str());
+      std::fprintf(stderr, "airlock: exporting the changes of %s so far\n", a.name.c_str());
     auto file = exportRunning(*dir, a.name);
-    if (!file) return reportError(file.error());
-    exported = *file;
+    if (!file && file.error().code != exit_code::kUsage && file.error().code != exit_code::kBusy)
+      return reportError(file.error());
+    if (file) {
+      exported = std::move(*file);
+    } else {  // it is ending: its changes are exported now, or already were
+      waitForTheEnd(*dir, a.name);
+      running = false;
+    }
   }
   const bool color = a.color == "always" || (a.color == "auto" && !a.json && ::isatty(1));
   session::PreviewRequest request;
   request.session = *dir;
-  request.changeSet = exported;
+  request.changeSet = exported ? "-" : "";
+  request.changeSetFd = exported.get();
   request.excludes = a.excludes;
   request.maxDiffBytes = a.maxDiffBytes;
   request.patches = !a.stat && !a.json;

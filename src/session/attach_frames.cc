@@ -62,7 +62,7 @@ std::optional<ExecStart> decodeExecStart(std::string_view p) {
 Result<std::optional<AttachFrame>> AttachFrameReader::next() {
   if (buffer_.empty()) return std::nullopt;
   const char type = buffer_[0];
-  if (std::string_view("iwcedorx").find(type) == std::string_view::npos)
+  if (std::string_view("aiwcedorx").find(type) == std::string_view::npos)
     return fail("attach socket: unknown frame type 0x{:02x}", static_cast<unsigned char>(type));
   if (buffer_.size() < 5) return std::nullopt;
   uint32_t n = 0;

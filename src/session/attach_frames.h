@@ -4,12 +4,15 @@
 //
 //   type (1 byte) | length (4 bytes, big-endian) | payload (length bytes)
 //
-// client -> supervisor: kInput (keystrokes for the agent's terminal),
-//   kResize (rows, cols: 2 bytes big-endian each); or, as its first frame,
-//   kExec (encodeExecStart: another command in the same VM, `airlock exec`),
-//   whose client then sends kInput, kResize and kCloseInput for it; or, as
-//   its first frame, kDiff (empty: `airlock diff` asks for the changes so
-//   far, exported while the agent runs).
+// client -> supervisor: its first frame says what it is, and until then
+//   it gets nothing:
+//   - kAttach (empty): `airlock attach`; it then gets the agent's output
+//     and sends kInput (keystrokes for the agent's terminal) and kResize
+//     (rows, cols: 2 bytes big-endian each);
+//   - kExec (encodeExecStart): `airlock exec`, another command in the same
+//     VM; it then sends kInput, kResize and kCloseInput for it;
+//   - kDiff (empty): `airlock diff`, the changes so far, exported while the
+//     agent runs.
 // supervisor -> client: kOutput (the terminal's output, or an exec's
 //   stdout), kStderr (an exec's stderr without a pty), kExit (the command's
 //   exit code as decimal text: the agent's when the session ends, or the
@@ -30,6 +33,7 @@
 namespace airlock::session {
 
 enum class AttachFrameType : char {
+  kAttach = 'a',
   kInput = 'i',
   kResize = 'w',
   kCloseInput = 'c',

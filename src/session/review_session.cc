@@ -73,11 +73,15 @@ Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, c
   gate.session = *dir;
   gate.snapshot = layout.snapshot();
   gate.changeSet = request.changeSet;
+  gate.changeSetFd = request.changeSetFd;
   if (gate.changeSet.empty()) {
     if (::access(layout.pendingChangeSet().c_str(), R_OK) == 0)
       gate.changeSet = layout.pendingChangeSet();
     else if (!exists(layout.reviewed()) && ::access(layout.changeSet().c_str(), R_OK) == 0)
       gate.changeSet = layout.changeSet();
+    else if (!exists(layout.reviewed()) && exists(layout.meta()))
+      return failWith(exit_code::kUsage, "session {} holds no changes: it ended before its agent's changes were "
+                      "exported (its process died); `airlock rm {}` removes it", request.session, request.session);
     else
       return std::optional<ws::GatePreview>{};
   }

@@ -53,7 +53,8 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
 /// What `airlock diff` looks at.
 struct PreviewRequest {
   std::string session;    ///< session name, id or directory
-  std::string changeSet;  ///< an OCI layer tar; "" = what the session holds (as reviewSession() picks)
+  std::string changeSet;  ///< an OCI layer tar ("-" = changeSetFd); "" = what the session holds (as reviewSession() picks)
+  int changeSetFd = -1;   ///< read for "-" (not owned)
   std::vector<std::string> excludes;  ///< extra ignore patterns
   uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
   bool patches = true;                ///< render each item's patch

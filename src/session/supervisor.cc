@@ -56,7 +56,7 @@ struct OutputFanout {
   Fd log;
   uint64_t logged = 0;
   std::map<int, std::string> outbox;  ///< per client fd: frames not yet sent
-  std::set<int> execClients;          ///< clients of `airlock exec` and `diff`: only their own frames
+  std::set<int> attached;             ///< clients of `airlock attach` (kAttach): the agent's output
   std::set<int> overflowed;           ///< clients to drop
   Fd wake;                            ///< eventfd: the loop has output to send
 
@@ -68,7 +68,7 @@ struct OutputFanout {
       if (writeAll(log.get(), data.substr(0, n))) logged += n;
     }
     for (auto& [fd, box] : outbox)
-      if (!execClients.count(fd)) queue(fd, box, AttachFrameType::kOutput, data);
+      if (attached.count(fd)) queue(fd, box, AttachFrameType::kOutput, data);
     notify();
   }
   /// An exec's output, to its client only.
@@ -95,18 +95,22 @@ struct OutputFanout {
   }
 };
 
-/// A client of the attach socket: an `airlock attach` (its keys go to the
-/// agent), or once it sent kExec an `airlock exec` with its own command.
+/// A client of the attach socket. Its first frame says what it is: kAttach
+/// (`airlock attach`: the agent's output, its keys go to the agent), kExec
+/// (`airlock exec` with its own command) or kDiff (`airlock diff`). Until
+/// then it gets nothing and sends nothing anywhere.
 struct Client {
   Fd fd;
+  uint64_t serial = 0;                ///< unique in this supervisor (an fd number is reused)
   AttachFrameReader reader;
+  bool attached = false;              ///< an `airlock attach`
   std::shared_ptr<vm::Command> exec;  ///< its command, once started
   std::string input;                  ///< keys for `exec` waiting for window credit
   bool closeInput = false;            ///< kCloseInput came: close exec's stdin once `input` is sent
   bool diff = false;                  ///< an `airlock diff`: waits for a LiveExport
   std::unique_ptr<CommandWaiter> waiter;  ///< `exec`'s end, polled by the loop
 
-  explicit Client(Fd f) : fd(std::move(f)) {}
+  Client(Fd f, uint64_t n) : fd(std::move(f)), serial(n) {}
   Client(Client&&) = default;
   ~Client() {
     if (waiter && !waiter->done()) (void)exec->signal(SIGKILL);  // its client is gone
@@ -116,7 +120,8 @@ struct Client {
 /// An export of the changes so far for `airlock diff`, on a thread of its
 /// own (it takes as long as the change set is big; the loop goes on).
 struct LiveExport {
-  int client = -1;    ///< the fd of the `airlock diff` waiting for it
+  int client = -1;            ///< the fd of the `airlock diff` waiting for it
+  uint64_t clientSerial = 0;  ///< and its serial (Client::serial)
   std::string name;   ///< the change set's file name in the session directory
   std::thread thread;
   std::atomic<bool> done{false};
@@ -240,17 +245,11 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
       std::lock_guard lock(fanout->mutex);
       fanout->outbox.erase(fd);
       fanout->overflowed.erase(fd);
-      fanout->execClients.erase(fd);
+      fanout->attached.erase(fd);
     }
     clients.erase(fd);
   };
-  // A client of `airlock exec` or `airlock diff` gets only its own frames
-  // from now on, none of the agent's output (not even what came before).
-  auto ownFramesOnly = [&](int fd) {
-    std::lock_guard lock(fanout->mutex);
-    fanout->execClients.insert(fd);
-    fanout->outbox[fd].clear();
-  };
+
   // `airlock exec`: a command of its own, as the agent's user with the
   // agent's environment, in the agent's working directory.
   auto startExec = [&](int fd, Client& client, const ExecStart& start) -> bool {
@@ -267,7 +266,6 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     h.onStderr = [weak, fd](std::string_view d) {
       if (auto f = weak.lock()) f->send(fd, AttachFrameType::kStderr, d);
     };
-    ownFramesOnly(fd);
     auto started = sandbox.exec(req, h);
     if (!started) {
       fanout->send(fd, AttachFrameType::kStderr, "airlock: " + started.error().message + "\n");
@@ -280,13 +278,18 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     return true;
   };
   // `airlock diff`: one export at a time, in the order asked.
-  std::deque<int> diffQueue;
+  std::deque<std::pair<int, uint64_t>> diffQueue;  // fd and serial of each client waiting
   std::unique_ptr<LiveExport> live;
+  // The client `fd` when it is still the one with `serial`.
+  auto stillThere = [&](int fd, uint64_t serial) {
+    auto it = clients.find(fd);
+    return it != clients.end() && it->second.serial == serial;
+  };
   auto startExport = [&] {
     while (!live && !diffQueue.empty()) {
-      const int fd = diffQueue.front();
+      const auto [fd, serial] = diffQueue.front();
       diffQueue.pop_front();
-      if (!clients.count(fd)) continue;
+      if (!stillThere(fd, serial)) continue;
       std::string path = dir_ + "/diff-XXXXXX.tar";
       Fd file(::mkstemps(path.data(), 4));
       if (!file) {
@@ -299,6 +302,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
       }
       live = std::make_unique<LiveExport>();
       live->client = fd;
+      live->clientSerial = serial;
       live->name = path.substr(dir_.size() + 1);
       live->thread = std::thread([&sandbox, l = live.get(), path, weak = std::weak_ptr<OutputFanout>(fanout)] {
         blockSignalsInThisThread();
@@ -317,7 +321,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     if (!ended->result) ::unlink(path.c_str());
     appendSessionLog(dir_, ended->result ? fmt::format("diff: the changes so far exported ({} bytes)", *ended->result)
                                          : "diff: the export failed: " + ended->result.error().message);
-    if (!clients.count(ended->client)) {
+    if (!stillThere(ended->client, ended->clientSerial)) {
       ::unlink(path.c_str());
       return;
     }
@@ -335,6 +339,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
     dropClient(ended->client);
   };
   std::string input;  // keystrokes waiting for the guest's window
+  uint64_t clientSerials = 0;
   std::optional<std::chrono::steady_clock::time_point> forceStopAt;
   bool finished = false;
   char buf[16384];
@@ -383,7 +388,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
           std::lock_guard lock(fanout->mutex);
           fanout->outbox[fd];
         }
-        clients.emplace(fd, Client(std::move(c)));
+        clients.emplace(fd, Client(std::move(c), ++clientSerials));
       }
     }
     if (fds[3].revents) {
@@ -422,23 +427,32 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
           }
           if (!*frame) break;
           const AttachFrame& f = **frame;
-          if (f.type == AttachFrameType::kDiff && !client.exec && !client.diff) {
+          const bool first = !client.attached && !client.exec && !client.diff;
+          if (first && f.type == AttachFrameType::kAttach) {
+            client.attached = true;
+            std::lock_guard lock(fanout->mutex);
+            fanout->attached.insert(fd);
+          } else if (first && f.type == AttachFrameType::kDiff) {
             client.diff = true;
-            ownFramesOnly(fd);
-            diffQueue.push_back(fd);
-          } else if (f.type == AttachFrameType::kExec && !client.exec && !client.diff) {
+            if (forceStopAt)
+              fanout->send(fd, AttachFrameType::kStderr, "airlock: the session is stopping; `airlock diff` shows its "
+                                                         "changes once it has ended\n");
+            if (forceStopAt) fanout->send(fd, AttachFrameType::kExit, std::to_string(exit_code::kBusy));
+            else diffQueue.push_back({fd, client.serial});
+          } else if (first && f.type == AttachFrameType::kExec) {
             auto start = decodeExecStart(f.payload);
             if (!start || !startExec(fd, client, *start)) {
               if (!start) fanout->send(fd, AttachFrameType::kExit, "64");
             }
           } else if (f.type == AttachFrameType::kInput) {
-            (client.exec ? client.input : input) += f.payload;
+            if (client.exec) client.input += f.payload;
+            else if (client.attached) input += f.payload;
           } else if (f.type == AttachFrameType::kCloseInput) {
             client.closeInput = true;
           } else if (f.type == AttachFrameType::kResize) {
             auto size = decodeResize(f.payload);
             if (size && client.exec) (void)client.exec->resize(size->first, size->second);
-            else if (size && pty) (void)(*cmd)->resize(size->first, size->second);
+            else if (size && client.attached && pty) (void)(*cmd)->resize(size->first, size->second);
           }
         }
       }
@@ -479,8 +493,8 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   }
   if (!finished) (void)(*cmd)->signal(SIGKILL);
   if (live) finishExport();  // within the export's own deadlines
-  for (int fd : diffQueue)
-    if (clients.count(fd))
+  for (const auto& [fd, serial] : diffQueue)
+    if (stillThere(fd, serial))
       sendLast(fd, encodeAttachFrame(AttachFrameType::kStderr, "airlock: the session ended before its diff was "
                                                                "exported; `airlock diff` shows its changes now\n") +
                        encodeAttachFrame(AttachFrameType::kExit, std::to_string(exit_code::kBusy)));
@@ -491,7 +505,7 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
   {
     std::lock_guard lock(fanout->mutex);
     for (auto& [fd, box] : fanout->outbox)
-      if (!fanout->execClients.count(fd)) sendLast(fd, box + exitFrame);
+      if (fanout->attached.count(fd)) sendLast(fd, box + exitFrame);
     fanout->outbox.clear();
   }
   clients.clear();  // an exec still running ends with the session

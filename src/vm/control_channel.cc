@@ -159,6 +159,7 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
     std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
     std::string error;     ///< the first failure; guarded by mutex_
     int code = exit_code::kInternal;
+    bool draining = false;  ///< a host-side failure: the rest is read and dropped, the guest goes on
   };
   auto sink = std::make_shared<Sink>();
   sink->out.reset(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -167,8 +168,8 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
   handlers.onStdout = [this, sink, destPath, max = limits.maxBytes](std::string_view data) {
     {
       std::lock_guard lock(mutex_);
-      if (!sink->error.empty()) return;
       sink->last = std::chrono::steady_clock::now();
+      if (!sink->error.empty()) return;
       if (sink->written + data.size() > max) {
         sink->error = fmt::format("the guest's change set exceeds the limit of {} MiB; it was refused", max >> 20);
         sink->code = exit_code::kUnsafeChangeSet;
@@ -183,6 +184,7 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
               : !writeAll(sink->out.get(), data)) {
       std::lock_guard lock(mutex_);
       sink->error = fmt::format("cannot write {}: {}", destPath, errnoText(errno));
+      sink->draining = true;
       changed_.notify_all();
     }
   };
@@ -191,7 +193,7 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
   auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (!sink->error.empty()) {
+    if (!sink->error.empty() && !sink->draining) {
       lock.unlock();
       abandon("the export failed");
       return failWith(sink->code, "{}", sink->error);
@@ -217,6 +219,7 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
   }
   auto status = *(*cmd)->exit_;
   uint64_t written = sink->written;
+  if (!sink->error.empty()) return failWith(sink->code, "{}", sink->error);
   lock.unlock();
   if (status.shellCode() != 0) return fail("the guest could not export the workspace: {}", (*cmd)->startError());
   if (::ftruncate(sink->out.get(), static_cast<off_t>(written)) != 0 || ::fsync(sink->out.get()) != 0)

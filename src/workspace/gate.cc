@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,8 +46,13 @@ Result<ReviewRules> loadReviewRules(const std::string& workspace, const std::str
 }
 
 void removeStaleStaging(const std::string& session) {
-  for (const auto& name : listDir(session).value_or(std::vector<std::string>{}))
-    if (name.starts_with("review-") || name.starts_with("preview-")) (void)removeTree(session + "/" + name);
+  for (const auto& name : listDir(session).value_or(std::vector<std::string>{})) {
+    if (!name.starts_with("review-") && !name.starts_with("preview-")) continue;
+    // One in use is locked by its review or `airlock diff` (stageAndDiff()).
+    Fd dir(::open((session + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir && ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    (void)removeTree(session + "/" + name);
+  }
 }
 
 Result<> checkGateRequest(const GateRequest& a, const ReviewTerminal* term) {
@@ -70,6 +76,7 @@ namespace {
 struct StagedDiff {
   struct Staging {
     std::string path;
+    Fd lock;  ///< the directory, flock()ed while in use: removeStaleStaging() leaves it
     ~Staging() { (void)removeTree(path); }
   } staging;
   std::optional<ChangeSet> changes;
@@ -90,6 +97,9 @@ Result<std::unique_ptr<StagedDiff>> stageAndDiff(const GateRequest& a, const Man
     return failWith(exit_code::kInternal, "cannot create a directory in {}: {}", a.session, errnoText(errno));
   auto s = std::make_unique<StagedDiff>();
   s->staging.path = work;
+  s->staging.lock.reset(::open(work.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!s->staging.lock || ::flock(s->staging.lock.get(), LOCK_EX) != 0)
+    return failWith(exit_code::kInternal, "cannot lock {}: {}", work, errnoText(errno));
   Result<ChangeSet> cs = std::unexpected(Error{});
   if (!a.changeSet.empty()) {
     Fd in(a.changeSet == "-" ? ::dup(a.changeSetFd) : ::open(a.changeSet.c_str(), O_RDONLY | O_CLOEXEC));

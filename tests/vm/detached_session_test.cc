@@ -25,6 +25,8 @@
 
 #include "airlock_process.h"
 #include "common/fd.h"
+#include "session/attach_frames.h"
+#include "session/supervisor.h"
 #include "vm_test_env.h"
 
 namespace airlock::test {
@@ -351,6 +353,79 @@ TEST_F(Detached, DiffWhileRunningEqualsTheReviewsList) {
   EXPECT_EQ(reviewed.exitCode, 70) << reviewed.err;
   EXPECT_EQ(list(live.out), list(reviewed.out));
   EXPECT_EQ(list(live.out).size(), 4u) << live.out;
+}
+
+// `diff` asked again and again while the session ends: each one answers
+// (the changes so far, or once it has ended what waits for review), never
+// "not running" in between.
+TEST_F(Detached, DiffWhileTheSessionEndsAlwaysAnswers) {
+  ASSERT_EQ(detach("ending", "echo x > /workspace/x.txt; sleep 3").exitCode, 0);
+  int asked = 0;
+  bool ended = false;
+  for (; asked < 200 && !ended; ++asked) {
+    auto d = airlock({"diff", "ending", "--stat"});
+    ASSERT_EQ(d.exitCode, 0) << "diff number " << asked << ": " << d.err;
+    if (d.out.find("x.txt") == std::string::npos) continue;  // before the agent wrote it
+    ended = d.err.find("still running") == std::string::npos;
+  }
+  EXPECT_TRUE(ended) << asked << " diffs";
+}
+
+/// Reads attach frames from `fd` until kExit (or 60 s): the kOutput
+/// payloads joined, then "exit=CODE".
+std::string readFrames(int fd) {
+  session::AttachFrameReader reader;
+  std::string out;
+  char buf[4096];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto frame = reader.next();
+    if (!frame) return out + "bad frame";
+    if (*frame) {
+      if ((*frame)->type == session::AttachFrameType::kOutput) out += (*frame)->payload;
+      if ((*frame)->type == session::AttachFrameType::kExit) return out + "exit=" + (*frame)->payload;
+      continue;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return out + "closed";
+    reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  return out + "timeout";
+}
+
+// A client that asked for a diff and left at once: the next client, which
+// gets the same descriptor number in the supervisor, is an `exec` and must
+// get its own command's output, not the diff's answer (before: the export's
+// file name and exit 0, and its command killed).
+TEST_F(Detached, AnExecAfterAnAbandonedDiffGetsItsOwnOutput) {
+  ASSERT_EQ(detach("reuse", "head -c 100000000 /dev/zero | tr '\\0' x > /workspace/big.bin; echo ready; sleep 600").exitCode, 0);
+  for (int i = 0; i < 300 && airlock({"logs", "reuse"}).out.find("ready") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string dir = entry("reuse").value("dir", "");
+  ASSERT_FALSE(dir.empty());
+  {
+    auto diff = session::connectAttachSocket(dir, "reuse");
+    ASSERT_TRUE(diff) << diff.error().message;
+    ASSERT_TRUE(writeAll(diff->get(), session::encodeAttachFrame(session::AttachFrameType::kDiff, {})));
+  }  // gone while its export runs
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto exec = session::connectAttachSocket(dir, "reuse");
+  ASSERT_TRUE(exec) << exec.error().message;
+  session::ExecStart start;
+  start.argv = {"sh", "-c", "sleep 2; echo exec-output"};
+  ASSERT_TRUE(writeAll(exec->get(), session::encodeExecStart(start)));
+  EXPECT_EQ(readFrames(exec->get()), "exec-output\nexit=0");
+  bool left = false;
+  for (int i = 0; i < 150; ++i) {  // the abandoned export's file goes when it ends
+    left = false;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      left = left || e.path().filename().string().starts_with("diff-");
+    if (!left) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_FALSE(left) << "an abandoned diff's export was left in the session";
 }
 
 /// KiB of a QEMU process's guest RAM (its memfd memory backend) resident on the host.

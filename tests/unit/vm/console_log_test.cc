@@ -235,6 +235,24 @@ TEST(ExportLimits, EndlessExportStreamIsCutAtTheCapAndNotReadFurther) {
   EXPECT_LT(guest.sent(), uint64_t{8} << 20);
 }
 
+// A host-side failure (a full disk) fails that export only: the rest of the
+// stream is read and dropped, the channel stays open (an `airlock diff`
+// must not end the session), and the next export works.
+TEST(ExportLimits, AHostWriteFailureFailsThatExportAndKeepsTheChannel) {
+  FakeGuest guest(FakeGuest::Mode::SparseThenExit);
+  auto ch = connectTo(guest);
+  ASSERT_TRUE(ch);
+  auto full = ch->exportWorkspace("/dev/full", ExportLimits{});
+  ASSERT_FALSE(full);
+  EXPECT_NE(full.error().message.find("cannot write /dev/full"), std::string::npos) << full.error().message;
+  EXPECT_EQ(ch->closedReason(), "");
+  auto dir = TempDir::create("/tmp", "export-");
+  ASSERT_TRUE(dir);
+  auto again = ch->exportWorkspace(dir->path() + "/changes.tar", ExportLimits{});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, (uint64_t{64} << 20) + 1);
+}
+
 // Attack: a 1 GiB sparse file costs its full size on the host in transit.
 // The export stream's all-zero pieces land as holes of changes.tar.
 TEST(ExportLimits, ZerosOfTheExportStreamStaySparseOnTheHost) {
