@@ -16,9 +16,7 @@
 #include "cli/report.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
-#include "session/layout.h"
 #include "session/session.h"
-#include "workspace/changeset.h"
 
 namespace airlock::cli {
 
@@ -121,18 +119,10 @@ int superviseSession(session::Runner& runner, session::DetachedUi& ui, bool expo
   auto code = runner.runCommand();
   if (!code) return failed(code.error());
   if (exportChanges) {
-    if (auto r = runner.exportChanges(); !r) return failed(r.error());
-    session::SessionLayout layout{runner.sessionDir()};
-    if (workspace::changeSetIsEmpty(layout.changeSet())) {  // nothing for a review
-      const std::string line = fmt::format("exit {}; the command changed nothing", *code);
-      session::appendSessionLog(runner.sessionDir(), line);
-      (void)writeFileAtomic(layout.reviewed(), line + "\n", 0600);
-      return *code;
-    }
+    if (auto r = runner.keepForReview(); !r) return failed(r.error());
+  } else {
+    session::appendSessionLog(runner.sessionDir(), fmt::format("exit {}", *code));
   }
-  session::appendSessionLog(runner.sessionDir(),
-                            fmt::format("exit {}; the changes wait for `airlock review {}`", *code,
-                                        runner.sessionName()));
   return *code;
 }
 

@@ -24,6 +24,7 @@
 #include "session/session_list.h"
 #include "state/state_archive.h"
 #include "vm/guest_contract.h"
+#include "workspace/changeset.h"
 #include "workspace/flush.h"
 #include "workspace/ignore.h"
 #include "workspace/snapshot.h"
@@ -626,6 +627,19 @@ Result<> Runner::exportChanges() {
                     "{}", exported.error().message);
   session_->log(fmt::format("change set: {} bytes", *exported));
   return {};
+}
+
+Result<bool> Runner::keepForReview() {
+  if (auto r = exportChanges(); !r) return std::unexpected(r.error());
+  SessionLayout layout{session_->dir()};
+  if (ws::changeSetIsEmpty(layout.changeSet())) {
+    const std::string line = fmt::format("exit {}; the command changed nothing", commandCode_);
+    session_->log(line);
+    if (auto r = writeFileAtomic(layout.reviewed(), line + "\n", 0600); !r) return std::unexpected(r.error());
+    return false;
+  }
+  session_->log(fmt::format("exit {}; the changes wait for `airlock review {}`", commandCode_, sessionName()));
+  return true;
 }
 
 Result<workspace::GateOutcome> Runner::review() {

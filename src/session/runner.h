@@ -90,6 +90,11 @@ class Runner {
   Result<int> runCommand();
   /// The guest's changes into the session, then the sandbox stopped. kSnapshot, after runCommand().
   Result<> exportChanges();
+  /// A detached session's end: exportChanges(), then the changes wait for
+  /// `airlock review NAME`, or when there are none the session is recorded
+  /// as reviewed (nothing to review). Both said in the session log; returns
+  /// whether changes wait. kSnapshot, after runCommand().
+  Result<bool> keepForReview();
   /// The review gate on the exported changes. kSnapshot, after exportChanges().
   Result<workspace::GateOutcome> review();
   /// The session directory ("" before open(), and without a session).

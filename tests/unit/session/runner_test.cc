@@ -483,6 +483,26 @@ TEST_F(Runner_, StepsOutOfOrderFail) {
   EXPECT_EQ(runner.review().error().code, exit_code::kInternal);
 }
 
+// A detached session's end: an empty change set needs no review (recorded
+// as reviewed); changes wait for `airlock review NAME`, nothing flushed.
+TEST_F(Runner_, KeepForReviewRecordsAnEmptyChangeSetAsReviewed) {
+  for (bool empty : {true, false}) {
+    script_.changeSet = empty ? makeTar({}) : makeTar({{"new.c", 'f', "later\n"}});
+    Runner runner(plan(ws::ReviewMode::Auto, "auto"), {host_, ui_, test::fakeLauncher(script_), images_});
+    ASSERT_TRUE(runner.open());
+    ASSERT_TRUE(runner.boot());
+    ASSERT_TRUE(runner.runCommand());
+    auto waits = runner.keepForReview();
+    ASSERT_TRUE(waits) << waits.error().message;
+    EXPECT_EQ(*waits, !empty);
+    SessionLayout layout{runner.sessionDir()};
+    EXPECT_EQ(fs::exists(layout.reviewed()), empty);
+    EXPECT_TRUE(fs::exists(layout.changeSet()));
+    EXPECT_FALSE(fs::exists(workspace_ + "/new.c"));
+    EXPECT_NE(readAll(layout.log()).find(empty ? "changed nothing" : "wait for `airlock review"), std::string::npos);
+  }
+}
+
 // --accept-failed flushes a failing agent's changes; the exit code is still the agent's.
 TEST_F(Runner_, AcceptFailedFlushesAndKeepsTheAgentsCode) {
   script_.agentCode = 2;
