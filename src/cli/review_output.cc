@@ -75,8 +75,13 @@ void printResumeHint(const ws::GateOutcome& o, const std::string& stateDir, cons
   size_t left = o.pending + o.conflicts;
   if (left == 0 || session.empty()) return;
   std::fflush(stdout);
-  std::fprintf(stderr, "airlock: %zu change%s pending; review %s with: %s\n", left, left == 1 ? "" : "s",
-               left == 1 ? "it" : "them", session::resumeCommand(stateDir, session).c_str());
+  // The counts as in the summary and --json: pending, and in conflict apart.
+  std::string what = o.pending ? fmt::format("{} change{} pending", o.pending, o.pending == 1 ? "" : "s") : "";
+  if (o.conflicts)
+    what += fmt::format("{}{} change{} in conflict", what.empty() ? "" : " and ", o.conflicts,
+                        o.conflicts == 1 ? "" : "s");
+  std::fprintf(stderr, "airlock: %s; review %s with: %s\n", what.c_str(), left == 1 ? "it" : "them",
+               session::resumeCommand(stateDir, session).c_str());
 }
 
 }  // namespace airlock::cli

@@ -25,8 +25,9 @@ nlohmann::json changeItemJson(const workspace::DiffItem& item);
 /// Prints `outcome` as one JSON document on stdout (`session` is its directory).
 void printReviewJson(const workspace::GateOutcome& outcome, const std::string& session);
 
-/// Prints "airlock: N changes pending; review them with: airlock review -s ID"
-/// to stderr when `outcome` left changes in `session`.
+/// Prints "airlock: N changes pending [and M in conflict]; review them with:
+/// airlock review -s ID" to stderr when `outcome` left changes in `session`
+/// (the counts of the summary and of --json).
 void printResumeHint(const workspace::GateOutcome& outcome, const std::string& stateDir, const std::string& session);
 
 }  // namespace airlock::cli

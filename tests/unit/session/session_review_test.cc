@@ -262,7 +262,10 @@ TEST_F(SessionReview, DiffShowsWhatTheReviewWillAndChangesNothing) {
   EXPECT_EQ(readAll(workspace + "/file.txt"), "original\n");
   EXPECT_EQ(ws::test::treeListing(session), before) << "diff changed the session";
 
-  ASSERT_EQ(airlock({"review", kId, "--review=auto"}, elsewhere).exitCode, 71);
+  auto partial = airlock({"review", kId, "--review=auto"}, elsewhere);
+  ASSERT_EQ(partial.exitCode, 71);
+  EXPECT_EQ(lastLine(partial.err), std::string("airlock: 1 change pending and 1 change in conflict; review them "
+                                               "with: airlock review -s ") + kId);
   auto pending = nlohmann::json::parse(airlock({"diff", kId, "--json"}, elsewhere).out);
   std::set<std::string> left;
   for (const auto& item : pending["items"]) left.insert(item["path"]);
