@@ -12,6 +12,7 @@
 // user, as that user. One test keeps the path of airlock started by root.
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -368,6 +369,45 @@ TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
   for (const auto& e : fs::recursive_directory_iterator(state_ + "/airlock/sessions"))
     kept |= e.path().filename() == "changes.tar" && e.path().parent_path().filename() == "pending";
   EXPECT_TRUE(kept) << "no pending/changes.tar in the session";
+}
+
+// Issue 17: Claude Code detached, as a user would drive it: `run -d` returns
+// with the name while the agent works, `diff` shows its change, the session
+// ends on its own and waits; `review NAME` lands the change, `rm` clears it.
+TEST_F(AgentE2E, ClaudeCodeDetachedWaitsForItsReview) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
+  MockModel mock("single_edit.json", dir_);
+  auto before = files();
+  auto started = run("claude-code", mock, {"-d", "--name", "bg"}, claudeArgs());
+  ASSERT_EQ(started.exitCode, 0) << started.err << "\nmock log:\n" << mock.log();
+  EXPECT_EQ(started.out, "bg\n");
+  auto airlock = [&](const std::vector<std::string>& args) {
+    return runAirlock(args, "", {{"XDG_STATE_HOME", state_}}, 600, user_ ? &*user_ : nullptr);
+  };
+  std::string state;
+  for (int i = 0; i < 1500 && state != "pending review"; ++i) {
+    auto ls = nlohmann::json::parse(airlock({"ls", "--all", "--json"}).out, nullptr, false);
+    state = ls.is_array() && !ls.empty() ? ls[0].value("state", "") : "";
+    if (state == "running") {
+      auto d = airlock({"diff", "bg", "--stat"});
+      EXPECT_EQ(d.exitCode, 0) << d.err;
+    }
+    if (state != "pending review") std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(state, "pending review") << airlock({"ls", "--all"}).out << "\nmock log:\n" << mock.log();
+  EXPECT_EQ(files(), before) << "a detached session wrote the project before its review";
+  auto diff = airlock({"diff", "bg", "--stat"});
+  EXPECT_NE(diff.out.find("AGENT_NOTE.md"), std::string::npos) << diff.out << diff.err;
+  EXPECT_NE(airlock({"logs", "bg"}).out.find("\"result\""), std::string::npos) << "the agent's JSON output";
+  auto reviewed = airlock({"review", "bg", "--review=auto"});
+  ASSERT_EQ(reviewed.exitCode, 0) << reviewed.out << reviewed.err;
+  auto after = files();
+  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n");
+  after.erase("AGENT_NOTE.md");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+  EXPECT_EQ(airlock({"rm", "bg"}).exitCode, 0);
+  EXPECT_EQ(airlock({"ls", "-a", "-q"}).out, "");
 }
 
 TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
