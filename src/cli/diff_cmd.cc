@@ -20,11 +20,13 @@
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
+#include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
 #include "session/attach_frames.h"
+#include "session/dead_session.h"
 #include "session/layout.h"
 #include "session/session_list.h"
 #include "session/review_session.h"
@@ -139,6 +141,8 @@ int runDiff(const HostContext& host, const DiffArgs& a) {
   request.patches = !a.stat && !a.json;
   request.color = color;
   TerminalUi ui(host, false);
+  if (!running)
+    if (auto r = session::exportDeadSession(*dir, launchMachine(host), ui); !r) return reportError(r.error());
   auto preview = session::previewSession(host, request, ui);
   if (!preview) return reportError(preview.error());
   const std::vector<workspace::DiffItem> none;

@@ -16,9 +16,11 @@
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
+#include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
 #include "common/file_lock.h"
+#include "session/dead_session.h"
 #include "session/layout.h"
 #include "session/session.h"
 #include "session/review_session.h"
@@ -58,6 +60,8 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
       return reportError(Error{fmt::format("session {} is still running; review it when it has ended (airlock stop "
                                            "{} ends it)", sessionArg, sessionArg),
                                exit_code::kBusy});
+    TerminalUi exportUi(host, false);
+    if (auto r = session::exportDeadSession(*dir, launchMachine(host), exportUi); !r) return reportError(r.error());
   }
   session::ReviewRequest request;
   request.workspace = a.workspace;

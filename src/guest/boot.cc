@@ -340,6 +340,11 @@ void setupEth0(int s) {
 
 void setupHost(const BootConfig& config) {
   sethostname("airlock", 7);
+  // Dirty pages reach the scratch disk within about 2 s (not the kernel's
+  // 30 s): when the host side dies (a detached session's supervisor killed),
+  // the disk it keeps holds the agent's work up to then.
+  writeProc("/proc/sys/vm/dirty_expire_centisecs", "200");
+  writeProc("/proc/sys/vm/dirty_writeback_centisecs", "100");
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return;
   setInterface(s, "lo", nullptr, nullptr);

@@ -7,6 +7,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -417,6 +418,12 @@ void ExecServer::exportWorkspace(uint32_t channel) {
   // the scratch filesystem (the upper layers) is frozen for the walk, so
   // every write waits until it is done; reads, and so the walk, go on.
   // Where the freeze is refused, the walk sees the layer as it changes.
+  // A disk with no workspace layer yet (a session killed early) exports empty.
+  if (access(kWorkspaceUpper, F_OK) != 0) {
+    std::string upper = kWorkspaceUpper;
+    (void)mkdir(upper.substr(0, upper.rfind('/')).c_str(), 0755);
+    (void)mkdir(kWorkspaceUpper, 0755);
+  }
   int scratch = open(kScratchMount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   bool frozen = scratch >= 0 && ioctl(scratch, FIFREEZE, 0) == 0;
   if (!frozen) {

@@ -27,6 +27,8 @@ struct SessionLayout {
   std::string exitCode() const { return dir + "/exit"; }          ///< the command's exit code, once it exited
   std::string output() const { return dir + "/output.log"; }      ///< a detached session's terminal output, raw
   std::string attachSocket() const { return "attach.sock"; }      ///< a detached session's attach socket, relative to dir
+  std::string keptScratch() const { return dir + "/scratch.ext4"; }  ///< a dead detached session's scratch disk (its changes)
+  std::string rootImage() const { return dir + "/root-image"; }      ///< the root image path a detached session booted (one line)
 };
 
 }  // namespace airlock::session

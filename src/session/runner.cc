@@ -207,6 +207,13 @@ Result<> Runner::boot() {
       break;
   }
   if (session_) launch.egressNetwork.logPath = layout.egressLog();
+  // A detached session's supervisor may be killed: its janitor then keeps
+  // the scratch disk (the agent's changes) in the session, and a later
+  // review boots the recorded image with it to export them (dead_session.h).
+  if (plan_.detached && plan_.workspaceMode == WorkspaceMode::kSnapshot) {
+    launch.keepScratchAt = layout.keptScratch();
+    if (auto r = writeFileAtomic(layout.rootImage(), launch.rootImage + "\n", 0600); !r) return r;
+  }
   if (plan_.machineProgress) launch.progress = [&ui = deps_.ui](const std::string& line) { ui.progress(line); };
   launch.warn = [&ui = deps_.ui](const std::string& line) { ui.warn(line); };
   launch.notice = [&ui = deps_.ui](const std::string& line) { ui.notice(line); };
@@ -619,8 +626,14 @@ Result<> Runner::exportChanges() {
     return failWith(exit_code::kInternal, "exportChanges() needs a booted snapshot session");
   SessionLayout layout{session_->dir()};
   step("export", "collecting the guest's changes");
-  auto exported = sandbox_->exportWorkspace(layout.changeSet(), forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
+  // Under another name until complete: a process killed during the export
+  // leaves no partial change set that would pass for the session's changes.
+  const std::string partial = layout.changeSet() + ".part";
+  auto exported = sandbox_->exportWorkspace(partial, forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
   sandbox_->stop();
+  if (exported && ::rename(partial.c_str(), layout.changeSet().c_str()) != 0)
+    exported = fail("cannot write {}: {}", layout.changeSet(), errnoText(errno));
+  if (!exported) ::unlink(partial.c_str());
   if (!exported)
     return failWith(exported.error().code == exit_code::kUnsafeChangeSet ? exit_code::kUnsafeChangeSet
                                                                          : exit_code::kVmFailed,

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -49,6 +50,10 @@ void Janitor::watchPid(pid_t pid) { writeAll(fd_.get(), "pid " + std::to_string(
 
 void Janitor::watchDir(const std::string& path) { writeAll(fd_.get(), "dir " + path + "\n"); }
 
+void Janitor::keepFile(const std::string& path, const std::string& keptAs) {
+  writeAll(fd_.get(), "keep " + path + "\n" + "as " + keptAs + "\n");
+}
+
 void Janitor::clear() {
   if (fd_) writeAll(fd_.get(), "clear\n");
   fd_.reset();
@@ -69,16 +74,22 @@ int runJanitor(int fd) {
   }
   std::vector<pid_t> pids;
   std::vector<std::string> dirs;
+  std::vector<std::pair<std::string, std::string>> kept;  // path, kept as
   std::stringstream ss(input);
   std::string line;
   while (std::getline(ss, line)) {
     if (line == "clear") {
       pids.clear();
       dirs.clear();
+      kept.clear();
     } else if (line.rfind("pid ", 0) == 0) {
       pids.push_back(static_cast<pid_t>(std::stol(line.substr(4))));
     } else if (line.rfind("dir ", 0) == 0) {
       dirs.push_back(line.substr(4));
+    } else if (line.rfind("keep ", 0) == 0) {
+      kept.emplace_back(line.substr(5), "");
+    } else if (line.rfind("as ", 0) == 0 && !kept.empty()) {
+      kept.back().second = line.substr(3);
     }
   }
   for (pid_t pid : pids) kill(pid, SIGKILL);
@@ -89,6 +100,8 @@ int runJanitor(int fd) {
     if (!any) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  for (const auto& [path, as] : kept)
+    if (!as.empty()) (void)::rename(path.c_str(), as.c_str());
   for (const auto& dir : dirs) (void)removeTree(dir);
   return 0;
 }

@@ -24,6 +24,9 @@ class Janitor {
   void watchPid(pid_t pid);
   /// Registers a directory tree to remove if airlock dies.
   void watchDir(const std::string& path);
+  /// If airlock dies, renames `path` to `keptAs` (same filesystem) once the
+  /// watched processes are gone and before any directory is removed.
+  void keepFile(const std::string& path, const std::string& keptAs);
   /// Normal exit: everything was cleaned up; the janitor exits doing nothing.
   void clear();
 

@@ -38,6 +38,13 @@ struct LaunchOptions {
   std::vector<egress::HostPort> publish;
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
+  /// Where the scratch disk is kept if airlock dies while the VM runs
+  /// (SIGKILL; the janitor moves it there): a detached session's changes
+  /// stay exportable. "" = it goes with the VM's run directory.
+  std::string keepScratchAt;
+  /// Boot with this existing scratch disk instead of a new one (a dead
+  /// session's, to export its changes): neither formatted nor removed.
+  std::string scratchDisk;
   ConsoleLimits console;             ///< how much of the guest console the host keeps
   ProgressFn progress;               ///< phase lines ("building root image ...")
   ProgressFn warn;                   ///< one-line warnings (e.g. a --publish port)

@@ -127,10 +127,14 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   if (config.accel == Accel::kTcg) config.tscKhz = hostTscKhz();
   // The TCG fallback only costs speed: a notice (silenced by -q), not a warning.
   if (!accel.warning.empty()) report(options.notice, accel.warning);
-  if (auto disk = makeScratchDisk(dir + "/scratch.ext4", options.scratchMiB); !disk)
-    return std::unexpected(disk.error());
+  std::string scratch = options.scratchDisk;
+  if (scratch.empty()) {
+    scratch = dir + "/scratch.ext4";
+    if (auto disk = makeScratchDisk(scratch, options.scratchMiB); !disk) return std::unexpected(disk.error());
+    if (!options.keepScratchAt.empty()) machine->janitor_.keepFile(scratch, options.keepScratchAt);
+  }
   config.disks.push_back({options.rootImage, "root", true, "raw"});
-  config.disks.push_back({dir + "/scratch.ext4", "scratch", false, "raw"});
+  config.disks.push_back({scratch, "scratch", false, "raw"});
   if (!options.workspaceSnapshot.empty()) {
     if (!isDirectory(options.workspaceSnapshot))
       return failWith(exit_code::kUsage, "workspace snapshot {} is not a directory", options.workspaceSnapshot);

@@ -566,11 +566,15 @@ TEST_F(Detached, StopWithTheEgressFirewallKeepsTheChanges) {
 // No daemon: a supervisor killed with SIGKILL takes its VM with it, `ls`
 // says `dead`, review says there is nothing exported, and rm cleans up.
 TEST_F(Detached, AKilledSupervisorIsDeadAndLeavesNoVm) {
-  ASSERT_EQ(detach("doomed", "echo x > /workspace/x.txt; sleep 600").exitCode, 0);
+  ASSERT_EQ(detach("doomed", "echo x > /workspace/x.txt; echo written; sleep 600").exitCode, 0);
+  for (int i = 0; i < 300 && airlock({"logs", "doomed"}).out.find("written") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // the guest writes back within about 2 s
   auto e = entry("doomed");
   ASSERT_FALSE(e.is_null());
   ASSERT_GT(e.value("created", 0), 0);
-  std::string meta = slurp(e["dir"].get<std::string>() + "/session.json");
+  const std::string dir = e["dir"].get<std::string>();
+  std::string meta = slurp(dir + "/session.json");
   pid_t owner = nlohmann::json::parse(meta)["owner"].get<pid_t>();
   ASSERT_GT(owner, 1);
   ASSERT_EQ(kill(owner, SIGKILL), 0);
@@ -581,12 +585,21 @@ TEST_F(Detached, AKilledSupervisorIsDeadAndLeavesNoVm) {
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(gone) << "the VM outlived its supervisor";
-  // Its janitor (vm/janitor.h) removes the VM's run directory soon after.
+  // Its janitor (vm/janitor.h) removes the VM's run directory soon after,
+  // keeping the scratch disk, which holds the agent's changes, in the session.
   for (int i = 0; i < 100 && !leftoverRunDirs(state_).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/scratch.ext4"));
+  // The changes are exported from that disk by the first diff or review.
+  auto diff = airlock({"diff", "doomed", "--stat"});
+  EXPECT_EQ(diff.exitCode, 0) << diff.err;
+  EXPECT_NE(diff.out.find("x.txt"), std::string::npos) << diff.out << diff.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/scratch.ext4")) << "the kept disk outlived its export";
+  EXPECT_EQ(entry("doomed")["state"], "pending review");
+  EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "the export's VM outlived it";
   auto review = airlock({"review", "doomed", "--review=auto"});
-  EXPECT_EQ(review.exitCode, 64) << review.err;
-  EXPECT_NE(review.err.find("holds no changes"), std::string::npos) << review.err;
+  EXPECT_EQ(review.exitCode, 0) << review.err;
+  EXPECT_EQ(slurp(ws_ + "/x.txt"), "x\n");
   auto rm = airlock({"rm", "doomed"});
   EXPECT_EQ(rm.exitCode, 0) << rm.err;
   EXPECT_EQ(slurp(ws_ + "/shared.txt"), "original\n");
