@@ -142,7 +142,8 @@ int runDiff(const HostContext& host, const DiffArgs& a) {
   request.color = color;
   TerminalUi ui(host, false);
   if (!running)
-    if (auto r = session::exportDeadSession(*dir, launchMachine(host), ui); !r) return reportError(r.error());
+    if (auto r = session::exportDeadSession(host.dirs.state, *dir, launchMachine(host), ui); !r)
+      return reportError(r.error());
   auto preview = session::previewSession(host, request, ui);
   if (!preview) return reportError(preview.error());
   const std::vector<workspace::DiffItem> none;

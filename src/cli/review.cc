@@ -61,7 +61,8 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
                                            "{} ends it)", sessionArg, sessionArg),
                                exit_code::kBusy});
     TerminalUi exportUi(host, false);
-    if (auto r = session::exportDeadSession(*dir, launchMachine(host), exportUi); !r) return reportError(r.error());
+    if (auto r = session::exportDeadSession(host.dirs.state, *dir, launchMachine(host), exportUi); !r)
+      return reportError(r.error());
   }
   session::ReviewRequest request;
   request.workspace = a.workspace;

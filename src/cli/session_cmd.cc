@@ -188,8 +188,9 @@ void addSessionCommands(CLI::App& app, int& exitCode, const HostContext& host,
   lsCmd->alias("ps");
   lsCmd->footer(R"(States: running; reviewing; pending review (ended, with changes for `airlock review NAME`);
 exited (N) (ended, nothing pending; shown with --all); dead (its process died before
-the command exited, e.g. SIGKILL: the VM went with it and nothing was exported;
-`airlock rm NAME` removes it). HOST MEM is the resident memory of the session's
+the command exited, e.g. SIGKILL, and nothing of it was kept: `airlock rm NAME` removes
+it). A detached session's killed process leaves its VM's disk, and it is `pending
+review`: the review (or `airlock diff`) exports its changes from that disk. HOST MEM is the resident memory of the session's
 processes (QEMU included).)");
   lsCmd->add_flag("-a,--all", ls->all, "Also list sessions that ended with nothing pending");
   lsCmd->add_flag("--json", ls->json, "Print a JSON array");

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -11,25 +12,48 @@
 #include "common/paths.h"
 #include "session/layout.h"
 #include "session/session.h"
+#include "session/session_list.h"
 #include "vm/launch_options.h"
+#include "vm/run_dirs.h"
+#include "workspace/changeset.h"
 
 namespace airlock::session {
 
-Result<bool> exportDeadSession(const std::string& dir, const SandboxLauncher& launch, Ui& ui) {
+Result<bool> exportDeadSession(const std::string& stateDir, const std::string& dir, const SandboxLauncher& launch,
+                               Ui& ui) {
+  vm::sweepStaleRunDirs(stateDir + "/vms", sessionsDir(stateDir));
   SessionLayout layout{dir};
-  if (::access(layout.keptScratch().c_str(), F_OK) != 0 || ::access(layout.changeSet().c_str(), F_OK) == 0)
-    return false;
-  // The run lock, as the session's owner held it: no second export, and
-  // `ls` shows it running meanwhile.
+  // Only airlock's own detached sessions: a directory named by path is not
+  // trusted with a disk and an image to boot.
+  auto meta = readSessionMeta(dir);
+  if (!dir.starts_with(sessionsDir(stateDir) + "/") || !meta || !meta->detached) return false;
+  auto nothingToDo = [&] {
+    return ::access(layout.keptScratch().c_str(), F_OK) != 0 || ::access(layout.changeSet().c_str(), F_OK) == 0;
+  };
+  if (nothingToDo()) return false;
+  // The run lock, as the session's owner held it: one export at a time, and
+  // after the janitor (which holds it while it keeps the disk). Looked at
+  // again once held.
   Fd lock(::open(layout.runLock().c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock) return fail("cannot open {}: {}", layout.runLock(), errnoText(errno));
-  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return false;
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    ui.progress("waiting for another airlock process exporting this session's changes");
+    if (::flock(lock.get(), LOCK_EX) != 0) return fail("cannot lock {}: {}", layout.runLock(), errnoText(errno));
+  }
+  if (nothingToDo()) return false;
+  const std::string name = sessionName(dir).empty() ? dir : sessionName(dir);
+  struct stat disk {};
+  if (::lstat(layout.keptScratch().c_str(), &disk) != 0 || !S_ISREG(disk.st_mode) || disk.st_nlink != 1)
+    return failWith(exit_code::kUnsafeChangeSet, "{} is not the session's disk (not a regular file of its own); "
+                    "`airlock rm -f {}` discards the session", layout.keptScratch(), name);
   auto image = readFile(layout.rootImage(), 4096);
   std::string rootImage = image ? image->substr(0, image->find('\n')) : "";
-  if (rootImage.empty() || ::access(rootImage.c_str(), R_OK) != 0)
+  if (!rootImage.starts_with("/") || ::access(rootImage.c_str(), R_OK) != 0)
     return failWith(exit_code::kImage, "the changes of session {} are on its VM's disk, but the image it booted ({}) "
-                    "is gone; `airlock rm -f` discards them", dir, rootImage.empty() ? "not recorded" : rootImage);
-  ui.progress("the session's process died before its changes were exported; exporting them from its VM's disk");
+                    "is gone; `airlock rm -f {}` discards them", name, rootImage.empty() ? "not recorded" : rootImage,
+                    name);
+  ui.progress("session " + name + "'s process died before its changes were exported; exporting them from its VM's "
+              "disk");
   appendSessionLog(dir, "export from the kept scratch disk of a dead session");
   vm::LaunchOptions options;
   options.rootImage = rootImage;
@@ -49,6 +73,11 @@ Result<bool> exportDeadSession(const std::string& dir, const SandboxLauncher& la
   }
   appendSessionLog(dir, fmt::format("change set: {} bytes (from the kept disk)", *exported));
   ::unlink(layout.keptScratch().c_str());
+  if (workspace::changeSetIsEmpty(layout.changeSet())) {  // nothing for a review, as at a session's end
+    const std::string line = "the dead session's disk held no changes";
+    appendSessionLog(dir, line);
+    if (auto r = writeFileAtomic(layout.reviewed(), line + "\n", 0600); !r) return std::unexpected(r.error());
+  }
   return true;
 }
 

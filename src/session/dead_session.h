@@ -22,6 +22,9 @@ namespace airlock::session {
 /// disk, or already has a change set. Errors: kImage (its root image is
 /// gone), kVmFailed, kUnsafeChangeSet (the export's limits); the disk is
 /// then kept for another try.
-Result<bool> exportDeadSession(const std::string& dir, const SandboxLauncher& launch, Ui& ui);
+/// First, what a reboot or a killed janitor left in `stateDir`'s VM run
+/// directories is swept (a kept disk moved to its session).
+Result<bool> exportDeadSession(const std::string& stateDir, const std::string& dir, const SandboxLauncher& launch,
+                               Ui& ui);
 
 }  // namespace airlock::session

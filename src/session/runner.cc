@@ -212,6 +212,7 @@ Result<> Runner::boot() {
   // review boots the recorded image with it to export them (dead_session.h).
   if (plan_.detached && plan_.workspaceMode == WorkspaceMode::kSnapshot) {
     launch.keepScratchAt = layout.keptScratch();
+    launch.cleanupLock = layout.runLock();
     if (auto r = writeFileAtomic(layout.rootImage(), launch.rootImage + "\n", 0600); !r) return r;
   }
   if (plan_.machineProgress) launch.progress = [&ui = deps_.ui](const std::string& line) { ui.progress(line); };

@@ -69,7 +69,7 @@ bool sessionRunning(const std::string& sessionDir) {
 bool sessionHasPending(const std::string& sessionDir) {
   SessionLayout layout{sessionDir};
   auto has = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
-  if (has(layout.pendingChangeSet()) || has(layout.flushJournal()) ||
+  if (has(layout.pendingChangeSet()) || has(layout.flushJournal()) || has(layout.keptScratch()) ||
       (has(layout.changeSet()) && !has(layout.reviewed())))
     return true;
   // A flush runs in the review's staging directory (review-XXXXXX/flush).

@@ -162,7 +162,8 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
     bool draining = false;  ///< a host-side failure: the rest is read and dropped, the guest goes on
   };
   auto sink = std::make_shared<Sink>();
-  sink->out.reset(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  // Never through a symlink planted at its name.
+  sink->out.reset(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!sink->out) return fail("cannot create {}: {}", destPath, errnoText(errno));
   OutputHandlers handlers;
   handlers.onStdout = [this, sink, destPath, max = limits.maxBytes](std::string_view data) {

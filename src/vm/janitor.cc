@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/fd.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
 
@@ -50,6 +52,8 @@ void Janitor::watchPid(pid_t pid) { writeAll(fd_.get(), "pid " + std::to_string(
 
 void Janitor::watchDir(const std::string& path) { writeAll(fd_.get(), "dir " + path + "\n"); }
 
+void Janitor::holdLock(const std::string& path) { writeAll(fd_.get(), "lock " + path + "\n"); }
+
 void Janitor::keepFile(const std::string& path, const std::string& keptAs) {
   writeAll(fd_.get(), "keep " + path + "\n" + "as " + keptAs + "\n");
 }
@@ -75,6 +79,7 @@ int runJanitor(int fd) {
   std::vector<pid_t> pids;
   std::vector<std::string> dirs;
   std::vector<std::pair<std::string, std::string>> kept;  // path, kept as
+  std::vector<std::string> locks;
   std::stringstream ss(input);
   std::string line;
   while (std::getline(ss, line)) {
@@ -82,15 +87,23 @@ int runJanitor(int fd) {
       pids.clear();
       dirs.clear();
       kept.clear();
+      locks.clear();
     } else if (line.rfind("pid ", 0) == 0) {
       pids.push_back(static_cast<pid_t>(std::stol(line.substr(4))));
     } else if (line.rfind("dir ", 0) == 0) {
       dirs.push_back(line.substr(4));
+    } else if (line.rfind("lock ", 0) == 0) {
+      locks.push_back(line.substr(5));
     } else if (line.rfind("keep ", 0) == 0) {
       kept.emplace_back(line.substr(5), "");
     } else if (line.rfind("as ", 0) == 0 && !kept.empty()) {
       kept.back().second = line.substr(3);
     }
+  }
+  std::vector<Fd> held;  // released when the janitor exits, its work done
+  for (const auto& path : locks) {
+    Fd lock(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    if (lock && ::flock(lock.get(), LOCK_EX) == 0) held.push_back(std::move(lock));
   }
   for (pid_t pid : pids) kill(pid, SIGKILL);
   // Wait (bounded) for the processes to be gone before removing their files.

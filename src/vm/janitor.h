@@ -24,6 +24,10 @@ class Janitor {
   void watchPid(pid_t pid);
   /// Registers a directory tree to remove if airlock dies.
   void watchDir(const std::string& path);
+  /// If airlock dies, the janitor holds an flock on the lock file `path`
+  /// while it cleans up (taken as soon as airlock is gone), so whoever
+  /// waits for that lock sees the cleanup done.
+  void holdLock(const std::string& path);
   /// If airlock dies, renames `path` to `keptAs` (same filesystem) once the
   /// watched processes are gone and before any directory is removed.
   void keepFile(const std::string& path, const std::string& keptAs);

@@ -42,6 +42,9 @@ struct LaunchOptions {
   /// (SIGKILL; the janitor moves it there): a detached session's changes
   /// stay exportable. "" = it goes with the VM's run directory.
   std::string keepScratchAt;
+  /// A lock file the janitor holds while it cleans up after airlock died
+  /// (the session's run lock): whoever waits for it sees the disk kept.
+  std::string cleanupLock;
   /// Boot with this existing scratch disk instead of a new one (a dead
   /// session's, to export its changes): neither formatted nor removed.
   std::string scratchDisk;

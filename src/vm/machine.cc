@@ -16,6 +16,7 @@
 #include "egress/user_namespace.h"
 #include "vm/boot_assets.h"
 #include "vm/jail.h"
+#include "vm/run_dirs.h"
 #include "vm/workspace_image.h"
 
 namespace airlock::vm {
@@ -94,8 +95,12 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   if (!init) return std::unexpected(init.error());
   auto assets = ensureBootAssets(host.dirs.cache, *init, options.progress);
   if (!assets) return std::unexpected(assets.error());
+  // What a reboot or a killed janitor left goes first (a kept scratch disk to its session).
+  sweepStaleRunDirs(host.dirs.state + "/vms", host.dirs.state + "/sessions");
   auto runDir = TempDir::create(host.dirs.state + "/vms", "vm-");
   if (!runDir) return failWith(exit_code::kHostNotReady, "{}", runDir.error().message);
+  auto ownerLock = lockRunDir(runDir->path());
+  if (!ownerLock) return failWith(exit_code::kHostNotReady, "{}", ownerLock.error().message);
   if (runDir->path().size() + 20 > 107)
     return failWith(exit_code::kHostNotReady, "the state directory path {} is too long for unix sockets; set "
                     "XDG_STATE_HOME to a shorter path", runDir->path());
@@ -104,11 +109,14 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   std::string exe = host.getEnv("AIRLOCK_EXE");
   auto janitor = Janitor::start(!exe.empty() ? exe : "/proc/self/exe");
   if (!janitor) return std::unexpected(janitor.error());
+  janitor->holdLock(runDir->path() + "/" + kRunDirLock);  // no sweep while it cleans up
+  if (!options.cleanupLock.empty()) janitor->holdLock(options.cleanupLock);
   janitor->watchDir(runDir->path());
   // The session's snapshot is a full copy of the workspace: if airlock dies
   // while the VM runs (Ctrl-C during boot, SIGKILL), it goes too.
   if (!options.workspaceSnapshot.empty()) janitor->watchDir(options.workspaceSnapshot);
   std::unique_ptr<Machine> machine(new Machine(std::move(*runDir), std::move(*janitor)));
+  machine->ownerLock_ = std::move(*ownerLock);
   const std::string& dir = machine->runDir_.path();
 
   VmConfig config;
@@ -131,7 +139,11 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   if (scratch.empty()) {
     scratch = dir + "/scratch.ext4";
     if (auto disk = makeScratchDisk(scratch, options.scratchMiB); !disk) return std::unexpected(disk.error());
-    if (!options.keepScratchAt.empty()) machine->janitor_.keepFile(scratch, options.keepScratchAt);
+    if (!options.keepScratchAt.empty()) {
+      machine->janitor_.keepFile(scratch, options.keepScratchAt);
+      if (auto r = writeFileAtomic(dir + "/" + kRunDirKeep, options.keepScratchAt + "\n", 0600); !r)
+        return std::unexpected(r.error());
+    }
   }
   config.disks.push_back({options.rootImage, "root", true, "raw"});
   config.disks.push_back({scratch, "scratch", false, "raw"});

@@ -46,6 +46,7 @@ class Machine final : public Sandbox {
  private:
   Machine(TempDir runDir, Janitor janitor) : runDir_(std::move(runDir)), janitor_(std::move(janitor)) {}
   TempDir runDir_;
+  Fd ownerLock_;  ///< the run directory's lock (vm/run_dirs.h), held for the machine's life
   Janitor janitor_;
   std::unique_ptr<egress::SessionNetwork> network_;
   std::vector<std::unique_ptr<egress::PortPublisher>> publishers_;

@@ -563,9 +563,11 @@ TEST_F(Detached, StopWithTheEgressFirewallKeepsTheChanges) {
   EXPECT_EQ(slurp(ws_ + "/kept.txt"), "kept\n");
 }
 
-// No daemon: a supervisor killed with SIGKILL takes its VM with it, `ls`
-// says `dead`, review says there is nothing exported, and rm cleans up.
-TEST_F(Detached, AKilledSupervisorIsDeadAndLeavesNoVm) {
+// No daemon: a supervisor killed with SIGKILL takes its VM with it, but not
+// the agent's changes: its janitor keeps the VM's disk in the session, which
+// waits for review (rm refuses it); the first diff exports them from that
+// disk, the review lands them, and rm cleans up.
+TEST_F(Detached, AKilledSupervisorLeavesNoVmAndKeepsItsChanges) {
   ASSERT_EQ(detach("doomed", "echo x > /workspace/x.txt; echo written; sleep 600").exitCode, 0);
   for (int i = 0; i < 300 && airlock({"logs", "doomed"}).out.find("written") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -578,7 +580,8 @@ TEST_F(Detached, AKilledSupervisorIsDeadAndLeavesNoVm) {
   pid_t owner = nlohmann::json::parse(meta)["owner"].get<pid_t>();
   ASSERT_GT(owner, 1);
   ASSERT_EQ(kill(owner, SIGKILL), 0);
-  EXPECT_TRUE(waitForState("doomed", "dead")) << entry("doomed").dump();
+  // Its disk is kept: the session waits for a review, not dead.
+  EXPECT_TRUE(waitForState("doomed", "pending review")) << entry("doomed").dump();
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
     gone = processesNamed("qemu-system-x86_64", state_).empty();
@@ -590,6 +593,7 @@ TEST_F(Detached, AKilledSupervisorIsDeadAndLeavesNoVm) {
   for (int i = 0; i < 100 && !leftoverRunDirs(state_).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(std::filesystem::exists(dir + "/scratch.ext4"));
+  EXPECT_EQ(airlock({"rm", "doomed"}).exitCode, 64) << "rm discarded the kept changes without -f";
   // The changes are exported from that disk by the first diff or review.
   auto diff = airlock({"diff", "doomed", "--stat"});
   EXPECT_EQ(diff.exitCode, 0) << diff.err;
