@@ -61,8 +61,9 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
                                            "{} ends it)", sessionArg, sessionArg),
                                exit_code::kBusy});
     TerminalUi exportUi(host, false);
-    if (auto r = session::exportDeadSession(host.dirs.state, *dir, launchMachine(host), exportUi); !r)
-      return reportError(r.error());
+    if (a.changeSet.empty() && a.after.empty())  // what the session holds, a dead one's on its kept disk
+      if (auto r = session::exportDeadSession(host.dirs.state, *dir, launchMachine(host), exportUi); !r)
+        return reportError(r.error());
   }
   session::ReviewRequest request;
   request.workspace = a.workspace;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -213,7 +214,10 @@ Result<> Runner::boot() {
   if (plan_.detached && plan_.workspaceMode == WorkspaceMode::kSnapshot) {
     launch.keepScratchAt = layout.keptScratch();
     launch.cleanupLock = layout.runLock();
-    if (auto r = writeFileAtomic(layout.rootImage(), launch.rootImage + "\n", 0600); !r) return r;
+    char* real = ::realpath(launch.rootImage.c_str(), nullptr);  // a config's relative path, resolved
+    const std::string image = real ? real : launch.rootImage;
+    std::free(real);
+    if (auto r = writeFileAtomic(layout.rootImage(), image + "\n", 0600); !r) return r;
   }
   if (plan_.machineProgress) launch.progress = [&ui = deps_.ui](const std::string& line) { ui.progress(line); };
   launch.warn = [&ui = deps_.ui](const std::string& line) { ui.warn(line); };

@@ -155,7 +155,9 @@ std::vector<SessionEntry> listSessions(const std::string& stateDir) {
     SessionLayout layout{e.dir};
     if (lockHeld(layout.runLock())) {
       e.state = SessionState::kRunning;
-      if (e.meta) e.hostMemoryBytes = processTreeMemory(e.meta->owner);
+      // The owner's, when it is still that process (a rescue export holds the lock of a dead one).
+      if (e.meta && processStartTime(e.meta->owner) == e.meta->ownerStart)
+        e.hostMemoryBytes = processTreeMemory(e.meta->owner);
     } else if (lockHeld(layout.reviewLock())) {
       e.state = SessionState::kReviewing;
     } else if (sessionHasPending(e.dir)) {

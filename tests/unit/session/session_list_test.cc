@@ -101,6 +101,7 @@ TEST_F(SessionList, StatesFollowTheDirectoryAndTheRunLock) {
   meta.label = "run-image";
   meta.created = 1796000000;
   meta.owner = ::getpid();
+  meta.ownerStart = processStartTime(meta.owner);
   meta.cpus = 2;
   meta.memoryMiB = 1024;
   meta.detached = true;
@@ -117,6 +118,12 @@ TEST_F(SessionList, StatesFollowTheDirectoryAndTheRunLock) {
   EXPECT_EQ(running.meta->cpus, 2u);
   EXPECT_TRUE(running.meta->detached);
   EXPECT_GT(running.hostMemoryBytes, 0u) << "this process's own memory";
+  // A pid that is no longer the owner (its start time differs): not its memory.
+  SessionMeta reused = meta;
+  reused.ownerStart = meta.ownerStart + 1;
+  ASSERT_TRUE(writeSessionMeta(dir, reused));
+  EXPECT_EQ(only().hostMemoryBytes, 0u) << "a reused pid's memory was shown as the session's";
+  ASSERT_TRUE(writeSessionMeta(dir, meta));
   s->reset();  // the owner died before the command exited
   EXPECT_EQ(stateText(only()), "dead");
   ASSERT_TRUE(writeFileAtomic(SessionLayout{dir}.exitCode(), "3\n", 0600));
