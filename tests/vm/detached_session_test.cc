@@ -371,13 +371,13 @@ TEST_F(Detached, DiffWhileTheSessionEndsAlwaysAnswers) {
   EXPECT_TRUE(ended) << asked << " diffs";
 }
 
-/// Reads attach frames from `fd` until kExit (or 60 s): the kOutput
+/// Reads attach frames from `fd` until kExit (or 180 s): the kOutput
 /// payloads joined, then "exit=CODE".
 std::string readFrames(int fd) {
   session::AttachFrameReader reader;
   std::string out;
   char buf[4096];
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
   while (std::chrono::steady_clock::now() < deadline) {
     auto frame = reader.next();
     if (!frame) return out + "bad frame";
