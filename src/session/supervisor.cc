@@ -434,11 +434,13 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
             fanout->attached.insert(fd);
           } else if (first && f.type == AttachFrameType::kDiff) {
             client.diff = true;
-            if (forceStopAt)
+            if (forceStopAt) {
               fanout->send(fd, AttachFrameType::kStderr, "airlock: the session is stopping; `airlock diff` shows its "
                                                          "changes once it has ended\n");
-            if (forceStopAt) fanout->send(fd, AttachFrameType::kExit, std::to_string(exit_code::kBusy));
-            else diffQueue.push_back({fd, client.serial});
+              fanout->send(fd, AttachFrameType::kExit, std::to_string(exit_code::kBusy));
+            } else {
+              diffQueue.push_back({fd, client.serial});
+            }
           } else if (first && f.type == AttachFrameType::kExec) {
             auto start = decodeExecStart(f.payload);
             if (!start || !startExec(fd, client, *start)) {

@@ -345,9 +345,7 @@ Result<std::string> ThreeWayDiff::baseContent(const DiffItem& item) const {
               displayPath(item.path));
 }
 
-std::optional<std::string> ThreeWayDiff::beforeText(const DiffItem& item) const {
-  if (auto b = baseContent(item)) return std::move(*b);
-  // The baseline is gone: compare with the host's file as it is now.
+std::optional<std::string> ThreeWayDiff::hostContent(const DiffItem& item) const {
   Fd f;
   struct stat st {};
   if (workspaceFd_ < 0 || openBeneath(workspaceFd_, item.path, O_RDONLY | O_NONBLOCK, 0, f) != 0 ||
@@ -370,8 +368,10 @@ Result<> ThreeWayDiff::fill(DiffItem& item) const {
   }
   std::string oldText, newText;
   if (baseFile) {
-    item.comparedWithHost = !baseContent(item);
-    auto b = beforeText(item);
+    // The baseline is gone: compare with the host's file as it is now.
+    auto base = baseContent(item);
+    item.comparedWithHost = !base;
+    auto b = base ? std::optional<std::string>(std::move(*base)) : hostContent(item);
     if (!b) {
       item.baseGone = true;  // nothing to compare with: summary only
       return {};
@@ -449,7 +449,7 @@ Result<std::string> ThreeWayDiff::patch(const DiffItem& item, bool color) const 
   }
   std::string oldText, newText;
   if (baseFile) {
-    auto t = item.comparedWithHost ? beforeText(item) : baseContent(item).value_or(std::string());
+    auto t = item.comparedWithHost ? hostContent(item) : baseContent(item).value_or(std::string());
     if (!t) return fail("the host's '{}' changed during the review", name);
     oldText = std::move(*t);
     if (item.comparedWithHost)

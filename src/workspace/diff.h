@@ -107,9 +107,10 @@ class ThreeWayDiff {
  private:
   Result<> fill(DiffItem& item) const;
   Result<std::string> baseContent(const DiffItem& item) const;
-  /// The "before" of a file's patch: its baseline content, else the host's
-  /// file as it is now (a regular file within the size cap); nullopt when neither.
-  std::optional<std::string> beforeText(const DiffItem& item) const;
+  /// The host's file at the item's path as it is now, the "before" of a
+  /// patch whose baseline content is gone; nullopt unless it is a regular
+  /// file within the size cap.
+  std::optional<std::string> hostContent(const DiffItem& item) const;
 
   const Manifest& baseline_;
   const ChangeSet& changes_;
