@@ -62,15 +62,8 @@ Result<bool> exportDeadSession(const std::string& stateDir, const std::string& d
   options.warn = [&ui](const std::string& line) { ui.warn(line); };
   auto sandbox = launch(options);
   if (!sandbox) return std::unexpected(sandbox.error());
-  const std::string partial = layout.changeSet() + ".part";
-  auto exported = (*sandbox)->exportWorkspace(partial, vm::ExportLimits{});
-  (*sandbox)->stop();
-  if (exported && ::rename(partial.c_str(), layout.changeSet().c_str()) != 0)
-    exported = fail("cannot write {}: {}", layout.changeSet(), errnoText(errno));
-  if (!exported) {
-    ::unlink(partial.c_str());
-    return std::unexpected(exported.error());
-  }
+  auto exported = exportChangeSet(**sandbox, layout.changeSet(), vm::ExportLimits{});
+  if (!exported) return std::unexpected(exported.error());
   appendSessionLog(dir, fmt::format("change set: {} bytes (from the kept disk)", *exported));
   ::unlink(layout.keptScratch().c_str());
   if (workspace::changeSetIsEmpty(layout.changeSet())) {  // nothing for a review, as at a session's end

@@ -20,6 +20,15 @@ namespace ws = airlock::workspace;
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
+/// The change set a session still holds for review: what an earlier review
+/// kept, else the change set of a run whose review never finished; "" when
+/// neither.
+std::string heldChangeSet(const SessionLayout& layout) {
+  if (::access(layout.pendingChangeSet().c_str(), R_OK) == 0) return layout.pendingChangeSet();
+  if (!exists(layout.reviewed()) && ::access(layout.changeSet().c_str(), R_OK) == 0) return layout.changeSet();
+  return "";
+}
+
 /// The workspace to flush into: the one the session records; a -w that names
 /// another directory is refused.
 Result<std::string> chooseWorkspace(const std::string& given, const std::string& session) {
@@ -75,15 +84,11 @@ Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, c
   gate.changeSet = request.changeSet;
   gate.changeSetFd = request.changeSetFd;
   if (gate.changeSet.empty()) {
-    if (::access(layout.pendingChangeSet().c_str(), R_OK) == 0)
-      gate.changeSet = layout.pendingChangeSet();
-    else if (!exists(layout.reviewed()) && ::access(layout.changeSet().c_str(), R_OK) == 0)
-      gate.changeSet = layout.changeSet();
-    else if (!exists(layout.reviewed()) && exists(layout.meta()))
+    gate.changeSet = heldChangeSet(layout);
+    if (gate.changeSet.empty() && !exists(layout.reviewed()) && exists(layout.meta()))
       return failWith(exit_code::kUsage, "session {} holds no changes: it ended before its agent's changes were "
                       "exported (its process died); `airlock rm {}` removes it", request.session, request.session);
-    else
-      return std::optional<ws::GatePreview>{};
+    if (gate.changeSet.empty()) return std::optional<ws::GatePreview>{};
   }
   gate.maxDiffBytes = request.maxDiffBytes;
   gate.umask = host.umask;
@@ -130,13 +135,9 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
   SessionLayout layout{a.session};
   if (a.changeSet.empty() && a.after.empty() && !a.session.empty()) {
     bool reviewed = exists(layout.reviewed());
-    if (::access(layout.pendingChangeSet().c_str(), R_OK) == 0)
-      a.changeSet = layout.pendingChangeSet();
-    else if (!reviewed && ::access(layout.changeSet().c_str(), R_OK) == 0)
-      a.changeSet = layout.changeSet();
-    else if (reviewed || *settled)
-      return out;  // nothing pending
-    else if (exists(layout.manifest()) && exists(layout.meta()))
+    a.changeSet = heldChangeSet(layout);
+    if (a.changeSet.empty() && (reviewed || *settled)) return out;  // nothing pending
+    if (a.changeSet.empty() && exists(layout.manifest()) && exists(layout.meta()))
       return failWith(exit_code::kUsage, "session {} holds no changes to review: it ended before its agent's changes "
                       "were exported (its process died); `airlock rm {}` removes it", request.session,
                       request.session);

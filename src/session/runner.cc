@@ -626,19 +626,25 @@ Result<int> Runner::runCommand() {
   return commandCode_;
 }
 
+Result<uint64_t> exportChangeSet(vm::Sandbox& sandbox, const std::string& changeSet, const vm::ExportLimits& limits) {
+  // Under another name until complete: a process killed during the export
+  // leaves no partial change set that would pass for the session's changes.
+  const std::string partial = changeSet + ".part";
+  auto exported = sandbox.exportWorkspace(partial, limits);
+  sandbox.stop();
+  if (exported && ::rename(partial.c_str(), changeSet.c_str()) != 0)
+    exported = fail("cannot write {}: {}", changeSet, errnoText(errno));
+  if (!exported) ::unlink(partial.c_str());
+  return exported;
+}
+
 Result<> Runner::exportChanges() {
   if (!sandbox_ || !session_ || plan_.workspaceMode != WorkspaceMode::kSnapshot)
     return failWith(exit_code::kInternal, "exportChanges() needs a booted snapshot session");
   SessionLayout layout{session_->dir()};
   step("export", "collecting the guest's changes");
-  // Under another name until complete: a process killed during the export
-  // leaves no partial change set that would pass for the session's changes.
-  const std::string partial = layout.changeSet() + ".part";
-  auto exported = sandbox_->exportWorkspace(partial, forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
-  sandbox_->stop();
-  if (exported && ::rename(partial.c_str(), layout.changeSet().c_str()) != 0)
-    exported = fail("cannot write {}: {}", layout.changeSet(), errnoText(errno));
-  if (!exported) ::unlink(partial.c_str());
+  auto exported =
+      exportChangeSet(*sandbox_, layout.changeSet(), forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
   if (!exported)
     return failWith(exported.error().code == exit_code::kUnsafeChangeSet ? exit_code::kUnsafeChangeSet
                                                                          : exit_code::kVmFailed,

@@ -44,6 +44,13 @@ class ImageProvider {
 /// Boots a sandbox (vm::Machine::launch in airlock; a fake in tests).
 using SandboxLauncher = std::function<Result<std::unique_ptr<vm::Sandbox>>(const vm::LaunchOptions&)>;
 
+/// Exports `sandbox`'s /workspace changes into `changeSet` (an OCI layer
+/// tar), then stops the sandbox. The tar is written as changeSet + ".part"
+/// and renamed when complete: a process killed meanwhile leaves no partial
+/// change set that would pass for a session's. Returns its size in bytes;
+/// errors as Sandbox::exportWorkspace's.
+Result<uint64_t> exportChangeSet(vm::Sandbox& sandbox, const std::string& changeSet, const vm::ExportLimits& limits);
+
 /// What the runner works with besides the plan. Every reference must
 /// outlive the runner (build the HostContext, UI and provider first).
 struct RunnerDeps {
