@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sessions side by side (issue 17), measured in one run:
 #   1. N = 1, 2, 4, 8 concurrent `airlock run-image -- true`: total wall time
-#      against the ideal N x (solo time) / cores, solo measured first in the
-#      same run. Goal at N = 8: within 1.3x of the ideal.
+#      against the ideal N x (solo time) / cores, solo measured in the same
+#      rounds; and the CPU time each session costs, alone and in the batch.
+#      Goal at N = 8: within 1.3x of the ideal.
 #   2. Idle detached sessions (`run-image -d -- sleep`, 512 MiB guests): per
 #      QEMU process, the guest's touched memory (the RSS of its memfd RAM,
 #      which free page reporting shrinks) and what the host pays beyond it
@@ -30,26 +31,41 @@ run   # warm the asset caches
 cores=$(nproc)
 now() { date +%s.%N; }
 
-solo=0
-for i in 1 2 3; do   # the median of three
-  t0=$(now); run; t1=$(now)
-  solo="$solo $(echo "$t1 - $t0" | bc)"
-done
-solo=$(echo "$solo" | tr ' ' '\n' | tail -n 3 | sort -n | sed -n 2p)
-printf 'solo run-image -- true : %.2f s (median of 3), %d cores\n' "$solo" "$cores"
-printf '%3s  %8s  %8s  %6s\n' N "wall s" "ideal s" ratio
+# Busy CPU time of the whole machine, in clock ticks (/proc/stat: user,
+# nice, system, irq, softirq, steal).
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+hz=$(getconf CLK_TCK)
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+# Each N: three rounds of (one solo run, then N at once), so a drift of the
+# machine's speed hits the solo time and the batch alike; the ratio is the
+# median of the rounds' ratios. CPU s per session: the machine's busy time
+# over the batch divided by N, against the solo run's: it tells sessions
+# that wait for each other (idle cores; airlock's to fix) from sessions that
+# each cost more CPU when they share the cores (the emulator's and the
+# host's: caches, page faults, context switches).
+printf '%d cores; each N: 3 rounds of a solo run then N at once, medians\n' "$cores"
+printf '%3s  %7s  %8s  %8s  %6s  %12s  %13s\n' N "solo s" "wall s" "ideal s" ratio "CPU s, solo" "CPU s/session"
 for n in 1 2 4 8; do
   [ "$n" -le "$max" ] || break
-  t0=$(now)
-  pids=()
-  for ((i = 0; i < n; i++)); do run & pids+=($!); done
-  failed=0
-  for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
-  t1=$(now)
-  wall=$(echo "$t1 - $t0" | bc)
-  ideal=$(echo "$n * $solo / $cores" | bc -l)
-  if [ "$(echo "$ideal < $solo" | bc)" = 1 ]; then ideal=$solo; fi   # one session never beats its own time
-  printf '%3d  %8.2f  %8.2f  %6.2f%s\n' "$n" "$wall" "$ideal" "$(echo "$wall / $ideal" | bc -l)" \
+  ratios="" walls="" solos="" cpusolo="" cpubatch="" failed=0
+  for round in 1 2 3; do
+    c0=$(busy); t0=$(now); run; t1=$(now); c1=$(busy)
+    solo=$(echo "$t1 - $t0" | bc)
+    pids=()
+    c2=$(busy); t2=$(now)
+    for ((i = 0; i < n; i++)); do run & pids+=($!); done
+    for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+    t3=$(now); c3=$(busy)
+    wall=$(echo "$t3 - $t2" | bc)
+    ideal=$(echo "$n * $solo / $cores" | bc -l)
+    if [ "$(echo "$ideal < $solo" | bc)" = 1 ]; then ideal=$solo; fi   # one session never beats its own time
+    ratios="$ratios $(echo "$wall / $ideal" | bc -l)" walls="$walls $wall" solos="$solos $solo"
+    cpusolo="$cpusolo $(echo "($c1 - $c0) / $hz" | bc -l)" cpubatch="$cpubatch $(echo "($c3 - $c2) / $hz / $n" | bc -l)"
+  done
+  solo=$(echo "$solos" | median) wall=$(echo "$walls" | median)
+  printf '%3d  %7.2f  %8.2f  %8.2f  %6.2f  %12.2f  %13.2f%s\n' "$n" "$solo" "$wall" \
+    "$(echo "$n * $solo / $cores" | bc -l | awk -v s="$solo" '{print ($1 < s ? s : $1)}')" \
+    "$(echo "$ratios" | median)" "$(echo "$cpusolo" | median)" "$(echo "$cpubatch" | median)" \
     "$([ "$failed" -eq 0 ] || echo "  ($failed failed)")"
 done
 echo "goal: ratio <= 1.3 at N = 8"

@@ -1,16 +1,20 @@
 // `airlock doctor [--json]`: checks the host, one line per check, and says
 // what to do about each problem. Exits 65 (host not ready) when a check fails.
 
+#include "cli/doctor.h"
+
 #include <cstdio>
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "preflight/doctor.h"
+#include "session/session_list.h"
 
 namespace airlock::cli {
 namespace {
@@ -39,9 +43,25 @@ preflight::CheckResult secretsCheck(const HostContext& host) {
   return {"secrets", preflight::CheckStatus::kOk, fmt::format("{}; {} stored", where, list->size()), ""};
 }
 
+}  // namespace
+
+preflight::CheckResult deadSessionsCheck(const std::string& stateDir) {
+  std::vector<std::string> dead;
+  for (const auto& e : session::listSessions(stateDir))
+    if (e.state == session::SessionState::kDead) dead.push_back(e.name);
+  if (dead.empty()) return {"dead sessions", preflight::CheckStatus::kOk, "none", ""};
+  return {"dead sessions", preflight::CheckStatus::kWarn,
+          fmt::format("{} session(s) whose airlock process died: {}", dead.size(), fmt::join(dead, ", ")),
+          fmt::format("airlock review {} reviews what it left (a detached one's changes too), then airlock rm {}", dead[0],
+                      dead[0])};
+}
+
+namespace {
+
 int runDoctorCommand(const HostContext& host, bool json) {
   preflight::SystemHostProbe probe;
   auto results = preflight::runDoctor(probe, host.dirs.cache, host.dirs.state);
+  results.push_back(deadSessionsCheck(host.dirs.state));
   results.push_back(secretsCheck(host));
   bool failed = false;
   for (const auto& r : results) failed = failed || r.status == preflight::CheckStatus::kFail;

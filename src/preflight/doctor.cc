@@ -16,8 +16,10 @@
 #include "common/encoding.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
+#include "common/paths.h"
 #include "common/subordinate_ids.h"
 #include "common/subprocess.h"
+#include "vm/run_dirs.h"
 
 namespace airlock::preflight {
 namespace {
@@ -261,6 +263,20 @@ CheckResult staleJournals(const std::string& stateDir) {
           "--on-interrupted=rollback)"};
 }
 
+/// What ended VMs left in the run directories (a crash of airlock and its
+/// janitor, a reboot): swept here as by the next launch, a kept scratch disk
+/// moved to its session first.
+CheckResult staleVmRuns(const std::string& stateDir) {
+  const std::string vms = stateDir + "/vms";
+  size_t removed = vm::sweepStaleRunDirs(vms, stateDir + "/sessions");
+  size_t running = 0;
+  for (const auto& name : listDir(vms).value_or(std::vector<std::string>{})) running += name.starts_with("vm-");
+  std::string detail = removed == 0 ? "nothing left by ended VMs"
+                                    : fmt::format("removed {} run director{} that ended VMs left (a crash or a reboot)",
+                                                  removed, removed == 1 ? "y" : "ies");
+  return {"VM run dirs", CheckStatus::kOk, fmt::format("{}; {} VM(s) running", detail, running), ""};
+}
+
 CheckResult imageCache(const std::string& cacheDir, const DoctorLimits& limits) {
   uint64_t bytes = treeBytes(cacheDir + "/images") + treeBytes(cacheDir + "/rootfs");
   std::string detail = fmt::format("{} in {}/images and {}/rootfs", formatBytes(bytes), cacheDir, cacheDir);
@@ -352,6 +368,7 @@ std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir
   out.push_back(disk(probe, "state", stateDir, limits));
   out.push_back(staleSessions(stateDir));
   out.push_back(staleJournals(stateDir));
+  out.push_back(staleVmRuns(stateDir));
   out.push_back(imageCache(cacheDir, limits));
   return out;
 }

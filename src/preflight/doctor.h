@@ -78,7 +78,8 @@ struct DoctorLimits {
 
 /// Runs every check in order: kvm, qemu, microvm, virtiofsd, root, kernel
 /// assets, mkfs.erofs, mkfs.ext4, mmdebstrap, user namespaces, tun, cgroup,
-/// disk (cache), disk (state), stale sessions, stale flush journals, image cache;
+/// disk (cache), disk (state), stale sessions, stale flush journals, VM run
+/// directories (what ended VMs left is removed), image cache;
 /// as a user other than root also newuidmap, newgidmap, subuid and subgid
 /// (what mmdebstrap --mode=unshare needs to build the base image).
 std::vector<CheckResult> runDoctor(HostProbe& probe, const std::string& cacheDir, const std::string& stateDir,

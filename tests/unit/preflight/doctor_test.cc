@@ -102,7 +102,7 @@ TEST_F(DoctorTest, EveryCheckHasAFixWhenNotOk) {
   probe_.user = "alice";
   probe_.tunError = EACCES;
   auto results = runDoctor(probe_, cache_, state_);
-  EXPECT_EQ(results.size(), 21u);
+  EXPECT_EQ(results.size(), 22u);
   for (const auto& r : results) {
     if (r.status != CheckStatus::kOk) {
       EXPECT_FALSE(r.fix.empty()) << r.name;
@@ -348,6 +348,25 @@ TEST_F(DoctorTest, InterruptedFlushJournalWarns) {
   Fd lock(::open((state_ + "/flush/0123456789abcdef.lock").c_str(), O_RDWR | O_CLOEXEC));
   ASSERT_EQ(flock(lock.get(), LOCK_EX), 0);
   EXPECT_EQ(check("flush journals").status, CheckStatus::kOk);
+}
+
+TEST_F(DoctorTest, RunDirectoriesEndedVmsLeftAreRemovedAndARunningOneKept) {
+  // A reboot left one (its lock is free) with a scratch disk its session keeps.
+  touch(state_ + "/vms/vm-ended/owner.lock");
+  touch(state_ + "/vms/vm-ended/scratch.ext4", "disk");
+  touch(state_ + "/vms/vm-ended/keep-scratch", state_ + "/sessions/s1/scratch.ext4\n");
+  std::filesystem::create_directories(state_ + "/sessions/s1");
+  touch(state_ + "/vms/vm-running/owner.lock");
+  Fd lock(::open((state_ + "/vms/vm-running/owner.lock").c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_EQ(flock(lock.get(), LOCK_EX), 0);
+  auto r = check("VM run dirs");
+  EXPECT_EQ(r.status, CheckStatus::kOk);
+  EXPECT_NE(r.detail.find("removed 1 run directory"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("1 VM(s) running"), std::string::npos) << r.detail;
+  EXPECT_FALSE(std::filesystem::exists(state_ + "/vms/vm-ended"));
+  EXPECT_TRUE(std::filesystem::exists(state_ + "/vms/vm-running/owner.lock"));
+  EXPECT_EQ(readFile(state_ + "/sessions/s1/scratch.ext4", 64).value_or(""), "disk") << "the kept disk reaches its session";
+  EXPECT_NE(check("VM run dirs").detail.find("nothing left by ended VMs"), std::string::npos);
 }
 
 TEST_F(DoctorTest, LargeImageCacheWarns) {
