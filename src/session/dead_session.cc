@@ -66,6 +66,7 @@ Result<bool> exportDeadSession(const std::string& stateDir, const std::string& d
   if (!exported) return std::unexpected(exported.error());
   appendSessionLog(dir, fmt::format("change set: {} bytes (from the kept disk)", *exported));
   ::unlink(layout.keptScratch().c_str());
+  ::unlink(layout.keptRootImage().c_str());
   if (workspace::changeSetIsEmpty(layout.changeSet())) {  // nothing for a review, as at a session's end
     const std::string line = "the dead session's disk held no changes";
     appendSessionLog(dir, line);

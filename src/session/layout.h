@@ -29,6 +29,7 @@ struct SessionLayout {
   std::string attachSocket() const { return "attach.sock"; }      ///< a detached session's attach socket, relative to dir
   std::string keptScratch() const { return dir + "/scratch.ext4"; }  ///< a dead detached session's scratch disk (its changes)
   std::string rootImage() const { return dir + "/root-image"; }      ///< the root image path a detached session booted (one line)
+  std::string keptRootImage() const { return dir + "/root.img"; }    ///< a hard link of that image, the session's own
 };
 
 }  // namespace airlock::session

@@ -217,7 +217,13 @@ Result<> Runner::boot() {
     char* real = ::realpath(launch.rootImage.c_str(), nullptr);  // a config's relative path, resolved
     const std::string image = real ? real : launch.rootImage;
     std::free(real);
-    if (auto r = writeFileAtomic(layout.rootImage(), image + "\n", 0600); !r) return r;
+    // Kept by a hard link of the session's own, so an `image rm` or a
+    // `system prune` of the cache leaves a rescue its image; where no link
+    // can be made (another filesystem, another user's file), by its path.
+    ::unlink(layout.keptRootImage().c_str());
+    const bool linked = ::link(image.c_str(), layout.keptRootImage().c_str()) == 0;
+    if (auto r = writeFileAtomic(layout.rootImage(), (linked ? layout.keptRootImage() : image) + "\n", 0600); !r)
+      return r;
   }
   if (plan_.machineProgress) launch.progress = [&ui = deps_.ui](const std::string& line) { ui.progress(line); };
   launch.warn = [&ui = deps_.ui](const std::string& line) { ui.warn(line); };
@@ -650,6 +656,7 @@ Result<> Runner::exportChanges() {
                                                                          : exit_code::kVmFailed,
                     "{}", exported.error().message);
   session_->log(fmt::format("change set: {} bytes", *exported));
+  ::unlink(layout.keptRootImage().c_str());  // a rescue's: no disk is left to rescue
   return {};
 }
 

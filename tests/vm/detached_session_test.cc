@@ -125,6 +125,8 @@ TEST_F(Detached, RunStopReviewAndRemoveByName) {
   EXPECT_EQ(ended["exit_code"], 3) << ended.dump();
   EXPECT_NE(airlock({"logs", "job-1"}).out.find("got-term"), std::string::npos);
   EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "stop left the VM running";
+  EXPECT_FALSE(std::filesystem::exists(ended["dir"].get<std::string>() + "/root.img"))
+      << "the exported session still holds its image";
 
   auto kept = airlock({"rm", "job-1"});
   EXPECT_EQ(kept.exitCode, 64) << "rm discarded unreviewed changes without --force";
@@ -594,11 +596,18 @@ TEST_F(Detached, AKilledSupervisorLeavesNoVmAndKeepsItsChanges) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(std::filesystem::exists(dir + "/scratch.ext4"));
   EXPECT_EQ(airlock({"rm", "doomed"}).exitCode, 64) << "rm discarded the kept changes without -f";
+  // The image it booted is the session's own (a hard link): removing it
+  // from the cache (`image rm`, `system prune`) leaves the rescue its image.
+  EXPECT_EQ(slurp(dir + "/root-image"), dir + "/root.img\n");
+  struct stat image {};
+  ASSERT_EQ(::stat((dir + "/root.img").c_str(), &image), 0);
+  EXPECT_GE(image.st_nlink, 2u) << "not a link of the cached image";
   // The changes are exported from that disk by the first diff or review.
   auto diff = airlock({"diff", "doomed", "--stat"});
   EXPECT_EQ(diff.exitCode, 0) << diff.err;
   EXPECT_NE(diff.out.find("x.txt"), std::string::npos) << diff.out << diff.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/scratch.ext4")) << "the kept disk outlived its export";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/root.img")) << "the image's link outlived the export";
   EXPECT_EQ(entry("doomed")["state"], "pending review");
   EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "the export's VM outlived it";
   auto review = airlock({"review", "doomed", "--review=auto"});
