@@ -93,6 +93,8 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
     *returned = Returned{std::string(content), std::string(account)};
     return false;
   };
+  auto unreadable = std::make_shared<std::string>();
+  credential.unreadable = [unreadable](const Error& why) { *unreadable = why.message; };
   plan.credential = std::move(credential);
 
   TerminalUi ui(host, quiet);
@@ -103,8 +105,9 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
   auto outcome = runner.run();
   if (!outcome) return std::unexpected(outcome.error());
   if (!*returned)
-    return failWith(exit_code::kHostNotReady, "the {} login did not finish: `{}` exited {} without writing ~/{}",
-                    spec.name, fmt::join(how.loginCommand, " "), outcome->commandCode, how.file);
+    return failWith(exit_code::kHostNotReady, "the {} login did not finish: `{}` exited {}, and ~/{} was not kept: {}",
+                    spec.name, fmt::join(how.loginCommand, " "), outcome->commandCode, how.file,
+                    unreadable->empty() ? "it was not read back" : *unreadable);
   auto login = secrets::loginFromCredentialFile(how.format, (*returned)->content);
   if (login && !(*returned)->account.empty())
     login->accountJson = secrets::accountFromFile((*returned)->account, how.accountKey);

@@ -15,6 +15,7 @@ table inet airlock {{
 	counter drop_other {{ }}
 	counter drop_input {{ }}
 	counter guest_ipv6_housekeeping {{ }}
+	counter guest_icmp_errors {{ }}
 
 	chain guard {{
 		type filter hook prerouting priority raw; policy accept;
@@ -26,6 +27,8 @@ table inet airlock {{
 		ip daddr {gw4} udp dport {dns} accept
 		ip6 daddr {gw6} udp dport {dns} accept
 		icmpv6 type {{ nd-router-solicit, mld-listener-report, mld2-listener-report }} counter name guest_ipv6_housekeeping drop
+		ip daddr {gw4} icmp type {{ destination-unreachable, time-exceeded, parameter-problem }} counter name guest_icmp_errors drop
+		ip6 daddr {gw6} icmpv6 type {{ destination-unreachable, packet-too-big, time-exceeded, parameter-problem }} counter name guest_icmp_errors drop
 		meta l4proto {{ icmp, ipv6-icmp }} counter name drop_icmp drop
 		meta l4proto udp counter name drop_udp drop
 		counter name drop_other drop

@@ -14,7 +14,10 @@ namespace airlock::egress {
 ///    IPv6 neighbour discovery accepted; every TCP packet accepted (the NAT
 ///    chain hands it to the egress proxy); UDP accepted only to the DNS
 ///    proxy (gateway, port 53); ICMP, other UDP and anything else dropped,
-///    each class with its own named counter;
+///    each class with its own named counter; the guest's ICMP errors to the
+///    gateway (a port unreachable for a DNS answer that came after its
+///    resolver gave up) are dropped too, counted apart as housekeeping (not
+///    a drop_ counter: no egress attempt to report);
 ///  - prerouting (priority dstnat): every guest TCP connection, IPv4 and
 ///    IPv6, redirected to the egress proxy port (original destination kept
 ///    in conntrack for SO_ORIGINAL_DST), except DNS over TCP to the gateway

@@ -69,6 +69,10 @@ struct DeliveredCredential {
   /// Relative to $HOME, the file where the agent caches who is logged in
   /// (".claude.json"), read back with the credential; "" for none.
   std::string accountPath;
+  /// Gets why the file could not be read back (none, over maxBytes, the
+  /// guest too slow), when the caller tells the user itself; unset: a
+  /// warning says it.
+  std::function<void(const Error& why)> unreadable;
 };
 
 /// How the review after the command decides.

@@ -436,6 +436,11 @@ void Runner::returnCredential() {
   const std::string home = std::string(guest::kAgentHome) + "/";
   auto content = readGuestFile(home + c.path, c.maxBytes, plan_.exec.uid);
   Result<bool> kept = std::unexpected(Error{});
+  if (!content && c.unreadable) {
+    if (session_) session_->log("login: not read back: " + content.error().message);
+    c.unreadable(content.error());
+    return;
+  }
   if (!content) {
     kept = std::unexpected(content.error());
   } else {

@@ -164,6 +164,46 @@ TEST_F(TapNetworkTest, MetadataIcmpAndUdpAreDroppedAndCounted) {
   EXPECT_EQ(dests[0], "198.51.100.7:80");
 }
 
+// A DNS answer that comes after the guest's resolver gave up gets an ICMP
+// port unreachable back: dropped, but housekeeping, not an egress attempt
+// the session's blocked summary reports.
+TEST_F(TapNetworkTest, TheGuestsIcmpErrorsToTheGatewayAreNotReportedAsBlocked) {
+  const uint64_t before = counter("drop_icmp");
+  auto sent = machine_->network()->netns().run([]() -> Result<> {
+    for (bool v6 : {false, true}) {
+      Fd s(socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      sockaddr_storage to{};
+      socklen_t len;
+      if (v6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&to);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(9);  // nothing listens there in the guest
+        inet_pton(AF_INET6, "fd00:a1::15", &a->sin6_addr);
+        len = sizeof *a;
+      } else {
+        auto* a = reinterpret_cast<sockaddr_in*>(&to);
+        a->sin_family = AF_INET;
+        a->sin_port = htons(9);
+        inet_pton(AF_INET, "10.0.2.15", &a->sin_addr);
+        len = sizeof *a;
+      }
+      if (sendto(s.get(), "late", 4, 0, reinterpret_cast<sockaddr*>(&to), len) != 4)
+        return fail("cannot send to the guest: {}", errnoText(errno));
+    }
+    return {};
+  });
+  ASSERT_TRUE(sent) << sent.error().message;
+  uint64_t housekeeping = 0;
+  for (int i = 0; i < 50 && housekeeping < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    housekeeping = counter("guest_icmp_errors");
+  }
+  EXPECT_GE(housekeeping, 2u) << "the guest's port unreachables (IPv4 and IPv6) did not reach the rule";
+  EXPECT_EQ(counter("drop_icmp"), before);
+  for (const auto& line : machine_->blockedEgress())
+    EXPECT_EQ(line.find("icmp"), std::string::npos) << line;
+}
+
 TEST_F(TapNetworkTest, TcpPort53GoesToTheDnsProxyOnlyOnTheGateway) {
   machine_->network()->stopEgressProxy();
   FakeProxy proxy(machine_->network()->netns());

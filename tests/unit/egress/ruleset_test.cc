@@ -13,6 +13,7 @@ const char* const kExpectedBody = R"(table inet airlock {
 	counter drop_other { }
 	counter drop_input { }
 	counter guest_ipv6_housekeeping { }
+	counter guest_icmp_errors { }
 
 	chain guard {
 		type filter hook prerouting priority raw; policy accept;
@@ -24,6 +25,8 @@ const char* const kExpectedBody = R"(table inet airlock {
 		ip daddr 10.0.2.2 udp dport 53 accept
 		ip6 daddr fd00:a1::1 udp dport 53 accept
 		icmpv6 type { nd-router-solicit, mld-listener-report, mld2-listener-report } counter name guest_ipv6_housekeeping drop
+		ip daddr 10.0.2.2 icmp type { destination-unreachable, time-exceeded, parameter-problem } counter name guest_icmp_errors drop
+		ip6 daddr fd00:a1::1 icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem } counter name guest_icmp_errors drop
 		meta l4proto { icmp, ipv6-icmp } counter name drop_icmp drop
 		meta l4proto udp counter name drop_udp drop
 		counter name drop_other drop

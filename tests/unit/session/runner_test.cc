@@ -735,6 +735,25 @@ TEST_F(Runner_, AnOversizedOrMissingReadBackKeepsTheStoredLogin) {
   }
 }
 
+// A login's caller that tells the user itself gets the reason, and no
+// warning says it a second time.
+TEST_F(Runner_, AnUnreadableLoginFileGoesToItsCallerAlone) {
+  FakeScript script;
+  script.changeSet = makeTar({});
+  script.helperExit = [](const protocol::ExecRequest& r) { return isCredentialReadBack(r) ? 1 : 0; };
+  RecordingUi ui{script};
+  Plan p = plan(ws::ReviewMode::None, "none");
+  p.credential = DeliveredCredential{".local/share/agent/auth.json", std::nullopt, 1024,
+                                     [](std::string_view, std::string_view) -> Result<bool> { return true; }};
+  std::string why;
+  p.credential->unreadable = [&why](const Error& e) { why = e.message; };
+  Runner runner(std::move(p), {host_, ui, test::fakeLauncher(script), images_});
+  auto out = runner.run();
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_NE(why.find("no such file"), std::string::npos) << why;
+  for (const auto& l : ui.lines) EXPECT_EQ(l.find("was not kept"), std::string::npos) << l;
+}
+
 // The exit-code rule in one table: airlock's own failure first, then the
 // command's non-zero code, then the review's pending/conflict code.
 TEST(ExitCodes, MergeRule) {
