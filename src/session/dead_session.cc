@@ -15,7 +15,6 @@
 #include "session/session_list.h"
 #include "vm/launch_options.h"
 #include "vm/run_dirs.h"
-#include "workspace/changeset.h"
 
 namespace airlock::session {
 
@@ -67,11 +66,8 @@ Result<bool> exportDeadSession(const std::string& stateDir, const std::string& d
   appendSessionLog(dir, fmt::format("change set: {} bytes (from the kept disk)", *exported));
   ::unlink(layout.keptScratch().c_str());
   ::unlink(layout.keptRootImage().c_str());
-  if (workspace::changeSetIsEmpty(layout.changeSet())) {  // nothing for a review, as at a session's end
-    const std::string line = "the dead session's disk held no changes";
-    appendSessionLog(dir, line);
-    if (auto r = writeFileAtomic(layout.reviewed(), line + "\n", 0600); !r) return std::unexpected(r.error());
-  }
+  // Nothing for a review, as at a session's end.
+  if (auto r = settleEmptyChangeSet(dir, "the dead session's disk held no changes"); !r) return std::unexpected(r.error());
   return true;
 }
 

@@ -25,7 +25,6 @@
 #include "session/session_list.h"
 #include "state/state_archive.h"
 #include "vm/guest_contract.h"
-#include "workspace/changeset.h"
 #include "workspace/flush.h"
 #include "workspace/ignore.h"
 #include "workspace/snapshot.h"
@@ -667,13 +666,9 @@ Result<> Runner::exportChanges() {
 
 Result<bool> Runner::keepForReview() {
   if (auto r = exportChanges(); !r) return std::unexpected(r.error());
-  SessionLayout layout{session_->dir()};
-  if (ws::changeSetIsEmpty(layout.changeSet())) {
-    const std::string line = fmt::format("exit {}; the command changed nothing", commandCode_);
-    session_->log(line);
-    if (auto r = writeFileAtomic(layout.reviewed(), line + "\n", 0600); !r) return std::unexpected(r.error());
-    return false;
-  }
+  auto empty = settleEmptyChangeSet(session_->dir(), fmt::format("exit {}; the command changed nothing", commandCode_));
+  if (!empty) return std::unexpected(empty.error());
+  if (*empty) return false;
   session_->log(fmt::format("exit {}; the changes wait for `airlock review {}`", commandCode_, sessionName()));
   return true;
 }

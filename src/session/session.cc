@@ -18,6 +18,7 @@
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "session/layout.h"
+#include "workspace/changeset.h"
 
 namespace airlock::session {
 namespace {
@@ -166,6 +167,14 @@ Result<> recordWorkspace(const std::string& sessionDir, const std::string& works
 void appendSessionLog(const std::string& sessionDir, const std::string& line) {
   Fd log(::open(SessionLayout{sessionDir}.log().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (log) writeAll(log.get(), stampedLine(line));
+}
+
+Result<bool> settleEmptyChangeSet(const std::string& sessionDir, const std::string& line) {
+  SessionLayout layout{sessionDir};
+  if (!workspace::changeSetIsEmpty(layout.changeSet())) return false;
+  appendSessionLog(sessionDir, line);
+  if (auto r = writeFileAtomic(layout.reviewed(), line + "\n", 0600); !r) return std::unexpected(r.error());
+  return true;
 }
 
 namespace {

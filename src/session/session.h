@@ -48,6 +48,12 @@ Result<> recordWorkspace(const std::string& sessionDir, const std::string& works
 /// Appends a time-stamped line to <sessionDir>/session.log (best effort).
 void appendSessionLog(const std::string& sessionDir, const std::string& line);
 
+/// When the change set of `sessionDir` holds no change, records `line` in
+/// its log and as its review (SessionLayout::reviewed()): nothing waits for
+/// a review. Returns whether it held none. Errors: the record could not be
+/// written.
+Result<bool> settleEmptyChangeSet(const std::string& sessionDir, const std::string& line);
+
 /// The command that resumes the session's pending review: `airlock review -s ID`
 /// for a session under sessionsDir(stateDir), else `airlock review -s
 /// /ABS/PATH`; the argument shell-quoted when it needs it, so the line can be
