@@ -1,5 +1,8 @@
 #include "workspace/git_credentials.h"
 
+#include <optional>
+#include <set>
+
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
@@ -153,7 +156,7 @@ GitFileKind gitFileKind(std::string_view rel) {
     // Below .git any depth (modules, worktrees); below NAME.git (a bare repository) its own files only.
     bool anyDepth = parts[i] == ".git";
     size_t rest = parts.size() - i - 1;
-    if ((last == "config" || last == "config.worktree") && (anyDepth || rest == 1)) return GitFileKind::Config;
+    if ((last == "config" || last == "config.worktree") && (anyDepth || rest == 1)) return GitFileKind::RepoConfig;
     if (last == "FETCH_HEAD" && (anyDepth || rest == 1)) return GitFileKind::UrlsOnly;
     for (size_t j = i + 1; j + 1 < parts.size(); ++j)
       if (parts[j] == "logs" && (anyDepth || j == i + 1)) return GitFileKind::UrlsOnly;
@@ -163,7 +166,7 @@ GitFileKind gitFileKind(std::string_view rel) {
 
 bool isGitConfigPath(std::string_view rel) {
   std::string_view base = baseName(rel);
-  return (base == "config" || base == "config.worktree") && gitFileKind(rel) == GitFileKind::Config;
+  return (base == "config" || base == "config.worktree") && gitFileKind(rel) == GitFileKind::RepoConfig;
 }
 
 std::string stripGitCredentials(std::string_view text, size_t& edits) {
@@ -196,6 +199,100 @@ std::string stripGitCredentials(std::string_view text, size_t& edits) {
       out += '\n';
     }
   }
+  return out;
+}
+
+namespace {
+
+/// A section header's name and whether it has a subsection
+/// ([remote "origin"], the old [remote.origin]); nullopt for a line that is
+/// not a header.
+struct SectionHead {
+  std::string name;  ///< lower case
+  bool sub = false;
+  size_t end = 0;    ///< past the ']' in the line
+};
+
+std::optional<SectionHead> sectionHead(std::string_view line) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos || line[i] != '[') return std::nullopt;
+  size_t close = line.find(']', i);
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view head = trim(line.substr(i + 1, close - i - 1));
+  size_t cut = head.find_first_of(" \t\".");
+  return SectionHead{lower(head.substr(0, cut)), cut != std::string_view::npos, close + 1};
+}
+
+/// Whether `key` (lower case) of section `section` (lower case; `sub`: it
+/// has a subsection) stays in a sanitized repository config.
+bool keptInRepoConfig(const std::string& section, bool sub, const std::string& key, std::string_view value) {
+  static const std::set<std::string> kCoreDropped = {
+      "sshcommand", "pager", "editor", "fsmonitor", "hookspath", "alternaterefscommand", "askpass", "gitproxy",
+      "attributesfile", "excludesfile", "worktree"};
+  static const std::set<std::string> kRemoteKept = {"url", "pushurl", "fetch", "push", "mirror", "tagopt", "prune",
+                                                    "prunetags"};
+  static const std::set<std::string> kWhole = {"extensions", "branch", "fetch", "push", "pull", "color", "log",
+                                               "rerere", "rebase", "tag", "pack", "gc", "status", "index", "advice"};
+  if (section == "core") return !sub && !kCoreDropped.contains(key);
+  if (section == "remote") return sub && kRemoteKept.contains(key);
+  if (section == "user") return !sub && (key == "name" || key == "email");
+  if (section == "submodule") return !(key == "update" && unquote(value).starts_with('!'));
+  if (section == "merge") return !sub;
+  if (section == "diff") return !sub && key != "external" && key != "tool" && key != "guitool";
+  if (section == "init") return !sub && key != "templatedir";
+  return kWhole.contains(section);
+}
+
+}  // namespace
+
+std::string sanitizeRepoConfig(std::string_view text, size_t& edits) {
+  edits = 0;
+  std::string out;
+  out.reserve(text.size());
+  std::string section, header;  // header: the current section's line, until a key of it is kept
+  bool sub = false, headerOut = false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = pos;
+    std::string line = nextLogicalLine(text, pos);
+    std::string_view raw = text.substr(start, pos - start);
+    if (auto head = sectionHead(line)) {
+      if (!header.empty() && !headerOut) ++edits;  // the previous section kept nothing
+      section = head->name;
+      sub = head->sub;
+      headerOut = false;
+      std::string_view rest = trim(std::string_view(line).substr(head->end));
+      if (rest.empty()) {
+        header = std::string(raw);  // its line ending as it was
+        if (!header.ends_with('\n')) header += '\n';
+        continue;
+      }
+      header = line.substr(0, head->end) + "\n";
+      line = std::string(rest);  // a key on the header's line, judged as a line of its own
+      raw = {};
+    }
+    ConfigLine l = splitLine(line);
+    if (l.key.empty()) {
+      if (trim(line).empty())
+        out += raw.empty() ? std::string_view("\n") : raw;
+      else
+        ++edits;  // a comment: it may hold anything
+      continue;
+    }
+    if (header.empty() || !keptInRepoConfig(section, sub, l.key, l.value)) {
+      ++edits;
+      continue;
+    }
+    if (!headerOut) {
+      out += header;
+      headerOut = true;
+    }
+    if (raw.empty())
+      out += "\t" + line + "\n";
+    else
+      out += raw;
+  }
+  if (!header.empty() && !headerOut) ++edits;
   return out;
 }
 

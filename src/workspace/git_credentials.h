@@ -26,16 +26,18 @@ namespace airlock::workspace {
 
 /// What credential stripping a workspace file gets, by its path alone.
 enum class GitFileKind {
-  None,      ///< not a git file: copied as it is
-  Config,    ///< git config syntax: URLs and secret keys stripped
-  UrlsOnly,  ///< FETCH_HEAD, reflogs: URLs stripped
+  None,        ///< not a git file: copied as it is
+  Config,      ///< git config syntax (.gitmodules, included files): URLs and secret keys stripped
+  RepoConfig,  ///< a repository's own config: sanitizeRepoConfig(), then as Config
+  UrlsOnly,    ///< FETCH_HEAD, reflogs: URLs stripped
 };
 
-/// The kind of `rel` by its path: Config for `config` or `config.worktree`
-/// anywhere below a `.git` directory or a `NAME.git` directory (.git/config,
-/// sub/.git/config, .git/modules/M/config, .git/worktrees/W/config.worktree,
-/// mirror.git/config) and for `.gitmodules`; UrlsOnly for FETCH_HEAD and
-/// logs/** below a `.git` directory.
+/// The kind of `rel` by its path: RepoConfig for `config` or
+/// `config.worktree` anywhere below a `.git` directory or a `NAME.git`
+/// directory (.git/config, sub/.git/config, .git/modules/M/config,
+/// .git/worktrees/W/config.worktree, mirror.git/config); Config for
+/// `.gitmodules`; UrlsOnly for FETCH_HEAD and logs/** below a `.git`
+/// directory.
 GitFileKind gitFileKind(std::string_view rel);
 
 /// True when gitFileKind(rel) is Config for a `config`/`config.worktree` path.
@@ -44,6 +46,21 @@ bool isGitConfigPath(std::string_view rel);
 /// `text` (a git config file) without its credentials (see the file comment);
 /// `edits` is set to the number of URLs and lines changed (0: `text` as is).
 std::string stripGitCredentials(std::string_view text, size_t& edits);
+
+/// `text` (a repository's own config) with only the sections and keys git
+/// needs to work on the repository inside the sandbox, none that runs a
+/// program, reads a file outside it or carries a credential; `edits` counts
+/// the lines dropped (0: `text` as is). Kept: core (but sshCommand, pager,
+/// editor, fsmonitor, hooksPath, alternateRefsCommand, askPass, gitProxy,
+/// attributesFile, excludesFile, worktree), extensions, remote.* url,
+/// pushurl, fetch, push, mirror, tagOpt, prune, pruneTags; branch.*; user
+/// name and email; submodule (but an update command "!..."); merge, diff
+/// (neither their drivers nor diff.external/tool), fetch, push, pull,
+/// color, log, rerere, rebase, tag, pack, gc, status, index, advice, init
+/// (but templateDir). Dropped: everything else (credential, include,
+/// includeIf, url, http, filter, lfs, alias, gpg...), and comments.
+/// Issue: "Git inside the sandbox", item 1.
+std::string sanitizeRepoConfig(std::string_view text, size_t& edits);
 
 /// `text` with the userinfo of every URL removed, line by line (FETCH_HEAD,
 /// reflogs); `edits` as for stripGitCredentials().

@@ -199,11 +199,21 @@ void keepOutHardLinks(int rootFd, std::vector<WalkEntry>& entries, const KeptOut
 }
 
 /// Largest git file of `kind` whose copy is stripped.
-off_t maxGitBytes(GitFileKind kind) { return kind == GitFileKind::Config ? kMaxGitConfigBytes : kMaxGitLogBytes; }
+off_t maxGitBytes(GitFileKind kind) {
+  return kind == GitFileKind::UrlsOnly ? kMaxGitLogBytes : kMaxGitConfigBytes;
+}
 
-/// `text` (a git file of `kind`) without its credentials; `edits` as for stripGitCredentials().
+/// `text` (a git file of `kind`) without its credentials (and, a
+/// repository's own config, without what sanitizeRepoConfig() drops);
+/// `edits` as for stripGitCredentials().
 std::string stripGitFile(GitFileKind kind, std::string_view text, size_t& edits) {
-  return kind == GitFileKind::Config ? stripGitCredentials(text, edits) : stripUrlUserinfo(text, edits);
+  if (kind == GitFileKind::UrlsOnly) return stripUrlUserinfo(text, edits);
+  if (kind == GitFileKind::Config) return stripGitCredentials(text, edits);
+  size_t dropped = 0;
+  std::string kept = sanitizeRepoConfig(text, dropped);
+  std::string out = stripGitCredentials(kept, edits);
+  edits += dropped;
+  return out;
 }
 
 /// Removes the credentials from the snapshot copy `dst` of the git file
@@ -284,12 +294,12 @@ void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry
     if (e.type != EntryType::Dir) continue;
     if (!find(e.path + "/HEAD", EntryType::File) || !find(e.path + "/objects", EntryType::Dir)) continue;
     for (const char* name : {"/config", "/config.worktree"})
-      if (WalkEntry* c = find(e.path + name, EntryType::File)) c->git = GitFileKind::Config;
+      if (WalkEntry* c = find(e.path + name, EntryType::File)) c->git = GitFileKind::RepoConfig;
     if (WalkEntry* f = find(e.path + "/FETCH_HEAD", EntryType::File)) f->git = GitFileKind::UrlsOnly;
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     WalkEntry& e = entries[i];
-    if (e.git == GitFileKind::Config) configs.push_back(i);
+    if (e.git == GitFileKind::Config || e.git == GitFileKind::RepoConfig) configs.push_back(i);
     if (e.type == EntryType::File && e.git == GitFileKind::None) {
       // A bare repository's reflogs: DIR/logs/... with DIR/HEAD and DIR/objects/.
       for (std::string_view d = parentPath(e.path); !d.empty(); d = parentPath(d)) {
@@ -313,7 +323,7 @@ void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry
     for (const auto& inc : refs.includes) {
       std::string target = resolveGitPath(inc, parentPath(rel), root);
       if (WalkEntry* t = target.empty() ? nullptr : find(target, EntryType::File)) {
-        t->git = GitFileKind::Config;
+        if (t->git == GitFileKind::None) t->git = GitFileKind::Config;
         configs.push_back(static_cast<size_t>(t - entries.data()));
       }
     }
@@ -607,7 +617,7 @@ std::string keptOutSummary(const SnapshotResult& res) {
     out = fmt::format("{} path{} kept out of the snapshot: {}", res.excluded.size(),
                       res.excluded.size() == 1 ? "" : "s", fmt::join(parts, ", "));
   if (!res.gitCredentialsStripped.empty())
-    out += fmt::format("{}credentials removed from {} git config file{} in the snapshot", out.empty() ? "" : "; ",
+    out += fmt::format("{}credentials and commands removed from {} git config file{} in the snapshot", out.empty() ? "" : "; ",
                        res.gitCredentialsStripped.size(), res.gitCredentialsStripped.size() == 1 ? "" : "s");
   return out;
 }

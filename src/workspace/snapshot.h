@@ -101,7 +101,7 @@ Result<SnapshotResult> findKeptOut(const std::string& workspace, const IgnoreRul
                                    const SnapshotOptions& options = {});
 
 /// The one-line account of `res` for the user, e.g. "3 paths kept out of the
-/// snapshot: 2 secret names, 1 private key; credentials removed from 1 git
+/// snapshot: 2 secret names, 1 private key; credentials and commands removed from 1 git
 /// config file in the snapshot"; "" when nothing was kept out or changed.
 std::string keptOutSummary(const SnapshotResult& res);
 

@@ -175,7 +175,7 @@ TEST(SnapshotSecrets, TokenInGitConfigRemoteUrlIsStrippedFromTheCopyOnly) {
   EXPECT_NE(copy.find("url = https://github.com/o/r.git\n"), std::string::npos) << copy;
   EXPECT_NE(copy.find("url = https://gitlab.example.com/o/r.git\n"), std::string::npos) << copy;
   EXPECT_NE(copy.find("pushurl = ssh://git@host.example/o/r.git\n"), std::string::npos) << copy;
-  EXPECT_NE(copy.find("[url \"https://github.com/\"]\n"), std::string::npos) << copy;
+  EXPECT_EQ(copy.find("[url"), std::string::npos) << "url rewrites are not a repository's to keep: " << copy;
   EXPECT_NE(copy.find("url = git@github.com:o/r.git\n"), std::string::npos) << copy;
   EXPECT_NE(copy.find("fetch = +refs/heads/*:refs/remotes/origin/*\n"), std::string::npos) << copy;
   EXPECT_EQ(readAll(d.path() + "/snap/sub/.git/modules/lib/config").find("TOKEN"), std::string::npos);
@@ -203,6 +203,60 @@ TEST(SnapshotSecrets, GitCredentialStrippingKeepsOtherLinesByteForByte) {
   EXPECT_FALSE(isGitConfigPath("site.git/src/config"));
   EXPECT_EQ(gitFileKind(".git/modules/a/logs/HEAD"), GitFileKind::UrlsOnly);
   EXPECT_EQ(gitFileKind("docs/logs/x"), GitFileKind::None);
+}
+
+// A repository's config in the snapshot keeps what git needs to work on it
+// and nothing that runs a program on the guest's side of git, reads a file
+// outside the repository or carries a credential (issue 18, item 1).
+TEST(SnapshotSecrets, ARepositorysConfigKeepsOnlyWhatGitNeeds) {
+  const std::string config =
+      "# set up by ci; token: TOKEN1\n"
+      "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+      "\tsshCommand = ssh -i ~/.ssh/deploy\n\tfsmonitor = .git/hooks/fsmonitor\n\thooksPath = tools/hooks\n"
+      "\tpager = less\n\teditor = vim\n\tALTERNATEREFSCOMMAND = x\n\taskPass = /bin/askpass\n"
+      "\tattributesFile = ~/.gitattributes\n\tlogallrefupdates = true\n"
+      "[extensions]\n\tobjectFormat = sha256\n"
+      "[remote \"origin\"]\n\turl = git@github.com:o/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+      "\tuploadpack = /tmp/evil\n\treceivepack = /tmp/evil\n\tvcs = evil\n"
+      "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+      "[user]\n\tname = Ada\n\temail = ada@example.com\n\tsigningkey = ABCD\n"
+      "[alias]\n\tst = !sh -c evil\n"
+      "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n"
+      "[diff \"img\"]\n\ttextconv = exiftool\n"
+      "[diff]\n\texternal = /tmp/evil\n\talgorithm = histogram\n"
+      "[merge \"ours\"]\n\tdriver = true\n"
+      "[merge]\n\tconflictstyle = diff3\n"
+      "[submodule \"lib\"]\n\turl = ../lib.git\n\tupdate = !rm -rf /\n\tactive = true\n"
+      "[init]\n\ttemplateDir = ~/.git-templates\n\tdefaultBranch = main\n"
+      "[include]\n\tpath = ~/.gitconfig.local\n"
+      "[includeIf \"gitdir:~/w/\"]\n\tpath = x.inc\n"
+      "[url \"git@github.com:\"]\n\tinsteadOf = https://github.com/\n"
+      "[http]\n\tproxy = http://proxy:3128\n"
+      "[credential]\n\thelper = osxkeychain\n"
+      "[gpg]\n\tprogram = /tmp/evil\n"
+      "[core]\n\tignorecase = false\n";
+  size_t edits = 0;
+  std::string out = sanitizeRepoConfig(config, edits);
+  EXPECT_EQ(out,
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
+            "[extensions]\n\tobjectFormat = sha256\n"
+            "[remote \"origin\"]\n\turl = git@github.com:o/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+            "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+            "[user]\n\tname = Ada\n\temail = ada@example.com\n"
+            "[diff]\n\talgorithm = histogram\n"
+            "[merge]\n\tconflictstyle = diff3\n"
+            "[submodule \"lib\"]\n\turl = ../lib.git\n\tactive = true\n"
+            "[init]\n\tdefaultBranch = main\n"
+            "[core]\n\tignorecase = false\n");
+  EXPECT_GT(edits, 20u);
+  // A config with nothing to drop is left byte for byte; a key on the header's line is judged too.
+  const std::string clean = "[core]\r\n\tbare = false\r\n\n[branch \"x\"]\n\tremote = o";
+  EXPECT_EQ(sanitizeRepoConfig(clean, edits), clean);
+  EXPECT_EQ(edits, 0u);
+  EXPECT_EQ(sanitizeRepoConfig("[core] fsmonitor = x\n[core] bare = true\n", edits), "[core]\n\tbare = true\n");
+  // The old [section.sub] form is a subsection too.
+  EXPECT_EQ(sanitizeRepoConfig("[diff.img]\n\ttextconv = x\n[remote.o]\n\turl = u\n", edits),
+            "[remote.o]\n\turl = u\n");
 }
 
 // a13: `notes.txt` hard-linked to .git/config carried the remote's token raw (only .git/config was stripped).
@@ -263,9 +317,10 @@ TEST(SnapshotSecrets, BareRepoIncludedConfigStoreFileAndGitLogsAreStripped) {
   EXPECT_TRUE(keptOutAs(*r, ".gitcreds", KeptOutReason::GitCredentialStore));
   std::string copy = readAll(d.path() + "/snap/.git/config");
   EXPECT_NE(copy.find("url = https://github.com/x\n"), std::string::npos) << copy;
-  EXPECT_NE(copy.find("helper = store --file=.gitcreds\n"), std::string::npos) << copy;
-  EXPECT_NE(copy.find("helper = cache --timeout=60\n"), std::string::npos) << copy;
-  EXPECT_NE(copy.find("username = me\n"), std::string::npos) << copy;
+  // Credential helpers and includes are dropped from a repository's config as a whole.
+  EXPECT_EQ(copy.find("[credential"), std::string::npos) << copy;
+  EXPECT_EQ(copy.find("helper"), std::string::npos) << copy;
+  EXPECT_EQ(copy.find("[include"), std::string::npos) << copy;
   EXPECT_EQ(readAll(d.path() + "/snap/.git/FETCH_HEAD"), "abc\t\tbranch 'main' of https://github.com/o/r\n");
   EXPECT_EQ(readAll(d.path() + "/snap/src/config"), "url = https://keep:me@example.com/\n");
   EXPECT_EQ(readAll(d.path() + "/snap/docs/logs/x.txt"), "see https://keep:me@example.com/\n");
@@ -299,7 +354,7 @@ TEST(SnapshotSecrets, KeptOutReportCountsEachReason) {
   rules.addPattern("build/");
   const std::string full =
       "6 paths kept out of the snapshot: 2 secret names, 1 private key, 1 hard link to a kept-out file, 1 airlock "
-      "config file, 1 ignored (.airlockignore, --exclude); credentials removed from 1 git config file in the snapshot";
+      "config file, 1 ignored (.airlockignore, --exclude); credentials and commands removed from 1 git config file in the snapshot";
   auto snap = takeSnapshot(ws, d.path() + "/snap", rules);
   ASSERT_TRUE(snap) << snap.error().message;
   EXPECT_EQ(keptOutSummary(*snap), full);
