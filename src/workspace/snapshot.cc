@@ -340,6 +340,46 @@ void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry
   });
 }
 
+/// Removes the hooks directories of repositories, with everything in them
+/// (git would run them when the agent commits in the VM; the user's hooks
+/// are the user's, and the review holds back any the agent writes):
+/// `hooks` in a `.git` or `NAME.git` directory, or in a directory holding
+/// HEAD that is a bare repository (objects/) or lies below `.git`
+/// (.git/modules/M). Each is recorded as KeptOutReason::GitHooks.
+void keepOutGitHooks(std::vector<WalkEntry>& entries, SnapshotResult& res) {
+  std::set<std::string> heads, objects;
+  for (const auto& e : entries) {
+    if (e.type == EntryType::File && baseName(e.path) == "HEAD") heads.emplace(parentPath(e.path));
+    if (e.type == EntryType::Dir && baseName(e.path) == "objects") objects.emplace(parentPath(e.path));
+  }
+  auto belowDotGit = [](std::string_view p) {
+    for (std::string_view d = p; !d.empty(); d = parentPath(d))
+      if (baseName(d) == ".git") return true;
+    return false;
+  };
+  std::set<std::string, std::less<>> hooks;
+  for (const auto& e : entries) {
+    if (e.type != EntryType::Dir || baseName(e.path) != "hooks") continue;
+    std::string repo(parentPath(e.path));
+    if (repo.empty()) continue;
+    if (baseName(repo).ends_with(".git") ||
+        (heads.contains(repo) && (objects.contains(repo) || belowDotGit(repo))))
+      hooks.insert(e.path);
+  }
+  if (hooks.empty()) return;
+  std::erase_if(entries, [&](const WalkEntry& e) {
+    for (std::string_view d = e.path; !d.empty(); d = parentPath(d))
+      if (hooks.contains(d)) return true;
+    return false;
+  });
+  // Not below another kept-out one: a directory stands for its contents.
+  for (const auto& h : hooks) {
+    bool nested = false;
+    for (std::string_view d = parentPath(h); !d.empty() && !nested; d = parentPath(d)) nested = hooks.contains(d);
+    if (!nested) res.excluded.push_back({h, KeptOutReason::GitHooks});
+  }
+}
+
 ManifestEntry recordFor(const WalkEntry& w) {
   ManifestEntry m;
   m.type = w.type;
@@ -477,6 +517,7 @@ Result<SnapshotResult> run(const std::string& root, const std::string* destDir, 
   if (!entries) return std::unexpected(entries.error());
   if (mode != Mode::Scan) {
     classifyGitFiles(rootFd.get(), root, *entries, res);
+    keepOutGitHooks(*entries, res);
     keepOutHardLinks(rootFd.get(), *entries, kept, res);
   }
   if (mode == Mode::FindByNames || mode == Mode::FindAll) {
@@ -576,6 +617,7 @@ const char* keptOutReasonText(KeptOutReason r) {
     case KeptOutReason::HardLink: return "hard link to a kept-out file";
     case KeptOutReason::PrivateKey: return "private key";
     case KeptOutReason::GitCredentialStore: return "git credential store file";
+    case KeptOutReason::GitHooks: return "git hooks directory";
   }
   return "kept out";
 }
@@ -588,6 +630,7 @@ const char* keptOutReasonKey(KeptOutReason r) {
     case KeptOutReason::HardLink: return "hard_link";
     case KeptOutReason::PrivateKey: return "private_key";
     case KeptOutReason::GitCredentialStore: return "git_credential_store";
+    case KeptOutReason::GitHooks: return "git_hooks";
   }
   return "kept_out";
 }
@@ -603,6 +646,7 @@ std::string keptOutSummary(const SnapshotResult& res) {
       {KeptOutReason::PrivateKey, "private key", "private keys"},
       {KeptOutReason::HardLink, "hard link to a kept-out file", "hard links to kept-out files"},
       {KeptOutReason::GitCredentialStore, "git credential store file", "git credential store files"},
+      {KeptOutReason::GitHooks, "git hooks directory", "git hooks directories"},
       {KeptOutReason::AirlockConfig, "airlock config file", "airlock config files"},
       {KeptOutReason::Ignored, "ignored (.airlockignore, --exclude)", "ignored (.airlockignore, --exclude)"},
   };

@@ -53,12 +53,12 @@ struct SnapshotOptions {
 };
 
 /// Why a path was kept out of the snapshot (see the file comment).
-enum class KeptOutReason { SecretName, AirlockConfig, Ignored, HardLink, PrivateKey, GitCredentialStore };
+enum class KeptOutReason { SecretName, AirlockConfig, Ignored, HardLink, PrivateKey, GitCredentialStore, GitHooks };
 
 /// A short phrase for messages: "secret name", "hard link to a kept-out file"...
 const char* keptOutReasonText(KeptOutReason r);
 /// A stable key for JSON: "secret_name", "airlock_config", "ignored", "hard_link", "private_key",
-/// "git_credential_store".
+/// "git_credential_store", "git_hooks".
 const char* keptOutReasonKey(KeptOutReason r);
 
 /// One kept-out path (a directory stands for its contents).

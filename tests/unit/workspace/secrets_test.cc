@@ -259,6 +259,38 @@ TEST(SnapshotSecrets, ARepositorysConfigKeepsOnlyWhatGitNeeds) {
             "[remote.o]\n\turl = u\n");
 }
 
+// Git hooks never enter the snapshot: git in the VM would run them when the
+// agent commits (issue 18, item 1). A project's own `hooks` directories stay.
+TEST(SnapshotSecrets, GitHooksAreKeptOutOfTheSnapshot) {
+  auto d = scratch();
+  std::string ws = d.path() + "/ws";
+  writeFile(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  fs::create_directories(ws + "/.git/objects");
+  writeFile(ws + "/.git/hooks/pre-commit", "#!/bin/sh\necho host hook\n");
+  writeFile(ws + "/.git/hooks/pre-push.sample", "#!/bin/sh\n");
+  writeFile(ws + "/.git/info/exclude", "*.o\n");
+  writeFile(ws + "/.git/modules/lib/HEAD", "ref: refs/heads/main\n");
+  writeFile(ws + "/.git/modules/lib/hooks/post-checkout", "#!/bin/sh\n");
+  writeFile(ws + "/mirror.git/hooks/update", "#!/bin/sh\n");
+  writeFile(ws + "/store/HEAD", "ref: refs/heads/main\n");
+  fs::create_directories(ws + "/store/objects");
+  writeFile(ws + "/store/hooks/pre-receive", "#!/bin/sh\n");
+  writeFile(ws + "/src/hooks/useAuth.ts", "export {}\n");       // a React project's hooks
+  writeFile(ws + "/tools/hooks/pre-commit", "#!/bin/sh\n");     // not a repository's
+  auto r = takeSnapshot(ws, d.path() + "/snap", IgnoreRules{});
+  ASSERT_TRUE(r) << r.error().message;
+  for (const char* gone : {".git/hooks", ".git/modules/lib/hooks", "mirror.git/hooks", "store/hooks"}) {
+    EXPECT_FALSE(fs::exists(d.path() + "/snap/" + gone)) << gone;
+    EXPECT_TRUE(keptOutAs(*r, gone, KeptOutReason::GitHooks)) << gone;
+    EXPECT_EQ(r->manifest.find(std::string(gone) + "/pre-commit"), nullptr) << gone;
+  }
+  EXPECT_EQ(readAll(d.path() + "/snap/.git/info/exclude"), "*.o\n");
+  EXPECT_EQ(readAll(d.path() + "/snap/src/hooks/useAuth.ts"), "export {}\n");
+  EXPECT_EQ(readAll(d.path() + "/snap/tools/hooks/pre-commit"), "#!/bin/sh\n");
+  EXPECT_NE(keptOutSummary(*r).find("4 git hooks directories"), std::string::npos) << keptOutSummary(*r);
+  EXPECT_EQ(readAll(ws + "/.git/hooks/pre-commit"), "#!/bin/sh\necho host hook\n") << "the host's hook was touched";
+}
+
 // a13: `notes.txt` hard-linked to .git/config carried the remote's token raw (only .git/config was stripped).
 TEST(SnapshotSecrets, HardLinkToAStrippedGitConfigIsKeptOut) {
   auto d = scratch();
