@@ -20,6 +20,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -52,6 +53,7 @@
 #include "session/supervisor.h"
 #include "state/state_store.h"
 #include "vm/guest_contract.h"
+#include "workspace/git_identity.h"
 
 namespace airlock::cli {
 namespace {
@@ -190,6 +192,14 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   plan.commandLine = "running " + spec.name + (plan.pty ? "" : " (no terminal: pipes)");
 
   for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env)) plan.homeFiles.push_back({path, content});
+  // Who the agent commits as: the user's git identity, nothing else of the
+  // user's global git config (the spec's own .gitconfig wins).
+  if (std::none_of(plan.homeFiles.begin(), plan.homeFiles.end(),
+                   [](const session::HomeFile& f) { return f.path == ".gitconfig"; })) {
+    const std::string xdgConfig = host.dirs.config.substr(0, host.dirs.config.rfind('/'));  // dirs.config: .../airlock
+    auto identity = workspace::hostGitIdentity(host.dirs.home, xdgConfig);
+    plan.homeFiles.push_back({".gitconfig", workspace::guestGitConfig(identity)});
+  }
   for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env)) plan.seedFiles.push_back({path, content});
   auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);
   setup.imported = std::move(user.imported);

@@ -357,6 +357,38 @@ TEST_F(AgentE2E, ClaudeCodeGetsTheUsersSettingsReadOnly) {
   EXPECT_NE(info.out.find("env.GITHUB_TOKEN (may hold a secret)"), std::string::npos) << info.out;
 }
 
+// Issue 18, item 1: in the VM the project's repository works (status,
+// commit as the user's git identity from ~/.gitconfig and its includes),
+// without the host's hooks, credential helpers, fsmonitor, aliases or URL
+// tokens; the host's repository is not changed by the agent's commit.
+TEST_F(AgentE2E, ClaudeCodeCommitsInASanitizedRepository) {
+  auto git = [&](const std::string& args) {
+    return std::system(("git -c safe.directory='*' -C '" + project_ + "' " + args + " >/dev/null 2>&1").c_str());
+  };
+  ASSERT_EQ(git("init -q -b main"), 0);
+  ASSERT_EQ(git("-c user.name=Host -c user.email=host@example.com commit -q --allow-empty -m base"), 0);
+  ASSERT_EQ(git("remote add origin https://x-access-token:e2e-token@github.com/o/r.git"), 0);
+  ASSERT_EQ(git("config credential.helper store"), 0);
+  ASSERT_EQ(git("config core.fsmonitor .git/hooks/pre-commit"), 0);
+  ASSERT_EQ(git("config alias.st '!touch /workspace/HOOK-RAN'"), 0);
+  writeFile(project_ + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /workspace/HOOK-RAN\n");
+  ASSERT_EQ(chmod((project_ + "/.git/hooks/pre-commit").c_str(), 0755), 0);
+  const std::string home = dir_ + "/home";
+  writeFile(home + "/.gitconfig", "[include]\n\tpath = ~/identity.inc\n[credential]\n\thelper = store\n");
+  writeFile(home + "/identity.inc", "[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n");
+  const std::string hostConfig = slurp(project_ + "/.git/config");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
+  fs::create_directories(dir_ + "/m");
+  MockModel mock("git_sandbox.json", dir_ + "/m");
+  auto r = run("claude-code", mock, {"--review=none"}, claudeArgs(), home);
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  EXPECT_NE(mock.log().find("agent commit"), std::string::npos) << mock.log();
+  EXPECT_FALSE(fs::exists(project_ + "/HOOK-RAN"));
+  EXPECT_EQ(slurp(project_ + "/.git/config"), hostConfig) << "the host's repository config changed";
+  EXPECT_EQ(git("log -1 --format=%s | grep -qx base"), 0) << "the agent's commit reached the host's repository";
+}
+
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("edit_project.json", dir_);
