@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/visible_text.h"
+
 namespace airlock::cli {
 namespace {
 
@@ -20,6 +22,14 @@ std::string noSessionBus(const HostContext& host) {
 }
 
 }  // namespace
+
+std::string secretStoreChoiceError(const HostContext& host) {
+  auto it = host.env.find("AIRLOCK_SECRET_STORE");
+  if (it == host.env.end() || it->second.empty() || it->second == "file") return "";
+  return "AIRLOCK_SECRET_STORE=" + visibleText(it->second) +
+         " names no secret store: set it to file (0600 files under $XDG_DATA_HOME/airlock/secrets), or unset it "
+         "(the Secret Service when a session bus has one, else the file store)";
+}
 
 HostSecrets::HostSecrets(const HostContext& host, bool values) : file_(host.dirs.data + "/secrets") {
   std::map<std::string, secrets::SecretBackend*> backends = {{file_.id(), &file_}};

@@ -18,6 +18,10 @@ namespace airlock::cli {
 
 /// The backends (the Secret Service only when asked for and usable) and
 /// the store over them. Not movable: the store points at the backends.
+/// Why AIRLOCK_SECRET_STORE names no store (unset, "" and "file" are
+/// fine), as a line naming the fix; "" when it is fine.
+std::string secretStoreChoiceError(const HostContext& host);
+
 class HostSecrets {
  public:
   /// `values`: the caller reads or writes values (set, rm, doctor); when

@@ -16,6 +16,7 @@
 #include "agents/registry.h"
 #include "cli/agents.h"
 #include "cli/commands.h"
+#include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "common/host_context.h"
 
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
   // The only read of the environment and the host's facts: everything below
   // takes them from here.
   const airlock::HostContext host = airlock::readHostContext(environ);
+  if (std::string bad = airlock::cli::secretStoreChoiceError(host); !bad.empty()) {
+    std::fprintf(stderr, "airlock: %s\n", bad.c_str());
+    return airlock::exit_code::kUsage;
+  }
   CLI::App app{"airlock: run AI coding agents in microVMs; nothing reaches your files until you review it."};
   app.name("airlock");
   app.footer(airlock::cli::exitCodeFooter());

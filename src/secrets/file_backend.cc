@@ -1,5 +1,7 @@
 #include "secrets/file_backend.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
 #include "common/paths.h"
@@ -29,6 +32,17 @@ uid_t rootAsSeenHere() {
   return static_cast<uid_t>(uid);
 }
 
+/// True when `gid` is the calling user's own group: named as the user,
+/// with no other members listed (a user-private group).
+bool privateGroup(gid_t gid) {
+  const passwd* pw = ::getpwuid(::geteuid());
+  const group* gr = ::getgrgid(gid);
+  if (!pw || !gr || std::string(pw->pw_name) != gr->gr_name) return false;
+  for (char** m = gr->gr_mem; m && *m; ++m)
+    if (std::string(*m) != pw->pw_name) return false;
+  return true;
+}
+
 }  // namespace
 
 Result<> checkDirectoryChain(const std::string& dir) {
@@ -38,12 +52,21 @@ Result<> checkDirectoryChain(const std::string& dir) {
   while (!path.empty()) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) return fail("{} is not a directory; airlock keeps no secrets below it", path);
+      if (!S_ISDIR(st.st_mode))
+        return failWith(exit_code::kHostNotReady, "{} is not a directory; airlock keeps no secrets below it", path);
       if (st.st_uid != me && st.st_uid != root)
-        return fail("{} belongs to uid {}, who could swap what is below it; airlock keeps no secrets there (set "
-                    "XDG_DATA_HOME to a directory of yours)", path, st.st_uid);
-      if (st.st_uid != me && (st.st_mode & 0022) != 0 && (st.st_mode & S_ISVTX) == 0)
-        return fail("{} is writable by others; airlock keeps no secrets below it", path);
+        return failWith(exit_code::kHostNotReady,
+                        "{} belongs to uid {}, who could swap what is below it; airlock keeps no secrets there (set "
+                        "XDG_DATA_HOME to a directory of yours)",
+                        path, st.st_uid);
+      // Writable by others (not sticky): they could rename what is below it.
+      // The owner's own user-private group (umask 002 distributions) is the owner.
+      const mode_t writers = st.st_uid == me && privateGroup(st.st_gid) ? 0002 : 0022;
+      if ((st.st_mode & writers) != 0 && (st.st_mode & S_ISVTX) == 0)
+        return failWith(
+            exit_code::kHostNotReady,
+            "{} is writable by others (mode {:o}); airlock keeps no secrets below it: fix it with chmod go-w {}", path,
+            st.st_mode & 07777, path);
     } else if (errno != ENOENT) {
       return fail("cannot read {}: {}", path, errnoText(errno));
     }
@@ -58,11 +81,13 @@ Result<> FileBackend::checkPrivate(const std::string& path, bool directory) cons
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return fail("cannot read {}: {}", path, errnoText(errno));
   if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-    return fail("{} is not a {}; move it away", path, directory ? "directory" : "regular file");
-  if (st.st_uid != ::geteuid()) return fail("{} belongs to uid {}, not to you", path, st.st_uid);
+    return failWith(exit_code::kHostNotReady, "{} is not a {}; move it away", path,
+                    directory ? "directory" : "regular file");
+  if (st.st_uid != ::geteuid())
+    return failWith(exit_code::kHostNotReady, "{} belongs to uid {}, not to you", path, st.st_uid);
   if ((st.st_mode & 077) != 0)
-    return fail("{} can be read by others (mode {:o}); fix it with chmod {} {}", path, st.st_mode & 07777,
-                directory ? "700" : "600", path);
+    return failWith(exit_code::kHostNotReady, "{} can be read by others (mode {:o}); fix it with chmod {} {}", path,
+                    st.st_mode & 07777, directory ? "700" : "600", path);
   return {};
 }
 

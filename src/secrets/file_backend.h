@@ -9,8 +9,10 @@ namespace airlock::secrets {
 
 /// Refuses a directory others could swap or plant files in: `dir` and each
 /// of its ancestors must be a real directory (no symlink) owned by the
-/// calling user or by root, and one owned by root must not be writable by
-/// others unless it is sticky (/tmp). Missing trailing components are fine
+/// calling user or by root, and none may be writable by others unless it
+/// is sticky (/tmp); the group of a user's own directory may write to it
+/// when it is the user's private group (named as the user, no other
+/// members). Missing trailing components are fine
 /// (they will be made by the user). Inside airlock's own user namespace
 /// (where the user is root and the host's root is not mapped), root's
 /// directories show the kernel's overflow uid and count as root's: the

@@ -172,4 +172,14 @@ if grep -rq "$value" "$XDG_DATA_HOME/airlock/secrets.json" "$XDG_STATE_HOME" "$X
   fail "a value reached airlock's index, state or config"
 fi
 [ "$("$airlock" secret ls -q)" = "" ] || fail "secrets left after rm: $("$airlock" secret ls -q)"
+
+# A store choice that names no store is refused, not ignored.
+rc=0; echo v | AIRLOCK_SECRET_STORE=keyring "$airlock" secret set bogus 2>"$work/err" || rc=$?
+[ "$rc" = 64 ] && grep -q "AIRLOCK_SECRET_STORE=keyring names no secret store" "$work/err" ||
+  fail "a bogus store choice: rc=$rc $(cat "$work/err")"
+# A data directory anybody may write to: refused with the fix, exit 65.
+chmod 777 "$XDG_DATA_HOME"
+rc=0; echo v | "$airlock" secret set open 2>"$work/err" || rc=$?
+chmod 700 "$XDG_DATA_HOME"
+[ "$rc" = 65 ] && grep -q "chmod go-w $XDG_DATA_HOME" "$work/err" || fail "a world-writable store: rc=$rc $(cat "$work/err")"
 echo PASS

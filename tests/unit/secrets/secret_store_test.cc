@@ -206,6 +206,23 @@ TEST_F(SecretStoreTest, ADataDirectoryOthersCouldChangeIsRefused) {
   EXPECT_FALSE(pathExists(dir_->path() + "/shared/airlock"));
 }
 
+// A directory of the user's own that everybody may write to lets anybody
+// rename the store away and plant another: refused, naming the fix.
+TEST_F(SecretStoreTest, ADataDirectoryOfYoursThatOthersMayWriteIsRefused) {
+  const std::string open = dir_->path() + "/open";
+  ASSERT_TRUE(makeDirs(open));
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  FileBackend planted(open + "/airlock/secrets");
+  SecretStore store(open + "/airlock/secrets.json", {{"file", &planted}}, planted, clock_);
+  auto set = store.set("k", "v", "stdin", std::nullopt, note_);
+  ASSERT_FALSE(set);
+  EXPECT_NE(set.error().message.find("writable by others (mode 777)"), std::string::npos) << set.error().message;
+  EXPECT_NE(set.error().message.find("chmod go-w " + open), std::string::npos) << set.error().message;
+  EXPECT_FALSE(pathExists(open + "/airlock"));
+  ASSERT_EQ(::chmod(open.c_str(), 01777), 0);  // sticky, as /tmp: nobody renames what is yours
+  EXPECT_TRUE(store.set("k", "v", "stdin", std::nullopt, note_));
+}
+
 TEST_F(SecretStoreTest, AnIndexThatIsNotAirlocksIsRefusedNotOverwritten) {
   ASSERT_TRUE(makeDirs(dir_->path() + "/data"));
   ASSERT_TRUE(writeFileAtomic(index(), "not json", 0600));
