@@ -15,6 +15,7 @@
 #include "cli/host_secrets.h"
 #include "cli/report.h"
 #include "cli/secret_input.h"
+#include "secrets/agent_login.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
@@ -62,6 +63,11 @@ int setSecret(const HostContext& host, const std::string& name, const std::strin
   if (!secrets::isValidSecretName(name))
     return reportError(Error{"that is not a secret name: a letter, then letters, digits, '_', '.' or '-' (at most "
                              "64); the value goes on standard input", exit_code::kUsage});
+  if (name.starts_with(secrets::loginSecretName("")))
+    return reportError(Error{fmt::format("{} is an agent's login, which `airlock login {}` stores (a token on standard "
+                                         "input: airlock login {} --with-token)",
+                                         name, name.substr(6), name.substr(6)),
+                             exit_code::kUsage});
   std::optional<int64_t> expiresAt;
   if (!expires.empty()) {
     auto at = parseExpiry(expires, nowOf(host));

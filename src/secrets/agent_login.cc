@@ -102,6 +102,19 @@ Result<AgentLogin> checkedTokens(AgentLogin login) {
   return login;
 }
 
+/// Refuses what is not a Claude login's access token: an Anthropic API key
+/// ("sk-ant-api..."), or anything without the OAuth token prefix
+/// ("sk-ant-oat", what `claude` and `claude setup-token` make).
+Result<> checkClaudeToken(std::string_view token) {
+  if (token.starts_with("sk-ant-oat")) return {};
+  if (token.starts_with("sk-ant-api"))
+    return failWith(exit_code::kUsage, "that is an Anthropic API key, not a Claude login: an API key goes in with "
+                                       "--env ANTHROPIC_API_KEY (a login token, from `claude setup-token`, starts "
+                                       "with sk-ant-oat01-)");
+  return failWith(exit_code::kUsage, "that is not a Claude login token (they start with sk-ant-oat01-; "
+                                     "`claude setup-token` makes one)");
+}
+
 /// Claude Code's .credentials.json (claudeAiOauth).
 Result<AgentLogin> claudeLogin(const json& doc) {
   const json* oauth = nullptr;
@@ -122,7 +135,10 @@ Result<AgentLogin> claudeLogin(const json& doc) {
   auto plain = [](std::string s) { return s.size() <= 64 && isTokenText(s) ? s : std::string(); };
   login.subscriptionType = plain(optionalString(*oauth, "subscriptionType"));
   login.rateLimitTier = plain(optionalString(*oauth, "rateLimitTier"));
-  return checkedTokens(std::move(login));
+  auto checked = checkedTokens(std::move(login));
+  if (checked)
+    if (auto ok = checkClaudeToken(checked->accessToken); !ok) return std::unexpected(ok.error());
+  return checked;
 }
 
 /// Gemini CLI's oauth_creds.json (google-auth-library's Credentials).
@@ -137,6 +153,9 @@ Result<AgentLogin> geminiLogin(const json& doc) {
   // Milliseconds; within ±300 years so that it stays an int64 and a date.
   if (auto it = doc.find("expiry_date"); it != doc.end() && it->is_number() && std::abs(it->get<double>()) < 1e13)
     login.expiresAtMs = static_cast<int64_t>(it->get<double>());
+  if (login.refreshToken.empty())
+    return failWith(exit_code::kUsage, "the credential file has no refresh_token, and its access token expires within "
+                                       "the hour; log in with `gemini` on this machine again (or: airlock login gemini)");
   std::string scope = optionalString(doc, "scope");
   for (size_t start = 0; start < scope.size() && login.scopes.size() < 32;) {
     size_t end = std::min(scope.find(' ', start), scope.size());
@@ -159,6 +178,9 @@ Result<AgentLogin> codexLogin(const json& doc) {
   login.accessToken = optionalString(*tokens, "access_token");
   login.refreshToken = optionalString(*tokens, "refresh_token");
   login.expiresAtMs = jwtExpiryMs(login.accessToken);
+  if (optionalString(*tokens, "refresh_token").empty())
+    return failWith(exit_code::kUsage, "the credential file's ChatGPT login has no refresh_token; log in with `codex "
+                                       "login` on this machine again (or: airlock login codex)");
   json claims = jwtClaims(optionalString(*tokens, "id_token"));
   json account = json::object();
   if (claims.is_object()) {
@@ -322,6 +344,8 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
   if (token.ends_with('\r')) token.remove_suffix(1);
   if (!isTokenText(token))
     return failWith(exit_code::kUsage, "the token must be 1 to {} printable characters without spaces", kMaxTokenBytes);
+  if (format == "claude-oauth")
+    if (auto ok = checkClaudeToken(token); !ok) return std::unexpected(ok.error());
   AgentLogin login;
   login.kind = AgentLogin::Kind::kToken;
   login.format = std::string(format);

@@ -198,7 +198,14 @@ TEST(AgentLogin, ALongLivedTokenLosesOneTrailingNewlineAndNothingElse) {
       EXPECT_EQ(r.error().code, exit_code::kUsage);
     }
   }
-  EXPECT_TRUE(loginFromToken("claude-oauth", std::string(kMaxTokenBytes, 'a')));
+  EXPECT_TRUE(loginFromToken("claude-oauth", "sk-ant-oat01-" + std::string(kMaxTokenBytes - 13, 'a')));
+  // An API key, or any other text, is not a Claude login: refused at once, not by the API at run time.
+  auto key = loginFromToken("claude-oauth", "sk-ant-api03-KEY");
+  ASSERT_FALSE(key);
+  EXPECT_NE(key.error().message.find("--env ANTHROPIC_API_KEY"), std::string::npos) << key.error().message;
+  EXPECT_FALSE(loginFromToken("claude-oauth", "notatoken"));
+  json file = {{"claudeAiOauth", {{"accessToken", "sk-ant-api03-KEY"}, {"refreshToken", "r"}, {"expiresAt", 1}}}};
+  EXPECT_FALSE(loginFromCredentialFile("claude-oauth", file.dump()));
   EXPECT_FALSE(loginFromToken("nope", "sk-ant-oat01-abc"));
 }
 
@@ -301,11 +308,13 @@ TEST(AgentLogin, GeminisCredentialFileGivesASubscriptionLoginWithOnlyTheCredenti
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->format, "gemini-oauth");
   EXPECT_EQ(back->refreshToken, "1//REAL-REFRESH");
-  // Without a refresh token it is an access token used until it expires.
+  // Without a refresh token it would stop working within the hour: refused,
+  // as a bare access token on stdin is.
   creds.erase("refresh_token");
   login = loginFromCredentialFile("gemini-oauth", creds.dump());
-  ASSERT_TRUE(login) << login.error().message;
-  EXPECT_EQ(login->kind, AgentLogin::Kind::kToken);
+  ASSERT_FALSE(login);
+  EXPECT_EQ(login.error().code, exit_code::kUsage);
+  EXPECT_NE(login.error().message.find("no refresh_token"), std::string::npos) << login.error().message;
 }
 
 TEST(AgentLogin, HostileGeminiCredentialFilesAreRefusedOrTheirOddFieldsDropped) {
@@ -325,7 +334,8 @@ X: y"})")}) {
   std::string scopes;
   for (int i = 0; i < 100; ++i) scopes += "s" + std::to_string(i) + " ";
   auto odd = loginFromCredentialFile(
-      "gemini-oauth", json{{"access_token", "ya29.x"}, {"expiry_date", 1e300}, {"scope", scopes}}.dump());
+      "gemini-oauth",
+      json{{"access_token", "ya29.x"}, {"refresh_token", "1//r"}, {"expiry_date", 1e300}, {"scope", scopes}}.dump());
   ASSERT_TRUE(odd) << odd.error().message;
   EXPECT_FALSE(odd->expiresAtMs);
   EXPECT_EQ(odd->scopes.size(), 32u);
@@ -408,6 +418,12 @@ TEST(AgentLogin, CodexsAuthFileGivesAChatGptLoginWithItsAccountAndTheAccessToken
   ASSERT_FALSE(key);
   EXPECT_NE(key.error().message.find("CODEX_API_KEY"), std::string::npos);
   EXPECT_FALSE(loginFromToken("codex-oauth", "eyJ.x.y"));
+  // Tokens without a refresh token stop working when the access token expires.
+  json noRefresh = codexAuth();
+  noRefresh["tokens"].erase("refresh_token");
+  auto bare = loginFromCredentialFile("codex-oauth", noRefresh.dump());
+  ASSERT_FALSE(bare);
+  EXPECT_NE(bare.error().message.find("no refresh_token"), std::string::npos) << bare.error().message;
 }
 
 TEST(AgentLogin, JwtExpiryIsReadOnlyFromAWellFormedToken) {

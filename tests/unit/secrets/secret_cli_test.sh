@@ -173,6 +173,9 @@ if grep -rq "$value" "$XDG_DATA_HOME/airlock/secrets.json" "$XDG_STATE_HOME" "$X
 fi
 [ "$("$airlock" secret ls -q)" = "" ] || fail "secrets left after rm: $("$airlock" secret ls -q)"
 
+# An agent's login is `airlock login`'s to store, not `secret set`'s.
+rc=0; echo v | "$airlock" secret set login.claude-code 2>"$work/err" || rc=$?
+[ "$rc" = 64 ] && grep -q "airlock login claude-code" "$work/err" || fail "secret set login.X: rc=$rc $(cat "$work/err")"
 # A store choice that names no store is refused, not ignored.
 rc=0; echo v | AIRLOCK_SECRET_STORE=keyring "$airlock" secret set bogus 2>"$work/err" || rc=$?
 [ "$rc" = 64 ] && grep -q "AIRLOCK_SECRET_STORE=keyring names no secret store" "$work/err" ||
