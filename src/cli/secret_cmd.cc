@@ -141,16 +141,17 @@ int removeSecrets(const HostContext& host, const std::vector<std::string>& names
 
 void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
                       const std::vector<std::string>& afterDoubleDash) {
-  auto* cmd = app.add_subcommand("secret", "Keep secrets (tokens, API keys) on this host, never in a VM's disk");
+  auto* cmd = app.add_subcommand("secret", "The secret store on this host, where `airlock login` keeps the agents' logins (login.AGENT)");
   cmd->require_subcommand(1);
   cmd->footer(
       "Values go to the Secret Service (gnome-keyring, KWallet) when a session bus has one with an unlocked "
       "default keyring, else to files (0600) under $XDG_DATA_HOME/airlock/secrets (always with "
       "AIRLOCK_SECRET_STORE=file); `airlock doctor` says which. What airlock knows about each (store, source, "
-      "expiry, last use; never the value) is in $XDG_DATA_HOME/airlock/secrets.json.\n\n"
-      "Examples:\n  printenv GITHUB_TOKEN | airlock secret set github-token\n"
-      "  airlock secret set anthropic-key --expires 2027-01-31   # asks for the value, not echoed\n"
-      "  airlock secret ls\n  airlock secret rm github-token");
+      "expiry, last use; never the value) is in $XDG_DATA_HOME/airlock/secrets.json. Logins are stored with "
+      "`airlock login AGENT`; a value you set yourself is kept here, but no run reads one by name yet.\n\n"
+      "Examples:\n  airlock secret ls                      # the logins, and what else is kept\n"
+      "  printenv GITHUB_TOKEN | airlock secret set github-token --expires 2027-01-31\n"
+      "  airlock secret rm github-token");
 
   auto name = std::make_shared<std::string>();
   auto expires = std::make_shared<std::string>();
