@@ -74,6 +74,8 @@ Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, c
   auto dir = resolveSessionDir(host.dirs.state, request.session);
   if (!dir) return std::unexpected(dir.error());
   SessionLayout layout{*dir};
+  ws::removeStaleStaging(*dir);  // what an interrupted diff or review left
+  const std::string name = sessionName(*dir).empty() ? request.session : sessionName(*dir);
   std::string workspace = recordedWorkspace(*dir);
   if (workspace.empty() || !exists(layout.manifest()))
     return failWith(exit_code::kUsage, "session {} has no snapshot of a workspace to compare with", request.session);
@@ -87,7 +89,7 @@ Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, c
     gate.changeSet = heldChangeSet(layout);
     if (gate.changeSet.empty() && !exists(layout.reviewed()) && exists(layout.meta()))
       return failWith(exit_code::kUsage, "session {} holds no changes: it ended before its agent's changes were "
-                      "exported (its process died); `airlock rm {}` removes it", request.session, request.session);
+                      "exported (its process died); `airlock rm {}` removes it", name, name);
     if (gate.changeSet.empty()) return std::optional<ws::GatePreview>{};
   }
   gate.maxDiffBytes = request.maxDiffBytes;

@@ -306,7 +306,9 @@ Result<Attached> DetachedUi::attach(vm::Sandbox& sandbox, protocol::ExecRequest 
       live->name = path.substr(dir_.size() + 1);
       live->thread = std::thread([&sandbox, l = live.get(), path, weak = std::weak_ptr<OutputFanout>(fanout)] {
         blockSignalsInThisThread();
-        l->result = sandbox.exportWorkspace(path, vm::ExportLimits{});
+        vm::ExportLimits limits;
+        limits.live = true;  // a failed diff never ends the session
+        l->result = sandbox.exportWorkspace(path, limits);
         l->done = true;
         if (auto f = weak.lock()) f->notify();
       });

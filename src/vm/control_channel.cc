@@ -166,7 +166,7 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
   sink->out.reset(::open(destPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!sink->out) return fail("cannot create {}: {}", destPath, errnoText(errno));
   OutputHandlers handlers;
-  handlers.onStdout = [this, sink, destPath, max = limits.maxBytes](std::string_view data) {
+  handlers.onStdout = [this, sink, destPath, max = limits.maxBytes, live = limits.live](std::string_view data) {
     {
       std::lock_guard lock(mutex_);
       sink->last = std::chrono::steady_clock::now();
@@ -174,11 +174,16 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
       if (sink->written + data.size() > max) {
         sink->error = fmt::format("the guest's change set exceeds the limit of {} MiB; it was refused", max >> 20);
         sink->code = exit_code::kUnsafeChangeSet;
+        sink->draining = live;  // a live export drops the rest; any other ends the channel (below)
+        changed_.notify_all();
       } else {
         sink->written += data.size();
       }
     }
-    if (sink->code == exit_code::kUnsafeChangeSet) return abandon("the export exceeded its size limit");
+    if (sink->code == exit_code::kUnsafeChangeSet) {
+      if (!live) abandon("the export exceeded its size limit");
+      return;
+    }
     // All-zero pieces (a sparse file's holes) become holes of the file.
     bool zeros = data.find_first_not_of('\0') == std::string_view::npos;
     if (zeros ? ::lseek(sink->out.get(), static_cast<off_t>(data.size()), SEEK_CUR) < 0
@@ -199,6 +204,7 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
       abandon("the export failed");
       return failWith(sink->code, "{}", sink->error);
     }
+    if (limits.live && sink->draining) return failWith(sink->code, "{}; the session goes on", sink->error);
     if ((*cmd)->exit_) break;
     if (!closed_.empty()) return failWith(exit_code::kVmFailed, "the VM stopped during the export: {}", closed_);
     auto now = std::chrono::steady_clock::now();
@@ -212,6 +218,11 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
                             limits.idle.count() / 1000)
               : fmt::format("the guest's export missed its deadline ({} s plus 1 s per {} MiB; {} MiB received)",
                             limits.grace.count() / 1000, limits.minBytesPerSecond >> 20, sink->written >> 20);
+      if (limits.live) {  // this export alone ends: the rest of its stream is dropped, the agent goes on
+        sink->error = why;
+        sink->draining = true;
+        return failWith(exit_code::kVmFailed, "{}; the session goes on (try again when the guest is less busy)", why);
+      }
       lock.unlock();
       abandon("the export timed out");
       return failWith(exit_code::kVmFailed, "{}; the VM was stopped", why);

@@ -27,6 +27,10 @@ struct ExportLimits {
   std::chrono::milliseconds idle{30'000};          ///< longest silence between two pieces of the stream
   std::chrono::milliseconds grace{60'000};         ///< the overall deadline is grace + bytes / minBytesPerSecond
   uint64_t minBytesPerSecond = uint64_t{1} << 20;  ///< the slowest average rate accepted after the grace
+  /// A live export beside the running agent (`airlock diff`): past a limit
+  /// only this export fails; the rest of its stream is read and dropped and
+  /// the VM goes on (a busy guest must not cost the session its changes).
+  bool live = false;
 };
 
 /// The short export after the user forced the session to end (second

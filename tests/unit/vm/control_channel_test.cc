@@ -594,6 +594,47 @@ TEST_F(ExportTest, MissingTheOverallDeadlineStopsTheExport) {
   EXPECT_NE(r.error().message.find("missed its deadline"), std::string::npos) << r.error().message;
 }
 
+// `airlock diff` beside a busy agent: a live export past its deadline or
+// its size limit fails alone; the rest of its stream is dropped, and the
+// channel (the session, its final export) goes on.
+TEST_F(ExportTest, ALiveExportPastItsLimitsFailsAloneAndTheChannelGoesOn) {
+  boot();
+  ExportLimits limits = relaxed();
+  limits.live = true;
+  limits.grace = 50ms;
+  limits.minBytesPerSecond = uint64_t{1} << 30;
+  auto [late, lateId] = startExport(limits);
+  guest->send(FrameType::kStdout, lateId, "trickle");
+  auto r = late.get();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("missed its deadline"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("the session goes on"), std::string::npos) << r.error().message;
+  // The guest finishes that export; what it sends is dropped.
+  guest->send(FrameType::kStdout, lateId, "the rest");
+  guest->send(FrameType::kStdout, lateId, {});
+  guest->sendExit(lateId, {false, 0});
+  limits = relaxed();
+  limits.live = true;
+  limits.maxBytes = 100;
+  auto [big, bigId] = startExport(limits);
+  guest->send(FrameType::kStdout, bigId, std::string(120, 'a'));
+  r = big.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, exit_code::kUnsafeChangeSet);
+  guest->send(FrameType::kStdout, bigId, std::string(60, 'b'));
+  guest->send(FrameType::kStdout, bigId, {});
+  guest->sendExit(bigId, {false, 0});
+  EXPECT_EQ(host->closedReason(), "") << "a live export's failure ended the channel";
+  // The session's own export after them works.
+  auto [final, finalId] = startExport(relaxed());
+  guest->send(FrameType::kStdout, finalId, "tar");
+  guest->send(FrameType::kStdout, finalId, {});
+  guest->sendExit(finalId, {false, 0});
+  auto done = final.get();
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(readFile(dest).value_or(""), "tar");
+}
+
 TEST_F(ExportTest, TheGuestsErrorIsReported) {
   boot();
   auto [result, id] = startExport(relaxed());
