@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <filesystem>
 #include <regex>
-#include <set>
 #include <tuple>
 
 #include "common/encoding.h"
@@ -226,19 +225,16 @@ CheckResult disk(HostProbe& probe, const std::string& what, const std::string& d
 }
 
 CheckResult staleSessions(const std::string& stateDir) {
-  std::set<std::string> active;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(stateDir + "/locks", ec)) {
-    if (!lockHeld(entry.path().string())) continue;
-    auto id = readFile(entry.path().string(), 4096);
-    if (id && !id->empty()) active.insert(*id);
-  }
+  // A session is in use while its owner holds its run lock, or a review of
+  // it holds the review lock (session/layout.h: session.lock, review.lock).
   std::vector<std::string> stale;
   uint64_t bytes = 0;
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(stateDir + "/sessions", ec)) {
-    std::string id = entry.path().filename().string();
-    if (active.contains(id) || !fs::is_directory(entry.path() / "snapshot", ec)) continue;
-    stale.push_back(entry.path().string());
+    const std::string dir = entry.path().string();
+    if (!fs::is_directory(entry.path() / "snapshot", ec)) continue;
+    if (lockHeld(dir + "/session.lock") || lockHeld(dir + "/review.lock")) continue;
+    stale.push_back(dir);
     bytes += treeBytes((entry.path() / "snapshot").string());
   }
   if (stale.empty()) return {"stale sessions", CheckStatus::kOk, "none", ""};

@@ -333,12 +333,17 @@ TEST_F(DoctorTest, EndedSessionWithSnapshotIsStale) {
   EXPECT_EQ(r.fix.find("rm -rf"), std::string::npos) << "never a glob that also hits running sessions: " << r.fix;
 }
 
+// Running (its owner holds the run lock) or being reviewed: not stale.
 TEST_F(DoctorTest, RunningSessionIsNotStale) {
-  touch(state_ + "/sessions/20260101-000000-abcd/snapshot/file");
-  touch(state_ + "/locks/0123456789abcdef.lock", "20260101-000000-abcd");
-  Fd lock(::open((state_ + "/locks/0123456789abcdef.lock").c_str(), O_RDWR | O_CLOEXEC));
-  ASSERT_EQ(flock(lock.get(), LOCK_EX), 0);
-  EXPECT_EQ(check("stale sessions").status, CheckStatus::kOk);
+  for (const char* held : {"session.lock", "review.lock"}) {
+    touch(state_ + "/sessions/20260101-000000-abcd/snapshot/file");
+    touch(state_ + "/sessions/20260101-000000-abcd/" + held);
+    Fd lock(::open((state_ + "/sessions/20260101-000000-abcd/" + held).c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_EQ(flock(lock.get(), LOCK_EX), 0);
+    EXPECT_EQ(check("stale sessions").status, CheckStatus::kOk) << held;
+    lock.reset();
+    EXPECT_EQ(check("stale sessions").status, CheckStatus::kWarn) << held;
+  }
 }
 
 TEST_F(DoctorTest, InterruptedFlushJournalWarns) {
