@@ -65,7 +65,10 @@ Result<bool> exportDeadSession(const std::string& stateDir, const std::string& d
   auto sandbox = launch(options);
   if (!sandbox) return std::unexpected(sandbox.error());
   auto exported = exportChangeSet(**sandbox, layout.changeSet(), vm::ExportLimits{});
-  if (!exported) return std::unexpected(exported.error());
+  if (!exported)  // what the guest left on its disk failed the export: its fault, not airlock's
+    return failWith(exported.error().code == exit_code::kInternal ? exit_code::kUnsafeChangeSet : exported.error().code,
+                    "{}; the disk is kept for another try, or `airlock rm -f {}` discards it", exported.error().message,
+                    name);
   appendSessionLog(dir, fmt::format("change set: {} bytes (from the kept disk)", *exported));
   ::unlink(layout.keptScratch().c_str());
   ::unlink(layout.keptRootImage().c_str());

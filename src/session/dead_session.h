@@ -20,8 +20,9 @@ namespace airlock::session {
 /// and removes the kept disk. Returns false, doing nothing, when there is
 /// nothing to export: the session runs (its run lock is held), holds no kept
 /// disk, or already has a change set. Errors: kImage (its root image is
-/// gone), kVmFailed, kUnsafeChangeSet (the export's limits); the disk is
-/// then kept for another try.
+/// gone), kVmFailed, kUnsafeChangeSet (the export's limits, or a disk whose
+/// content fails the export); the disk is then kept for another try, and
+/// the message names `airlock rm -f`.
 /// First, what a reboot or a killed janitor left in `stateDir`'s VM run
 /// directories is swept (a kept disk moved to its session).
 Result<bool> exportDeadSession(const std::string& stateDir, const std::string& dir, const SandboxLauncher& launch,
