@@ -153,7 +153,7 @@ pane_wait "type /quit to store the login" 60
 pane_wait "Enter the authorization code" 600
 pane_screen | grep -q "https://accounts.google.com/o/oauth2/v2/auth?" || fail "no sign-in link was shown: $(pane_screen | grep -v '^$' | tail -10)"
 pane_type "FAKE-GOOGLE-CODE"
-pane_wait "Type your message" 300
+pane_wait "Type your message" 480
 pane_type "/quit"
 vm_login_done gemini 3 "account of user@example.com"
 python3 - mock-3.log <<'PY' || fail "the login in the VM did not run Gemini's sign-in: $(cat mock-3.log)"
