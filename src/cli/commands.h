@@ -47,6 +47,10 @@ void addSnapshotCommand(CLI::App& app, int& exitCode, const HostContext& host);
 /// The exit-code table (common/exit_codes.h) as a --help footer.
 std::string exitCodeFooter();
 
+/// Ends the --help of APP and of every verb below it with exitCodeFooter(),
+/// after the verb's own footer. Call once, after every command is added.
+void appendExitCodeFooters(CLI::App& app);
+
 /// `airlock agents` and `airlock agents show NAME`: the known agents (src/cli/agents.cc).
 void addAgentsCommand(CLI::App& app, int& exitCode);
 
@@ -89,5 +93,10 @@ void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);
+
+/// Every verb above on APP, each --help ending with the exit-code table
+/// (src/cli/verbs.cc); the arguments as for addRunImageCommand.
+void addAllCommands(CLI::App& app, int& exitCode, const HostContext& host,
+                    const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation);
 
 }  // namespace airlock::cli

@@ -175,7 +175,6 @@ void addDiffCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto args = std::make_shared<DiffArgs>();
   CLI::App* d = app.add_subcommand("diff", "Show a session's changes as its review would, while it runs or after; "
                                            "never flushes");
-  d->footer(exitCodeFooter());
   d->add_option("name", args->name, "the session: its name or id (`airlock ls`)")->required();
   d->add_flag("--stat", args->stat, "the table of changed paths only");
   d->add_flag("--json", args->json, "one JSON document: the changed paths with kinds, line counts, modes, flags");

@@ -15,4 +15,10 @@ std::string exitCodeFooter() {
   return out;
 }
 
+void appendExitCodeFooters(CLI::App& app) {
+  std::string own = app.get_footer();
+  app.footer(own.empty() ? exitCodeFooter() : own + "\n\n" + exitCodeFooter());
+  for (CLI::App* sub : app.get_subcommands({})) appendExitCodeFooters(*sub);
+}
+
 }  // namespace airlock::cli

@@ -37,7 +37,6 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"airlock: run AI coding agents in microVMs; nothing reaches your files until you review it."};
   app.name("airlock");
-  app.footer(airlock::cli::exitCodeFooter());
   app.require_subcommand(1);
   app.set_version_flag("--version", "airlock 0.1.0");
   int exitCode = 0;
@@ -65,22 +64,7 @@ int main(int argc, char** argv) {
     invocation.push_back("--");
     invocation.insert(invocation.end(), afterDoubleDash.begin(), afterDoubleDash.end());
   }
-  airlock::cli::addRunImageCommand(app, exitCode, host, afterDoubleDash, invocation);
-  airlock::cli::addRunCommand(app, exitCode, host, afterDoubleDash, invocation);
-  airlock::cli::addSessionCommands(app, exitCode, host, afterDoubleDash);
-  airlock::cli::addDiffCommand(app, exitCode, host);
-  airlock::cli::addSnapshotCommand(app, exitCode, host);
-  airlock::cli::addReviewCommand(app, exitCode, host);
-  airlock::cli::addJanitorCommand(app, exitCode);
-  airlock::cli::addSystemCommand(app, exitCode, host);
-  airlock::cli::addAgentsCommand(app, exitCode);
-  airlock::cli::addImageCommand(app, exitCode, host);
-  airlock::cli::addInfoCommand(app, exitCode, host);
-  airlock::cli::addDoctorCommand(app, exitCode, host);
-  airlock::cli::addConfigCommand(app, exitCode, host);
-  airlock::cli::addSecretCommand(app, exitCode, host, afterDoubleDash);
-  airlock::cli::addLoginCommands(app, exitCode, host, afterDoubleDash);
-  airlock::cli::addStateCommand(app, exitCode, host);
+  airlock::cli::addAllCommands(app, exitCode, host, afterDoubleDash, invocation);
   // A first word that is neither a verb nor an agent: say so, with both lists.
   auto subcommands = app.get_subcommands({});
   bool known = std::any_of(subcommands.begin(), subcommands.end(),
@@ -91,8 +75,7 @@ int main(int argc, char** argv) {
       if (!sub->get_group().empty()) verbs += (verbs.empty() ? "" : ", ") + sub->get_name();
     if (auto registry = airlock::cli::knownAgents(host))
       for (const auto& name : registry->names()) agentNames += (agentNames.empty() ? "" : ", ") + name;
-    std::fprintf(stderr,
-                 "airlock: unknown command or agent '%s'\n  commands: %s\n  agents: %s\nRun airlock --help.\n",
+    std::fprintf(stderr, "airlock: unknown command or agent '%s'\n  commands: %s\n  agents: %s\nRun airlock --help.\n",
                  args[1], verbs.c_str(), agentNames.c_str());
     return airlock::exit_code::kUsage;
   }

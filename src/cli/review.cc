@@ -97,7 +97,6 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
 void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto rev = std::make_shared<ReviewArgs>();
   CLI::App* r = app.add_subcommand("review", "Review an agent's change set against the workspace and flush what you accept");
-  r->footer(exitCodeFooter());
   r->add_option("--workspace,-w", rev->workspace,
                 "the live project directory (default: the session's own workspace, else .)");
   r->add_option("name", rev->name, "the session to review: its name or id (as -s)");

@@ -299,8 +299,7 @@ Examples:
   airlock run claude-code
   airlock run -d --name fix-tests claude-code -- -p "fix the failing tests"
   airlock claude-code --review=auto -- -p "fix the failing test"
-  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)") + "\n\nEnding a session: " + kEscapeHelp + ".\n\n" +
-              exitCodeFooter());
+  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)") + "\n\nEnding a session: " + kEscapeHelp + ".");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);

@@ -290,8 +290,7 @@ Examples:
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
   airlock run-image -w . --review=auto node:22 -- npx prettier --write .
-  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".\n\n" +
-              exitCodeFooter());
+  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".");
   addRunImageOptions(*cmd, *args);
   cmd->callback([args, cmd, &host, &exitCode, &afterDoubleDash, &invocation] {
     if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {

@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -20,6 +22,31 @@ TEST(ExitCodeTable, HelpFooterListsEveryCode) {
     EXPECT_NE(footer.find(fmt::format("  {:<8}  {}", row.code, row.meaning)), std::string::npos) << row.code;
   }
   EXPECT_NE(footer.find("0-255"), std::string::npos);
+}
+
+// README says the table ends every verb's --help: each verb and sub-verb,
+// after its own footer, which it keeps.
+TEST(ExitCodeTable, EveryVerbsHelpEndsWithIt) {
+  CLI::App app{"airlock"};
+  int exitCode = 0;
+  HostContext host;
+  std::vector<std::string> none;
+  addAllCommands(app, exitCode, host, none, none);
+  std::vector<CLI::App*> verbs{&app};
+  size_t checked = 0;
+  while (!verbs.empty()) {
+    CLI::App* verb = verbs.back();
+    verbs.pop_back();
+    std::string footer = verb->get_footer();
+    ASSERT_GE(footer.size(), exitCodeFooter().size()) << verb->get_name();
+    EXPECT_EQ(footer.substr(footer.size() - exitCodeFooter().size()), exitCodeFooter()) << verb->get_name();
+    EXPECT_EQ(footer.find("Exit codes:"), footer.rfind("Exit codes:")) << verb->get_name() << " lists it twice";
+    ++checked;
+    for (CLI::App* sub : verb->get_subcommands({})) verbs.push_back(sub);
+  }
+  EXPECT_GT(checked, 30u);
+  EXPECT_NE(app.get_subcommand("stop")->get_footer().find("The agent gets SIGTERM"), std::string::npos)
+      << "a verb's own footer was replaced";
 }
 
 TEST(ExitCodeTable, ReadmeListsEveryCode) {
