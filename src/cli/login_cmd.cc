@@ -23,6 +23,7 @@
 #include "agents/agent_env.h"
 #include "cli/agents.h"
 #include "cli/commands.h"
+#include "cli/expiry.h"
 #include "cli/host_secrets.h"
 #include "cli/login_vm.h"
 #include "cli/report.h"
@@ -46,6 +47,7 @@ struct LoginArgs {
   bool fromHost = false;
   std::string fromEnv;
   bool withToken = false;  ///< a long-lived token from stdin even on a terminal
+  std::string expires;     ///< --expires: when a long-lived token stops working ("" unknown)
 };
 
 Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& name) {
@@ -54,8 +56,10 @@ Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& 
   auto spec = registry->find(name);
   if (!spec) return std::unexpected(spec.error());
   if (spec->login.format.empty())
-    return failWith(exit_code::kUsage, "{} has no account login airlock can keep; give it an API key with --env "
-                    "(see `airlock agents show {}`)", name, name);
+    return failWith(exit_code::kUsage,
+                    "{} has no account login airlock can keep; give it an API key with --env "
+                    "(see `airlock agents show {}`)",
+                    name, name);
   return *spec;
 }
 
@@ -64,13 +68,12 @@ Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& 
 Result<std::string> readCredentialFile(const std::string& path, size_t maxBytes = secrets::kMaxCredentialFileBytes) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd)
-    return failWith(exit_code::kUsage, "cannot read {}: {}; log in with the agent on this machine first",
-                    path, errnoText(errno));
+    return failWith(exit_code::kUsage, "cannot read {}: {}; log in with the agent on this machine first", path,
+                    errnoText(errno));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size > static_cast<off_t>(maxBytes))
-    return failWith(exit_code::kUsage, "{} is not what {} writes (a regular file of at most {} KiB)", path,
-                    "the agent", maxBytes / 1024);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(maxBytes))
+    return failWith(exit_code::kUsage, "{} is not what {} writes (a regular file of at most {} KiB)", path, "the agent",
+                    maxBytes / 1024);
   std::string text(static_cast<size_t>(st.st_size), '\0');
   if (readFull(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     return fail("cannot read {}: {}", path, errnoText(errno));
@@ -82,7 +85,8 @@ Result<std::string> readCredentialFile(const std::string& path, size_t maxBytes 
 /// default place (.local/share/, .config/) and they are set, as the agent
 /// itself resolves it (OpenCode's auth.json).
 std::string hostAgentFile(const HostContext& host, const std::string& relative) {
-  for (auto [prefix, variable] : {std::pair{".local/share/", "XDG_DATA_HOME"}, std::pair{".config/", "XDG_CONFIG_HOME"}})
+  for (auto [prefix, variable] :
+       {std::pair{".local/share/", "XDG_DATA_HOME"}, std::pair{".config/", "XDG_CONFIG_HOME"}})
     if (relative.starts_with(prefix) && !host.getEnv(variable).empty())
       return host.getEnv(variable) + "/" + relative.substr(std::string_view(prefix).size());
   return host.getEnv("HOME") + "/" + relative;
@@ -94,9 +98,23 @@ int login(const HostContext& host, const LoginArgs& args) {
   const agents::LoginSpec& how = spec->login;
   Result<secrets::AgentLogin> login = std::unexpected(Error{});
   std::string source;
+  std::optional<int64_t> expiresAt;
+  if (!args.expires.empty()) {
+    const bool loginInVm =
+        !how.loginCommand.empty() && host.terminal.stdinTty && !args.withToken && args.fromEnv.empty();
+    if (args.fromHost || loginInVm)
+      return reportError(
+          Error{"--expires dates a long-lived token (--with-token or --from-env); an account login is "
+                "refreshed and has no fixed end",
+                exit_code::kUsage});
+    auto at = parseExpiry(args.expires, nowSeconds(host));
+    if (!at) return reportError(at.error());
+    expiresAt = *at;
+  }
   if (args.fromHost && how.file.empty()) {
     return reportError(Error{fmt::format("a {} login is a token with no file on this host: pipe it in (airlock login "
-                                         "{} --with-token) or name its variable with --from-env", args.agent, args.agent),
+                                         "{} --with-token) or name its variable with --from-env",
+                                         args.agent, args.agent),
                              exit_code::kUsage});
   } else if (args.fromHost) {
     const std::string path = hostAgentFile(host, how.file);
@@ -112,14 +130,16 @@ int login(const HostContext& host, const LoginArgs& args) {
   } else if (!args.fromEnv.empty()) {
     // Neither message repeats what was given: it may be the token itself.
     if (!agents::isEnvName(args.fromEnv))
-      return reportError(Error{"--from-env takes the name of a variable holding the token (e.g. "
-                               "CLAUDE_CODE_OAUTH_TOKEN), not the token: what was given is not a variable name, "
-                               "and is not repeated",
-                               exit_code::kUsage});
+      return reportError(
+          Error{"--from-env takes the name of a variable holding the token (e.g. "
+                "CLAUDE_CODE_OAUTH_TOKEN), not the token: what was given is not a variable name, "
+                "and is not repeated",
+                exit_code::kUsage});
     if (host.env.find(args.fromEnv) == host.env.end())
-      return reportError(Error{"the variable named by --from-env is not set here (export it first; its name is not "
-                               "repeated in case it was the token)",
-                               exit_code::kUsage});
+      return reportError(
+          Error{"the variable named by --from-env is not set here (export it first; its name is not "
+                "repeated in case it was the token)",
+                exit_code::kUsage});
     login = secrets::loginFromToken(how.format, host.getEnv(args.fromEnv));
     source = "env " + args.fromEnv;
   } else if (!how.loginCommand.empty() && host.terminal.stdinTty && !args.withToken) {
@@ -134,6 +154,9 @@ int login(const HostContext& host, const LoginArgs& args) {
     source = "stdin";
   }
   if (!login) return reportError(login.error());
+  // A token that carries its own end (a JWT's exp) is dated by it.
+  if (!expiresAt && login->kind == secrets::AgentLogin::Kind::kToken && login->expiresAtMs)
+    expiresAt = *login->expiresAtMs / 1000;
   HostSecrets secrets(host, true);
   std::string note;
   // Under the login's lock: a session's refresh in flight neither loses
@@ -141,36 +164,41 @@ int login(const HostContext& host, const LoginArgs& args) {
   auto lock = lockLogin(host, args.agent);
   if (!lock) return reportError(lock.error());
   if (auto r = secrets.store().set(secrets::loginSecretName(args.agent), secrets::serializeLogin(*login), source,
-                                   std::nullopt, note);
+                                   expiresAt, note);
       !r)
     return reportError(r.error());
   std::string kind = secrets::describeLogin(*login);
   if (const std::string who = secrets::loginAccountName(*login); !who.empty()) kind += " of " + visibleText(who);
   if (how.deliveredInVariable())
-    std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` gives it "
-                         "to the agent as $%s (it enters the VM)\n",
+    std::fprintf(stderr,
+                 "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` gives it "
+                 "to the agent as $%s (it enters the VM)\n",
                  args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str(), args.agent.c_str(),
                  how.tokenEnv.c_str());
   else if (how.entersVm)
-    std::fprintf(stderr, "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` puts it "
-                         "in the VM on a tmpfs and keeps the refreshed one when the agent exits\n",
+    std::fprintf(stderr,
+                 "airlock: %s login stored in the %s: %s; %s cannot be brokered: `airlock run %s` puts it "
+                 "in the VM on a tmpfs and keeps the refreshed one when the agent exits\n",
                  args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str(), args.agent.c_str());
   else
-    std::fprintf(stderr, "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
-                         "placeholder\n",
+    std::fprintf(stderr,
+                 "airlock: %s login stored in the %s: %s; `airlock run %s` brokers it, the VM gets a "
+                 "placeholder\n",
                  args.agent.c_str(), secrets.where().c_str(), kind.c_str(), args.agent.c_str());
   if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription &&
       secrets::rotatesRefreshToken(login->format))
-    std::fprintf(stderr, "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
-                         "the other may have to log in again\n", args.agent.c_str());
+    std::fprintf(stderr,
+                 "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
+                 "the other may have to log in again\n",
+                 args.agent.c_str());
   if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
   return 0;
 }
 
 int logout(const HostContext& host, const std::string& agent) {
   if (!secrets::isValidSecretName(secrets::loginSecretName(agent)))
-    return reportError(Error{fmt::format("'{}' is not an agent name (see `airlock agents`)", visibleText(agent)),
-                             exit_code::kUsage});
+    return reportError(
+        Error{fmt::format("'{}' is not an agent name (see `airlock agents`)", visibleText(agent)), exit_code::kUsage});
   HostSecrets secrets(host, true);
   std::string note;
   auto lock = lockLogin(host, agent);
@@ -178,8 +206,7 @@ int logout(const HostContext& host, const std::string& agent) {
   auto removed = secrets.store().remove(secrets::loginSecretName(agent), note);
   if (!removed) return reportError(removed.error());
   if (!*removed) return reportError(Error{fmt::format("no login stored for {}", agent), exit_code::kUsage});
-  std::fprintf(stderr, "airlock: %s logged out (the agent's own login on this machine is untouched)\n",
-               agent.c_str());
+  std::fprintf(stderr, "airlock: %s logged out (the agent's own login on this machine is untouched)\n", agent.c_str());
   if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
   return 0;
 }
@@ -206,7 +233,7 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
       "  airlock login claude-code --from-host      # your Claude Pro/Max login from ~/.claude\n"
       "  airlock login claude-code                  # sign in to Claude in a VM (open the link, paste the code)\n"
       "  claude setup-token                          # prints a long-lived token, then:\n"
-      "  airlock login claude-code --with-token     # paste it (not shown)\n"
+      "  airlock login claude-code --with-token --expires 2027-12-31   # paste it (not shown)\n"
       "  airlock login claude-code --from-env CLAUDE_CODE_OAUTH_TOKEN\n"
       "  airlock login gemini --from-host           # your Google login from ~/.gemini\n"
       "  airlock login gemini                       # sign in to Google in a VM (then /quit Gemini's chat)\n"
@@ -217,7 +244,8 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   auto* host_ = cmd->add_flag("--from-host", args->fromHost,
                               "Import the login the agent made on this machine (its credential file under $HOME)");
-  cmd->add_option("--from-env", args->fromEnv, "Take a long-lived token (`claude setup-token`'s) from this environment variable; "
+  cmd->add_option("--from-env", args->fromEnv,
+                  "Take a long-lived token (`claude setup-token`'s) from this environment variable; "
                   "Codex, Gemini and OpenCode logins come from --from-host or a login in a VM")
       ->excludes(host_);
   cmd->add_flag("--with-token", args->withToken,
@@ -225,16 +253,20 @@ void addLoginCommands(CLI::App& app, int& exitCode, const HostContext& host,
                 "(there, without it, the agent's own login runs in a VM)")
       ->excludes(host_)
       ->excludes("--from-env");
+  cmd->add_option("--expires", args->expires,
+                  "When the long-lived token stops working, UTC: 2027-12-31 or 2027-12-31T08:00:00Z (`claude "
+                  "setup-token`'s last a year); runs warn a week before and refuse it after");
   // A token given as an argument is refused without being repeated.
   cmd->allow_extras();
   auto extra = std::make_shared<std::vector<std::string>>();
   cmd->add_option("TOKEN", *extra)->group("");
   cmd->callback([cmd, args, extra, &exitCode, &host, &afterDoubleDash] {
     if (!extra->empty() || !cmd->remaining().empty() || !afterDoubleDash.empty()) {
-      exitCode = reportError(Error{"airlock login takes only AGENT and --from-host or --from-env NAME: a token is "
-                                   "read from standard input, never from the command line (every user can read "
-                                   "argv): printenv TOKEN | airlock login AGENT",
-                                   exit_code::kUsage});
+      exitCode =
+          reportError(Error{"airlock login takes only AGENT and --from-host or --from-env NAME: a token is "
+                            "read from standard input, never from the command line (every user can read "
+                            "argv): printenv TOKEN | airlock login AGENT",
+                            exit_code::kUsage});
       return;
     }
     exitCode = login(host, *args);

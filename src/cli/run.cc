@@ -223,6 +223,8 @@ void announce(const RunSetup& setup, session::Ui& ui, const std::string& agent) 
                             setup.login->delivery()));
   else if (setup.login)
     ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder", setup.login->describe()));
+  if (setup.login)
+    if (std::string warning = setup.login->expiryWarning(); !warning.empty()) ui.notice(warning);
   if (!setup.imported.imported.empty())
     ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup.imported.imported, ", ")));
   for (const auto& line : setup.imported.dropped) ui.notice("left out of your settings: " + line);

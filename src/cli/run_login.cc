@@ -1,8 +1,11 @@
 #include "cli/run_login.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
+
+#include "cli/expiry.h"
 
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -88,7 +91,11 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   auto stored = loginForRun(host, spec, namedEnv);
   if (!stored) return std::unexpected(stored.error());
   if (!*stored) return nullptr;
+  if (const auto& end = (*stored)->expiresAt; end && *end <= nowSeconds(host))
+    return failWith(exit_code::kHostNotReady, "the stored {} login expired {}; store a new one: airlock login {}",
+                    spec.name, relativeTime(end, nowSeconds(host)), spec.name);
   std::unique_ptr<RunLogin> run(new RunLogin());
+  run->expiresAt_ = (*stored)->expiresAt;
   run->spec_ = spec.login;
   run->agent_ = spec.name;
   run->secrets_ = std::make_unique<HostSecrets>(host, true);
@@ -98,27 +105,34 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
     // No broker and no refresh on the host: the agent refreshes in the VM.
     auto value = run->secrets_->store().get(secrets::loginSecretName(spec.name));
     if (!value) return std::unexpected(value.error());
-    if (!*value) return failWith(exit_code::kHostNotReady, "the {} login was removed meanwhile; run `airlock login {}`",
-                                 spec.name, spec.name);
+    if (!*value)
+      return failWith(exit_code::kHostNotReady, "the {} login was removed meanwhile; run `airlock login {}`", spec.name,
+                      spec.name);
     auto parsed = secrets::parseLogin(**value);
     if (!parsed) return std::unexpected(parsed.error());
     if (parsed->format != spec.login.format)
-      return failWith(exit_code::kUsage, "the stored {} login is a {} login, not the {} this agent uses; run `airlock "
-                      "login {}` again", spec.name, parsed->format, spec.login.format, spec.name);
+      return failWith(exit_code::kUsage,
+                      "the stored {} login is a {} login, not the {} this agent uses; run `airlock "
+                      "login {}` again",
+                      spec.name, parsed->format, spec.login.format, spec.name);
     run->delivered_ = std::move(*parsed);
     return run;
   }
   run->tokens_ = std::make_unique<secrets::LoginTokens>(
-      run->secrets_->store(), spec.name, secrets::RefreshEndpoint{spec.login.refreshUrl, spec.login.clientId, spec.login.clientSecret},
+      run->secrets_->store(), spec.name,
+      secrets::RefreshEndpoint{spec.login.refreshUrl, spec.login.clientId, spec.login.clientSecret},
       secrets::curlPoster(host.getEnv("SSL_CERT_FILE")), run->lockPath_, *host.clock);
   if (auto r = run->tokens_->load(); !r) return std::unexpected(r.error());
   // A login made for another API is never sent to this spec's upstream.
   if (run->tokens_->login().format != spec.login.format)
-    return failWith(exit_code::kUsage, "the stored {} login is a {} login, not the {} this agent uses; run `airlock "
-                    "login {}` again", spec.name, run->tokens_->login().format, spec.login.format, spec.name);
+    return failWith(exit_code::kUsage,
+                    "the stored {} login is a {} login, not the {} this agent uses; run `airlock "
+                    "login {}` again",
+                    spec.name, run->tokens_->login().format, spec.login.format, spec.name);
   // A login that cannot be refreshed fails here, before a VM boots for
   // nothing (the refresh, when due, happens now instead of at the first request).
-  if (auto token = run->tokens_->token(); !token) return std::unexpected(withCode(token.error(), exit_code::kHostNotReady));
+  if (auto token = run->tokens_->token(); !token)
+    return std::unexpected(withCode(token.error(), exit_code::kHostNotReady));
   secrets::BrokerOptions options;
   options.caFile = host.getEnv("SSL_CERT_FILE");
   run->broker_ = std::make_shared<secrets::CredentialBroker>(
@@ -129,6 +143,13 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
     run->tls_ = std::move(*tls);
   }
   return run;
+}
+
+std::string RunLogin::expiryWarning() const {
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock_->now().time_since_epoch()).count();
+  if (!expiresAt_ || *expiresAt_ - now >= kLoginExpiryWarning) return "";
+  return fmt::format("your {} login expires {}: store a new one with `airlock login {}`", agent_,
+                     relativeTime(expiresAt_, now), agent_);
 }
 
 std::optional<std::string> RunLogin::guestCredentialFile() const {
@@ -166,8 +187,8 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
     credential.content = std::move(*file);
     credential.maxBytes = secrets::kMaxCredentialFileBytes;
     credential.keptNotice = "the agent refreshed its login in the VM; the new one is stored";
-    credential.returned = [secrets = secrets_.get(), agent = agent_, delivered = delivered_,
-                           lock = lockPath_, clock = clock_](std::string_view content, std::string_view) {
+    credential.returned = [secrets = secrets_.get(), agent = agent_, delivered = delivered_, lock = lockPath_,
+                           clock = clock_](std::string_view content, std::string_view) {
       return secrets::keepReturnedLogin(secrets->store(), agent, delivered, content, lock, *clock);
     };
     plan.credential = std::move(credential);
@@ -176,8 +197,10 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
   if (plan.machine.egress)
     for (const auto& mapping : plan.machine.egress->hostPorts)
       if (mapping.guestPort == secrets::kBrokerPort || (tls_ && mapping.guestPort == secrets::kBrokerTlsPort))
-        return failWith(exit_code::kUsage, "--host-port {} takes the gateway port of the {} login's broker; map "
-                        "another port, or log out first (airlock logout {})", mapping.guestPort, agent_, agent_);
+        return failWith(exit_code::kUsage,
+                        "--host-port {} takes the gateway port of the {} login's broker; map "
+                        "another port, or log out first (airlock logout {})",
+                        mapping.guestPort, agent_, agent_);
   if (auto file = guestCredentialFile()) plan.homeFiles.push_back({spec_.file, *file});
   if (tls_) plan.homeFiles.push_back({kBrokerCaFile, tls_->caPem()});
   if (!spec_.accountFile.empty() && !login().accountJson.empty()) {

@@ -70,10 +70,14 @@ agents::AgentSpec withLogin(agents::AgentSpec spec, const std::vector<std::strin
 /// hands back what the agent left there.
 class RunLogin {
  public:
+  /// How long before a login's stated end runs warn of it (7 days, in seconds).
+  static constexpr int64_t kLoginExpiryWarning = 7 * 24 * 3600;
+
   /// The stored login of `spec`'s agent, refreshed now when it expires
   /// soon; nullptr when loginForRun() has none. Errors: the store cannot be
   /// read, the stored login is not airlock's, it needed a refresh that
-  /// failed (exit code 65, naming `airlock login AGENT`).
+  /// failed, or its stated end is past (exit code 65, naming `airlock login
+  /// AGENT`).
   static Result<std::unique_ptr<RunLogin>> open(const HostContext& host, const agents::AgentSpec& spec,
                                                 const std::vector<std::string>& namedEnv);
   RunLogin(const RunLogin&) = delete;
@@ -86,6 +90,9 @@ class RunLogin {
   bool entersVm() const { return spec_.entersVm; }
   /// How it enters the VM, for messages (deliveryText).
   std::string delivery() const { return deliveryText(spec_); }
+  /// A warning when the login's stated end (`airlock login --expires`, or
+  /// a token's own) is less than kLoginExpiryWarning away; "" otherwise.
+  std::string expiryWarning() const;
 
   /// The agent's environment with the login: the billing variables removed
   /// unless `namedEnv` names them, the base URL at the broker (and its
@@ -112,9 +119,10 @@ class RunLogin {
   std::string agent_;
   std::unique_ptr<HostSecrets> secrets_;
   std::unique_ptr<secrets::LoginTokens> tokens_;  ///< null when the login enters the VM
-  secrets::AgentLogin delivered_;                   ///< the login that enters the VM
-  std::string lockPath_;                            ///< the lock file of the login's refreshes
-  const Clock* clock_ = nullptr;                    ///< the host's (never null once opened)
+  secrets::AgentLogin delivered_;                 ///< the login that enters the VM
+  std::string lockPath_;                          ///< the lock file of the login's refreshes
+  const Clock* clock_ = nullptr;                  ///< the host's (never null once opened)
+  std::optional<int64_t> expiresAt_;              ///< the login's stated end (Unix seconds)
   std::shared_ptr<secrets::CredentialBroker> broker_;
   std::shared_ptr<secrets::SessionTls> tls_;  ///< the broker's HTTPS side; null when the agent needs none
 };

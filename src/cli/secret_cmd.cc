@@ -12,57 +12,25 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/expiry.h"
 #include "cli/host_secrets.h"
 #include "cli/report.h"
 #include "cli/secret_input.h"
-#include "secrets/agent_login.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "secrets/agent_login.h"
 
 namespace airlock::cli {
 namespace {
 
-/// "2026-12-31" or "2026-12-31T08:00:00Z" (UTC) as Unix seconds; a day
-/// that does not exist (2026-02-31) or a time already past is refused.
-Result<int64_t> parseExpiry(const std::string& text, int64_t now) {
-  std::tm tm{};
-  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (!end || *end) {
-    tm = {};
-    end = ::strptime(text.c_str(), "%Y-%m-%d", &tm);
-  }
-  const std::tm asGiven = tm;
-  const int64_t t = end && !*end ? static_cast<int64_t>(::timegm(&tm)) : -1;
-  if (t < 0 || tm.tm_mday != asGiven.tm_mday || tm.tm_mon != asGiven.tm_mon || tm.tm_year != asGiven.tm_year)
-    return failWith(exit_code::kUsage, "--expires {}: give a UTC date or time, 2026-12-31 or 2026-12-31T08:00:00Z",
-                    text);
-  if (t <= now) return failWith(exit_code::kUsage, "--expires {} is in the past", text);
-  return t;
-}
-
-/// "3 hours ago", "in 5 days", "never".
-std::string relative(std::optional<int64_t> t, int64_t now) {
-  if (!t) return "never";
-  int64_t d = *t - now;
-  bool future = d > 0;
-  int64_t a = future ? d : -d;
-  std::string span = a < 120      ? fmt::format("{} seconds", a)
-                     : a < 7200   ? fmt::format("{} minutes", a / 60)
-                     : a < 172800 ? fmt::format("{} hours", a / 3600)
-                                  : fmt::format("{} days", a / 86400);
-  return future ? "in " + span : span + " ago";
-}
-
-int64_t nowOf(const HostContext& host) {
-  return std::chrono::duration_cast<std::chrono::seconds>(host.clock->now().time_since_epoch()).count();
-}
-
 int setSecret(const HostContext& host, const std::string& name, const std::string& expires) {
   // A rejected name is not repeated: it may be a token typed in the wrong place.
   if (!secrets::isValidSecretName(name))
-    return reportError(Error{"that is not a secret name: a letter, then letters, digits, '_', '.' or '-' (at most "
-                             "64); the value goes on standard input", exit_code::kUsage});
+    return reportError(
+        Error{"that is not a secret name: a letter, then letters, digits, '_', '.' or '-' (at most "
+              "64); the value goes on standard input",
+              exit_code::kUsage});
   if (name.starts_with(secrets::loginSecretName("")))
     return reportError(Error{fmt::format("{} is an agent's login, which `airlock login {}` stores (a token on standard "
                                          "input: airlock login {} --with-token)",
@@ -70,7 +38,7 @@ int setSecret(const HostContext& host, const std::string& name, const std::strin
                              exit_code::kUsage});
   std::optional<int64_t> expiresAt;
   if (!expires.empty()) {
-    auto at = parseExpiry(expires, nowOf(host));
+    auto at = parseExpiry(expires, nowSeconds(host));
     if (!at) return reportError(at.error());
     expiresAt = *at;
   }
@@ -88,12 +56,13 @@ int listSecrets(const HostContext& host, bool json, bool quiet) {
   HostSecrets secrets(host, false);
   auto list = secrets.store().list();
   if (!list) return reportError(list.error());
-  const int64_t now = nowOf(host);
+  const int64_t now = nowSeconds(host);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& s : *list) {
-      nlohmann::json e = {{"name", s.name}, {"store", s.backend}, {"source", s.source},
-                          {"updated_at", formatUtcTime(s.updatedAt)}, {"expires_at", nullptr}, {"last_used_at", nullptr}};
+      nlohmann::json e = {{"name", s.name},        {"store", s.backend},
+                          {"source", s.source},    {"updated_at", formatUtcTime(s.updatedAt)},
+                          {"expires_at", nullptr}, {"last_used_at", nullptr}};
       if (s.expiresAt) e["expires_at"] = formatUtcTime(*s.expiresAt);
       if (s.lastUsedAt) e["last_used_at"] = formatUtcTime(*s.lastUsedAt);
       out.push_back(std::move(e));
@@ -107,11 +76,11 @@ int listSecrets(const HostContext& host, bool json, bool quiet) {
   }
   std::printf("%-24s %-15s %-10s %-20s %s\n", "NAME", "STORE", "SOURCE", "EXPIRES", "LAST USED");
   for (const auto& s : *list) {
-    std::string expiry = !s.expiresAt ? "never"
-                         : *s.expiresAt <= now ? "expired " + relative(s.expiresAt, now)
-                                               : relative(s.expiresAt, now);
-    std::printf("%-24s %-15s %-10s %-20s %s\n", s.name.c_str(), s.backend.c_str(), s.source.c_str(),
-                expiry.c_str(), relative(s.lastUsedAt, now).c_str());
+    std::string expiry = !s.expiresAt          ? "never"
+                         : *s.expiresAt <= now ? "expired " + relativeTime(s.expiresAt, now)
+                                               : relativeTime(s.expiresAt, now);
+    std::printf("%-24s %-15s %-10s %-20s %s\n", s.name.c_str(), s.backend.c_str(), s.source.c_str(), expiry.c_str(),
+                relativeTime(s.lastUsedAt, now).c_str());
   }
   return 0;
 }
@@ -141,7 +110,8 @@ int removeSecrets(const HostContext& host, const std::vector<std::string>& names
 
 void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
                       const std::vector<std::string>& afterDoubleDash) {
-  auto* cmd = app.add_subcommand("secret", "The secret store on this host, where `airlock login` keeps the agents' logins (login.AGENT)");
+  auto* cmd = app.add_subcommand(
+      "secret", "The secret store on this host, where `airlock login` keeps the agents' logins (login.AGENT)");
   cmd->require_subcommand(1);
   cmd->footer(
       "Values go to the Secret Service (gnome-keyring, KWallet) when a session bus has one with an unlocked "
@@ -156,9 +126,10 @@ void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
   auto name = std::make_shared<std::string>();
   auto expires = std::make_shared<std::string>();
   auto* set = cmd->add_subcommand("set", "Store a secret; the value is read from standard input, never from argv");
-  set->footer("On a terminal: one line, not shown (backspace edits, Ctrl-C aborts; pipe a multi-line value). From "
-              "a pipe or file: every byte, without the final newline of a one-line value (a PEM key keeps its "
-              "own). At most 64 KiB.");
+  set->footer(
+      "On a terminal: one line, not shown (backspace edits, Ctrl-C aborts; pipe a multi-line value). From "
+      "a pipe or file: every byte, without the final newline of a one-line value (a PEM key keeps its "
+      "own). At most 64 KiB.");
   set->allow_extras();
   set->add_option("NAME", *name, "Secret name: a letter, then letters, digits, '_', '.' or '-'")->required();
   set->add_option("--expires", *expires, "When it stops working (UTC: 2026-12-31 or 2026-12-31T08:00:00Z)");
@@ -167,10 +138,11 @@ void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
   set->add_option("VALUE", *extra)->group("");
   set->callback([set, name, expires, extra, &exitCode, &host, &afterDoubleDash] {
     if (!extra->empty() || !set->remaining().empty() || !afterDoubleDash.empty()) {
-      exitCode = reportError(Error{"airlock secret set takes only NAME and --expires: the value is read from "
-                                   "standard input, never from the command line (every user can read argv): "
-                                   "printenv TOKEN | airlock secret set NAME",
-                                   exit_code::kUsage});
+      exitCode =
+          reportError(Error{"airlock secret set takes only NAME and --expires: the value is read from "
+                            "standard input, never from the command line (every user can read argv): "
+                            "printenv TOKEN | airlock secret set NAME",
+                            exit_code::kUsage});
       return;
     }
     exitCode = setSecret(host, *name, *expires);

@@ -14,6 +14,8 @@
 #include "agents/agent_env.h"
 #include "agents/registry.h"
 #include "agents/spec_parser.h"
+#include "cli/expiry.h"
+#include "common/exit_codes.h"
 #include "egress/policy.h"
 
 namespace airlock::cli {
@@ -36,12 +38,14 @@ class RunLoginTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   /// Stores `login` as airlock login would.
-  void store(const secrets::AgentLogin& login, const std::string& agent = "claude-code") {
+  void store(const secrets::AgentLogin& login, const std::string& agent = "claude-code",
+             std::optional<int64_t> expiresAt = std::nullopt) {
     HostSecrets secrets(host_, true);
     std::string note;
-    ASSERT_TRUE(secrets.store().set(secrets::loginSecretName(agent), secrets::serializeLogin(login), "test",
-                                    std::nullopt, note));
+    ASSERT_TRUE(
+        secrets.store().set(secrets::loginSecretName(agent), secrets::serializeLogin(login), "test", expiresAt, note));
   }
+  int64_t now() const { return nowSeconds(host_); }
   static secrets::AgentLogin subscription() {
     secrets::AgentLogin login;
     login.kind = secrets::AgentLogin::Kind::kSubscription;
@@ -118,8 +122,7 @@ TEST_F(RunLoginTest, ABrokeredRunGetsPlaceholdersTheBrokerAndNoModelHost) {
   for (const auto& f : plan.seedFiles) EXPECT_EQ(f.content.find("REAL"), std::string::npos) << f.content;
   ASSERT_EQ(plan.seedFiles.size(), 1u);
   EXPECT_NE(plan.seedFiles[0].content.find(R"("hasCompletedOnboarding":true)"), std::string::npos);
-  EXPECT_NE(plan.seedFiles[0].content.find(R"("oauthAccount":{"emailAddress":"user@example.com"})"),
-            std::string::npos);
+  EXPECT_NE(plan.seedFiles[0].content.find(R"("oauthAccount":{"emailAddress":"user@example.com"})"), std::string::npos);
   EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kBrokerPort), 1u);
 }
 
@@ -146,12 +149,36 @@ TEST_F(RunLoginTest, ALongLivedTokenGoesInAsItsVariablesPlaceholder) {
   EXPECT_TRUE(plan.homeFiles.empty());
 }
 
+// `airlock login --expires`: a run warns in the last week and refuses a
+// token past its end before a VM boots for nothing.
+TEST_F(RunLoginTest, ATokensStatedEndIsWarnedOfAWeekBeforeAndRefusedAfter) {
+  auto token = secrets::loginFromToken("claude-oauth", "sk-ant-oat01-REAL-LONG-LIVED");
+  ASSERT_TRUE(token);
+  store(*token, "claude-code", now() + 30 * 24 * 3600);
+  auto far = RunLogin::open(host_, spec_, {});
+  ASSERT_TRUE(far && *far);
+  EXPECT_EQ((*far)->expiryWarning(), "");
+  store(*token, "claude-code", now() + 3 * 24 * 3600 + 60);
+  auto soon = RunLogin::open(host_, spec_, {});
+  ASSERT_TRUE(soon && *soon);
+  EXPECT_EQ((*soon)->expiryWarning(),
+            "your claude-code login expires in 3 days: store a new one with `airlock login claude-code`");
+  store(*token, "claude-code", now() - 60);
+  auto past = RunLogin::open(host_, spec_, {});
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.error().code, exit_code::kHostNotReady);
+  EXPECT_NE(past.error().message.find("expired"), std::string::npos) << past.error().message;
+  EXPECT_NE(past.error().message.find("airlock login claude-code"), std::string::npos) << past.error().message;
+  EXPECT_EQ(past.error().message.find("REAL"), std::string::npos);
+}
+
 TEST_F(RunLoginTest, AGoogleLoginGivesGeminiCodeAssistAtTheBrokerAndAPlaceholderToken) {
   auto registry = agents::AgentRegistry::builtin();
   ASSERT_TRUE(registry);
   agents::AgentSpec gemini = *registry->find("gemini");
   auto creds = secrets::loginFromCredentialFile(
-      "gemini-oauth", R"({"access_token":"ya29.REAL-ACCESS","refresh_token":"1//REAL-REFRESH","expiry_date":4102444800000})");
+      "gemini-oauth",
+      R"({"access_token":"ya29.REAL-ACCESS","refresh_token":"1//REAL-REFRESH","expiry_date":4102444800000})");
   ASSERT_TRUE(creds) << creds.error().message;
   creds->accountJson = R"({"active":"user@example.com"})";
   store(*creds, "gemini");
@@ -252,7 +279,8 @@ login:
   token_env: ACME_TOKEN
   hosts: [api.acme.example]
   billing_env: [ACME_API_KEY]
-)", "acme.yaml");
+)",
+                                     "acme.yaml");
   ASSERT_TRUE(spec) << spec.error().message;
   auto token = secrets::loginFromToken("token", "acme-REAL-TOKEN-0123456789\n");
   ASSERT_TRUE(token) << token.error().message;
@@ -285,7 +313,8 @@ TEST_F(RunLoginTest, OpenCodesChatGptLoginEntersTheVmAndComesBackRefreshed) {
   agents::AgentSpec opencode = *registry->find("opencode");
   ASSERT_TRUE(opencode.login.entersVm);
   auto imported = secrets::loginFromCredentialFile(
-      "opencode-oauth", R"({"openai":{"type":"oauth","refresh":"rt_REAL","access":"REAL-ACCESS","expires":1000,"accountId":"acct-1"}})");
+      "opencode-oauth",
+      R"({"openai":{"type":"oauth","refresh":"rt_REAL","access":"REAL-ACCESS","expires":1000,"accountId":"acct-1"}})");
   ASSERT_TRUE(imported);
   store(*imported, "opencode");
   auto login = RunLogin::open(host_, opencode, {});
@@ -322,7 +351,8 @@ TEST_F(RunLoginTest, OpenCodesChatGptLoginEntersTheVmAndComesBackRefreshed) {
   ASSERT_TRUE(same) << same.error().message;
   EXPECT_FALSE(*same);
   auto refreshed = plan.credential->returned(
-      R"({"openai":{"type":"oauth","refresh":"rt_NEW","access":"NEW-ACCESS","expires":5000,"accountId":"acct-1"}})", "");
+      R"({"openai":{"type":"oauth","refresh":"rt_NEW","access":"NEW-ACCESS","expires":5000,"accountId":"acct-1"}})",
+      "");
   ASSERT_TRUE(refreshed) << refreshed.error().message;
   EXPECT_TRUE(*refreshed);
   EXPECT_NE(stored().find("rt_NEW"), std::string::npos);

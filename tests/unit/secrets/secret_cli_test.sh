@@ -140,6 +140,20 @@ code=$?
 set -e
 [ "$code" = 64 ] && grep -q 'no file on this host' "$work/acme-host.err" ||
   fail "--from-host of a token login: exit $code: $(cat "$work/acme-host.err")"
+# A token's stated end is kept, shown by secret ls, and --expires dates
+# tokens only.
+printf 'acme-tok-%s\n' "$value" | AIRLOCK_SECRET_STORE=file "$airlock" login acme --expires 2099-12-31 2>"$work/acme.err" ||
+  fail "login --expires: $(cat "$work/acme.err")"
+AIRLOCK_SECRET_STORE=file "$airlock" secret ls --json | python3 -c '
+import json, sys
+e = [s for s in json.load(sys.stdin) if s["name"] == "login.acme"]
+assert e and e[0]["expires_at"] == "2099-12-31T00:00:00Z", e' || fail "the login's --expires was not kept"
+AIRLOCK_SECRET_STORE=file "$airlock" secret ls | grep -Eq '^login.acme +file +stdin +in [0-9]+ days' ||
+  fail "secret ls does not show the login's end: $(AIRLOCK_SECRET_STORE=file "$airlock" secret ls)"
+rc=0; AIRLOCK_SECRET_STORE=file "$airlock" login gemini --from-host --expires 2099-12-31 2>"$work/err" || rc=$?
+[ "$rc" = 64 ] && grep -q 'long-lived token' "$work/err" || fail "--expires with --from-host: rc=$rc $(cat "$work/err")"
+rc=0; echo tok | AIRLOCK_SECRET_STORE=file "$airlock" login acme --expires 2001-01-01 2>"$work/err" || rc=$?
+[ "$rc" = 64 ] && grep -q 'in the past' "$work/err" || fail "a past --expires: rc=$rc $(cat "$work/err")"
 AIRLOCK_SECRET_STORE=file "$airlock" logout acme 2>/dev/null || fail "logout acme failed"
 rm "$XDG_CONFIG_HOME/airlock/config.yaml"
 
