@@ -40,8 +40,8 @@ Result<std::unique_ptr<SecretServiceBackend>> SecretServiceBackend::connect() {
   std::unique_ptr<SecretServiceBackend> backend(new SecretServiceBackend(service));
   // A service without an unlocked default keyring (an SSH login to a
   // desktop, a bare systemd --user bus) cannot store anything.
-  SecretCollection* keyring = secret_collection_for_alias_sync(service, SECRET_COLLECTION_DEFAULT,
-                                                               SECRET_COLLECTION_NONE, nullptr, &error);
+  SecretCollection* keyring =
+      secret_collection_for_alias_sync(service, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE, nullptr, &error);
   if (error) return fail("the Secret Service did not give its default keyring: {}", take(error));
   if (!keyring) return fail("the Secret Service has no default keyring");
   const bool locked = secret_collection_get_locked(keyring);
@@ -51,6 +51,10 @@ Result<std::unique_ptr<SecretServiceBackend>> SecretServiceBackend::connect() {
 }
 
 SecretServiceBackend::~SecretServiceBackend() { g_object_unref(serviceOf(service_)); }
+
+std::string SecretServiceBackend::clearCommand(const std::string& name) {
+  return std::string("secret-tool clear ") + kAttribute + " " + name;
+}
 
 Result<> SecretServiceBackend::store(const std::string& name, const std::string& value) {
   GError* error = nullptr;

@@ -20,6 +20,9 @@ class SecretServiceBackend final : public SecretBackend {
   static Result<std::unique_ptr<SecretServiceBackend>> connect();
   ~SecretServiceBackend() override;
   std::string id() const override { return "secret-service"; }
+  /// The command that removes airlock's item `name` from the keyring by
+  /// hand (libsecret's secret-tool), for when airlock cannot reach it.
+  static std::string clearCommand(const std::string& name);
   std::string describe() const override { return "Secret Service (org.freedesktop.secrets on the session bus)"; }
   Result<> store(const std::string& name, const std::string& value) override;
   Result<std::optional<std::string>> lookup(const std::string& name) override;

@@ -13,6 +13,7 @@
 #include "common/file_lock.h"
 #include "common/paths.h"
 #include "secrets/file_backend.h"
+#include "secrets/secret_service_backend.h"
 
 namespace airlock::secrets {
 namespace {
@@ -55,8 +56,10 @@ Result<std::map<std::string, SecretInfo>> SecretStore::readIndex() const {
   std::string text(static_cast<size_t>(st.st_size), '\0');
   if (readFull(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     return fail("cannot read the secret index {}: {}", indexPath_, errnoText(errno));
-  const Error notOurs{fmt::format("the secret index {} is not airlock's JSON; move it away (the values stay in "
-                                  "their store)", indexPath_)};
+  const Error notOurs{
+      fmt::format("the secret index {} is not airlock's JSON; move it away (the values stay in "
+                  "their store)",
+                  indexPath_)};
   json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("secrets") || !doc["secrets"].is_object())
     return std::unexpected(notOurs);
@@ -99,6 +102,19 @@ Result<> SecretStore::writeIndex(const std::map<std::string, SecretInfo>& index)
   return writeFileAtomic(indexPath_, doc.dump(2) + "\n", 0600);
 }
 
+namespace {
+
+/// The note for a value left in `backend`, a store not reachable now: where
+/// it stays and how to remove it there.
+std::string leftInUnreachableStore(const std::string& what, const std::string& name, const std::string& backend) {
+  std::string how = backend == "secret-service"
+                        ? "remove it there when it is (`" + SecretServiceBackend::clearCommand(name) + "`)"
+                        : "remove it there";
+  return fmt::format("{} of {} stays in the {} store (not reachable now); {}", what, name, backend, how);
+}
+
+}  // namespace
+
 Result<SecretBackend*> SecretStore::backendOf(const SecretInfo& info) const {
   auto it = backends_.find(info.backend);
   if (it == backends_.end())
@@ -111,7 +127,8 @@ Result<> SecretStore::set(const std::string& name, const std::string& value, con
                           std::optional<int64_t> expiresAt, std::string& note) {
   note.clear();
   if (!isValidSecretName(name))
-    return failWith(exit_code::kUsage, "that is not a secret name: a letter, then letters, digits, '_', '.' or '-' "
+    return failWith(exit_code::kUsage,
+                    "that is not a secret name: a letter, then letters, digits, '_', '.' or '-' "
                     "(at most 64)");
   if (value.empty()) return failWith(exit_code::kUsage, "the value of {} is empty", name);
   if (value.size() > kMaxSecretBytes)
@@ -127,8 +144,7 @@ Result<> SecretStore::set(const std::string& name, const std::string& value, con
   if (auto old = index->find(name); old != index->end() && old->second.backend != preferred_.id()) {
     // The value moved: the old copy goes, or stays where it cannot be reached now.
     if (auto from = backendOf(old->second); !from)
-      note = fmt::format("the old value of {} stays in the {} store (not reachable now); remove it there", name,
-                         old->second.backend);
+      note = leftInUnreachableStore("the old value", name, old->second.backend);
     else if (auto erased = (*from)->erase(name); !erased)
       note = fmt::format("the old value of {} stays in the {} store: {}", name, old->second.backend,
                          erased.error().message);
@@ -150,8 +166,8 @@ Result<std::optional<std::string>> SecretStore::get(const std::string& name) {
   auto value = (*backend)->lookup(name);
   if (!value) return std::unexpected(value.error());
   if (!*value)
-    return fail("the {} store lost the value of {}; set it again (airlock secret set {})", it->second.backend,
-                name, name);
+    return fail("the {} store lost the value of {}; set it again (airlock secret set {})", it->second.backend, name,
+                name);
   it->second.lastUsedAt = now();
   if (auto written = writeIndex(*index); !written) return std::unexpected(written.error());
   return value;
@@ -175,8 +191,7 @@ Result<bool> SecretStore::remove(const std::string& name, std::string& note) {
   auto it = index->find(name);
   if (it == index->end()) return false;
   if (auto backend = backendOf(it->second); !backend)
-    note = fmt::format("the value of {} stays in the {} store (not reachable now); remove it there", name,
-                       it->second.backend);
+    note = leftInUnreachableStore("the value", name, it->second.backend);
   else if (auto erased = (*backend)->erase(name); !erased)
     return std::unexpected(erased.error());
   index->erase(it);

@@ -148,6 +148,7 @@ TEST_F(SecretStoreTest, ASecretInAStoreThatIsNotReachableNowSaysSo) {
   // Setting it again here works; the note says where the old value stays.
   ASSERT_TRUE(fileStore().set("token", "rotated", "stdin", std::nullopt, note_));
   EXPECT_NE(note_.find("stays in the secret-service store"), std::string::npos) << note_;
+  EXPECT_NE(note_.find("`secret-tool clear airlock-secret token`"), std::string::npos) << note_;
   EXPECT_EQ(fileStore().get("token")->value_or(""), "rotated");
   // And an entry of an unreachable store can be removed, with the same note.
   {
@@ -158,6 +159,7 @@ TEST_F(SecretStoreTest, ASecretInAStoreThatIsNotReachableNowSaysSo) {
   ASSERT_TRUE(removed) << removed.error().message;
   EXPECT_TRUE(*removed);
   EXPECT_NE(note_.find("stays in the secret-service store"), std::string::npos) << note_;
+  EXPECT_NE(note_.find("`secret-tool clear airlock-secret other`"), std::string::npos) << note_;
 }
 
 TEST_F(SecretStoreTest, SettingAgainMovesTheValueToThePreferredStore) {
