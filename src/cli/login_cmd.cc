@@ -147,7 +147,8 @@ int login(const HostContext& host, const LoginArgs& args) {
     login = loginInVm(host, *spec, false);
     source = "login in a VM";
   } else {
-    const std::string what = how.tokenEnv.empty() ? "the token" : how.tokenEnv;
+    const std::string what = how.tokenEnv.empty() ? fmt::format("the {} token", args.agent)
+                                                   : fmt::format("the {} token, as in {}", args.agent, how.tokenEnv);
     auto value = readSecretValue(what, host.terminal.stdinTty, "airlock login " + args.agent);
     if (!value) return reportError(value.error());
     login = secrets::loginFromToken(how.format, *value);

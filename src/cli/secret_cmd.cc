@@ -42,7 +42,7 @@ int setSecret(const HostContext& host, const std::string& name, const std::strin
     if (!at) return reportError(at.error());
     expiresAt = *at;
   }
-  auto value = readSecretValue(name, host.terminal.stdinTty, "airlock secret set " + name);
+  auto value = readSecretValue("the value of " + name, host.terminal.stdinTty, "airlock secret set " + name);
   if (!value) return reportError(value.error());
   HostSecrets secrets(host, true);
   std::string note;

@@ -29,7 +29,7 @@ void restoreTerminalAndDie(int sig) {
 /// Ctrl-D on an empty line ends input. A paste of several lines is
 /// refused (the rest would otherwise be lost or reach the shell).
 Result<std::string> promptValue(const std::string& name, const std::string& command) {
-  std::fprintf(stderr, "Value of %s (not shown): ", name.c_str());
+  std::fprintf(stderr, "Enter %s (not shown): ", name.c_str());
   std::fflush(stderr);
   std::string value;
   bool raw = ::tcgetattr(0, &gSavedTerminal) == 0;
@@ -96,8 +96,8 @@ Result<std::string> readSecretValue(const std::string& name, bool terminal, cons
     if (body.find('\n') == std::string_view::npos) value.resize(body.size());
   }
   if (value.empty())
-    return failWith(exit_code::kUsage, "no value for {} on standard input (e.g. `printenv TOKEN | {}`)", name,
-                    command);
+    return failWith(exit_code::kUsage, "standard input held nothing: give {} there (e.g. `printenv TOKEN | {}`)",
+                    name, command);
   return value;
 }
 

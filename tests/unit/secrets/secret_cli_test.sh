@@ -165,13 +165,13 @@ trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$work"' EXIT
 tmuxrun new-session -d -x 150 -y 10 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_STATE_HOME=$XDG_STATE_HOME \
   sh -c '$airlock secret set typed; echo rc=\$? > $work/rc1; stty -a > $work/stty1; \
          $airlock secret set typed2; echo rc=\$? > $work/rc2; sleep 30'"
-for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Value of typed" && break; sleep 0.1; done
+for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Enter the value of typed (not shown)" && break; sleep 0.1; done
 tmuxrun send-keys -l "half-typed"
 tmuxrun send-keys C-c
 for _ in $(seq 300); do [ -s "$work/stty1" ] && break; sleep 0.1; done
 [ "$(cat "$work/rc1")" = rc=130 ] || fail "Ctrl-C at the prompt: $(cat "$work/rc1")"
 grep -Eq '(^| )echo( |$)' "$work/stty1" || fail "Ctrl-C left echo off: $(grep -o -- '-*echo ' "$work/stty1" | head -1)"
-for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Value of typed2" && break; sleep 0.1; done
+for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Enter the value of typed2 (not shown)" && break; sleep 0.1; done
 tmuxrun send-keys -l "tok-typed-$value"
 tmuxrun send-keys Enter
 for _ in $(seq 300); do [ -s "$work/rc2" ] && break; sleep 0.1; done
