@@ -33,7 +33,7 @@ std::string keptOutText(const ws::SnapshotResult& res, bool listed) {
   for (const auto& k : res.excluded)
     out += fmt::format("  {:<14} {}  ({})\n", "", ws::displayPath(k.path), ws::keptOutReasonText(k.reason));
   for (const auto& p : res.gitCredentialsStripped)
-    out += fmt::format("  {:<14} {}  (copied without its credentials)\n", "", ws::displayPath(p));
+    out += fmt::format("  {:<14} {}  (copied without its credentials and commands)\n", "", ws::displayPath(p));
   return out;
 }
 

@@ -60,5 +60,23 @@ TEST(InfoKeptOut, CountsAlwaysNamesOnlyWithExcluded) {
   EXPECT_EQ(j["paths"].size(), 4u);
 }
 
+// Issue 18: a repository's hooks are kept out and its config is copied
+// sanitized; --excluded names both, and says what the config lost.
+TEST(InfoKeptOut, NamesTheGitHooksAndTheSanitizedConfig) {
+  auto tmp = TempDir::create(fs::temp_directory_path().string(), "airlock-kept-out-");
+  ASSERT_TRUE(tmp) << tmp.error().message;
+  std::string ws = tmp->path();
+  write(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  write(ws + "/.git/hooks/pre-commit", "#!/bin/sh\n");
+  write(ws + "/.git/config", "[core]\n\tsshCommand = ssh -i key\n[credential]\n\thelper = store\n");
+  fs::create_directories(ws + "/.git/objects");
+  auto full = keptOut(ws, config::Settings{}, true);
+  ASSERT_TRUE(full) << full.error().message;
+  std::string text = keptOutText(*full, true);
+  EXPECT_NE(text.find(".git/hooks  (git hooks directory)"), std::string::npos) << text;
+  EXPECT_NE(text.find(".git/config  (copied without its credentials and commands)"), std::string::npos) << text;
+  EXPECT_NE(text.find("credentials and commands removed from 1 git config file"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace airlock::cli
