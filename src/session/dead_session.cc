@@ -39,9 +39,11 @@ Result<bool> exportDeadSession(const std::string& stateDir, const std::string& d
     ui.progress("waiting for another airlock process exporting this session's changes");
     if (::flock(lock.get(), LOCK_EX) != 0) return fail("cannot lock {}: {}", layout.runLock(), errnoText(errno));
   }
-  // A live diff's export that the supervisor's death cut short.
+  // A live diff's export that the supervisor's death cut short, and the
+  // attach socket nobody answers any more.
   for (const auto& entry : listDir(dir).value_or(std::vector<std::string>{}))
     if (entry.starts_with("diff-") && entry.ends_with(".tar")) ::unlink((dir + "/" + entry).c_str());
+  ::unlink((dir + "/" + layout.attachSocket()).c_str());
   if (nothingToDo()) return false;
   const std::string name = sessionName(dir).empty() ? dir : sessionName(dir);
   struct stat disk {};

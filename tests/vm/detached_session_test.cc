@@ -608,6 +608,7 @@ TEST_F(Detached, AKilledSupervisorLeavesNoVmAndKeepsItsChanges) {
   EXPECT_NE(diff.out.find("x.txt"), std::string::npos) << diff.out << diff.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/scratch.ext4")) << "the kept disk outlived its export";
   EXPECT_FALSE(std::filesystem::exists(dir + "/root.img")) << "the image's link outlived the export";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/attach.sock")) << "the dead supervisor's socket was left";
   EXPECT_EQ(entry("doomed")["state"], "pending review");
   EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "the export's VM outlived it";
   auto review = airlock({"review", "doomed", "--review=auto"});
