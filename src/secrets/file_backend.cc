@@ -51,14 +51,29 @@ Result<> checkDirectoryChain(const std::string& dir) {
   std::string path = dir;
   while (!path.empty()) {
     struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode))
-        return failWith(exit_code::kHostNotReady, "{} is not a directory; airlock keeps no secrets below it", path);
-      if (st.st_uid != me && st.st_uid != root)
+    if (::lstat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) return fail("cannot read {}: {}", path, errnoText(errno));
+    } else if (st.st_uid != me && st.st_uid != root) {
+      return failWith(exit_code::kHostNotReady,
+                      "{} belongs to uid {}, who could swap what is below it; airlock keeps no secrets there (set "
+                      "XDG_DATA_HOME to a directory of yours)",
+                      path, st.st_uid);
+    } else if (S_ISLNK(st.st_mode)) {
+      // A link of yours or root's (/home -> var/home on Fedora Atomic, a
+      // ~/.local/share moved elsewhere), in a directory only you or root
+      // can change (checked next): where it leads must pass the same checks.
+      char* real = ::realpath(path.c_str(), nullptr);
+      if (!real)
         return failWith(exit_code::kHostNotReady,
-                        "{} belongs to uid {}, who could swap what is below it; airlock keeps no secrets there (set "
-                        "XDG_DATA_HOME to a directory of yours)",
-                        path, st.st_uid);
+                        "{} is a symbolic link that leads nowhere ({}); airlock keeps no "
+                        "secrets below it",
+                        path, errnoText(errno));
+      std::string target(real);
+      ::free(real);
+      if (auto ok = checkDirectoryChain(target); !ok) return ok;
+    } else if (!S_ISDIR(st.st_mode)) {
+      return failWith(exit_code::kHostNotReady, "{} is not a directory; airlock keeps no secrets below it", path);
+    } else {
       // Writable by others (not sticky): they could rename what is below it.
       // The owner's own user-private group (umask 002 distributions) is the owner.
       const mode_t writers = st.st_uid == me && privateGroup(st.st_gid) ? 0002 : 0022;
@@ -67,8 +82,6 @@ Result<> checkDirectoryChain(const std::string& dir) {
             exit_code::kHostNotReady,
             "{} is writable by others (mode {:o}); airlock keeps no secrets below it: fix it with chmod go-w {}", path,
             st.st_mode & 07777, path);
-    } else if (errno != ENOENT) {
-      return fail("cannot read {}: {}", path, errnoText(errno));
     }
     auto slash = path.rfind('/');
     if (slash == std::string::npos || path == "/") break;

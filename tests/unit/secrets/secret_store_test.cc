@@ -225,6 +225,41 @@ TEST_F(SecretStoreTest, ADataDirectoryOfYoursThatOthersMayWriteIsRefused) {
   EXPECT_TRUE(store.set("k", "v", "stdin", std::nullopt, note_));
 }
 
+// /home -> var/home (Fedora Atomic), a ~/.local/share moved elsewhere: a
+// link of the user's or root's leads on, checked where it leads; a link
+// into a directory others may change, or another user's link, is refused.
+TEST_F(SecretStoreTest, ASymbolicLinkOfYoursInTheChainIsFollowedAndWhereItLeadsChecked) {
+  const std::string real = dir_->path() + "/var/home";
+  ASSERT_TRUE(makeDirs(real + "/u/.local/share"));
+  ASSERT_EQ(::symlink("var/home", (dir_->path() + "/home").c_str()), 0);
+  const std::string data = dir_->path() + "/home/u/.local/share";
+  FileBackend linked(data + "/airlock/secrets");
+  SecretStore store(data + "/airlock/secrets.json", {{"file", &linked}}, linked, clock_);
+  ASSERT_TRUE(store.set("k", "v", "stdin", std::nullopt, note_)) << "a link of yours was refused";
+  EXPECT_EQ(store.get("k")->value_or(""), "v");
+  EXPECT_TRUE(pathExists(real + "/u/.local/share/airlock/secrets/k"));
+  // Where it leads is writable by others: refused, naming that directory.
+  ASSERT_EQ(::chmod((real + "/u").c_str(), 0777), 0);
+  auto refused = store.set("k", "w", "stdin", std::nullopt, note_);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("/u is writable by others"), std::string::npos)
+      << refused.error().message;
+  ASSERT_EQ(::chmod((real + "/u").c_str(), 0755), 0);
+  // A link that leads nowhere.
+  ASSERT_EQ(::symlink("gone", (dir_->path() + "/nowhere").c_str()), 0);
+  FileBackend dangling(dir_->path() + "/nowhere/airlock/secrets");
+  SecretStore lost(dir_->path() + "/nowhere/airlock/secrets.json", {{"file", &dangling}}, dangling, clock_);
+  auto nowhere = lost.set("k", "v", "stdin", std::nullopt, note_);
+  ASSERT_FALSE(nowhere);
+  EXPECT_NE(nowhere.error().message.find("leads nowhere"), std::string::npos) << nowhere.error().message;
+  if (::geteuid() != 0) return;
+  // Another user's link: refused whatever it leads to.
+  ASSERT_EQ(::lchown((dir_->path() + "/home").c_str(), 4243, 4243), 0);
+  auto foreign = store.set("k", "w", "stdin", std::nullopt, note_);
+  ASSERT_FALSE(foreign);
+  EXPECT_NE(foreign.error().message.find("belongs to uid 4243"), std::string::npos) << foreign.error().message;
+}
+
 TEST_F(SecretStoreTest, AnIndexThatIsNotAirlocksIsRefusedNotOverwritten) {
   ASSERT_TRUE(makeDirs(dir_->path() + "/data"));
   ASSERT_TRUE(writeFileAtomic(index(), "not json", 0600));
