@@ -89,7 +89,7 @@ Result<std::string> readSecretValue(const std::string& name, bool terminal, cons
     ssize_t n;
     while ((n = ::read(0, buf, sizeof buf)) > 0 && value.size() <= secrets::kMaxSecretBytes)
       value.append(buf, static_cast<size_t>(n));
-    if (n < 0) return fail("cannot read the value from standard input: {}", errnoText(errno));
+    if (n < 0) return failWith(exit_code::kUsage, "cannot read the value from standard input: {}", errnoText(errno));
     std::string_view body(value);
     if (body.ends_with("\r\n")) body.remove_suffix(2);
     else if (body.ends_with('\n')) body.remove_suffix(1);

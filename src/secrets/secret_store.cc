@@ -52,20 +52,21 @@ Result<std::map<std::string, SecretInfo>> SecretStore::readIndex() const {
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
       st.st_size > static_cast<off_t>(kMaxIndexBytes))
-    return fail("the secret index {} is not a regular file of yours (at most 1 MiB); move it away", indexPath_);
+    return failWith(exit_code::kHostNotReady, "the secret index {} is not a regular file of yours (at most 1 MiB); "
+                    "move it away", indexPath_);
   std::string text(static_cast<size_t>(st.st_size), '\0');
   if (readFull(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     return fail("cannot read the secret index {}: {}", indexPath_, errnoText(errno));
-  const Error notOurs{
-      fmt::format("the secret index {} is not airlock's JSON; move it away (the values stay in "
-                  "their store)",
-                  indexPath_)};
+  const Error notOurs{fmt::format("the secret index {} is not airlock's JSON; move it away (the values stay in "
+                                  "their store)",
+                                  indexPath_),
+                      exit_code::kHostNotReady};
   json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("secrets") || !doc["secrets"].is_object())
     return std::unexpected(notOurs);
   if (doc.contains("version") && (!doc["version"].is_number_integer() || doc["version"].get<int64_t>() > 1))
-    return fail("the secret index {} is of a newer airlock (version {}); use that one", indexPath_,
-                doc["version"].dump());
+    return failWith(exit_code::kHostNotReady, "the secret index {} is of a newer airlock (version {}); use that one",
+                    indexPath_, doc["version"].dump());
   auto time = [](const json& entry, const char* key) -> std::optional<int64_t> {
     auto it = entry.find(key);
     if (it == entry.end() || !it->is_number_integer()) return std::nullopt;
@@ -118,8 +119,12 @@ std::string leftInUnreachableStore(const std::string& what, const std::string& n
 Result<SecretBackend*> SecretStore::backendOf(const SecretInfo& info) const {
   auto it = backends_.find(info.backend);
   if (it == backends_.end())
-    return fail("the secret {} is in the {} store, which is not reachable now{}", info.name, info.backend,
-                info.backend == "secret-service" ? " (no usable Secret Service on a session bus)" : "");
+    return failWith(exit_code::kHostNotReady, "the secret {} is in the {} store, which is not reachable now{}",
+                    info.name, info.backend,
+                    info.backend == "secret-service"
+                        ? " (no usable Secret Service on this session bus: run it where the keyring is unlocked, or "
+                          "store it again here)"
+                        : "");
   return it->second;
 }
 
