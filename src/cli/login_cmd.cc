@@ -155,9 +155,15 @@ int login(const HostContext& host, const LoginArgs& args) {
     source = "stdin";
   }
   if (!login) return reportError(login.error());
-  // A token that carries its own end (a JWT's exp) is dated by it.
+  // A token that carries its own end (a JWT's exp) is dated by it; one
+  // already past it is refused, not stored.
   if (!expiresAt && login->kind == secrets::AgentLogin::Kind::kToken && login->expiresAtMs)
     expiresAt = *login->expiresAtMs / 1000;
+  if (expiresAt && *expiresAt <= nowSeconds(host))
+    return reportError(Error{fmt::format("that {} login expired {} and cannot be refreshed (no refresh token); log "
+                                         "in again: airlock login {}",
+                                         args.agent, relativeTime(expiresAt, nowSeconds(host)), args.agent),
+                             exit_code::kUsage});
   HostSecrets secrets(host, true);
   std::string note;
   // Under the login's lock: a session's refresh in flight neither loses

@@ -350,6 +350,7 @@ Result<AgentLogin> loginFromToken(std::string_view format, std::string_view toke
   login.kind = AgentLogin::Kind::kToken;
   login.format = std::string(format);
   login.accessToken = std::string(token);
+  login.expiresAtMs = jwtExpiryMs(login.accessToken);  // a JWT carries its own end
   return login;
 }
 

@@ -435,6 +435,15 @@ TEST(AgentLogin, JwtExpiryIsReadOnlyFromAWellFormedToken) {
     EXPECT_FALSE(jwtExpiryMs(bad)) << bad;
 }
 
+// A custom agent's token that is a JWT is dated by its exp (secret ls,
+// the run's expiry warning and refusal).
+TEST(AgentLogin, ATokenThatIsAJwtCarriesItsExpiry) {
+  auto login = loginFromToken("token", jwt({{"exp", 1900000000}}));
+  ASSERT_TRUE(login) << login.error().message;
+  EXPECT_EQ(login->expiresAtMs, 1'900'000'000'000);
+  EXPECT_FALSE(loginFromToken("token", "opaque-token")->expiresAtMs);
+}
+
 TEST(AgentLogin, TheCodexPlaceholderCarriesTheAccountClaimsAndNoRealToken) {
   auto login = loginFromCredentialFile("codex-oauth", codexAuth().dump());
   ASSERT_TRUE(login);

@@ -152,6 +152,10 @@ AIRLOCK_SECRET_STORE=file "$airlock" secret ls | grep -Eq '^login.acme +file +st
   fail "secret ls does not show the login's end: $(AIRLOCK_SECRET_STORE=file "$airlock" secret ls)"
 rc=0; AIRLOCK_SECRET_STORE=file "$airlock" login gemini --from-host --expires 2099-12-31 2>"$work/err" || rc=$?
 [ "$rc" = 64 ] && grep -q 'long-lived token' "$work/err" || fail "--expires with --from-host: rc=$rc $(cat "$work/err")"
+# A token already past its own end (a JWT's exp) is refused, not stored.
+expired_jwt="eyJhbGciOiJub25lIn0.$(printf '{"exp":1000000000}' | base64 -w0 | tr '+/' '-_' | tr -d =).sig"
+rc=0; printf %s "$expired_jwt" | AIRLOCK_SECRET_STORE=file "$airlock" login acme 2>"$work/err" || rc=$?
+[ "$rc" = 64 ] && grep -q 'expired .* days ago' "$work/err" || fail "an expired JWT login: rc=$rc $(cat "$work/err")"
 rc=0; echo tok | AIRLOCK_SECRET_STORE=file "$airlock" login acme --expires 2001-01-01 2>"$work/err" || rc=$?
 [ "$rc" = 64 ] && grep -q 'in the past' "$work/err" || fail "a past --expires: rc=$rc $(cat "$work/err")"
 AIRLOCK_SECRET_STORE=file "$airlock" logout acme 2>/dev/null || fail "logout acme failed"
