@@ -19,8 +19,9 @@ Result<int64_t> parseExpiry(const std::string& text, int64_t now) {
   const std::tm asGiven = tm;
   const int64_t t = end && !*end ? static_cast<int64_t>(::timegm(&tm)) : -1;
   if (t < 0 || tm.tm_mday != asGiven.tm_mday || tm.tm_mon != asGiven.tm_mon || tm.tm_year != asGiven.tm_year)
-    return failWith(exit_code::kUsage, "--expires {}: give a UTC date or time, 2026-12-31 or 2026-12-31T08:00:00Z",
-                    text);
+    return failWith(exit_code::kUsage,
+                    "--expires takes a UTC date or time, 2026-12-31 or 2026-12-31T08:00:00Z (what "
+                    "was given is not repeated, in case it was a token)");
   if (t <= now) return failWith(exit_code::kUsage, "--expires {} is in the past", text);
   return t;
 }

@@ -12,7 +12,7 @@
 namespace airlock::cli {
 
 /// "2026-12-31" or "2026-12-31T08:00:00Z" (UTC) as Unix seconds. Errors
-/// (64, naming --expires): another form, a day that does not exist
+/// (64, naming --expires, never repeating `text`): another form, a day that does not exist
 /// (2026-02-31), a time at or before `now` (Unix seconds).
 Result<int64_t> parseExpiry(const std::string& text, int64_t now);
 

@@ -31,6 +31,7 @@
 #include "cli/secret_input.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/token_prefixes.h"
 #include "common/visible_text.h"
 #include "secrets/agent_login.h"
 #include "secrets/secret_store.h"
@@ -51,6 +52,10 @@ struct LoginArgs {
 };
 
 Result<agents::AgentSpec> loginSpec(const HostContext& host, const std::string& name) {
+  if (startsLikeToken(name))
+    return failWith(exit_code::kUsage,
+                    "that is not an agent name (not repeated: it starts as a token does); a token "
+                    "goes on standard input: printenv TOKEN | airlock login AGENT");
   auto registry = knownAgents(host);
   if (!registry) return std::unexpected(registry.error());
   auto spec = registry->find(name);
@@ -148,7 +153,7 @@ int login(const HostContext& host, const LoginArgs& args) {
     source = "login in a VM";
   } else {
     const std::string what = how.tokenEnv.empty() ? fmt::format("the {} token", args.agent)
-                                                   : fmt::format("the {} token, as in {}", args.agent, how.tokenEnv);
+                                                  : fmt::format("the {} token, as in {}", args.agent, how.tokenEnv);
     auto value = readSecretValue(what, host.terminal.stdinTty, "airlock login " + args.agent);
     if (!value) return reportError(value.error());
     login = secrets::loginFromToken(how.format, *value);
@@ -203,6 +208,10 @@ int login(const HostContext& host, const LoginArgs& args) {
 }
 
 int logout(const HostContext& host, const std::string& agent) {
+  if (startsLikeToken(agent))
+    return reportError(
+        Error{"that is not an agent name (not repeated: it starts as a token does; see `airlock agents`)",
+              exit_code::kUsage});
   if (!secrets::isValidSecretName(secrets::loginSecretName(agent)))
     return reportError(
         Error{fmt::format("'{}' is not an agent name (see `airlock agents`)", visibleText(agent)), exit_code::kUsage});

@@ -19,6 +19,8 @@
 #include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "common/host_context.h"
+#include "common/token_prefixes.h"
+#include "common/visible_text.h"
 
 extern char** environ;
 
@@ -69,14 +71,24 @@ int main(int argc, char** argv) {
   auto subcommands = app.get_subcommands({});
   bool known = std::any_of(subcommands.begin(), subcommands.end(),
                            [&](const CLI::App* sub) { return args.size() > 1 && sub->check_name(args[1]); });
+  // A word that starts as a token does is never repeated: it may be one,
+  // typed where a name or a flag's value goes.
+  auto mayBeToken = [](std::string_view word) {
+    size_t eq = word.find('=');
+    return airlock::startsLikeToken(word) ||
+           (eq != std::string_view::npos && airlock::startsLikeToken(word.substr(eq + 1)));
+  };
+  const bool tokenOnLine = std::any_of(args.begin() + 1, args.end(), [&](const char* w) { return mayBeToken(w); });
   if (args.size() > 1 && args[1][0] != '-' && !known) {
     std::string verbs, agentNames;
     for (const auto* sub : subcommands)
       if (!sub->get_group().empty()) verbs += (verbs.empty() ? "" : ", ") + sub->get_name();
     if (auto registry = airlock::cli::knownAgents(host))
       for (const auto& name : registry->names()) agentNames += (agentNames.empty() ? "" : ", ") + name;
-    std::fprintf(stderr, "airlock: unknown command or agent '%s'\n  commands: %s\n  agents: %s\nRun airlock --help.\n",
-                 args[1], verbs.c_str(), agentNames.c_str());
+    const std::string word =
+        mayBeToken(args[1]) ? "(not repeated: it starts as a token does)" : "'" + airlock::visibleText(args[1]) + "'";
+    std::fprintf(stderr, "airlock: unknown command or agent %s\n  commands: %s\n  agents: %s\nRun airlock --help.\n",
+                 word.c_str(), verbs.c_str(), agentNames.c_str());
     return airlock::exit_code::kUsage;
   }
   try {
@@ -85,7 +97,10 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // One line, like every other airlock error, naming the help to read.
     std::string verb = known ? std::string(" ") + args[1] : "";
-    std::fprintf(stderr, "airlock%s: %s (see airlock%s --help)\n", verb.c_str(), e.what(), verb.c_str());
+    const std::string what = tokenOnLine ? "these arguments are not what it takes (not repeated: one starts as a token "
+                                           "does; a token goes on standard input)"
+                                         : airlock::visibleText(e.what());
+    std::fprintf(stderr, "airlock%s: %s (see airlock%s --help)\n", verb.c_str(), what.c_str(), verb.c_str());
     return airlock::exit_code::kUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "airlock: %s\n", e.what());

@@ -19,6 +19,7 @@
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/token_prefixes.h"
 #include "secrets/agent_login.h"
 
 namespace airlock::cli {
@@ -26,6 +27,11 @@ namespace {
 
 int setSecret(const HostContext& host, const std::string& name, const std::string& expires) {
   // A rejected name is not repeated: it may be a token typed in the wrong place.
+  if (startsLikeToken(name))
+    return reportError(
+        Error{"that name starts as a token does (sk-, ghp_, AKIA...): nothing is stored and it is not "
+              "repeated; give a name, and the value on standard input",
+              exit_code::kUsage});
   if (!secrets::isValidSecretName(name))
     return reportError(
         Error{"that is not a secret name: a letter, then letters, digits, '_', '.' or '-' (at most "
@@ -94,7 +100,7 @@ int removeSecrets(const HostContext& host, const std::vector<std::string>& names
     if (!removed) {
       code = reportError(removed.error());
     } else if (!*removed) {
-      code = reportError(Error{secrets::isValidSecretName(name)
+      code = reportError(Error{secrets::isValidSecretName(name) && !startsLikeToken(name)
                                    ? fmt::format("no secret named {} (see `airlock secret ls`)", name)
                                    : "that is not a secret name (see `airlock secret ls`)",
                                exit_code::kUsage});

@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -27,6 +27,7 @@
 #include "common/encoding.h"
 #include "common/fd.h"
 #include "common/paths.h"
+#include "common/token_prefixes.h"
 #include "common/visible_text.h"
 #include "state/state_archive.h"
 #include "workspace/ignore.h"
@@ -66,11 +67,14 @@ bool valueMayHoldSecret(const std::string& value) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static const std::regex userinfo(R"(://[^/\s@]+@)");
   if (std::regex_search(lower, userinfo)) return true;
-  for (std::string_view marker :
-       {"bearer ", "basic ", "authorization", "x-api-key", "password=", "passwd=", "token=", "secret=", "apikey=",
-        "api_key=", "accountkey=", "sk-", "sk_live_", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-",
-        "glrt-", "xoxb-", "xoxp-", "xapp-", "npm_", "hf_", "ya29.", "akia", "asia", "aiza", "eyj"})
+  for (std::string_view marker : {"bearer ", "basic ", "authorization", "x-api-key",
+                                  "password=", "passwd=", "token=", "secret=", "apikey=", "api_key=", "accountkey="})
     if (lower.find(marker) != std::string::npos) return true;
+  for (std::string_view prefix : kTokenPrefixes) {
+    std::string marker(prefix);
+    for (char& c : marker) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.find(marker) != std::string::npos) return true;
+  }
   return false;
 }
 
@@ -93,14 +97,20 @@ size_t jsonDepth(std::string_view text) {
   bool inString = false, escaped = false;
   for (char c : text) {
     if (inString) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') inString = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
       continue;
     }
-    if (c == '"') inString = true;
-    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0) --depth;
+    if (c == '"')
+      inString = true;
+    else if (c == '[' || c == '{')
+      deepest = std::max(deepest, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0)
+      --depth;
   }
   return deepest;
 }
@@ -113,8 +123,8 @@ constexpr size_t kMaxJsonDepth = 64;
 /// path swapped between a check and the read changes nothing.
 class Importer {
  public:
-  Importer(const std::string& home, const std::vector<std::string>& ownedEnv,
-           const std::vector<std::string>& neverDirs, const SettingsLimits& limits, ImportedSettings& out)
+  Importer(const std::string& home, const std::vector<std::string>& ownedEnv, const std::vector<std::string>& neverDirs,
+           const SettingsLimits& limits, ImportedSettings& out)
       : home_(home), ownedEnv_(ownedEnv), limits_(limits), out_(out) {
     // Compared with real paths: the directories' own, links resolved.
     for (const auto& dir : neverDirs) {
@@ -405,9 +415,9 @@ class Importer {
   workspace::IgnoreRules rules_;  ///< the built-in secret patterns only
   std::vector<std::string> parents_;
   std::set<std::pair<dev_t, ino_t>> walked_;  ///< directories walked, each once
-  uint64_t bytes_ = 0;      ///< kept file contents
-  uint64_t read_ = 0;       ///< file contents read, kept or not
-  uint64_t examined_ = 0;   ///< entries opened, kept or not
+  uint64_t bytes_ = 0;                        ///< kept file contents
+  uint64_t read_ = 0;                         ///< file contents read, kept or not
+  uint64_t examined_ = 0;                     ///< entries opened, kept or not
   uint64_t droppedCount_ = 0;
 };
 
@@ -457,8 +467,8 @@ Result<std::string> packSettings(const std::vector<SettingsEntry>& entries, uint
     archive_entry_set_perm(entry.get(), e.directory || e.executable ? 0755 : 0644);
     if (!e.directory) archive_entry_set_size(entry.get(), static_cast<la_int64_t>(e.content.size()));
     if (archive_write_header(out.get(), entry.get()) != ARCHIVE_OK ||
-        (!e.content.empty() &&
-         archive_write_data(out.get(), e.content.data(), e.content.size()) != static_cast<la_ssize_t>(e.content.size())))
+        (!e.content.empty() && archive_write_data(out.get(), e.content.data(), e.content.size()) !=
+                                   static_cast<la_ssize_t>(e.content.size())))
       return fail("cannot pack the settings at {}: {}", visibleText(e.path), archive_error_string(out.get()));
   }
   if (archive_write_close(out.get()) != ARCHIVE_OK)

@@ -51,6 +51,17 @@ for args in "claude-code $token" "claude-code -- $token" "claude-code --token=$t
   grep -Eq "standard input|not a variable name|is not set here" "$work/out" || fail "the refusal does not say how: $(cat "$work/out")"
   if grep -q "$value\|${value//-/_}" "$work/out"; then fail "the refusal of 'login $args' repeated the token"; fi
 done
+# A token typed where a name, an agent or another flag's value goes: refused
+# (64), never repeated, never stored as a name.
+for line in "login claude-code --with-token=$token" "login claude-code --from-host=$token" "login $token" "$token" \
+            "logout $token" "secret ls $token" "login claude-code --expires $token" "secret rm ghp_$value" \
+            "secret set ghp_$value"; do
+  rc=0
+  # shellcheck disable=SC2086
+  printf v | "$airlock" $line >"$work/out" 2>&1 || rc=$?
+  [ "$rc" = 64 ] || fail "'$line' exited $rc: $(sed "s/$value/VALUE/g" "$work/out")"
+  if grep -q "$value" "$work/out"; then fail "the refusal of '$line' repeated the token"; fi
+done
 [ ! -e "$XDG_DATA_HOME/airlock/secrets/login.claude-code" ] || fail "a refused login was stored"
 # A multi-line value (a PEM key) is kept byte for byte; a one-line value loses its newline.
 printf -- '-----BEGIN KEY-----\nabc\n-----END KEY-----\n' | "$airlock" secret set pem 2>/dev/null
