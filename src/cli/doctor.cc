@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/expiry.h"
 #include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "preflight/doctor.h"
@@ -21,7 +22,8 @@ namespace {
 
 /// Where `airlock secret` keeps values on this host; a file store others
 /// could read or change; secrets whose store is not reachable now (stored
-/// in the Secret Service, used without a session bus).
+/// in the Secret Service, used without a session bus); secrets past their
+/// stated end (a login's `--expires`: runs refuse it).
 preflight::CheckResult secretsCheck(const HostContext& host) {
   HostSecrets secrets(host, true);
   auto list = secrets.store().list();
@@ -35,6 +37,16 @@ preflight::CheckResult secretsCheck(const HostContext& host) {
                           ? "new secrets go to the " + secrets.preferred().describe()
                           : "new secrets go to the file store " + secrets.preferred().describe() + " (" +
                                 secrets.serviceProblem() + ")";
+  std::vector<std::string> expired;
+  for (const auto& s : *list)
+    if (s.expiresAt && *s.expiresAt <= nowSeconds(host)) expired.push_back(s.name);
+  if (!expired.empty())
+    return {"secrets", preflight::CheckStatus::kWarn, fmt::format("{}; expired: {}", where, fmt::join(expired, ", ")),
+            expired[0].starts_with("login.")
+                ? fmt::format("store a new token: airlock login {} --with-token (runs refuse an expired login)",
+                              expired[0].substr(6))
+                : fmt::format("set it again: airlock secret set {} --expires DATE, or airlock secret rm {}", expired[0],
+                              expired[0])};
   if (unreachable > 0)
     return {"secrets", preflight::CheckStatus::kWarn,
             fmt::format("{}; {} secret(s) are in a store that is not reachable now", where, unreachable),
@@ -52,8 +64,8 @@ preflight::CheckResult deadSessionsCheck(const std::string& stateDir) {
   if (dead.empty()) return {"dead sessions", preflight::CheckStatus::kOk, "none", ""};
   return {"dead sessions", preflight::CheckStatus::kWarn,
           fmt::format("{} session(s) whose airlock process died: {}", dead.size(), fmt::join(dead, ", ")),
-          fmt::format("airlock review {} reviews what it left (a detached one's changes too), then airlock rm {}", dead[0],
-                      dead[0])};
+          fmt::format("airlock review {} reviews what it left (a detached one's changes too), then airlock rm {}",
+                      dead[0], dead[0])};
 }
 
 namespace {

@@ -11,12 +11,13 @@
 
 #include "cli/agent_home.h"
 #include "cli/commands.h"
+#include "cli/expiry.h"
 #include "cli/host_secrets.h"
-#include "cli/run_login.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
-#include "common/encoding.h"
 #include "cli/run_flags.h"
+#include "cli/run_login.h"
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "config/effective.h"
 #include "config/loader.h"
@@ -43,7 +44,7 @@ std::string secretsText(const std::map<std::string, size_t>& count, const std::s
   std::string held;
   for (const auto& [backend, n] : count)
     held += fmt::format("{}{} in {}", held.empty() ? "" : ", ", n,
-                        backend == "file" ? "the file store " + fileStore
+                        backend == "file"             ? "the file store " + fileStore
                         : backend == "secret-service" ? std::string("the Secret Service")
                                                       : backend);
   return fmt::format("  {:<14} {} (airlock secret ls); none enters the VM\n", "secrets",
@@ -51,26 +52,44 @@ std::string secretsText(const std::map<std::string, size_t>& count, const std::s
 }
 
 /// The account login a run would use: brokered (the token stays on the
-/// host), or none (API keys go in by value).
+/// host), or none (API keys go in by value); its stated end, if any
+/// (`now`: Unix seconds): past it, `airlock run` refuses the login.
 std::string loginText(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec,
-                      const std::string& agent) {
-  if (login && spec.entersVm)
-    return fmt::format("  {:<14} {} (from {}), enters the VM: {} cannot be brokered; its login goes in {}\n", "login",
-                       login->name, login->source, agent, deliveryText(spec));
-  if (login)
-    return fmt::format("  {:<14} {} (from {}), brokered: the token stays on this host, the VM gets a placeholder\n",
-                       "login", login->name, login->source);
-  if (spec.format.empty())
+                      const std::string& agent, int64_t now) {
+  if (!login && spec.format.empty())
     return fmt::format("  {:<14} none airlock can keep for {}; forwarded API keys enter the VM\n", "login", agent);
-  return fmt::format("  {:<14} none (airlock login {}); forwarded API keys enter the VM\n", "login", agent);
+  if (!login) return fmt::format("  {:<14} none (airlock login {}); forwarded API keys enter the VM\n", "login", agent);
+  if (login->expiresAt && *login->expiresAt <= now)
+    return fmt::format(
+        "  {:<14} {} (from {}) EXPIRED {}: `airlock run` refuses it; store a new token: airlock login {} "
+        "--with-token\n",
+        "login", login->name, login->source, relativeTime(login->expiresAt, now), agent);
+  std::string text =
+      spec.entersVm
+          ? fmt::format("  {:<14} {} (from {}), enters the VM: {} cannot be brokered; its login goes in {}\n", "login",
+                        login->name, login->source, agent, deliveryText(spec))
+          : fmt::format("  {:<14} {} (from {}), brokered: the token stays on this host, the VM gets a placeholder\n",
+                        "login", login->name, login->source);
+  if (login->expiresAt) text += fmt::format("  {:<14} expires {}\n", "", relativeTime(login->expiresAt, now));
+  return text;
 }
 
-nlohmann::json loginJson(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec) {
+nlohmann::json loginJson(const std::optional<secrets::SecretInfo>& login, const agents::LoginSpec& spec, int64_t now) {
   if (!login)
     return {{"stored", false}, {"supported", !spec.format.empty()}, {"brokered", false}, {"enters_vm", false}};
-  return {{"stored", true},           {"supported", true},
-          {"secret", login->name},    {"source", login->source},
-          {"brokered", !spec.entersVm}, {"enters_vm", spec.entersVm}};
+  nlohmann::json j = {{"stored", true},
+                      {"supported", true},
+                      {"secret", login->name},
+                      {"source", login->source},
+                      {"brokered", !spec.entersVm},
+                      {"enters_vm", spec.entersVm},
+                      {"expires_at", nullptr},
+                      {"expired", false}};
+  if (login->expiresAt) {
+    j["expires_at"] = formatUtcTime(*login->expiresAt);
+    j["expired"] = *login->expiresAt <= now;
+  }
+  return j;
 }
 
 /// The agent's saved state for this project, as `airlock run` restores it.
@@ -93,8 +112,8 @@ std::string stateText(const StateInfo& st, bool fresh) {
   if (fresh)
     return fmt::format("  {:<14} {}: {} saved for this project, not restored (--fresh) and kept as it is\n",
                        "agent state", paths, formatBytes(st.saved->bytes));
-  return fmt::format("  {:<14} {}: {} saved for this project, restored at boot (run --fresh: not)\n", "agent state", paths,
-                     formatBytes(st.saved->bytes));
+  return fmt::format("  {:<14} {}: {} saved for this project, restored at boot (run --fresh: not)\n", "agent state",
+                     paths, formatBytes(st.saved->bytes));
 }
 
 /// The user's settings `airlock run` copies in, as it computes them;
@@ -119,9 +138,9 @@ std::string settingsText(const std::optional<state::ImportedSettings>& imported,
     return fmt::format("  {:<14} not copied in (settings_import: false, {})\n", "your settings",
                        config::layerName(settings.settingsImport.layer));
   std::string out = fmt::format("  {:<14} {}\n", "your settings",
-                                imported->imported.empty()
-                                    ? std::string("none found")
-                                    : fmt::format("{} (copied in, never written back)", fmt::join(imported->imported, ", ")));
+                                imported->imported.empty() ? std::string("none found")
+                                                           : fmt::format("{} (copied in, never written back)",
+                                                                         fmt::join(imported->imported, ", ")));
   for (const auto& line : imported->dropped) out += fmt::format("  {:<14} left out: {}\n", "", line);
   return out;
 }
@@ -185,23 +204,23 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     auto j = preflight::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
-    j["login"] = loginJson(*login, loginSpec);
+    j["login"] = loginJson(*login, loginSpec, nowSeconds(host));
     j["agent_state"] = {{"paths", agentState.paths},
                         {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
                         {"restored", agentState.saved.has_value() && !args.fresh},
                         {"dir", agentState.saved ? nlohmann::json(agentState.saved->dir) : nlohmann::json()}};
-    j["settings_import"] = userSettings ? nlohmann::json{{"enabled", true},
-                                                         {"imported", userSettings->imported},
-                                                         {"left_out", userSettings->dropped}}
-                                        : nlohmann::json{{"enabled", false},
-                                                         {"from", config::layerName(resolved.settingsImport.layer)}};
+    j["settings_import"] =
+        userSettings ? nlohmann::json{{"enabled", true},
+                                      {"imported", userSettings->imported},
+                                      {"left_out", userSettings->dropped}}
+                     : nlohmann::json{{"enabled", false}, {"from", config::layerName(resolved.settingsImport.layer)}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
     std::fputs(stateText(agentState, args.fresh).c_str(), stdout);
     std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
-    std::fputs(loginText(*login, loginSpec, args.agent).c_str(), stdout);
+    std::fputs(loginText(*login, loginSpec, args.agent, nowSeconds(host)).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }
   return 0;

@@ -92,8 +92,9 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
   if (!stored) return std::unexpected(stored.error());
   if (!*stored) return nullptr;
   if (const auto& end = (*stored)->expiresAt; end && *end <= nowSeconds(host))
-    return failWith(exit_code::kHostNotReady, "the stored {} login expired {}; store a new one: airlock login {}",
-                    spec.name, relativeTime(end, nowSeconds(host)), spec.name);
+    return failWith(exit_code::kHostNotReady,
+                    "the stored {} login expired {}; store a new token: airlock login {} --with-token", spec.name,
+                    relativeTime(end, nowSeconds(host)), spec.name);
   std::unique_ptr<RunLogin> run(new RunLogin());
   run->expiresAt_ = (*stored)->expiresAt;
   run->spec_ = spec.login;
@@ -148,7 +149,7 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
 std::string RunLogin::expiryWarning() const {
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock_->now().time_since_epoch()).count();
   if (!expiresAt_ || *expiresAt_ - now >= kLoginExpiryWarning) return "";
-  return fmt::format("your {} login expires {}: store a new one with `airlock login {}`", agent_,
+  return fmt::format("your {} login expires {}: store a new token with `airlock login {} --with-token`", agent_,
                      relativeTime(expiresAt_, now), agent_);
 }
 

@@ -162,7 +162,7 @@ TEST_F(RunLoginTest, ATokensStatedEndIsWarnedOfAWeekBeforeAndRefusedAfter) {
   auto soon = RunLogin::open(host_, spec_, {});
   ASSERT_TRUE(soon && *soon);
   EXPECT_EQ((*soon)->expiryWarning(),
-            "your claude-code login expires in 3 days: store a new one with `airlock login claude-code`");
+            "your claude-code login expires in 3 days: store a new token with `airlock login claude-code --with-token`");
   store(*token, "claude-code", now() - 60);
   auto past = RunLogin::open(host_, spec_, {});
   ASSERT_FALSE(past);

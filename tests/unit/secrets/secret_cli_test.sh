@@ -161,6 +161,17 @@ e = [s for s in json.load(sys.stdin) if s["name"] == "login.acme"]
 assert e and e[0]["expires_at"] == "2099-12-31T00:00:00Z", e' || fail "the login's --expires was not kept"
 AIRLOCK_SECRET_STORE=file "$airlock" secret ls | grep -Eq '^login.acme +file +stdin +in [0-9]+ days' ||
   fail "secret ls does not show the login's end: $(AIRLOCK_SECRET_STORE=file "$airlock" secret ls)"
+# Once past its end, info and doctor say so (the date moved back in the
+# index, as time would).
+python3 - "$XDG_DATA_HOME/airlock/secrets.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["secrets"]["login.acme"]["expires_at"] = 1000000000
+json.dump(d, open(sys.argv[1], "w"))
+PY
+AIRLOCK_SECRET_STORE=file "$airlock" info acme 2>&1 | grep -q 'login.acme (from stdin) EXPIRED .* days ago: `airlock run` refuses it' ||
+  fail "info does not say the login expired: $(AIRLOCK_SECRET_STORE=file "$airlock" info acme 2>&1 | grep -A1 login)"
+AIRLOCK_SECRET_STORE=file "$airlock" doctor 2>&1 | grep -Eq '^warn +secrets .*expired: login.acme' ||
+  fail "doctor does not warn of the expired login: $(AIRLOCK_SECRET_STORE=file "$airlock" doctor 2>&1 | grep -A1 secrets)"
 rc=0; AIRLOCK_SECRET_STORE=file "$airlock" login gemini --from-host --expires 2099-12-31 2>"$work/err" || rc=$?
 [ "$rc" = 64 ] && grep -q 'long-lived token' "$work/err" || fail "--expires with --from-host: rc=$rc $(cat "$work/err")"
 # A token already past its own end (a JWT's exp) is refused, not stored.
