@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/token_prefixes.h"
+#include "common/visible_text.h"
 #include "secrets/agent_login.h"
 
 namespace airlock::cli {
@@ -51,9 +54,19 @@ int setSecret(const HostContext& host, const std::string& name, const std::strin
   auto value = readSecretValue("the value of " + name, host.terminal.stdinTty, "airlock secret set " + name);
   if (!value) return reportError(value.error());
   HostSecrets secrets(host, true);
+  std::optional<secrets::SecretInfo> before;
+  if (auto list = secrets.store().list())
+    for (const auto& s : *list)
+      if (s.name == name) before = s;
   std::string note;
   if (auto r = secrets.store().set(name, *value, "stdin", expiresAt, note); !r) return reportError(r.error());
-  std::fprintf(stderr, "airlock: stored %s in the %s\n", name.c_str(), secrets.where().c_str());
+  std::fprintf(stderr, "airlock: %s %s in the %s%s\n", before ? "replaced" : "stored", name.c_str(),
+               secrets.where().c_str(),
+               before && before->expiresAt && !expiresAt
+                   ? fmt::format(" (it no longer expires {}: give --expires again to keep a date)",
+                                 formatUtcTime(*before->expiresAt))
+                         .c_str()
+                   : "");
   if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
   return 0;
 }
@@ -80,14 +93,21 @@ int listSecrets(const HostContext& host, bool json, bool quiet) {
     for (const auto& s : *list) std::printf("%s\n", s.name.c_str());
     return 0;
   }
-  std::printf("%-24s %-15s %-10s %-20s %s\n", "NAME", "STORE", "SOURCE", "EXPIRES", "LAST USED");
+  // Columns as wide as their widest cell (names and sources vary), two spaces apart.
+  std::vector<std::array<std::string, 5>> rows{{"NAME", "STORE", "SOURCE", "EXPIRES", "LAST USED"}};
   for (const auto& s : *list) {
     std::string expiry = !s.expiresAt          ? "never"
                          : *s.expiresAt <= now ? "expired " + relativeTime(s.expiresAt, now)
                                                : relativeTime(s.expiresAt, now);
-    std::printf("%-24s %-15s %-10s %-20s %s\n", s.name.c_str(), s.backend.c_str(), s.source.c_str(), expiry.c_str(),
-                relativeTime(s.lastUsedAt, now).c_str());
+    rows.push_back({s.name, visibleText(s.backend), visibleText(s.source), expiry, relativeTime(s.lastUsedAt, now)});
   }
+  std::array<size_t, 5> width{};
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows)
+    std::printf("%-*s  %-*s  %-*s  %-*s  %s\n", static_cast<int>(width[0]), row[0].c_str(), static_cast<int>(width[1]),
+                row[1].c_str(), static_cast<int>(width[2]), row[2].c_str(), static_cast<int>(width[3]), row[3].c_str(),
+                row[4].c_str());
   return 0;
 }
 

@@ -35,6 +35,15 @@ d = json.load(sys.stdin)
 assert [(s["name"], s["store"], s["source"], s["expires_at"], s["last_used_at"]) for s in d] == \
     [("file-token", "file", "stdin", "2099-01-01T00:00:00Z", None)], d'
 [ "$("$airlock" secret ls -q)" = file-token ] || fail "ls -q"
+# Columns stay apart however long a name is.
+long=a-secret-name-that-is-longer-than-the-column-was
+printf v | "$airlock" secret set "$long" --expires 2099-01-01 2>/dev/null
+"$airlock" secret ls | grep -Eq "^$long  +file  +stdin  +in [0-9]+ days  +never$" || fail "ls columns: $("$airlock" secret ls)"
+# Setting it again says it replaced it, and that its date is gone.
+printf w | "$airlock" secret set "$long" 2>"$work/err"
+grep -q "replaced $long in the file store .* (it no longer expires 2099-01-01T00:00:00Z: give --expires again" "$work/err" ||
+  fail "setting again: $(cat "$work/err")"
+"$airlock" secret rm "$long" >/dev/null
 # A value given as an argument, in any form, is refused, and not repeated.
 for args in "other $value" "other -- $value" "other --token=$value" "GITHUB_TOKEN=$value"; do
   # shellcheck disable=SC2086
