@@ -199,7 +199,8 @@ tmuxrun() { tmux -L "$sock" "$@"; }
 trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$work"' EXIT
 tmuxrun new-session -d -x 150 -y 10 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_STATE_HOME=$XDG_STATE_HOME \
   sh -c '$airlock secret set typed; echo rc=\$? > $work/rc1; stty -a > $work/stty1; \
-         $airlock secret set typed2; echo rc=\$? > $work/rc2; sleep 30'"
+         $airlock secret set typed2; echo rc=\$? > $work/rc2; \
+         $airlock secret set typed3; echo rc=\$? > $work/rc3; sleep 30'"
 for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Enter the value of typed (not shown)" && break; sleep 0.1; done
 tmuxrun send-keys -l "half-typed"
 tmuxrun send-keys C-c
@@ -207,6 +208,8 @@ for _ in $(seq 300); do [ -s "$work/stty1" ] && break; sleep 0.1; done
 [ "$(cat "$work/rc1")" = rc=130 ] || fail "Ctrl-C at the prompt: $(cat "$work/rc1")"
 grep -Eq '(^| )echo( |$)' "$work/stty1" || fail "Ctrl-C left echo off: $(grep -o -- '-*echo ' "$work/stty1" | head -1)"
 for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Enter the value of typed2 (not shown)" && break; sleep 0.1; done
+tmuxrun send-keys -l "a-wrong-start"
+tmuxrun send-keys C-u  # clears what was typed
 tmuxrun send-keys -l "tok-typed-$value"
 tmuxrun send-keys Enter
 for _ in $(seq 300); do [ -s "$work/rc2" ] && break; sleep 0.1; done
@@ -214,6 +217,16 @@ for _ in $(seq 300); do [ -s "$work/rc2" ] && break; sleep 0.1; done
 [ "$(cat "$XDG_DATA_HOME/airlock/secrets/typed2")" = "tok-typed-$value" ] || fail "the typed value was not stored as typed"
 if tmuxrun capture-pane -p | grep -q "tok-typed\|half-typed"; then fail "the prompt showed what was typed"; fi
 [ ! -e "$XDG_DATA_HOME/airlock/secrets/typed" ] || fail "Ctrl-C stored a value"
+# An arrow key typed unseen would be stored as its escape sequence: refused.
+for _ in $(seq 300); do tmuxrun capture-pane -p | grep -q "Enter the value of typed3 (not shown)" && break; sleep 0.1; done
+tmuxrun send-keys -l "abc"
+tmuxrun send-keys Left
+tmuxrun send-keys -l "x"
+tmuxrun send-keys Enter
+for _ in $(seq 300); do [ -s "$work/rc3" ] && break; sleep 0.1; done
+[ "$(cat "$work/rc3")" = rc=64 ] && tmuxrun capture-pane -p -J | grep -q "holds a control key" ||
+  fail "an arrow key in a typed value: $(cat "$work/rc3"; tmuxrun capture-pane -p -J)"
+[ ! -e "$XDG_DATA_HOME/airlock/secrets/typed3" ] || fail "a value with an arrow key was stored"
 "$airlock" secret rm typed2 >/dev/null
 
 # No value anywhere airlock writes but the stores.
