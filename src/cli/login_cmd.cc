@@ -124,6 +124,10 @@ int login(const HostContext& host, const LoginArgs& args) {
   } else if (args.fromHost) {
     const std::string path = hostAgentFile(host, how.file);
     auto text = readCredentialFile(path);
+    if (!text && !how.loginCommand.empty())
+      return reportError(Error{text.error().message + fmt::format(", or sign in inside a VM: airlock login {}",
+                                                                  args.agent),
+                               text.error().code});
     if (!text) return reportError(text.error());
     login = secrets::loginFromCredentialFile(how.format, *text);
     source = "host file";
@@ -200,9 +204,9 @@ int login(const HostContext& host, const LoginArgs& args) {
   if (args.fromHost && login->kind == secrets::AgentLogin::Kind::kSubscription &&
       secrets::rotatesRefreshToken(login->format))
     std::fprintf(stderr,
-                 "airlock: the login is now shared with %s on this machine; when one side refreshes it, "
+                 "airlock: the login is now shared with `%s` on this machine; when one side refreshes it, "
                  "the other may have to log in again\n",
-                 args.agent.c_str());
+                 spec->command.empty() ? args.agent.c_str() : spec->command[0].c_str());
   if (!note.empty()) std::fprintf(stderr, "airlock: %s\n", note.c_str());
   return 0;
 }

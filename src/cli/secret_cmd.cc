@@ -115,6 +115,13 @@ int removeSecrets(const HostContext& host, const std::vector<std::string>& names
   HostSecrets secrets(host, true);
   int code = 0;
   for (const auto& name : names) {
+    if (name.starts_with(secrets::loginSecretName("")) && name.size() > secrets::loginSecretName("").size()) {
+      // Under the login's lock, where a run's refresh cannot bring it back.
+      code = reportError(Error{fmt::format("{} is an agent's login: airlock logout {}", visibleText(name),
+                                           visibleText(name.substr(secrets::loginSecretName("").size()))),
+                               exit_code::kUsage});
+      continue;
+    }
     std::string note;
     auto removed = secrets.store().remove(name, note);
     if (!removed) {

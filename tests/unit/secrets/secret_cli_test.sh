@@ -189,6 +189,9 @@ rc=0; printf %s "$expired_jwt" | AIRLOCK_SECRET_STORE=file "$airlock" login acme
 [ "$rc" = 64 ] && grep -q 'expired .* days ago' "$work/err" || fail "an expired JWT login: rc=$rc $(cat "$work/err")"
 rc=0; echo tok | AIRLOCK_SECRET_STORE=file "$airlock" login acme --expires 2001-01-01 2>"$work/err" || rc=$?
 [ "$rc" = 64 ] && grep -q 'in the past' "$work/err" || fail "a past --expires: rc=$rc $(cat "$work/err")"
+# A login goes out with logout (under the login's lock), not secret rm.
+rc=0; AIRLOCK_SECRET_STORE=file "$airlock" secret rm login.acme 2>"$work/err" || rc=$?
+[ "$rc" = 64 ] && grep -q "airlock logout acme" "$work/err" || fail "secret rm login.acme: rc=$rc $(cat "$work/err")"
 AIRLOCK_SECRET_STORE=file "$airlock" logout acme 2>/dev/null || fail "logout acme failed"
 rm "$XDG_CONFIG_HOME/airlock/config.yaml"
 
