@@ -160,9 +160,13 @@ void addSecretCommand(CLI::App& app, int& exitCode, const HostContext& host,
   auto expires = std::make_shared<std::string>();
   auto* set = cmd->add_subcommand("set", "Store a secret; the value is read from standard input, never from argv");
   set->footer(
-      "On a terminal: one line, not shown (backspace edits, Ctrl-C aborts; pipe a multi-line value). From "
-      "a pipe or file: every byte, without the final newline of a one-line value (a PEM key keeps its "
-      "own). At most 64 KiB.");
+      "On a terminal: one line, not shown (backspace and Ctrl-U edit, Ctrl-C aborts; pipe a multi-line value). "
+      "From a pipe or file: every byte, without the final newline of a one-line value (a PEM key keeps its "
+      "own). At most 64 KiB. Setting a name again replaces its value.\n\n"
+      "Examples:\n"
+      "  airlock secret set github-token                       # type or paste it (not shown)\n"
+      "  printenv GITHUB_TOKEN | airlock secret set github-token --expires 2027-01-31\n"
+      "  airlock secret set deploy-key < ~/.ssh/deploy_key     # a multi-line value, byte for byte");
   set->allow_extras();
   set->add_option("NAME", *name, "Secret name: a letter, then letters, digits, '_', '.' or '-'")->required();
   set->add_option("--expires", *expires, "When it stops working (UTC: 2026-12-31 or 2026-12-31T08:00:00Z)");
