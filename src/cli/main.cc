@@ -91,6 +91,22 @@ int main(int argc, char** argv) {
                  word.c_str(), verbs.c_str(), agentNames.c_str());
     return airlock::exit_code::kUsage;
   }
+  // `airlock config show`: a verb of sub-verbs followed by a word that is
+  // none of them (CLI11 would say "a subcommand is required", or show the
+  // verb's help for --help).
+  if (known && args.size() > 2 && args[2][0] != '-' && !tokenOnLine) {
+    CLI::App* verb = app.get_subcommand(args[1]);
+    auto subs = verb->get_subcommands({});
+    const bool positionals = !verb->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+    if (!subs.empty() && !positionals &&
+        std::none_of(subs.begin(), subs.end(), [&](const CLI::App* s) { return s->check_name(args[2]); })) {
+      std::string names;
+      for (const auto* s : subs) names += (names.empty() ? "" : ", ") + s->get_name();
+      std::fprintf(stderr, "airlock %s: unknown command '%s'; its commands: %s (see airlock %s --help)\n", args[1],
+                   airlock::visibleText(args[2]).c_str(), names.c_str(), args[1]);
+      return airlock::exit_code::kUsage;
+    }
+  }
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {

@@ -238,6 +238,11 @@ if grep -rq "$value" "$XDG_DATA_HOME/airlock/secrets.json" "$XDG_STATE_HOME" "$X
 fi
 [ "$("$airlock" secret ls -q)" = "" ] || fail "secrets left after rm: $("$airlock" secret ls -q)"
 
+# A word that is none of a verb's sub-verbs is named, with the ones it has.
+for line in "secret list-all" "config show"; do
+  rc=0; "$airlock" $line >"$work/out" 2>&1 || rc=$?
+  [ "$rc" = 64 ] && grep -q "unknown command '${line#* }'; its commands: " "$work/out" || fail "'$line': rc=$rc $(cat "$work/out")"
+done
 # An agent's login is `airlock login`'s to store, not `secret set`'s.
 rc=0; echo v | "$airlock" secret set login.claude-code 2>"$work/err" || rc=$?
 [ "$rc" = 64 ] && grep -q "airlock login claude-code" "$work/err" || fail "secret set login.X: rc=$rc $(cat "$work/err")"
