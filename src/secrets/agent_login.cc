@@ -326,6 +326,9 @@ Result<AgentLogin> loginFromCredentialFile(std::string_view format, std::string_
     return failWith(exit_code::kUsage, "a token login has no credential file to import: pipe the token in, or "
                                        "name its variable with --from-env");
   json doc = json::parse(content, nullptr, false);
+  if (doc.is_discarded())
+    return failWith(exit_code::kUsage, "the credential file is not JSON (cut short, or not UTF-8); log in with the "
+                                       "agent again, or sign in inside a VM with airlock login");
   if (format == "gemini-oauth") return geminiLogin(doc);
   if (format == "codex-oauth") return codexLogin(doc);
   if (format == "opencode-oauth") return opencodeLogin(doc);

@@ -159,6 +159,12 @@ TEST(AgentLogin, HostileCredentialFilesAreRefusedWithUsageErrors) {
       EXPECT_EQ(r.error().code, exit_code::kUsage) << content.substr(0, 200);
     }
   }
+  // A file cut short or not UTF-8 says so, not that it holds no login.
+  for (std::string_view format : {"claude-oauth", "gemini-oauth", "codex-oauth", "opencode-oauth"}) {
+    auto cut = loginFromCredentialFile(format, "{\"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-\xff\"}}");
+    ASSERT_FALSE(cut);
+    EXPECT_NE(cut.error().message.find("is not JSON"), std::string::npos) << cut.error().message;
+  }
   auto r = loginFromCredentialFile("codex-oauth", credentialFile(goodOauth()));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, exit_code::kUsage);
