@@ -201,7 +201,8 @@ Result<uint64_t> ControlChannel::exportWorkspace(const std::string& destPath, co
   for (;;) {
     if (!sink->error.empty() && !sink->draining) {
       lock.unlock();
-      abandon("the export failed");
+      // The same reason as the handler's own, whichever of the two comes first.
+      abandon(sink->code == exit_code::kUnsafeChangeSet ? "the export exceeded its size limit" : "the export failed");
       return failWith(sink->code, "{}", sink->error);
     }
     if (limits.live && sink->draining) return failWith(sink->code, "{}; the session goes on", sink->error);
