@@ -38,8 +38,8 @@ std::string relativeTime(std::optional<int64_t> t, int64_t now) {
   return future ? "in " + span : span + " ago";
 }
 
-int64_t nowSeconds(const HostContext& host) {
-  return std::chrono::duration_cast<std::chrono::seconds>(host.clock->now().time_since_epoch()).count();
+int64_t nowSeconds(const Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock.now().time_since_epoch()).count();
 }
 
 }  // namespace airlock::cli

@@ -20,7 +20,9 @@ Result<int64_t> parseExpiry(const std::string& text, int64_t now);
 /// without a time.
 std::string relativeTime(std::optional<int64_t> t, int64_t now);
 
+/// `clock`'s now, in Unix seconds.
+int64_t nowSeconds(const Clock& clock);
 /// The host clock's now, in Unix seconds.
-int64_t nowSeconds(const HostContext& host);
+inline int64_t nowSeconds(const HostContext& host) { return nowSeconds(*host.clock); }
 
 }  // namespace airlock::cli

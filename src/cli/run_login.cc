@@ -147,7 +147,7 @@ Result<std::unique_ptr<RunLogin>> RunLogin::open(const HostContext& host, const 
 }
 
 std::string RunLogin::expiryWarning() const {
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock_->now().time_since_epoch()).count();
+  const int64_t now = nowSeconds(*clock_);
   if (!expiresAt_ || *expiresAt_ - now >= kLoginExpiryWarning) return "";
   return fmt::format("your {} login expires {}: store a new token with `airlock login {} --with-token`", agent_,
                      relativeTime(expiresAt_, now), agent_);
