@@ -1,7 +1,6 @@
 #include "cli/run_login.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include <fmt/format.h>
 
