@@ -4,7 +4,6 @@
 // changes so far on request (session/supervisor.h, kDiff); an ended one
 // shows what it still holds for review.
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,24 +19,21 @@
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
+#include "cli/running_export.h"
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
-#include "session/attach_frames.h"
 #include "session/dead_session.h"
 #include "session/layout.h"
-#include "session/session_list.h"
 #include "session/review_session.h"
 #include "session/session.h"
-#include "session/supervisor.h"
+#include "session/session_list.h"
 #include "workspace/review.h"
 
 namespace airlock::cli {
 namespace {
-
-using session::AttachFrameType;
 
 /// The flags of `airlock diff`.
 struct DiffArgs {
@@ -48,56 +44,6 @@ struct DiffArgs {
   std::vector<std::string> excludes;  ///< extra ignore patterns
   uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
 };
-
-/// Asks the supervisor of the running session in `dir` to export the
-/// changes so far; returns the file, opened and already unlinked. Errors
-/// carry the supervisor's exit code.
-Result<Fd> exportRunning(const std::string& dir, const std::string& name) {
-  auto sock = session::connectAttachSocket(dir, name);
-  if (!sock) return std::unexpected(sock.error());
-  std::string request = session::encodeAttachFrame(AttachFrameType::kDiff, {});
-  if (!writeAll(sock->get(), request)) return fail("cannot reach session {}: {}", name, errnoText(errno));
-  session::AttachFrameReader reader;
-  std::string file, errors;
-  char buf[4096];
-  for (;;) {
-    auto frame = reader.next();
-    if (!frame) return std::unexpected(frame.error());
-    if (!*frame) {
-      ssize_t n = ::read(sock->get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0)
-        return failWith(exit_code::kVmFailed, "lost the connection to session {} during its export (airlock ls "
-                        "shows its state)", name);
-      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
-      continue;
-    }
-    const session::AttachFrame& f = **frame;
-    if (f.type == AttachFrameType::kOutput) {
-      file = f.payload;
-    } else if (f.type == AttachFrameType::kStderr) {
-      errors += f.payload;
-    } else if (f.type == AttachFrameType::kExit) {
-      int code = std::atoi(f.payload.c_str());
-      if (code != 0) {
-        while (!errors.empty() && errors.back() == '\n') errors.pop_back();
-        if (errors.starts_with("airlock: ")) errors.erase(0, 9);
-        return failWith(code, "{}", errors.empty() ? "the session could not export its changes" : errors);
-      }
-      break;
-    }
-  }
-  // The name is the supervisor's own mkstemps() result in the session directory.
-  if (!file.starts_with("diff-") || !file.ends_with(".tar") || file.find('/') != std::string::npos ||
-      file.size() > 64)
-    return failWith(exit_code::kInternal, "session {} answered with an unexpected file name", name);
-  const std::string path = dir + "/" + file;
-  Fd tar(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  int openErrno = errno;
-  ::unlink(path.c_str());
-  if (!tar) return fail("cannot open {}: {}", path, errnoText(openErrno));
-  return tar;
-}
 
 /// Waits until the session in `dir` has ended (its run lock is free): a
 /// detached session between its agent's end and its final export.
@@ -119,9 +65,8 @@ int runDiff(const HostContext& host, const DiffArgs& a) {
                                            "ends (only a detached session, run -d, shows them while it runs)",
                                            a.name),
                                exit_code::kBusy});
-    if (::isatty(2))
-      std::fprintf(stderr, "airlock: exporting the changes of %s so far\n", a.name.c_str());
-    auto file = exportRunning(*dir, a.name);
+    if (::isatty(2)) std::fprintf(stderr, "airlock: exporting the changes of %s so far\n", a.name.c_str());
+    auto file = exportRunningChanges(*dir, a.name);
     if (!file && file.error().code != exit_code::kUsage && file.error().code != exit_code::kBusy)
       return reportError(file.error());
     if (file) {
@@ -173,8 +118,9 @@ int runDiff(const HostContext& host, const DiffArgs& a) {
 
 void addDiffCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto args = std::make_shared<DiffArgs>();
-  CLI::App* d = app.add_subcommand("diff", "Show a session's changes as its review would, while it runs or after; "
-                                           "never flushes");
+  CLI::App* d = app.add_subcommand("diff",
+                                   "Show a session's changes as its review would, while it runs or after; "
+                                   "never flushes");
   d->add_option("name", args->name, "the session: its name or id (`airlock ls`)")->required();
   d->add_flag("--stat", args->stat, "the table of changed paths only");
   d->add_flag("--json", args->json, "one JSON document: the changed paths with kinds, line counts, modes, flags");
