@@ -22,8 +22,8 @@
 #include "common/file_lock.h"
 #include "session/dead_session.h"
 #include "session/layout.h"
-#include "session/session.h"
 #include "session/review_session.h"
+#include "session/session.h"
 #include "workspace/review.h"
 
 namespace airlock::cli {
@@ -38,6 +38,7 @@ struct ReviewArgs {
   std::string changeSet;                   ///< OCI layer tar ("-" = stdin), or:
   std::string after;                       ///< a directory with the agent's result
   std::string mode = "interactive";        ///< interactive, auto, all, none
+  std::string git = "refs-only";           ///< --git: none, refs-only, branches
   std::string onInterrupted = "complete";  ///< complete or rollback an interrupted flush
   std::vector<std::string> excludes;       ///< extra ignore patterns
   uint64_t maxDiffBytes = 1 << 20;         ///< larger files get a summary, not a diff
@@ -48,8 +49,8 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
   auto mode = workspace::parseReviewMode(a.mode);
   if (!mode) return reportError(withCode(mode.error(), exit_code::kUsage));
   if (!a.name.empty() && !a.session.empty())
-    return reportError(Error{"name the session once: `airlock review NAME` or `airlock review -s NAME`",
-                             exit_code::kUsage});
+    return reportError(
+        Error{"name the session once: `airlock review NAME` or `airlock review -s NAME`", exit_code::kUsage});
   const std::string& sessionArg = a.name.empty() ? a.session : a.name;
   // A session whose agent still runs has nothing final to review: its owner
   // reviews it (foreground) or keeps it for later (detached).
@@ -58,7 +59,8 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
     if (!dir) return reportError(dir.error());
     if (lockHeld(session::SessionLayout{*dir}.runLock()))
       return reportError(Error{fmt::format("session {} is still running; review it when it has ended (airlock stop "
-                                           "{} ends it)", sessionArg, sessionArg),
+                                           "{} ends it)",
+                                           sessionArg, sessionArg),
                                exit_code::kBusy});
     TerminalUi exportUi(host, false);
     if (a.changeSet.empty() && a.after.empty())  // what the session holds, a dead one's on its kept disk
@@ -73,6 +75,7 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
   request.changeSetFd = 0;  // `-c -`: standard input
   request.after = a.after;
   request.mode = *mode;
+  request.gitImport = *workspace::parseGitImportMode(a.git);
   request.modeName = a.mode;
   request.rollbackInterrupted = a.onInterrupted == "rollback";
   request.excludes = a.excludes;
@@ -96,7 +99,8 @@ int runReview(const HostContext& host, const ReviewArgs& a) {
 
 void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto rev = std::make_shared<ReviewArgs>();
-  CLI::App* r = app.add_subcommand("review", "Review an agent's change set against the workspace and flush what you accept");
+  CLI::App* r =
+      app.add_subcommand("review", "Review an agent's change set against the workspace and flush what you accept");
   r->add_option("--workspace,-w", rev->workspace,
                 "the live project directory (default: the session's own workspace, else .)");
   r->add_option("name", rev->name, "the session to review: its name or id (as -s)");
@@ -106,8 +110,14 @@ void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   r->add_option("--baseline", rev->baseline, "baseline manifest file (default: SESSION/manifest)");
   r->add_option("--change-set,-c", rev->changeSet, "the agent's changes as an OCI layer tar ('-' = stdin)");
   r->add_option("--after", rev->after, "or: a directory holding the agent's result, compared with the snapshot");
-  r->add_option("--review", rev->mode, "interactive (default; answered on the controlling terminal), auto (all but held-back paths), all, none")
+  r->add_option(
+       "--review", rev->mode,
+       "interactive (default; answered on the controlling terminal), auto (all but held-back paths), all, none")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
+  r->add_option("--git", rev->git,
+                "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
+                "repository), branches (also create or fast-forward your branches that are not checked out), or none")
+      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
   repeatable(r->add_option("--exclude", rev->excludes, "extra ignore pattern (gitignore syntax); repeatable"));
   r->add_option("--max-diff-bytes", rev->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
   r->add_option("--on-interrupted", rev->onInterrupted, "an interrupted earlier flush: complete (default) or rollback")

@@ -17,6 +17,11 @@ namespace airlock::cli {
 /// `workspace` and what was kept.
 void printReviewText(std::FILE* out, const workspace::GateOutcome& outcome, const std::string& workspace);
 
+/// The agent's commits a review imported, one "git: ..." line per ref
+/// (with its `git log --oneline` lines and what happened to the branch),
+/// or why they were refused.
+void printGitImport(std::FILE* out, const workspace::GitImport& git);
+
 /// One change as a JSON object: path, kind, lines_added/removed, flags
 /// (binary, held_back, build_entry, conflict, git_metadata,
 /// control_characters, non_ascii_name), modes as octal text, SHA-256s.

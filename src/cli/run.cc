@@ -34,12 +34,12 @@
 #include "cli/commands.h"
 #include "cli/detach.h"
 #include "cli/egress_flags.h"
+#include "cli/extra_ca.h"
 #include "cli/image_provider.h"
 #include "cli/registry_flags.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
 #include "cli/run_flags.h"
-#include "cli/extra_ca.h"
 #include "cli/run_login.h"
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
@@ -77,8 +77,8 @@ struct RunArgs : PolicyFlags {
 /// Where the root filesystem comes from: --image (a registry reference),
 /// else the configured `image` (a path when it starts with '/' or '.'),
 /// else the agent's (pulled when its spec names a reference, else built).
-session::ImageSource imageSource(const RunArgs& args, const config::Settings& settings,
-                                 const agents::AgentSpec& spec, std::string& line) {
+session::ImageSource imageSource(const RunArgs& args, const config::Settings& settings, const agents::AgentSpec& spec,
+                                 std::string& line) {
   using Kind = session::ImageSource::Kind;
   if (!args.image.empty()) {
     line = "image " + args.image;
@@ -139,6 +139,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     auto policy = chooseReview(host, review, args.acceptFailed);
     if (!policy) return std::unexpected(policy.error());
     plan.review = *policy;
+    if (!args.git.empty()) plan.review.gitImport = *workspace::parseGitImportMode(args.git);
   } else if (args.acceptFailed && review != "auto" && review != "all") {
     return failWith(exit_code::kUsage, "--accept-failed applies to --review=auto or --review=all only");
   }
@@ -191,7 +192,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
                               direct ? ", direct mode: live workspace read-write" : "");
   plan.commandLine = "running " + spec.name + (plan.pty ? "" : " (no terminal: pipes)");
 
-  for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env)) plan.homeFiles.push_back({path, content});
+  for (const auto& [path, content] : agents::expandFiles(spec.homeFiles, *env))
+    plan.homeFiles.push_back({path, content});
   // Who the agent commits as: the user's git identity, nothing else of the
   // user's global git config (the spec's own .gitconfig wins).
   if (std::none_of(plan.homeFiles.begin(), plan.homeFiles.end(),
@@ -200,7 +202,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     auto identity = workspace::hostGitIdentity(host.dirs.home, xdgConfig);
     plan.homeFiles.push_back({".gitconfig", workspace::guestGitConfig(identity)});
   }
-  for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env)) plan.seedFiles.push_back({path, content});
+  for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env))
+    plan.seedFiles.push_back({path, content});
   auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);
   setup.imported = std::move(user.imported);
   plan.settings = std::move(user.plan);
@@ -233,9 +236,10 @@ void announce(const RunSetup& setup, session::Ui& ui, const std::string& agent) 
 /// The checks of -d and --name that need no plan.
 Result<> checkDetachFlags(const RunArgs& args) {
   if (!args.detached.detach && !args.detached.supervise) return {};
-  if (!args.review.empty() || args.acceptFailed)
-    return failWith(exit_code::kUsage, "a detached session is reviewed later: drop --review/--accept-failed and run "
-                    "`airlock review NAME` when it has ended");
+  if (!args.review.empty() || args.acceptFailed || !args.git.empty())
+    return failWith(exit_code::kUsage,
+                    "a detached session is reviewed later: drop --review/--accept-failed/--git "
+                    "and run `airlock review NAME` when it has ended");
   if (args.timings) return failWith(exit_code::kUsage, "--timings needs a session in the foreground (drop -d)");
   return {};
 }
@@ -273,8 +277,9 @@ int runAgent(const HostContext& host, RunArgs args, const std::vector<std::strin
 void addRunCommand(CLI::App& app, int& exitCode, const HostContext& host,
                    const std::vector<std::string>& afterDoubleDash, const std::vector<std::string>& invocation) {
   auto args = std::make_shared<RunArgs>();
-  auto* cmd = app.add_subcommand("run", "Run a coding agent in a microVM on a snapshot of your project, then review "
-                                        "its changes");
+  auto* cmd = app.add_subcommand("run",
+                                 "Run a coding agent in a microVM on a snapshot of your project, then review "
+                                 "its changes");
   cmd->footer(std::string(R"(Usage: airlock run AGENT [OPTIONS] [-- AGENT ARGS...]   (or: airlock AGENT ...)
 
 The agent edits a private snapshot of the workspace inside the VM; when it exits
@@ -301,7 +306,8 @@ Examples:
   airlock run claude-code
   airlock run -d --name fix-tests claude-code -- -p "fix the failing tests"
   airlock claude-code --review=auto -- -p "fix the failing test"
-  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)") + "\n\nEnding a session: " + kEscapeHelp + ".");
+  airlock run codex -w ~/src/app --env OPENAI_API_KEY --timings)") +
+              "\n\nEnding a session: " + kEscapeHelp + ".");
   cmd->add_option("agent", args->agent, "Agent name (see `airlock agents`)")->required();
   cmd->add_option("-w,--workspace", args->workspace, "Project directory (default: the current directory)")
       ->check(CLI::ExistingDirectory);

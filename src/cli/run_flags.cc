@@ -10,6 +10,10 @@ void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
                  "redirected), auto (accept all but held-back paths), all, or none "
                  "(keep every change in the session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
+  cmd.add_option("--git", flags.git,
+                 "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
+                 "repository), branches (also create or fast-forward your branches that are not checked out), or none")
+      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
   repeatable(cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable"));
   repeatable(cmd.add_option("--exclude", flags.excludes,
                             "Keep matching files out of the snapshot (gitignore syntax); repeatable"));

@@ -17,14 +17,15 @@ namespace airlock::cli {
 
 /// Raw values of the envelope-changing flags; empty/0 = not given.
 struct PolicyFlags {
-  std::string review;                  ///< --review
-  std::vector<std::string> env;        ///< -e/--env NAME or NAME=VALUE
-  std::vector<std::string> excludes;   ///< --exclude
-  EgressFlags egress;                  ///< --egress-profile, --allow-host, --host-port, --publish, --egress-log
-  std::string workspaceMode;           ///< --workspace-mode
-  unsigned cpus = 0;                   ///< --cpus
-  unsigned memory = 0;                 ///< --memory (MiB)
-  std::string image;                   ///< --image: an OCI image reference booted instead of the agent's image
+  std::string review;                 ///< --review
+  std::string git;                    ///< --git: none, refs-only, branches
+  std::vector<std::string> env;       ///< -e/--env NAME or NAME=VALUE
+  std::vector<std::string> excludes;  ///< --exclude
+  EgressFlags egress;                 ///< --egress-profile, --allow-host, --host-port, --publish, --egress-log
+  std::string workspaceMode;          ///< --workspace-mode
+  unsigned cpus = 0;                  ///< --cpus
+  unsigned memory = 0;                ///< --memory (MiB)
+  std::string image;                  ///< --image: an OCI image reference booted instead of the agent's image
 };
 
 /// Adds the flags to `cmd`, storing into `flags`.

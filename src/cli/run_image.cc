@@ -103,6 +103,8 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
   if (!policy) return std::unexpected(policy.error());
   if (!args.review.empty() && args.workspace.empty())
     return failWith(exit_code::kUsage, "--review needs a workspace: add -w DIR");
+  if (!args.git.empty() && args.review.empty())
+    return failWith(exit_code::kUsage, "--git applies to a review: add -w DIR --review=MODE");
   plan.name = args.detached.name;
   plan.label = "run-image";
   plan.detached = args.detached.supervise;
@@ -112,6 +114,7 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
     auto review = chooseReview(host, args.review, args.acceptFailed);
     if (!review) return std::unexpected(review.error());
     plan.review = *review;
+    if (!args.git.empty()) plan.review.gitImport = *workspace::parseGitImportMode(args.git);
   } else if (args.acceptFailed) {
     return failWith(exit_code::kUsage, "--accept-failed applies to --review=auto or --review=all only");
   }
@@ -143,18 +146,20 @@ Result<session::Plan> planRunImage(const HostContext& host, const RunImageArgs& 
   for (const auto& [name, value] : *envs) request.env.push_back(name + "=" + value);
   request.uid = image.uid;
   request.gid = image.gid;
-  request.cwd = !args.workdir.empty()      ? args.workdir
-                : !args.workspace.empty()  ? guest::kWorkspace
-                : !image.workdir.empty()   ? image.workdir
-                                           : "/";
+  request.cwd = !args.workdir.empty()     ? args.workdir
+                : !args.workspace.empty() ? guest::kWorkspace
+                : !image.workdir.empty()  ? image.workdir
+                                          : "/";
 
   plan.workspace = args.workspace;
   plan.workspaceMode = !args.review.empty() || plan.detached ? session::WorkspaceMode::kSnapshot
-                       : !args.workspace.empty() ? session::WorkspaceMode::kShared
-                                                 : session::WorkspaceMode::kNone;
+                       : !args.workspace.empty()             ? session::WorkspaceMode::kShared
+                                                             : session::WorkspaceMode::kNone;
   if (plan.workspaceMode == session::WorkspaceMode::kShared && !args.quiet)
-    std::fprintf(stderr, "airlock: warning: -w shares %s as it is, secret files (.env, keys) included; add "
-                         "--review=MODE to give the command a snapshot without them\n", args.workspace.c_str());
+    std::fprintf(stderr,
+                 "airlock: warning: -w shares %s as it is, secret files (.env, keys) included; add "
+                 "--review=MODE to give the command a snapshot without them\n",
+                 args.workspace.c_str());
   plan.machine.cpus = args.cpus;
   plan.machine.memoryMiB = args.memory;
   plan.machine.egress = *policy;
@@ -168,11 +173,15 @@ int runImage(const HostContext& host, const RunImageArgs& args, const std::vecto
   const DetachFlags& d = args.detached;
   if (d.detach || d.supervise) {
     if (args.workspace.empty())
-      return reportError(Error{"run-image -d needs -w DIR: a detached session works on a snapshot of it, reviewed "
-                               "later with `airlock review NAME`", exit_code::kUsage});
-    if (!args.review.empty() || args.acceptFailed)
-      return reportError(Error{"a detached session is reviewed later: drop --review/--accept-failed and run "
-                               "`airlock review NAME` when it has ended", exit_code::kUsage});
+      return reportError(
+          Error{"run-image -d needs -w DIR: a detached session works on a snapshot of it, reviewed "
+                "later with `airlock review NAME`",
+                exit_code::kUsage});
+    if (!args.review.empty() || args.acceptFailed || !args.git.empty())
+      return reportError(
+          Error{"a detached session is reviewed later: drop --review/--accept-failed/--git and run "
+                "`airlock review NAME` when it has ended",
+                exit_code::kUsage});
     if (!d.supervise) return startDetached(invocation);
   }
   // The supervisor's signals are set up before planning starts any thread.
@@ -200,18 +209,22 @@ void addRunImageOptions(CLI::App& cmd, RunImageArgs& args) {
   cmd.add_option("--rootfs", args.rootfs, "Host directory holding the guest's root filesystem (needs /bin/sh)");
   addRegistryFlags(cmd, args.registry);
   cmd.add_option("--cpus", args.cpus, "vCPUs")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd.add_option("--memory", args.memory, "Guest memory in MiB")->capture_default_str()->check(
-      CLI::Range(128, 65536));
-  repeatable(cmd.add_option("-e,--env", args.env,
-                  "Environment variable for the command: NAME=VALUE, or NAME to pass the host's value. Values "
-                  "travel over the control channel, never on a command line"));
+  cmd.add_option("--memory", args.memory, "Guest memory in MiB")->capture_default_str()->check(CLI::Range(128, 65536));
+  repeatable(
+      cmd.add_option("-e,--env", args.env,
+                     "Environment variable for the command: NAME=VALUE, or NAME to pass the host's value. Values "
+                     "travel over the control channel, never on a command line"));
   cmd.add_option("-w,--workspace", args.workspace,
-                  "Host directory at /workspace: shared read-only, or with --review a snapshot the command may change")
+                 "Host directory at /workspace: shared read-only, or with --review a snapshot the command may change")
       ->check(CLI::ExistingDirectory);
   cmd.add_option("--review", args.review,
-                  "With -w: the command edits a snapshot of the workspace and its changes go through the review "
-                  "gate: interactive, auto (accept all but held-back paths), all, or none (keep them pending)")
+                 "With -w: the command edits a snapshot of the workspace and its changes go through the review "
+                 "gate: interactive, auto (accept all but held-back paths), all, or none (keep them pending)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
+  cmd.add_option("--git", args.git,
+                 "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
+                 "repository), branches (also create or fast-forward your branches that are not checked out), or none")
+      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
   cmd.add_option("--workdir", args.workdir, "Working directory in the guest (default /workspace with -w, else /)");
   cmd.add_option("--user", args.user, "uid (and gid) to run the command as (default: the image's user, else 0)");
   cmd.add_option("--accel", args.accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")
@@ -290,7 +303,8 @@ Examples:
   airlock run-image --rootfs ./rootfs -- sh -c 'echo hi; exit 3'
   airlock run-image --rootfs ./rootfs -w . --cpus 2 --memory 1024 -- make test
   airlock run-image -w . --review=auto node:22 -- npx prettier --write .
-  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") + "\n\nEnding a session: " + kEscapeHelp + ".");
+  airlock run-image --rootfs ./rootfs -e TOKEN -e MODE=ci -- ./deploy-check)") +
+              "\n\nEnding a session: " + kEscapeHelp + ".");
   addRunImageOptions(*cmd, *args);
   cmd->callback([args, cmd, &host, &exitCode, &afterDoubleDash, &invocation] {
     if (auto r = finishRunImageArgs(*args, *cmd, afterDoubleDash); !r) {

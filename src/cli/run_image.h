@@ -26,6 +26,7 @@ struct RunImageArgs {
   std::string workspace;
   bool acceptFailed = false;  ///< --accept-failed: auto/all review flushes even when the command failed
   std::string review;  ///< with -w: snapshot the workspace and review the changes (interactive, auto, all, none)
+  std::string git;     ///< --git: none, refs-only, branches
   std::string accel = "auto";
   std::string tty = "auto";
   std::string workdir;

@@ -14,6 +14,7 @@
 #include "state/state_archive.h"
 #include "vm/launch_options.h"
 #include "vm/protocol.h"
+#include "workspace/git_import.h"
 #include "workspace/review.h"
 
 namespace airlock::session {
@@ -41,7 +42,7 @@ struct ImageSource {
 
 /// A file written into the agent's home in the guest before it starts.
 struct HomeFile {
-  std::string path;     ///< relative to the home directory
+  std::string path;  ///< relative to the home directory
   std::string content;
 };
 
@@ -81,6 +82,8 @@ struct ReviewPolicy {
   std::string modeName = "interactive";  ///< as the user gave it, for messages
   bool acceptFailed = false;             ///< --accept-failed: auto/all flush even when the command failed
   std::string who = "the agent";         ///< what ran, for messages ("the command" for run-image)
+  /// What happens to the agent's commits (`--git`): refs/airlock/<name>/... by default.
+  workspace::GitImportMode gitImport = workspace::GitImportMode::kRefsOnly;
 };
 
 /// The agent's state kept between runs on one project (issue 16): restored
@@ -110,13 +113,13 @@ struct Plan {
   /// The session's name (`--name`, unique among the sessions, checked by
   /// validSessionName()); "" = label + "-" + 6 hex digits of the session id.
   std::string name;
-  std::string label;                      ///< what runs, for `airlock ls`: the agent's name, or "run-image"
+  std::string label;  ///< what runs, for `airlock ls`: the agent's name, or "run-image"
   /// A detached session (`run -d`, recorded for `airlock ls`): its
   /// supervisor exports the changes and leaves them for `airlock review NAME`.
   bool detached = false;
-  std::string workspace;                  ///< the project directory as given ("" with kNone)
+  std::string workspace;  ///< the project directory as given ("" with kNone)
   WorkspaceMode workspaceMode = WorkspaceMode::kNone;
-  std::vector<std::string> excludes;      ///< extra ignore patterns of the snapshot and the review
+  std::vector<std::string> excludes;  ///< extra ignore patterns of the snapshot and the review
   ImageSource image;
   /// The image was not built for the agent (a rootfs directory, an OCI
   /// image), or the agent runs as another uid than the image's agent user
@@ -128,14 +131,14 @@ struct Plan {
   /// egress log path.
   vm::LaunchOptions machine;
   // Progress lines of the steps ("" = the step is only logged).
-  std::string imageLine;                  ///< "image claude-code:1"
-  std::string bootLine;                   ///< "booting claude-code (2 vCPUs, 2048 MiB, egress standard)"
-  std::string commandLine;                ///< "running claude-code"
-  bool machineProgress = false;           ///< show the machine's own progress lines ("booting VM (TCG emulation)")
-  std::vector<HomeFile> homeFiles;        ///< written as exec.uid before the command starts
-  std::vector<HomeFile> seedFiles;        ///< written as exec.uid where the restored state has nothing
-  std::optional<SettingsPlan> settings;   ///< none: settings_import is off
-  std::optional<StatePlan> state;         ///< none: nothing kept between runs (run-image, --fresh)
+  std::string imageLine;                 ///< "image claude-code:1"
+  std::string bootLine;                  ///< "booting claude-code (2 vCPUs, 2048 MiB, egress standard)"
+  std::string commandLine;               ///< "running claude-code"
+  bool machineProgress = false;          ///< show the machine's own progress lines ("booting VM (TCG emulation)")
+  std::vector<HomeFile> homeFiles;       ///< written as exec.uid before the command starts
+  std::vector<HomeFile> seedFiles;       ///< written as exec.uid where the restored state has nothing
+  std::optional<SettingsPlan> settings;  ///< none: settings_import is off
+  std::optional<StatePlan> state;        ///< none: nothing kept between runs (run-image, --fresh)
   std::optional<DeliveredCredential> credential;  ///< none: no login enters the VM
   /// The agent's home on a tmpfs (the image's files copied in first): what
   /// the command writes there never reaches the scratch disk (a login VM).
@@ -144,10 +147,10 @@ struct Plan {
   /// with the image's bundle, written to guest::kCaBundle as the agent
   /// before the command starts. "": none.
   std::string extraCaCertificates;
-  protocol::ExecRequest exec;             ///< the command (argv, env, uid, cwd)
-  bool pty = false;                       ///< attach through a pty (raw mode) instead of pipes
-  ReviewPolicy review;                    ///< with kSnapshot
-  bool egressLogShown = false;            ///< --egress-log: the log goes to stderr (not only the session's file)
+  protocol::ExecRequest exec;   ///< the command (argv, env, uid, cwd)
+  bool pty = false;             ///< attach through a pty (raw mode) instead of pipes
+  ReviewPolicy review;          ///< with kSnapshot
+  bool egressLogShown = false;  ///< --egress-log: the log goes to stderr (not only the session's file)
 };
 
 }  // namespace airlock::session

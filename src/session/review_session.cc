@@ -36,8 +36,10 @@ Result<std::string> chooseWorkspace(const std::string& given, const std::string&
   if (recorded.empty()) {
     if (!given.empty()) return given;
     if (!session.empty() && exists(SessionLayout{session}.manifest()))
-      return failWith(exit_code::kUsage, "session {} does not record its workspace; pass -w DIR (the directory it "
-                      "was taken from)", session);
+      return failWith(exit_code::kUsage,
+                      "session {} does not record its workspace; pass -w DIR (the directory it "
+                      "was taken from)",
+                      session);
     return std::string(".");
   }
   if (given.empty()) return recorded;
@@ -53,10 +55,9 @@ Result<std::string> chooseWorkspace(const std::string& given, const std::string&
 }  // namespace
 
 Result<bool> settleInterruptedFlush(const HostContext& host, const std::string& workspace, bool rollback, Ui& ui) {
-  auto rec = ws::recoverFlush(workspace, host.dirs.state,
-                              rollback ? ws::RecoveryMode::RollBack : ws::RecoveryMode::Complete,
-                              ws::workspaceOwnerForFlush(workspace, host.euid),
-                              [&ui](const std::string& line) { ui.say(line); });
+  auto rec = ws::recoverFlush(
+      workspace, host.dirs.state, rollback ? ws::RecoveryMode::RollBack : ws::RecoveryMode::Complete,
+      ws::workspaceOwnerForFlush(workspace, host.euid), [&ui](const std::string& line) { ui.say(line); });
   if (!rec) return std::unexpected(rec.error());
   if (!rec->found) return false;
   size_t steps = rollback ? rec->undone : rec->applied;
@@ -69,8 +70,7 @@ Result<bool> settleInterruptedFlush(const HostContext& host, const std::string& 
   return true;
 }
 
-Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, const PreviewRequest& request,
-                                                       Ui& ui) {
+Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, const PreviewRequest& request, Ui& ui) {
   auto dir = resolveSessionDir(host.dirs.state, request.session);
   if (!dir) return std::unexpected(dir.error());
   SessionLayout layout{*dir};
@@ -88,8 +88,10 @@ Result<std::optional<ws::GatePreview>> previewSession(const HostContext& host, c
   if (gate.changeSet.empty()) {
     gate.changeSet = heldChangeSet(layout);
     if (gate.changeSet.empty() && !exists(layout.reviewed()) && exists(layout.meta()))
-      return failWith(exit_code::kUsage, "session {} holds no changes: it ended before its agent's changes were "
-                      "exported (its process died); `airlock rm {}` removes it", name, name);
+      return failWith(exit_code::kUsage,
+                      "session {} holds no changes: it ended before its agent's changes were "
+                      "exported (its process died); `airlock rm {}` removes it",
+                      name, name);
     if (gate.changeSet.empty()) return std::optional<ws::GatePreview>{};
   }
   gate.maxDiffBytes = request.maxDiffBytes;
@@ -140,9 +142,10 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
     a.changeSet = heldChangeSet(layout);
     if (a.changeSet.empty() && (reviewed || *settled)) return out;  // nothing pending
     if (a.changeSet.empty() && exists(layout.manifest()) && exists(layout.meta()))
-      return failWith(exit_code::kUsage, "session {} holds no changes to review: it ended before its agent's changes "
-                      "were exported (its process died); `airlock rm {}` removes it", request.session,
-                      request.session);
+      return failWith(exit_code::kUsage,
+                      "session {} holds no changes to review: it ended before its agent's changes "
+                      "were exported (its process died); `airlock rm {}` removes it",
+                      request.session, request.session);
   }
   ws::GateRequest gate;
   gate.workspace = a.workspace;
@@ -153,6 +156,9 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
   gate.stateDir = host.dirs.state;
   gate.mode = a.mode;
   gate.modeName = a.modeName;
+  gate.gitImport = a.gitImport;
+  if (!a.session.empty() && !sessionName(a.session).empty())
+    gate.gitRefPrefix = "refs/airlock/" + sessionName(a.session) + "/";
   gate.maxDiffBytes = a.maxDiffBytes;
   gate.umask = host.umask;
   gate.owner = ws::workspaceOwnerForFlush(a.workspace, host.euid);
@@ -196,8 +202,9 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
     if (!m) return std::unexpected(m.error());
     baseline = std::move(*m);
   } else {
-    ui.warn("no baseline manifest (no --baseline, no session snapshot): the workspace as it is now is the baseline, "
-            "so host edits made during the agent's run cannot be detected");
+    ui.warn(
+        "no baseline manifest (no --baseline, no session snapshot): the workspace as it is now is the baseline, "
+        "so host edits made during the agent's run cannot be detected");
     auto scan = ws::scanTree(a.workspace, rules->rules);
     if (!scan) return std::unexpected(scan.error());
     baseline = std::move(scan->manifest);

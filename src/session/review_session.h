@@ -12,6 +12,7 @@
 #include "common/host_context.h"
 #include "session/ui.h"
 #include "workspace/gate.h"
+#include "workspace/git_import.h"
 #include "workspace/review.h"
 
 namespace airlock::session {
@@ -26,7 +27,10 @@ struct ReviewRequest {
   std::string after;      ///< a directory holding the agent's result
   workspace::ReviewMode mode = workspace::ReviewMode::Interactive;
   std::string modeName = "interactive";
-  bool rollbackInterrupted = false;    ///< an interrupted flush is rolled back instead of completed
+  bool rollbackInterrupted = false;  ///< an interrupted flush is rolled back instead of completed
+  /// The agent's commits come back under refs/airlock/<session name>/ (a
+  /// named session's review only; `--git`).
+  workspace::GitImportMode gitImport = workspace::GitImportMode::kRefsOnly;
   std::vector<std::string> excludes;  ///< extra ignore patterns
   uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
 };
@@ -52,9 +56,10 @@ Result<ReviewResult> reviewSession(const HostContext& host, const ReviewRequest&
 
 /// What `airlock diff` looks at.
 struct PreviewRequest {
-  std::string session;    ///< session name, id or directory
-  std::string changeSet;  ///< an OCI layer tar ("-" = changeSetFd); "" = what the session holds (as reviewSession() picks)
-  int changeSetFd = -1;   ///< read for "-" (not owned)
+  std::string session;  ///< session name, id or directory
+  std::string
+      changeSet;  ///< an OCI layer tar ("-" = changeSetFd); "" = what the session holds (as reviewSession() picks)
+  int changeSetFd = -1;               ///< read for "-" (not owned)
   std::vector<std::string> excludes;  ///< extra ignore patterns
   uint64_t maxDiffBytes = 1 << 20;    ///< larger files get a summary, not a diff
   bool patches = true;                ///< render each item's patch

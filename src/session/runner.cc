@@ -4,13 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <functional>
-#include <memory>
-#include <mutex>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
+#include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -50,7 +50,7 @@ protocol::ExecRequest helperRequest(const std::vector<std::string>& argv, uint32
 /// once `over()` says the output passed its cap or `within` has passed.
 /// The exit status; nullopt when the command was killed.
 std::optional<Result<protocol::ExitStatus>> waitOrKill(vm::Command& cmd, std::chrono::seconds within,
-                                                        const std::function<bool()>& over) {
+                                                       const std::function<bool()>& over) {
   const auto deadline = std::chrono::steady_clock::now() + within;
   std::optional<Result<protocol::ExitStatus>> status;
   while (!(status = cmd.waitFor(std::chrono::milliseconds(200))))
@@ -94,8 +94,8 @@ std::string Runner::timings() {
 
 Result<> Runner::open() {
   if (plan_.workspaceMode != WorkspaceMode::kSnapshot && plan_.workspaceMode != WorkspaceMode::kDirect) return {};
-  auto session = Session::open(deps_.host.dirs.state, plan_.workspace, plan_.name,
-                               plan_.label.empty() ? "session" : plan_.label);
+  auto session =
+      Session::open(deps_.host.dirs.state, plan_.workspace, plan_.name, plan_.label.empty() ? "session" : plan_.label);
   if (!session) return std::unexpected(session.error());
   session_ = std::move(*session);
   SessionMeta meta;
@@ -162,8 +162,10 @@ Result<> Runner::useImage(vm::LaunchOptions& launch) {
   if (image.kind == ImageSource::Kind::kPath) {
     struct stat st {};
     if (::stat(image.value.c_str(), &st) != 0)
-      return failWith(exit_code::kImage, "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
-                      "image reference", image.value, errnoText(errno));
+      return failWith(exit_code::kImage,
+                      "image {}: {}; set `image` to a rootfs directory, an erofs image file or an "
+                      "image reference",
+                      image.value, errnoText(errno));
     if (!S_ISDIR(st.st_mode)) {
       launch.rootImage = image.value;
       return {};
@@ -282,17 +284,20 @@ Result<> Runner::prepareHome() {
                          "sh", std::to_string(uid), guest::kAgentHome},
                         "", 0);
     if (!r)
-      return failWith(exit_code::kImage, "cannot put {} on a tmpfs in the guest: {}; the image needs sh, mount and "
-                      "cp", guest::kAgentHome, r.error().message);
+      return failWith(exit_code::kImage,
+                      "cannot put {} on a tmpfs in the guest: {}; the image needs sh, mount and "
+                      "cp",
+                      guest::kAgentHome, r.error().message);
   }
   if (plan_.chownHome) {
-    auto r = runInGuest({"sh", "-c", "mkdir -p \"$2\" && chown -R \"$1:$1\" \"$2\"", "sh", std::to_string(uid),
-                         guest::kAgentHome},
-                        "", 0);
+    auto r = runInGuest(
+        {"sh", "-c", "mkdir -p \"$2\" && chown -R \"$1:$1\" \"$2\"", "sh", std::to_string(uid), guest::kAgentHome}, "",
+        0);
     if (!r)
-      return failWith(exit_code::kImage, "cannot make {} writable for the agent user (uid {}) in the image: {}; the "
-                      "image needs a writable root with sh, mkdir and chown", guest::kAgentHome, uid,
-                      r.error().message);
+      return failWith(exit_code::kImage,
+                      "cannot make {} writable for the agent user (uid {}) in the image: {}; the "
+                      "image needs a writable root with sh, mkdir and chown",
+                      guest::kAgentHome, uid, r.error().message);
   }
   auto restored = restoreState();
   if (!restored) deps_.ui.warn("the agent's saved state was not restored: " + restored.error().message);
@@ -325,10 +330,9 @@ Result<> Runner::writeSettings() {
   const bool none = plan_.settings->entries.empty();
   auto tar = none ? Result<std::string>("") : state::packSettings(plan_.settings->entries, plan_.exec.uid);
   if (!tar) return std::unexpected(tar.error());
-  std::vector<std::string> argv = {"sh", "-c",
-                                   none ? "cd \"$HOME\" && rm -rf -- \"$@\""
-                                        : "cd \"$HOME\" && rm -rf -- \"$@\" && exec tar -x -f -",
-                                   "sh"};
+  std::vector<std::string> argv = {
+      "sh", "-c", none ? "cd \"$HOME\" && rm -rf -- \"$@\"" : "cd \"$HOME\" && rm -rf -- \"$@\" && exec tar -x -f -",
+      "sh"};
   argv.insert(argv.end(), plan_.settings->paths.begin(), plan_.settings->paths.end());
   if (auto r = runInGuest(argv, *tar, plan_.exec.uid); !r)
     return failWith(exit_code::kVmFailed, "cannot copy your agent settings into the guest: {}", r.error().message);
@@ -367,10 +371,12 @@ Result<> Runner::deliverCredential() {
   if (!plan_.credential || !plan_.credential->content) return {};
   const DeliveredCredential& c = *plan_.credential;
   const std::string uid = std::to_string(plan_.exec.uid);
-  auto dir = runInGuest({"sh", "-c", "mkdir -p \"$1\" && chown \"$2:$2\" \"$1\" && chmod 0700 \"$1\"", "sh",
-                         guest::kCredentialDir, uid},
-                        "", 0);
-  if (!dir) return failWith(exit_code::kVmFailed, "cannot prepare {} in the guest: {}", guest::kCredentialDir, dir.error().message);
+  auto dir = runInGuest(
+      {"sh", "-c", "mkdir -p \"$1\" && chown \"$2:$2\" \"$1\" && chmod 0700 \"$1\"", "sh", guest::kCredentialDir, uid},
+      "", 0);
+  if (!dir)
+    return failWith(exit_code::kVmFailed, "cannot prepare {} in the guest: {}", guest::kCredentialDir,
+                    dir.error().message);
   const std::string file = std::string(guest::kCredentialDir) + "/" + c.path.substr(c.path.rfind('/') + 1);
   const std::string link = std::string(guest::kAgentHome) + "/" + c.path;
   auto r = runInGuest({"sh", "-c",
@@ -458,9 +464,9 @@ void Runner::returnCredential() {
   }
 }
 
-/// The lock of the agent's saved state for this project (STATE/lock), held while a restore reads the saved tree and while a save
-/// swaps in the new one, never while a guest works: sessions on one project
-/// never read a half-replaced state, and the last save wins.
+/// The lock of the agent's saved state for this project (STATE/lock), held while a restore reads the saved tree and
+/// while a save swaps in the new one, never while a guest works: sessions on one project never read a half-replaced
+/// state, and the last save wins.
 Result<FileLock> Runner::lockState() {
   const std::string& dir = plan_.state->dir;
   return FileLock::acquire(dir + "/lock", "saving the agent's state of this project",
@@ -593,8 +599,8 @@ Result<state::UnpackSummary> Runner::saveState(std::chrono::seconds within) {
 void Runner::reportBlocked() {
   if (!sandbox_->hasEgress()) return;
   std::string details = plan_.egressLogShown ? "shown above"
-                        : session_         ? SessionLayout{session_->dir()}.egressLog()
-                                           : "run again with --egress-log";
+                        : session_           ? SessionLayout{session_->dir()}.egressLog()
+                                             : "run again with --egress-log";
   if (auto lines = sandbox_->blockedEgress(); !lines.empty()) deps_.ui.blockedEgress(lines, details);
 }
 
@@ -656,9 +662,9 @@ Result<> Runner::exportChanges() {
   auto exported =
       exportChangeSet(*sandbox_, layout.changeSet(), forced_ ? vm::forcedExportLimits() : vm::ExportLimits{});
   if (!exported)
-    return failWith(exported.error().code == exit_code::kUnsafeChangeSet ? exit_code::kUnsafeChangeSet
-                                                                         : exit_code::kVmFailed,
-                    "{}", exported.error().message);
+    return failWith(
+        exported.error().code == exit_code::kUnsafeChangeSet ? exit_code::kUnsafeChangeSet : exit_code::kVmFailed, "{}",
+        exported.error().message);
   session_->log(fmt::format("change set: {} bytes", *exported));
   ::unlink(layout.keptRootImage().c_str());  // a rescue's: no disk is left to rescue
   return {};
@@ -685,15 +691,17 @@ Result<workspace::GateOutcome> Runner::review() {
   request.changeSet = layout.changeSet();
   request.mode = plan_.review.mode;
   request.modeName = plan_.review.modeName;
+  request.gitImport = plan_.review.gitImport;
   request.excludes = plan_.excludes;
   // A failed command's changes are not flushed by a policy: the user decides.
   bool byPolicy = plan_.review.mode == ws::ReviewMode::Auto || plan_.review.mode == ws::ReviewMode::All;
   if (commandCode_ != 0 && byPolicy && !plan_.review.acceptFailed) {
     request.mode = ws::ReviewMode::None;
     request.modeName = "none";
-    std::string line = fmt::format("{} exited with {}, so --review={} flushes nothing: its changes are kept pending "
-                                   "(--accept-failed flushes them anyway)",
-                                   plan_.review.who, commandCode_, plan_.review.modeName);
+    std::string line = fmt::format(
+        "{} exited with {}, so --review={} flushes nothing: its changes are kept pending "
+        "(--accept-failed flushes them anyway)",
+        plan_.review.who, commandCode_, plan_.review.modeName);
     s.log(line);
     deps_.ui.say(line);
   }

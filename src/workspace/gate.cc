@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,12 +58,14 @@ void removeStaleStaging(const std::string& session) {
 
 Result<> checkGateRequest(const GateRequest& a, const ReviewTerminal* term) {
   if (a.changeSet.empty() == a.after.empty())
-    return failWith(exit_code::kUsage, "give exactly one of --change-set LAYER.tar or --after DIR (a session with "
+    return failWith(exit_code::kUsage,
+                    "give exactly one of --change-set LAYER.tar or --after DIR (a session with "
                     "pending changes needs neither)");
   if (!a.after.empty() && a.snapshot.empty())
     return failWith(exit_code::kUsage, "--after needs --session (its snapshot is the baseline to compare with)");
   if (a.mode == ReviewMode::Interactive && !term)
-    return failWith(exit_code::kUsage, "interactive review needs a terminal (none is attached to this process); pass "
+    return failWith(exit_code::kUsage,
+                    "interactive review needs a terminal (none is attached to this process); pass "
                     "--review=auto (accept all but held-back paths) or --review=none (keep every change in the "
                     "session, flush nothing)");
   if (a.session.empty()) return failWith(exit_code::kInternal, "a review needs a session directory");
@@ -122,15 +125,37 @@ Result<std::unique_ptr<StagedDiff>> stageAndDiff(const GateRequest& a, const Man
   auto result = s->diff->run();
   if (!result) return std::unexpected(result.error());
   s->result = std::move(*result);
-  classifyItems(s->result.items, baseline,
-                HostView{s->workspace.get(), &rules, gitConfigNamedPaths(a.workspace)});
+  classifyItems(s->result.items, baseline, HostView{s->workspace.get(), &rules, gitConfigNamedPaths(a.workspace)});
   return s;
+}
+
+/// The agent's commits, when the request asks for them, the review is not
+/// --review=none (which keeps everything for a later review, commits too)
+/// and the workspace is a repository with its own `.git` directory. A
+/// failure is reported in the result: the files' review stands either way.
+GitImport importCommits(const GateRequest& a, const ChangeSet& changes, const std::string& work) {
+  GitImport out;
+  struct stat st;
+  if (a.gitRefPrefix.empty() || a.gitImport == GitImportMode::kNone || a.mode == ReviewMode::None ||
+      ::lstat((a.workspace + "/.git").c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return out;
+  const std::string scratch = work + "/git-import";
+  if (::mkdir(scratch.c_str(), 0700) != 0) {
+    out.refused = fmt::format("cannot create {}: {}", scratch, errnoText(errno));
+    return out;
+  }
+  auto imported = importAgentCommits(changes, a.workspace + "/.git", a.gitRefPrefix, a.gitImport, scratch);
+  if (!imported)
+    out.refused = imported.error().message;
+  else
+    out = std::move(*imported);
+  return out;
 }
 
 }  // namespace
 
-Result<GatePreview> previewGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules,
-                                bool patches, bool color) {
+Result<GatePreview> previewGate(const GateRequest& a, const Manifest& baseline, const IgnoreRules& rules, bool patches,
+                                bool color) {
   if (a.changeSet.empty() == a.after.empty() || a.session.empty())
     return failWith(exit_code::kInternal, "a preview needs one change set and a session directory");
   auto staged = stageAndDiff(a, baseline, rules, "preview-");
@@ -213,9 +238,14 @@ Result<GateOutcome> runGate(const GateRequest& a, const Manifest& baseline, cons
   if (!kept) return std::unexpected(kept.error());
   out.keptDir = *kept;
   out.flushed = flushed.flushed;
-  out.summary = fmt::format("review ({}): {} flushed, {} pending, {} in conflict, {} already present{}; exit {}",
+  out.git = importCommits(a, *(*staged)->changes, work);
+  size_t imported = 0;
+  for (const auto& r : out.git.refs) imported += r.refused.empty();
+  out.summary = fmt::format("review ({}): {} flushed, {} pending, {} in conflict, {} already present{}{}; exit {}",
                             a.modeName, out.flushed, out.pending, out.conflicts, out.alreadyApplied,
-                            out.gitKept ? fmt::format(", {} git metadata kept", out.gitKept) : "", out.exitCode());
+                            out.gitKept ? fmt::format(", {} git metadata kept", out.gitKept) : "",
+                            imported ? fmt::format(", {} git ref{} imported", imported, imported == 1 ? "" : "s") : "",
+                            out.exitCode());
   return out;
 }
 

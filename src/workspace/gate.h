@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "workspace/diff.h"
 #include "workspace/flush.h"
+#include "workspace/git_import.h"
 #include "workspace/ignore.h"
 #include "workspace/manifest.h"
 #include "workspace/review.h"
@@ -37,6 +38,10 @@ struct GateRequest {
   uint32_t umask = 022;                  ///< the user's umask: the mode new files land with
   std::optional<FileOwner> owner;        ///< who new files belong to (FlushContext::owner)
   ProgressFn waiting;                    ///< told when the flush waits for another session's (FlushContext::waiting)
+  /// The agent's commits in the workspace's `.git` come back under this
+  /// prefix ("refs/airlock/<session>/"; "" = not imported), as `gitImport` says.
+  std::string gitRefPrefix;
+  GitImportMode gitImport = GitImportMode::kRefsOnly;
 };
 
 /// What one review did, for the caller to show and to turn into an exit code.
@@ -55,6 +60,7 @@ struct GateOutcome {
   size_t heldBack = 0;        ///< of pending: held back
   size_t alreadyApplied = 0;  ///< the host already had the agent's version
   std::string keptDir;        ///< where the kept changes are ("" = none kept)
+  GitImport git;              ///< the agent's commits brought back (importAgentCommits())
   std::string summary;        ///< "review (auto): 3 flushed, ...; exit 70" (also in the session log)
   /// 0; exit_code::kConflict, kUnsafeChangeSet (content lost) or
   /// kReviewPending, in that order of precedence.

@@ -12,11 +12,11 @@
 // user, as that user. One test keeps the path of airlock started by root.
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -151,24 +151,19 @@ class AgentE2E : public testing::Test {
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--");
     args.insert(args.end(), agentArgs.begin(), agentArgs.end());
-    std::map<std::string, std::string> env = {{"XDG_STATE_HOME", state_},
-                                              {"XDG_CONFIG_HOME", dir_ + "/config"},
-                                              {"XDG_DATA_HOME", dir_ + "/data"},
-                                              {"ANTHROPIC_BASE_URL", mock.guestUrl()},
-                                              {"ANTHROPIC_API_KEY", "airlock-e2e"},
-                                              {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
-                                              {"OPENAI_API_KEY", "airlock-e2e"},
-                                              {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
-                                              {"GEMINI_API_KEY", "airlock-e2e"}};
+    std::map<std::string, std::string> env = {
+        {"XDG_STATE_HOME", state_},           {"XDG_CONFIG_HOME", dir_ + "/config"},
+        {"XDG_DATA_HOME", dir_ + "/data"},    {"ANTHROPIC_BASE_URL", mock.guestUrl()},
+        {"ANTHROPIC_API_KEY", "airlock-e2e"}, {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
+        {"OPENAI_API_KEY", "airlock-e2e"},    {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
+        {"GEMINI_API_KEY", "airlock-e2e"}};
     if (!home.empty()) {
       env["HOME"] = home;
       if (!user_) env["AIRLOCK_CACHE_DIR"] = defaultCacheDir();  // the invoker's images, not a new cache under `home`
     }
     return runAirlock(args, "", env, 1500, user_ ? &*user_ : nullptr);
   }
-  std::vector<std::string> claudeArgs() const {
-    return {"-p", "Do the scripted task.", "--output-format", "json"};
-  }
+  std::vector<std::string> claudeArgs() const { return {"-p", "Do the scripted task.", "--output-format", "json"}; }
   /// Claude Code on the single_edit scenario with `flags`: it exits 0, its
   /// one new file is the only change to the project, and every file is the
   /// owner's.
@@ -181,7 +176,8 @@ class AgentE2E : public testing::Test {
     // the review's summary goes to stderr.
     EXPECT_EQ(r.out.find("flushed"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.rfind("{", 0), 0u) << r.out;
-    const bool reviewed = std::any_of(flags.begin(), flags.end(), [](const std::string& f) { return f.starts_with("--review"); });
+    const bool reviewed =
+        std::any_of(flags.begin(), flags.end(), [](const std::string& f) { return f.starts_with("--review"); });
     if (reviewed) {
       EXPECT_NE(r.err.find("flushed 1 change(s)"), std::string::npos) << r.err;
     }
@@ -310,8 +306,8 @@ std::map<std::string, std::string> filesWithTimes(const std::string& dir) {
   struct stat st {};
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file() && stat(e.path().c_str(), &st) == 0)
-      out[e.path().string()] = slurp(e.path().string()) + "@" + std::to_string(st.st_mtim.tv_sec) + "." +
-                               std::to_string(st.st_mtim.tv_nsec);
+      out[e.path().string()] =
+          slurp(e.path().string()) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
   return out;
 }
 
@@ -380,13 +376,22 @@ TEST_F(AgentE2E, ClaudeCodeCommitsInASanitizedRepository) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   fs::create_directories(dir_ + "/m");
   MockModel mock("git_sandbox.json", dir_ + "/m");
-  auto r = run("claude-code", mock, {"--review=none"}, claudeArgs(), home);
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs(), home);
   ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
   EXPECT_TRUE(mock.completed()) << mock.log();
   EXPECT_NE(mock.log().find("agent commit"), std::string::npos) << mock.log();
   EXPECT_FALSE(fs::exists(project_ + "/HOOK-RAN"));
   EXPECT_EQ(slurp(project_ + "/.git/config"), hostConfig) << "the host's repository config changed";
-  EXPECT_EQ(git("log -1 --format=%s | grep -qx base"), 0) << "the agent's commit reached the host's repository";
+  EXPECT_EQ(git("log -1 --format=%s | grep -qx base"), 0) << "the agent's commit moved the host's branch";
+  // Item 3: the commit came back, as a ref of the session's, checked.
+  EXPECT_NE(r.err.find("git: 1 new commit on main"), std::string::npos) << r.err;
+  EXPECT_EQ(
+      git("for-each-ref --format='%(refname)' 'refs/airlock/' | grep -q '^refs/airlock/claude-code-.*/heads/main$'"),
+      0);
+  EXPECT_EQ(git("log -1 --format='%an <%ae> %s' --glob='refs/airlock/*' | grep -qx 'Ada Lovelace <ada@example.com> "
+                "agent commit'"),
+            0);
+  EXPECT_EQ(git("fsck --strict"), 0);
 }
 
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
@@ -446,8 +451,8 @@ TEST_F(AgentE2E, HostEditDuringTheSessionIsAConflictAndNotOverwritten) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("conflict.json", dir_);
   std::string outPath = dir_ + "/airlock.out";
-  std::vector<std::string> args = {"run", "claude-code", "-q", "-w", project_, "--review=auto",
-                                   "--host-port", std::to_string(mock.port()), "--"};
+  std::vector<std::string> args = {
+      "run", "claude-code", "-q", "-w", project_, "--review=auto", "--host-port", std::to_string(mock.port()), "--"};
   for (const auto& a : claudeArgs()) args.push_back(a);
   pid_t pid = startAirlock(args, outPath,
                            {{"XDG_STATE_HOME", state_},
@@ -496,7 +501,8 @@ TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
   EXPECT_EQ(log.find("do-not-leak"), std::string::npos) << "the secret's content reached the model";
 }
 
-class OtherAgents : public AgentE2E, public testing::WithParamInterface<std::pair<std::string, std::vector<std::string>>> {};
+class OtherAgents : public AgentE2E,
+                    public testing::WithParamInterface<std::pair<std::string, std::vector<std::string>>> {};
 
 TEST_P(OtherAgents, OneScriptedEditLandsAfterReview) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser(GetParam().first));
