@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -324,6 +325,8 @@ void RefImport::run(ImportedRef& r, const std::string& refPrefix, GitImportMode 
     git_reference* ref = nullptr;
     while (git_reference_next(&ref, it.get()) == 0) {
       Reference owned(ref);
+      // This session's own refs (an earlier review of it) do not make its commits old.
+      if (std::string_view(git_reference_name(owned.get())).starts_with(refPrefix)) continue;
       git_reference* resolved = nullptr;
       if (git_reference_resolve(&resolved, owned.get()) != 0) continue;
       Reference res(resolved);

@@ -115,6 +115,11 @@ TEST_F(GitImport, CommitsOnTheCheckedOutBranchComeBackUnderRefsAirlock) {
   EXPECT_EQ(git(s_.ws, "rev-parse --short=7 main"), base) << "refs-only moved the branch";
   EXPECT_NE(git(s_.ws, "fsck --strict && echo fsck-clean").find("fsck-clean"), std::string::npos);
   EXPECT_EQ(readAll(s_.ws + "/README.md"), "hello\n") << "the working tree is the review's";
+  // A later review of the same session (its pending changes) says the same.
+  auto again = import();
+  ASSERT_EQ(again.refs.size(), 1u);
+  EXPECT_EQ(again.refs[0].newCommits, 2u);
+  EXPECT_EQ(again.refs[0].hostRef, "refs/airlock/s1/heads/main");
 }
 
 TEST_F(GitImport, ANewBranchAndAnAnnotatedTagAfterAGcComeBackFromPacks) {
