@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/expiry.h"
 #include "cli/host_secrets.h"
+#include "cli/git_info.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
 #include "cli/run_flags.h"
@@ -188,6 +189,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     kept = std::move(*k);
   }
   const StateInfo agentState = stateInfo(host, effective->agent, effective->workspace);
+  const GitEnvelope git = gitEnvelope(effective->workspace, args.git, direct);
   auto importedSettings = settingsInfo(host, *effective, args.env);
   if (!importedSettings) return reportError(importedSettings.error());
   const auto& userSettings = *importedSettings;
@@ -203,6 +205,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   if (args.json) {
     auto j = preflight::envelopeJson(*envelope);
     j["kept_out"] = kept ? keptOutJson(*kept, args.excluded) : nlohmann::json(nullptr);
+    j["git"] = gitEnvelopeJson(git);
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
     j["login"] = loginJson(*login, loginSpec, nowSeconds(host));
     j["agent_state"] = {{"paths", agentState.paths},
@@ -218,6 +221,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   } else {
     std::fputs(preflight::envelopeText(*envelope).c_str(), stdout);
     if (kept) std::fputs(keptOutText(*kept, args.excluded).c_str(), stdout);
+    std::fputs(gitEnvelopeText(git).c_str(), stdout);
     std::fputs(stateText(agentState, args.fresh).c_str(), stdout);
     std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
     std::fputs(loginText(*login, loginSpec, args.agent, nowSeconds(host)).c_str(), stdout);
@@ -232,7 +236,7 @@ void addInfoCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand("info", "Show the isolation envelope of `airlock run AGENT` without booting");
   cmd->footer(R"(Takes `airlock run`'s flags that change the envelope (--cpus, --memory,
---image, --exclude, --review, --workspace-mode, --yes, --accel, --egress-profile,
+--image, --exclude, --review, --git, --workspace-mode, --yes, --accel, --egress-profile,
 --allow-host, --host-port, --publish, -e/--env) and shows the envelope of
 exactly that run. For every value: which layer set it (built-in, user, repo,
 flag). Repo keys that .airlock.yaml may not set (it can only tighten) are

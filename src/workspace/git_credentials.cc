@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 
+#include "common/token_prefixes.h"
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
@@ -245,8 +246,25 @@ bool keptInRepoConfig(const std::string& section, bool sub, const std::string& k
 
 }  // namespace
 
-std::string sanitizeRepoConfig(std::string_view text, size_t& edits) {
+namespace {
+
+/// A dropped key's name as `airlock info` may show it: a name that is not
+/// git's key syntax ([a-z0-9-], at most 64) or looks like a token is
+/// never shown (a bare word on a line of its own is a boolean key).
+std::string shownKeyName(const std::string& section, bool sub, const std::string& key) {
+  auto plain = [](const std::string& s) {
+    return !s.empty() && s.size() <= 64 && !startsLikeToken(s) &&
+           s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+  };
+  if (!plain(section) || !plain(key)) return "(a key that is not git's syntax)";
+  return section + (sub ? ".*." : ".") + key;
+}
+
+}  // namespace
+
+std::string sanitizeRepoConfig(std::string_view text, size_t& edits, std::vector<std::string>* dropped) {
   edits = 0;
+  std::set<std::string> droppedKeys;
   std::string out;
   out.reserve(text.size());
   std::string section, header;  // header: the current section's line, until a key of it is kept
@@ -281,6 +299,7 @@ std::string sanitizeRepoConfig(std::string_view text, size_t& edits) {
     }
     if (header.empty() || !keptInRepoConfig(section, sub, l.key, l.value)) {
       ++edits;
+      if (!header.empty()) droppedKeys.insert(shownKeyName(section, sub, lower(l.key)));
       continue;
     }
     if (!headerOut) {
@@ -293,6 +312,7 @@ std::string sanitizeRepoConfig(std::string_view text, size_t& edits) {
       out += raw;
   }
   if (!header.empty() && !headerOut) ++edits;
+  if (dropped) dropped->assign(droppedKeys.begin(), droppedKeys.end());
   return out;
 }
 

@@ -59,8 +59,11 @@ std::string stripGitCredentials(std::string_view text, size_t& edits);
 /// color, log, rerere, rebase, tag, pack, gc, status, index, advice, init
 /// (but templateDir). Dropped: everything else (credential, include,
 /// includeIf, url, http, filter, lfs, alias, gpg...), and comments.
+/// `dropped`, when given, gets the names of the keys dropped, once each, as
+/// "section.key" or "section.*.key" (a subsection is never shown: it may be
+/// a URL with a token), sorted.
 /// Issue: "Git inside the sandbox", item 1.
-std::string sanitizeRepoConfig(std::string_view text, size_t& edits);
+std::string sanitizeRepoConfig(std::string_view text, size_t& edits, std::vector<std::string>* dropped = nullptr);
 
 /// `text` with the userinfo of every URL removed, line by line (FETCH_HEAD,
 /// reflogs); `edits` as for stripGitCredentials().

@@ -1,0 +1,41 @@
+#pragma once
+// What `airlock info` says about git in the sandbox: whether the workspace is
+// a repository the VM can use, what the snapshot drops from its config, and
+// what becomes of the agent's commits.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace airlock::cli {
+
+/// The git envelope of one run.
+struct GitEnvelope {
+  enum class Repository {
+    kNone,       ///< no `.git` at the workspace's top
+    kDirectory,  ///< a `.git` directory: sanitized copy in the VM, commits imported
+    kGitFile,    ///< `.git` is a file (a linked worktree): no repository in the VM
+    kDirect,     ///< --workspace-mode=direct: the live repository, as it is
+  };
+  Repository repository = Repository::kNone;
+  std::string mode;                  ///< --git: refs-only, branches, none
+  std::vector<std::string> dropped;  ///< keys dropped from .git/config (workspace::sanitizeRepoConfig())
+  bool urlCredentials = false;       ///< credentials removed from URLs in .git/config
+};
+
+/// The git envelope of a run on `workspace` with `--git=mode` ("" =
+/// refs-only); `direct` for --workspace-mode=direct. Reads only
+/// `.git/config` (at most 1 MiB).
+GitEnvelope gitEnvelope(const std::string& workspace, const std::string& mode, bool direct);
+
+/// The "git" lines of `airlock info`.
+std::string gitEnvelopeText(const GitEnvelope& git);
+
+/// The "git" object of `airlock info --json`: repository ("none",
+/// "directory", "git_file", "direct"), commits ("refs-only", "branches",
+/// "none", or "not imported"), config_keys_dropped, url_credentials_removed,
+/// push_credentials (always "none" today).
+nlohmann::json gitEnvelopeJson(const GitEnvelope& git);
+
+}  // namespace airlock::cli

@@ -1,0 +1,52 @@
+// `airlock info`'s git lines: what the snapshot drops from the repository's
+// config, by key name only (never a value, a subsection or a token-looking
+// word), and what becomes of the agent's commits.
+
+#include "cli/git_info.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/scratch.h"
+
+namespace airlock::cli {
+namespace {
+
+TEST(GitInfo, NamesTheDroppedKeysButNoValueSubsectionOrToken) {
+  auto dir = test::scratchDir("airlock-git-info-");
+  std::filesystem::create_directories(dir.path() + "/.git");
+  std::ofstream(dir.path() + "/.git/config") << "[core]\n\tbare = false\n\tfsmonitor = .git/hooks/x\n"
+                                                "[remote \"origin\"]\n\turl = https://user:s3cr3t@example.com/r.git\n"
+                                                "[credential \"https://ghp_subsectiontoken1234@example.com\"]\n"
+                                                "\thelper = store\n"
+                                                "[alias]\n\tst = !touch /tmp/x\n\tghp_barewordtoken123456\n";
+  auto g = gitEnvelope(dir.path(), "", false);
+  EXPECT_EQ(g.repository, GitEnvelope::Repository::kDirectory);
+  EXPECT_EQ(g.mode, "refs-only");
+  EXPECT_EQ(g.dropped, (std::vector<std::string>{"(a key that is not git's syntax)", "alias.st", "core.fsmonitor",
+                                                 "credential.*.helper"}));
+  EXPECT_TRUE(g.urlCredentials);
+  const std::string text = gitEnvelopeText(g) + gitEnvelopeJson(g).dump();
+  for (const char* secret : {"s3cr3t", "ghp_", "touch", "hooks/x"})
+    EXPECT_EQ(text.find(secret), std::string::npos) << secret;
+  EXPECT_NE(text.find("refs/airlock/NAME/... (--git=refs-only)"), std::string::npos) << text;
+  EXPECT_NE(text.find("credentials removed from the URLs"), std::string::npos) << text;
+}
+
+TEST(GitInfo, AWorktreeNoRepositoryAndDirectModeSayWhatTheVmGets) {
+  auto dir = test::scratchDir("airlock-git-info-");
+  EXPECT_EQ(gitEnvelope(dir.path(), "", false).repository, GitEnvelope::Repository::kNone);
+  EXPECT_NE(gitEnvelopeText(gitEnvelope(dir.path(), "", false)).find("no repository"), std::string::npos);
+  std::ofstream(dir.path() + "/.git") << "gitdir: /elsewhere/.git/worktrees/w\n";
+  auto worktree = gitEnvelope(dir.path(), "branches", false);
+  EXPECT_EQ(worktree.repository, GitEnvelope::Repository::kGitFile);
+  EXPECT_EQ(gitEnvelopeJson(worktree)["commits"], "not imported");
+  EXPECT_EQ(gitEnvelope(dir.path(), "", true).repository, GitEnvelope::Repository::kDirect);
+  EXPECT_NE(gitEnvelopeText(gitEnvelope(dir.path(), "", true)).find("live repository"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace airlock::cli
