@@ -144,7 +144,8 @@ GitImport importCommits(const GateRequest& a, const ChangeSet& changes, const st
     out.refused = fmt::format("cannot create {}: {}", scratch, errnoText(errno));
     return out;
   }
-  auto imported = importAgentCommits(changes, a.workspace + "/.git", a.gitRefPrefix, a.gitImport, scratch);
+  auto imported = importAgentCommits(changes, a.workspace + "/.git", a.snapshot.empty() ? "" : a.snapshot + "/.git",
+                                     a.gitRefPrefix, a.gitImport, scratch);
   if (!imported)
     out.refused = imported.error().message;
   else

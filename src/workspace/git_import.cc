@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <git2.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +36,6 @@ using Tree = std::unique_ptr<git_tree, Freer<git_tree, git_tree_free>>;
 using Object = std::unique_ptr<git_object, Freer<git_object, git_object_free>>;
 using Reference = std::unique_ptr<git_reference, Freer<git_reference, git_reference_free>>;
 using Walk = std::unique_ptr<git_revwalk, Freer<git_revwalk, git_revwalk_free>>;
-using Indexer = std::unique_ptr<git_indexer, Freer<git_indexer, git_indexer_free>>;
 using RefIterator = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator, git_reference_iterator_free>>;
 
 /// libgit2's last error, for a message.
@@ -63,6 +64,35 @@ std::string readSmall(const std::string& path, size_t max) {
   return data;
 }
 
+/// The branches and tags of a packed-refs file's `text`, into `out`.
+void parsePackedRefs(const std::string& text, std::map<std::string, std::string>& out) {
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.size() < 42 || line[40] != ' ') continue;  // "# pack-refs", "^peeled"
+    std::string id = line.substr(0, 40), ref = line.substr(41);
+    if (isHex40(id) && (ref.starts_with("refs/heads/") || ref.starts_with("refs/tags/"))) out[ref] = id;
+  }
+}
+
+/// The id `ref` has in the repository at `gitDir` as files say (a loose
+/// ref, else packed-refs); "" when it has none.
+std::string refInFiles(const std::string& gitDir, const std::string& ref, std::map<std::string, std::string>& packed,
+                       bool& packedRead) {
+  std::string text = readSmall(gitDir + "/" + ref, 128);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (isHex40(text)) return text;
+  if (!packedRead) {
+    parsePackedRefs(readSmall(gitDir + "/packed-refs", 16 << 20), packed);
+    packedRead = true;
+  }
+  auto it = packed.find(ref);
+  return it == packed.end() ? "" : it->second;
+}
+
 /// The refs the guest's `.git` changed: name -> commit or tag id (hex).
 /// Loose refs win over packed-refs, as in git.
 std::map<std::string, std::string> changedRefs(const ChangeSet& changes) {
@@ -71,17 +101,7 @@ std::map<std::string, std::string> changedRefs(const ChangeSet& changes) {
     if (change.kind != Change::Kind::File || !path.starts_with(".git/")) continue;
     const std::string name = path.substr(5);
     if (name == "packed-refs") {
-      std::string text = readSmall(changes.stagedPath(change), 16 << 20);
-      size_t at = 0;
-      while (at < text.size()) {
-        size_t end = text.find('\n', at);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(at, end - at);
-        at = end + 1;
-        if (line.size() < 42 || line[40] != ' ') continue;  // "# pack-refs", "^peeled"
-        std::string id = line.substr(0, 40), ref = line.substr(41);
-        if (isHex40(id) && (ref.starts_with("refs/heads/") || ref.starts_with("refs/tags/"))) packed[ref] = id;
-      }
+      parsePackedRefs(readSmall(changes.stagedPath(change), 16 << 20), packed);
       continue;
     }
     if (name != "HEAD" && !name.starts_with("refs/heads/") && !name.starts_with("refs/tags/")) continue;
@@ -96,6 +116,112 @@ std::map<std::string, std::string> changedRefs(const ChangeSet& changes) {
     if (ref == "HEAD" || (git_reference_name_is_valid(&valid, ref.c_str()) == 0 && valid)) out.emplace(ref, id);
   }
   return out;
+}
+
+/// Pages of address space this process maps now.
+uint64_t mappedBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+/// Indexes the pack at `staged` (the guest's `path`) into `packDir` with
+/// libgit2's indexer, in a child process held to limits.indexMemoryBytes
+/// more address space and limits.indexSeconds of CPU: a few KiB of deltas
+/// can expand to gigabytes. "" or why it was refused.
+std::string indexPack(const std::string& staged, const std::string& path, const std::string& packDir, git_odb* odb,
+                      const GitImportLimits& limits) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return fmt::format("cannot index {}: {}", path, errnoText(errno));
+  Fd readEnd(fds[0]), writeEnd(fds[1]);
+  const uint64_t memory = mappedBytes() + limits.indexMemoryBytes;
+  pid_t pid = ::fork();
+  if (pid < 0) return fmt::format("cannot index {}: {}", path, errnoText(errno));
+  if (pid == 0) {
+    rlimit as{memory, memory}, cpu{limits.indexSeconds, limits.indexSeconds};
+    ::setrlimit(RLIMIT_AS, &as);
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    auto fail = [&](const std::string& why) {
+      (void)writeAll(writeEnd.get(), why);
+      ::_exit(1);
+    };
+    git_indexer_options opts;
+    git_indexer_options_init(&opts, GIT_INDEXER_OPTIONS_VERSION);
+    git_indexer* raw = nullptr;
+    if (git_indexer_new(&raw, packDir.c_str(), 0, odb, &opts) != 0) fail("cannot index " + path + ": " + gitError());
+    int in = ::open(staged.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0) fail("cannot read " + path);
+    git_indexer_progress progress{};
+    static char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(in, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("cannot read " + path);
+      if (n == 0) break;
+      if (git_indexer_append(raw, buf, static_cast<size_t>(n), &progress) != 0)
+        fail(path + " is not a valid pack: " + gitError());
+    }
+    if (git_indexer_commit(raw, &progress) != 0) fail(path + " is not a valid pack: " + gitError());
+    ::_exit(0);
+  }
+  writeEnd.reset();
+  std::string why;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(readEnd.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (why.size() < 4096) why.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (!why.empty()) return why;
+  return fmt::format("{} is not a pack the import can take: indexing it needed more than {} MiB of memory or {} s",
+                     path, limits.indexMemoryBytes >> 20, limits.indexSeconds);
+}
+
+/// Reads the header of every object in the guest's own files (not the
+/// host's): counts, sizes and their sum within `limits`, before any object
+/// is read whole. "" or why the import is refused.
+std::string checkGuestObjectSizes(const std::string& objectsDir, const GitImportLimits& limits) {
+  git_odb* raw = nullptr;
+  if (git_odb_open(&raw, objectsDir.c_str()) != 0) return "cannot read the guest's objects: " + gitError();
+  Odb guest(raw);
+  struct Scan {
+    git_odb* odb;
+    const GitImportLimits* limits;
+    size_t count = 0;
+    uint64_t total = 0;
+    std::string why;
+  } scan{guest.get(), &limits};
+  (void)git_odb_foreach(
+      guest.get(),
+      [](const git_oid* id, void* payload) -> int {
+        auto* s = static_cast<Scan*>(payload);
+        if (++s->count > s->limits->maxObjects) {
+          s->why = fmt::format("the guest's repository has over {} objects, the import's limit", s->limits->maxObjects);
+          return 1;
+        }
+        size_t size = 0;
+        git_object_t type;
+        if (git_odb_read_header(&size, &type, s->odb, id) != 0) return 0;  // refused when a ref needs it
+        if (size > s->limits->maxObjectBytes) {
+          s->why = fmt::format("object {} is {} MiB, over the import's limit of {} MiB", hex(*id).substr(0, 12),
+                               size >> 20, s->limits->maxObjectBytes >> 20);
+          return 1;
+        }
+        s->total += size;
+        if (s->total > s->limits->maxInflatedBytes) {
+          s->why = fmt::format("the guest's objects hold over {} MiB, the import's limit",
+                               s->limits->maxInflatedBytes >> 20);
+          return 1;
+        }
+        return 0;
+      },
+      &scan);
+  return scan.why;
 }
 
 /// Copies the guest's object files into the scratch repository's object
@@ -122,26 +248,8 @@ std::string stageGuestObjects(const ChangeSet& changes, const std::string& objec
         return fmt::format("cannot stage {}: {}", path, ec.message());
       continue;
     }
-    git_indexer_options opts;
-    git_indexer_options_init(&opts, GIT_INDEXER_OPTIONS_VERSION);
-    git_indexer* raw = nullptr;
-    if (git_indexer_new(&raw, (objectsDir + "/pack").c_str(), 0, odb, &opts) != 0)
-      return fmt::format("cannot index {}: {}", path, gitError());
-    Indexer indexer(raw);
-    Fd in(::open(changes.stagedPath(change).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!in) return fmt::format("cannot read {}", path);
-    git_indexer_progress progress{};
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(in.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fmt::format("cannot read {}", path);
-      if (n == 0) break;
-      if (git_indexer_append(indexer.get(), buf, static_cast<size_t>(n), &progress) != 0)
-        return fmt::format("{} is not a valid pack: {}", path, gitError());
-    }
-    if (git_indexer_commit(indexer.get(), &progress) != 0)
-      return fmt::format("{} is not a valid pack: {}", path, gitError());
+    if (auto why = indexPack(changes.stagedPath(change), path, objectsDir + "/pack", odb, limits); !why.empty())
+      return why;
   }
   return "";
 }
@@ -173,6 +281,7 @@ class RefImport {
   std::string checkTree(const git_oid& id, const std::string& where, std::set<std::string>& seen);
   std::string copyObjects();
   std::string hostHeadBranch();
+  bool checkedOut(const std::string& branch);
   void updateBranch(ImportedRef& r, const git_oid& tip);
 
   git_repository* host_;
@@ -196,6 +305,8 @@ std::string RefImport::checkTree(const git_oid& id, const std::string& where, st
     const std::string name = git_tree_entry_name(e);
     if (isDotGitAlias(name))
       return fmt::format("{} has a path named {} (git metadata in a commit's tree)", where, visibleText(name));
+    if (git_tree_entry_filemode(e) == GIT_FILEMODE_LINK && isGitmodulesName(name))
+      return fmt::format("{} has a .gitmodules that is a symlink", where);
     const git_oid* child = git_tree_entry_id(e);
     switch (git_tree_entry_type(e)) {
       case GIT_OBJECT_TREE:
@@ -238,6 +349,15 @@ std::string RefImport::copyObjects() {
   return "";
 }
 
+/// True when `branch` is checked out in the host's repository or any of its
+/// linked worktrees (moving it would make their index and files look reverted).
+bool RefImport::checkedOut(const std::string& branch) {
+  git_reference* raw = nullptr;
+  if (git_reference_lookup(&raw, host_, branch.c_str()) != 0) return false;
+  Reference ref(raw);
+  return git_branch_is_checked_out(ref.get()) != 0;  // 1, or an error: leave it alone
+}
+
 /// The host's checked-out branch ("" when HEAD is detached or unborn).
 std::string RefImport::hostHeadBranch() {
   git_reference* raw = nullptr;
@@ -265,7 +385,7 @@ void RefImport::updateBranch(ImportedRef& r, const git_oid& tip) {
     r.branch = fmt::format("{} not moved: not a fast-forward of yours", name);
     return;
   }
-  if (hostHeadBranch() == r.guestRef) {
+  if (checkedOut(r.guestRef)) {
     r.branch = fmt::format("{} not moved: it is checked out (git merge --ff-only {})", name, r.hostRef);
     return;
   }
@@ -296,7 +416,22 @@ void RefImport::run(ImportedRef& r, const std::string& refPrefix, GitImportMode 
   }
   Object commitObj(peeled);
   const git_oid commitId = *git_object_id(commitObj.get());
-  if (git_object_type(tipObj.get()) == GIT_OBJECT_TAG && !hostHas(tipId)) toCopy_.push_back(tipId);
+  // Every tag of a chain (a tag of a tag) comes along, not only the outer one.
+  int tags = 0;
+  for (git_oid tag = tipId; git_odb_exists(scratchOdb_.get(), &tag) == 1;) {
+    size_t size = 0;
+    git_object_t type;
+    if (git_odb_read_header(&size, &type, scratchOdb_.get(), &tag) != 0 || type != GIT_OBJECT_TAG) break;
+    git_object* rawTag = nullptr;
+    if (git_object_lookup(&rawTag, scratch_, &tag, GIT_OBJECT_TAG) != 0) break;
+    Object t(rawTag);
+    if (!hostHas(tag)) toCopy_.push_back(tag);
+    tag = *git_tag_target_id(reinterpret_cast<git_tag*>(t.get()));
+    if (++tags > 64) {
+      r.refused = "its tag is a chain of more than 64 tags";
+      return;
+    }
+  }
 
   // Moved backwards: the host's ref of the same name already contains it.
   git_oid hostTip;
@@ -307,6 +442,15 @@ void RefImport::run(ImportedRef& r, const std::string& refPrefix, GitImportMode 
     return;
   }
 
+  // The name it lands under is checked before anything is written.
+  const std::string suffix = r.guestRef == "HEAD" ? "HEAD" : r.guestRef.substr(5);  // heads/x, tags/x
+  const std::string hostRef = refPrefix + suffix;
+  int validName = 0;
+  if (git_reference_name_is_valid(&validName, hostRef.c_str()) != 0 || !validName) {
+    r.refused = fmt::format("{} is not a valid ref name", hostRef);
+    return;
+  }
+
   // The new commits: reachable from the tip, not from any host ref.
   git_revwalk* rawWalk = nullptr;
   if (git_revwalk_new(&rawWalk, scratch_) != 0) {
@@ -314,7 +458,7 @@ void RefImport::run(ImportedRef& r, const std::string& refPrefix, GitImportMode 
     return;
   }
   Walk walk(rawWalk);
-  git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME);
+  git_revwalk_sorting(walk.get(), GIT_SORT_TIME);  // lazy: a topological sort would load all history first
   if (git_revwalk_push(walk.get(), &commitId) != 0) {
     r.refused = fmt::format("its commit {} cannot be read: {}", r.tip.substr(0, 12), gitError());
     return;
@@ -376,8 +520,6 @@ void RefImport::run(ImportedRef& r, const std::string& refPrefix, GitImportMode 
     r.base = visibleText(shortName) + "@" + hex(mergeBase).substr(0, 7);
   }
 
-  const std::string suffix = r.guestRef == "HEAD" ? "HEAD" : r.guestRef.substr(5);  // heads/x, tags/x
-  const std::string hostRef = refPrefix + suffix;
   git_reference* created = nullptr;
   if (git_reference_create(&created, host_, hostRef.c_str(), &tipId, 1, "airlock: the agent's ref") != 0) {
     r.refused = fmt::format("cannot create {}: {}", hostRef, gitError());
@@ -418,18 +560,50 @@ Result<GitImportMode> parseGitImportMode(const std::string& text) {
 }
 
 bool isDotGitAlias(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return true;
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return true;
+  // NTFS reads "\\" as a separator and drops an alternate data stream
+  // (":$INDEX_ALLOCATION") and trailing dots and spaces of each component.
   std::string s = withoutHfsIgnorables(name);
-  while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s == ".git" || s == "git~1";
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find('\\', start);
+    if (end == std::string::npos) end = s.size();
+    std::string part = s.substr(start, end - start);
+    if (size_t colon = part.find(':'); colon != std::string::npos) part.resize(colon);
+    if (part == "." || part == "..") return true;
+    while (!part.empty() && (part.back() == '.' || part.back() == ' ')) part.pop_back();
+    std::transform(part.begin(), part.end(), part.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (part == ".git" || part == "git~1") return true;
+    start = end + 1;
+  }
+  return false;
 }
 
-Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string& gitDir, const std::string& refPrefix,
+bool isGitmodulesName(const std::string& name) {
+  std::string s = withoutHfsIgnorables(name);
+  if (size_t colon = s.find(':'); colon != std::string::npos) s.resize(colon);
+  while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s == ".gitmodules" || s == "gitmod~1";
+}
+
+Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string& gitDir,
+                                     const std::string& baselineGitDir, const std::string& refPrefix,
                                      GitImportMode mode, const std::string& scratch, const GitImportLimits& limits) {
   GitImport out;
   if (mode == GitImportMode::kNone) return out;
   auto refs = changedRefs(changes);
+  // A ref the guest left at the snapshot's value is not news (a `git gc` in
+  // the guest rewrites packed-refs whole).
+  if (!baselineGitDir.empty()) {
+    std::map<std::string, std::string> packed;
+    bool packedRead = false;
+    for (auto it = refs.begin(); it != refs.end();)
+      it = it->first != "HEAD" && refInFiles(baselineGitDir, it->first, packed, packedRead) == it->second
+               ? refs.erase(it)
+               : std::next(it);
+  }
   if (refs.empty()) return out;
   static std::once_flag once;
   std::call_once(once, [] { git_libgit2_init(); });
@@ -468,7 +642,11 @@ Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string
   if (git_odb_add_disk_alternate(scratchOdb.get(), (gitDir + "/objects").c_str()) != 0)
     return failWith(exit_code::kInternal, "cannot read the objects of {}: {}", gitDir, gitError());
   if (auto why = stageGuestObjects(changes, scratch + "/objects", scratchOdb.get(), limits); !why.empty()) {
-    out.refused = why;
+    out.refused = visibleText(why);
+    return out;
+  }
+  if (auto why = checkGuestObjectSizes(scratch + "/objects", limits); !why.empty()) {
+    out.refused = visibleText(why);
     return out;
   }
 
@@ -478,6 +656,9 @@ Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string
     r.guestRef = name;
     r.tip = id;
     importer.run(r, refPrefix, mode);
+    // Names, libgit2's messages and pack file names in these come from the guest.
+    r.refused = visibleText(r.refused);
+    r.branch = visibleText(r.branch);
     out.refs.push_back(std::move(r));
   }
   return out;

@@ -30,10 +30,14 @@ Result<GitImportMode> parseGitImportMode(const std::string& text);
 
 /// Bounds on what one import reads from the guest.
 struct GitImportLimits {
-  uint64_t maxObjectBytes = uint64_t{512} << 20;  ///< one object, inflated
-  uint64_t maxTotalBytes = uint64_t{4} << 30;     ///< the guest's object files (loose and packs), as staged
-  size_t maxCommits = 20'000;                     ///< new commits per ref
-  size_t maxRefs = 1'000;                         ///< refs the guest changed
+  uint64_t maxObjectBytes = uint64_t{512} << 20;     ///< one object, inflated
+  uint64_t maxTotalBytes = uint64_t{4} << 30;        ///< the guest's object files (loose and packs), as staged
+  uint64_t maxInflatedBytes = uint64_t{16} << 30;    ///< all the guest's objects, inflated
+  size_t maxObjects = 2'000'000;                     ///< objects in the guest's files
+  uint64_t indexMemoryBytes = uint64_t{1536} << 20;  ///< address space a pack's indexing may add (a child process)
+  unsigned indexSeconds = 300;                       ///< CPU time a pack's indexing may take
+  size_t maxCommits = 20'000;                        ///< new commits per ref
+  size_t maxRefs = 1'000;                            ///< refs the guest changed
 };
 
 /// One ref the agent made or moved.
@@ -59,22 +63,32 @@ struct GitImport {
 /// objects as loose files and packs) into the repository at `gitDir` (the
 /// workspace's `.git` directory) as `<refPrefix>heads/NAME`,
 /// `<refPrefix>tags/NAME` and `<refPrefix>HEAD`. `refPrefix` is like
-/// "refs/airlock/<session>/". `scratch` is an empty directory for the
+/// "refs/airlock/<session>/". `baselineGitDir` is the snapshot's `.git`
+/// (host-made; "" or missing when it is gone): a ref the guest left at its
+/// value there is not imported. `scratch` is an empty directory for the
 /// scratch repository (the caller removes it). A ref whose commit is
 /// missing, malformed or forged, whose new trees hold a `.git` path, with
 /// too many commits, or that moved backwards (to an ancestor of the host's
 /// ref of the same name) is refused by itself; objects over the limits
 /// refuse the whole import. Errors: kInternal when the host repository
 /// cannot be opened or written.
-Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string& gitDir, const std::string& refPrefix,
+Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string& gitDir,
+                                     const std::string& baselineGitDir, const std::string& refPrefix,
                                      GitImportMode mode, const std::string& scratch,
                                      const GitImportLimits& limits = {});
 
 /// True for a tree entry name git refuses to check out because a
-/// filesystem may take it for `.git`: ".git" in any case, with trailing
-/// dots or spaces (NTFS), its 8.3 short name "git~1", or with characters
-/// HFS+ ignores (U+200C-U+200F, U+202A-U+202E, U+206A-U+206F, U+FEFF); also
-/// "", "." and "..". Source: git's verify_path() / is_hfs_dotgit() / is_ntfs_dotgit().
+/// filesystem may take it for `.git` or a path: ".git" in any case, with
+/// trailing dots or spaces or an NTFS stream (":$INDEX_ALLOCATION"), its
+/// 8.3 short name "git~1", with characters HFS+ ignores (U+200C-U+200F,
+/// U+202A-U+202E, U+206A-U+206F, U+FEFF), as any "\\"-separated component
+/// (NTFS); "", ".", ".." and any name holding '/'. Source: git's
+/// verify_path(), is_hfs_dotgit(), is_ntfs_dotgit().
 bool isDotGitAlias(const std::string& name);
+
+/// True for the names a filesystem may take for `.gitmodules` (any case,
+/// trailing dots or spaces, an NTFS stream, "gitmod~1", HFS+ ignorables):
+/// git refuses such an entry when it is a symlink (fsck's gitmodulesSymlink).
+bool isGitmodulesName(const std::string& name);
 
 }  // namespace airlock::workspace

@@ -72,7 +72,8 @@ class GitImport : public ::testing::Test {
     s_.loadDirs(guest());
     std::string scratch = s_.dir.path() + "/scratch" + std::to_string(++imports_);
     std::filesystem::create_directories(scratch);
-    auto r = importAgentCommits(*s_.changes, s_.ws + "/.git", "refs/airlock/s1/", mode, scratch, limits);
+    auto r = importAgentCommits(*s_.changes, s_.ws + "/.git", s_.session + "/snapshot/.git", "refs/airlock/s1/", mode,
+                                scratch, limits);
     EXPECT_TRUE(r) << r.error().message;
     return r ? *r : workspace::GitImport{};
   }
@@ -174,6 +175,13 @@ TEST_F(GitImport, BranchesModeNeverMovesABranchThatIsNotAFastForward) {
   EXPECT_EQ(git(s_.ws, "rev-parse refs/airlock/s1/heads/dev"), git(guest(), "rev-parse dev"));
 }
 
+TEST_F(GitImport, AGcInTheGuestDoesNotMakeTheHostsNewerBranchesNews) {
+  git(guest(), "gc -q");  // packed-refs now lists main and dev, as they were
+  writeFile(s_.ws + "/h.txt", "host\n");
+  git(s_.ws, "add h.txt && git commit -qm 'Host moves on'");
+  EXPECT_TRUE(import().refs.empty());
+}
+
 TEST_F(GitImport, ADetachedHeadComesBackAsHead) {
   git(guest(), "checkout -q --detach");
   commitInGuest("x.txt", "x\n", "Detached work");
@@ -269,17 +277,96 @@ TEST_F(GitImport, ObjectFilesOverTheLimitRefuseTheWholeImport) {
   EXPECT_EQ(hostState(), hostBefore_);
 }
 
-TEST_F(GitImport, AFileThatInflatesPastTheLimitRefusesItsRef) {
+TEST_F(GitImport, AnObjectThatInflatesPastTheLimitRefusesTheImportBeforeItIsRead) {
   // 8 MiB of zeros: a few KiB on disk, 8 MiB once read.
   sh("head -c 8388608 /dev/zero > '" + guest() + "/zeros.bin'");
   git(guest(), "add zeros.bin && git commit -qm Zeros");
   GitImportLimits limits;
   limits.maxObjectBytes = 1 << 20;
   auto out = import(GitImportMode::kRefsOnly, limits);
-  ASSERT_EQ(out.refs.size(), 1u);
-  EXPECT_NE(out.refs[0].refused.find("zeros.bin of commit"), std::string::npos) << out.refs[0].refused;
-  EXPECT_NE(out.refs[0].refused.find("is 8 MiB, over the import's limit of 1 MiB"), std::string::npos);
+  EXPECT_NE(out.refused.find("is 8 MiB, over the import's limit of 1 MiB"), std::string::npos) << out.refused;
+  EXPECT_TRUE(out.refs.empty());
   EXPECT_EQ(hostState(), hostBefore_);
+}
+
+TEST_F(GitImport, APackWhoseDeltasExpandPastTheMemoryLimitIsRefused) {
+  // 4 KiB of pack: a 4 MiB blob and a delta that copies it 64 times (256 MiB).
+  sh("python3 - '" + guest() +
+     "/.git/objects/pack/pack-bomb.pack' <<'EOF'\n"
+     "import hashlib, struct, sys, zlib\n"
+     "def hdr(t, n):\n"
+     "    b = []; c = (t << 4) | (n & 15); n >>= 4\n"
+     "    while n: b.append(c | 0x80); c = n & 0x7f; n >>= 7\n"
+     "    b.append(c); return bytes(b)\n"
+     "def varint(n):\n"
+     "    out = []\n"
+     "    while True:\n"
+     "        c = n & 0x7f; n >>= 7\n"
+     "        if not n: out.append(c); return bytes(out)\n"
+     "        out.append(c | 0x80)\n"
+     "def ofs(n):\n"
+     "    b = [n & 0x7f]; n >>= 7\n"
+     "    while n: n -= 1; b.insert(0, 0x80 | (n & 0x7f)); n >>= 7\n"
+     "    return bytes(b)\n"
+     "size, copies = 4 << 20, 64\n"
+     "base = hdr(3, size) + zlib.compress(bytes(size), 9)\n"
+     "copy = bytes([0x80 | 0x40]) + bytes([size >> 16 & 0xff])\n"
+     "delta = varint(size) + varint(size * copies) + copy * copies\n"
+     "bomb = hdr(6, len(delta)) + ofs(len(base)) + zlib.compress(delta, 9)\n"
+     "body = b'PACK' + struct.pack('>II', 2, 2) + base + bomb\n"
+     "open(sys.argv[1], 'wb').write(body + hashlib.sha1(body).digest())\n"
+     "EOF");
+  commitInGuest("a.txt", "a\n", "Work");
+  GitImportLimits limits;
+  limits.indexMemoryBytes = 128 << 20;
+  auto out = import(GitImportMode::kRefsOnly, limits);
+  // The indexer's child runs out of its memory: libgit2 says so, or the child dies.
+  EXPECT_NE(out.refused.find("pack-bomb.pack is not a"), std::string::npos) << out.refused;
+  EXPECT_EQ(hostState(), hostBefore_);
+}
+
+TEST_F(GitImport, EveryTagOfAChainComesAlong) {
+  commitInGuest("a.txt", "a\n", "Work");
+  git(guest(),
+      "tag -a inner -m inner && git -c advice.nestedTag=false tag -a outer -m outer inner && git tag -d inner");
+  auto out = import();
+  ASSERT_EQ(out.refs.size(), 2u);  // main and the outer tag
+  EXPECT_EQ(out.refs[1].guestRef, "refs/tags/outer");
+  EXPECT_EQ(out.refs[1].refused, "");
+  EXPECT_EQ(git(s_.ws, "log -1 --format=%s refs/airlock/s1/tags/outer"), "Work");
+  EXPECT_NE(git(s_.ws, "fsck --strict && echo fsck-clean").find("fsck-clean"), std::string::npos);
+}
+
+TEST_F(GitImport, BranchesModeLeavesABranchCheckedOutInALinkedWorktree) {
+  git(guest(), "checkout -q dev");
+  git(s_.ws, "worktree add -q '" + s_.dir.path() + "/wt' dev");
+  commitInGuest("d.txt", "d\n", "On dev");
+  const std::string devBefore = git(s_.ws, "rev-parse dev");
+  auto out = import(GitImportMode::kBranches);
+  ASSERT_EQ(out.refs.size(), 1u);
+  EXPECT_NE(out.refs[0].branch.find("dev not moved: it is checked out"), std::string::npos) << out.refs[0].branch;
+  EXPECT_EQ(git(s_.ws, "rev-parse dev"), devBefore);
+}
+
+TEST_F(GitImport, AGitmodulesSymlinkInATreeIsRefused) {
+  std::string link = git(guest(), "hash-object -w --stdin <<< '/etc/passwd'");
+  std::string readme = git(guest(), "rev-parse HEAD:README.md");
+  std::string top =
+      git(guest(), "mktree <<< $'100644 blob " + readme + "\tREADME.md\n120000 blob " + link + "\t.GITMODULES'");
+  git(guest(), "update-ref refs/heads/links $(git commit-tree " + top + " -p HEAD -m links)");
+  auto out = import();
+  ASSERT_EQ(out.refs.size(), 1u);
+  EXPECT_NE(out.refs[0].refused.find(".gitmodules that is a symlink"), std::string::npos) << out.refs[0].refused;
+  EXPECT_EQ(hostState(), hostBefore_);
+}
+
+TEST_F(GitImport, AGuestChosenPackNameIsEscapedInTheMessage) {
+  commitInGuest("a.txt", "a\n", "Work");
+  writeFile(guest() + "/.git/objects/pack/\x1b]0;PWNED\x07\x1b[2J.pack", "garbage");
+  auto out = import();
+  EXPECT_NE(out.refused.find("is not a valid pack"), std::string::npos) << out.refused;
+  EXPECT_EQ(out.refused.find('\x1b'), std::string::npos) << out.refused;
+  EXPECT_EQ(out.refused.find('\x07'), std::string::npos) << out.refused;
 }
 
 TEST_F(GitImport, ABrokenPackIsRefused) {
@@ -293,9 +380,13 @@ TEST_F(GitImport, ABrokenPackIsRefused) {
 }
 
 TEST(GitImportNames, DotGitAndItsAliasesAreRecognised) {
-  for (std::string bad : {".git", ".Git", ".GIT", ".git.", ".git ", ".git . .", "git~1", "GIT~1", "", ".", "..",
-                          ".g\xE2\x80\x8Cit", "\xEF\xBB\xBF.git"})
+  for (std::string bad :
+       {".git", ".Git", ".GIT", ".git.", ".git ", ".git . .", "git~1", "GIT~1", "", ".", "..", ".g\xE2\x80\x8Cit",
+        "\xEF\xBB\xBF.git", ".git::$INDEX_ALLOCATION", "GIT~1:x", ".git\\hooks", "x\\..\\y", "a/b", ".git/hooks"})
     EXPECT_TRUE(isDotGitAlias(bad)) << bad;
+  for (std::string name : {".gitmodules", ".GITMODULES", ".gitmodules. ", "gitmod~1", ".gitmodules:$DATA"})
+    EXPECT_TRUE(isGitmodulesName(name)) << name;
+  EXPECT_FALSE(isGitmodulesName(".gitmodules2"));
   for (std::string ok : {".github", ".gitignore", "git", "x.git", ".git~1", "git~2", ".gi"})
     EXPECT_FALSE(isDotGitAlias(ok)) << ok;
 }
