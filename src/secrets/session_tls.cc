@@ -12,16 +12,14 @@
 
 #include <thread>
 
+#include "common/c_ptr.h"
+
 namespace airlock::secrets {
 namespace {
 
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using Key = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using Cert = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using Ssl = std::unique_ptr<SSL, Deleter<SSL, SSL_free>>;
+using Key = CPtr<EVP_PKEY, EVP_PKEY_free>;
+using Cert = CPtr<X509, X509_free>;
+using Ssl = CPtr<SSL, SSL_free>;
 
 Result<> sslError(const char* what) {
   unsigned long code = ERR_get_error();
@@ -48,7 +46,7 @@ Result<Cert> makeCert(EVP_PKEY* key, const char* commonName, X509* issuer, EVP_P
                       std::initializer_list<std::pair<int, const char*>> extensions) {
   Cert cert(X509_new());
   if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) return std::unexpected(sslError("X509_new").error());
-  std::unique_ptr<BIGNUM, Deleter<BIGNUM, BN_free>> serial(BN_new());
+  CPtr<BIGNUM, BN_free> serial(BN_new());
   if (!serial || BN_rand(serial.get(), 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1 ||
       !BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())))
     return std::unexpected(sslError("serial number").error());
@@ -104,7 +102,7 @@ Result<std::shared_ptr<SessionTls>> SessionTls::create(const std::string& ip) {
       SSL_CTX_use_certificate(ctx, server->get()) != 1 || SSL_CTX_use_PrivateKey(ctx, serverKey.get()) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1)
     return std::unexpected(sslError("TLS context").error());
-  std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>> pem(BIO_new(BIO_s_mem()));
+  CPtr<BIO, BIO_free_all> pem(BIO_new(BIO_s_mem()));
   if (!pem || PEM_write_bio_X509(pem.get(), ca->get()) != 1) return std::unexpected(sslError("PEM").error());
   char* data = nullptr;
   long size = BIO_get_mem_data(pem.get(), &data);

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "common/c_ptr.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/visible_text.h"
@@ -24,19 +25,15 @@
 namespace airlock::workspace {
 namespace {
 
-template <typename T, void (*Free)(T*)>
-struct Freer {
-  void operator()(T* p) const { Free(p); }
-};
-using Repo = std::unique_ptr<git_repository, Freer<git_repository, git_repository_free>>;
-using Odb = std::unique_ptr<git_odb, Freer<git_odb, git_odb_free>>;
-using OdbObject = std::unique_ptr<git_odb_object, Freer<git_odb_object, git_odb_object_free>>;
-using Commit = std::unique_ptr<git_commit, Freer<git_commit, git_commit_free>>;
-using Tree = std::unique_ptr<git_tree, Freer<git_tree, git_tree_free>>;
-using Object = std::unique_ptr<git_object, Freer<git_object, git_object_free>>;
-using Reference = std::unique_ptr<git_reference, Freer<git_reference, git_reference_free>>;
-using Walk = std::unique_ptr<git_revwalk, Freer<git_revwalk, git_revwalk_free>>;
-using RefIterator = std::unique_ptr<git_reference_iterator, Freer<git_reference_iterator, git_reference_iterator_free>>;
+using Repo = CPtr<git_repository, git_repository_free>;
+using Odb = CPtr<git_odb, git_odb_free>;
+using OdbObject = CPtr<git_odb_object, git_odb_object_free>;
+using Commit = CPtr<git_commit, git_commit_free>;
+using Tree = CPtr<git_tree, git_tree_free>;
+using Object = CPtr<git_object, git_object_free>;
+using Reference = CPtr<git_reference, git_reference_free>;
+using Walk = CPtr<git_revwalk, git_revwalk_free>;
+using RefIterator = CPtr<git_reference_iterator, git_reference_iterator_free>;
 
 /// libgit2's last error, for a message.
 std::string gitError() {

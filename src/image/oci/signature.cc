@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/c_ptr.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/sha256.h"
@@ -22,16 +23,12 @@ namespace {
 
 using json = nlohmann::json;
 
-template <typename T, void (*F)(T*)>
-struct Deleter {
-  void operator()(T* p) const { F(p); }
-};
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
-using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, Deleter<EVP_MD_CTX, EVP_MD_CTX_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE, X509_STORE_free>>;
-using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX, X509_STORE_CTX_free>>;
+using PkeyPtr = CPtr<EVP_PKEY, EVP_PKEY_free>;
+using X509Ptr = CPtr<X509, X509_free>;
+using BioPtr = CPtr<BIO, BIO_free_all>;
+using MdCtxPtr = CPtr<EVP_MD_CTX, EVP_MD_CTX_free>;
+using StorePtr = CPtr<X509_STORE, X509_STORE_free>;
+using StoreCtxPtr = CPtr<X509_STORE_CTX, X509_STORE_CTX_free>;
 struct StackDeleter {
   void operator()(STACK_OF(X509) * s) const { sk_X509_pop_free(s, X509_free); }
 };
@@ -133,7 +130,7 @@ Result<std::pair<int64_t, int64_t>> validFor(const json& entry, std::initializer
 /// (a DER UTF8String), else the deprecated .1.1 (the raw string).
 std::string fulcioIssuer(X509* cert) {
   for (const char* oid : {"1.3.6.1.4.1.57264.1.8", "1.3.6.1.4.1.57264.1.1"}) {
-    std::unique_ptr<ASN1_OBJECT, Deleter<ASN1_OBJECT, ASN1_OBJECT_free>> obj(OBJ_txt2obj(oid, 1));
+    CPtr<ASN1_OBJECT, ASN1_OBJECT_free> obj(OBJ_txt2obj(oid, 1));
     if (!obj) continue;
     int idx = X509_get_ext_by_OBJ(cert, obj.get(), -1);
     if (idx < 0) continue;
@@ -141,7 +138,7 @@ std::string fulcioIssuer(X509* cert) {
     const unsigned char* p = ASN1_STRING_get0_data(data);
     int len = ASN1_STRING_length(data);
     if (std::string_view(oid).ends_with(".8")) {
-      std::unique_ptr<ASN1_UTF8STRING, Deleter<ASN1_UTF8STRING, ASN1_UTF8STRING_free>> s(
+      CPtr<ASN1_UTF8STRING, ASN1_UTF8STRING_free> s(
           d2i_ASN1_UTF8STRING(nullptr, &p, len));
       if (!s) continue;
       return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s.get())),
