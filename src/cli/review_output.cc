@@ -99,8 +99,8 @@ void printReviewJson(const ws::GateOutcome& o, const std::string& session) {
   }
   json git = json::array();
   for (const auto& r : o.git.refs)
-    git.push_back({{"ref", r.guestRef},
-                   {"imported_as", r.hostRef},
+    git.push_back({{"ref", visibleText(r.guestRef)},  // valid ref names may hold C1 controls
+                   {"imported_as", visibleText(r.hostRef)},
                    {"tip", r.tip},
                    {"base", r.base},
                    {"new_commits", r.newCommits},

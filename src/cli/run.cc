@@ -140,6 +140,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     if (!policy) return std::unexpected(policy.error());
     plan.review = *policy;
     if (!args.git.empty()) plan.review.gitImport = *workspace::parseGitImportMode(args.git);
+  } else if (!args.git.empty()) {
+    return failWith(exit_code::kUsage, "--git applies to a review: direct mode has none (drop --git)");
   } else if (args.acceptFailed && review != "auto" && review != "all") {
     return failWith(exit_code::kUsage, "--accept-failed applies to --review=auto or --review=all only");
   }

@@ -17,6 +17,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
+#include "common/visible_text.h"
 #include "workspace/changeset.h"
 #include "workspace/git_config_paths.h"
 #include "workspace/pending.h"
@@ -147,7 +148,7 @@ GitImport importCommits(const GateRequest& a, const ChangeSet& changes, const st
   auto imported = importAgentCommits(changes, a.workspace + "/.git", a.snapshot.empty() ? "" : a.snapshot + "/.git",
                                      a.gitRefPrefix, a.gitImport, scratch);
   if (!imported)
-    out.refused = imported.error().message;
+    out.refused = visibleText(imported.error().message);
   else
     out = std::move(*imported);
   return out;

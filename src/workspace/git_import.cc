@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <git2.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -90,9 +93,23 @@ std::string refInFiles(const std::string& gitDir, const std::string& ref, std::m
   return it == packed.end() ? "" : it->second;
 }
 
+/// True when the guest removed `.git/<ref>` (a whiteout of it or of a
+/// directory above it, or an opaque directory above it that does not list it).
+bool removedByGuest(const ChangeSet& changes, const std::string& ref) {
+  const std::string path = ".git/" + ref;
+  for (size_t slash = path.size(); slash != std::string::npos && slash > 0; slash = path.rfind('/', slash - 1)) {
+    auto it = changes.changes().find(path.substr(0, slash));
+    if (it == changes.changes().end()) continue;
+    if (it->second.kind == Change::Kind::Whiteout) return true;
+    if (slash != path.size() && it->second.opaque) return true;
+  }
+  return false;
+}
+
 /// The refs the guest's `.git` changed: name -> commit or tag id (hex).
-/// Loose refs win over packed-refs, as in git.
-std::map<std::string, std::string> changedRefs(const ChangeSet& changes) {
+/// Loose refs win over packed-refs, as in git; `packedOnly` gets the names
+/// whose value comes from the guest's packed-refs alone.
+std::map<std::string, std::string> changedRefs(const ChangeSet& changes, std::set<std::string>& packedOnly) {
   std::map<std::string, std::string> loose, packed;
   for (const auto& [path, change] : changes.changes()) {
     if (change.kind != Change::Kind::File || !path.starts_with(".git/")) continue;
@@ -106,7 +123,8 @@ std::map<std::string, std::string> changedRefs(const ChangeSet& changes) {
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     if (isHex40(text)) loose[name] = text;  // "ref: refs/heads/x" (a branch switch) is not a new commit
   }
-  for (auto& [ref, id] : packed) loose.emplace(ref, id);
+  for (auto& [ref, id] : packed)
+    if (loose.emplace(ref, id).second) packedOnly.insert(ref);
   std::map<std::string, std::string> out;
   for (auto& [ref, id] : loose) {
     int valid = 0;
@@ -115,7 +133,7 @@ std::map<std::string, std::string> changedRefs(const ChangeSet& changes) {
   return out;
 }
 
-/// Pages of address space this process maps now.
+/// Bytes of address space this process maps now.
 uint64_t mappedBytes() {
   std::ifstream statm("/proc/self/statm");
   uint64_t pages = 0;
@@ -163,17 +181,30 @@ std::string indexPack(const std::string& staged, const std::string& path, const 
     ::_exit(0);
   }
   writeEnd.reset();
+  // Its message, until it exits; killed past twice its CPU time in wall time.
   std::string why;
   char buf[4096];
-  for (ssize_t n; (n = ::read(readEnd.get(), buf, sizeof buf)) != 0;) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2 * limits.indexSeconds);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{readEnd.get(), POLLIN, 0};
+    int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    ssize_t n = ::read(readEnd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
+    if (n <= 0) break;
     if (why.size() < 4096) why.append(buf, static_cast<size_t>(n));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (waited == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   if (!why.empty()) return why;
   return fmt::format("{} is not a pack the import can take: indexing it needed more than {} MiB of memory or {} s",
                      path, limits.indexMemoryBytes >> 20, limits.indexSeconds);
@@ -290,27 +321,30 @@ class RefImport {
   std::vector<git_oid> toCopy_;
 };
 
-std::string RefImport::checkTree(const git_oid& id, const std::string& where, std::set<std::string>& seen) {
-  if (hostHas(id) || !seen.insert(hex(id)).second) return "";
-  git_tree* raw = nullptr;
-  if (git_tree_lookup(&raw, scratch_, &id) != 0)
-    return fmt::format("tree {} of {} is missing or malformed: {}", hex(id).substr(0, 12), where, gitError());
-  Tree tree(raw);
-  toCopy_.push_back(id);
-  for (size_t i = 0, n = git_tree_entrycount(tree.get()); i < n; ++i) {
-    const git_tree_entry* e = git_tree_entry_byindex(tree.get(), i);
-    const std::string name = git_tree_entry_name(e);
-    if (isDotGitAlias(name))
-      return fmt::format("{} has a path named {} (git metadata in a commit's tree)", where, visibleText(name));
-    if (git_tree_entry_filemode(e) == GIT_FILEMODE_LINK && isGitmodulesName(name))
-      return fmt::format("{} has a .gitmodules that is a symlink", where);
-    const git_oid* child = git_tree_entry_id(e);
-    switch (git_tree_entry_type(e)) {
-      case GIT_OBJECT_TREE:
-        if (auto why = checkTree(*child, where, seen); !why.empty()) return why;
-        break;
-      case GIT_OBJECT_BLOB: {
-        if (hostHas(*child) || !seen.insert(hex(*child)).second) break;
+std::string RefImport::checkTree(const git_oid& root, const std::string& where, std::set<std::string>& seen) {
+  // A loop, not recursion: a guest can nest trees tens of thousands deep.
+  std::vector<git_oid> pending{root};
+  while (!pending.empty()) {
+    const git_oid id = pending.back();
+    pending.pop_back();
+    if (hostHas(id) || !seen.insert(hex(id)).second) continue;
+    git_tree* raw = nullptr;
+    if (git_tree_lookup(&raw, scratch_, &id) != 0)
+      return fmt::format("tree {} of {} is missing or malformed: {}", hex(id).substr(0, 12), where, gitError());
+    Tree tree(raw);
+    toCopy_.push_back(id);
+    for (size_t i = 0, n = git_tree_entrycount(tree.get()); i < n; ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(tree.get(), i);
+      const std::string name = git_tree_entry_name(e);
+      if (isDotGitAlias(name))
+        return fmt::format("{} has a path named {} (git metadata in a commit's tree)", where, visibleText(name));
+      if (git_tree_entry_filemode(e) == GIT_FILEMODE_LINK && isGitmodulesName(name))
+        return fmt::format("{} has a .gitmodules that is a symlink", where);
+      const git_oid* child = git_tree_entry_id(e);
+      if (git_tree_entry_type(e) == GIT_OBJECT_TREE) {
+        pending.push_back(*child);
+      } else if (git_tree_entry_type(e) == GIT_OBJECT_BLOB) {
+        if (hostHas(*child) || !seen.insert(hex(*child)).second) continue;
         size_t size = 0;
         git_object_t type;
         if (git_odb_read_header(&size, &type, scratchOdb_.get(), child) != 0 || type != GIT_OBJECT_BLOB)
@@ -319,18 +353,22 @@ std::string RefImport::checkTree(const git_oid& id, const std::string& where, st
           return fmt::format("file {} of {} is {} MiB, over the import's limit of {} MiB", visibleText(name), where,
                              size >> 20, limits_.maxObjectBytes >> 20);
         toCopy_.push_back(*child);
-        break;
-      }
-      default:
-        break;  // a submodule's commit: not an object of this repository
+      }  // else a submodule's commit: not an object of this repository
     }
   }
   return "";
 }
 
-/// Reads every object to copy from the scratch store (hash-checked) and
-/// writes it into the host's.
+/// Reads every object to copy from the scratch store (hash-checked), and
+/// only when all of them are sound writes them into the host's.
 std::string RefImport::copyObjects() {
+  for (const git_oid& id : toCopy_) {
+    if (hostHas(id)) continue;
+    git_odb_object* raw = nullptr;
+    if (git_odb_read(&raw, scratchOdb_.get(), &id) != 0)
+      return fmt::format("object {} is forged or unreadable: {}", hex(id).substr(0, 12), gitError());
+    git_odb_object_free(raw);
+  }
   for (const git_oid& id : toCopy_) {
     if (hostHas(id)) continue;
     git_odb_object* raw = nullptr;
@@ -352,10 +390,10 @@ bool RefImport::checkedOut(const std::string& branch) {
   git_reference* raw = nullptr;
   if (git_reference_lookup(&raw, host_, branch.c_str()) != 0) return false;
   Reference ref(raw);
-  return git_branch_is_checked_out(ref.get()) != 0;  // 1, or an error: leave it alone
+  return git_branch_is_checked_out(ref.get()) == 1;
 }
 
-/// The host's checked-out branch ("" when HEAD is detached or unborn).
+/// The branch the host's HEAD names, born or not ("" when it is detached).
 std::string RefImport::hostHeadBranch() {
   git_reference* raw = nullptr;
   if (git_reference_lookup(&raw, host_, "HEAD") != 0) return "";
@@ -368,6 +406,10 @@ void RefImport::updateBranch(ImportedRef& r, const git_oid& tip) {
   const std::string name = r.guestRef.substr(11);  // after "refs/heads/"
   git_oid current;
   if (git_reference_name_to_id(&current, host_, r.guestRef.c_str()) != 0) {
+    if (hostHeadBranch() == r.guestRef) {  // an unborn branch: your files would show as staged deletions
+      r.branch = fmt::format("{} not created: your HEAD names it (git merge --ff-only {})", name, r.hostRef);
+      return;
+    }
     git_reference* raw = nullptr;
     if (git_reference_create(&raw, host_, r.guestRef.c_str(), &tip, 0, "airlock: branch from the agent") != 0) {
       r.branch = fmt::format("not created: {}", gitError());
@@ -455,7 +497,8 @@ void RefImport::run(ImportedRef& r, const std::string& refPrefix, GitImportMode 
     return;
   }
   Walk walk(rawWalk);
-  git_revwalk_sorting(walk.get(), GIT_SORT_TIME);  // lazy: a topological sort would load all history first
+  // No sorting: any sort makes libgit2 walk all new history before the first commit.
+  git_revwalk_sorting(walk.get(), GIT_SORT_NONE);
   if (git_revwalk_push(walk.get(), &commitId) != 0) {
     r.refused = fmt::format("its commit {} cannot be read: {}", r.tip.substr(0, 12), gitError());
     return;
@@ -590,16 +633,22 @@ Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string
                                      GitImportMode mode, const std::string& scratch, const GitImportLimits& limits) {
   GitImport out;
   if (mode == GitImportMode::kNone) return out;
-  auto refs = changedRefs(changes);
-  // A ref the guest left at the snapshot's value is not news (a `git gc` in
-  // the guest rewrites packed-refs whole).
+  std::set<std::string> packedOnly;
+  auto refs = changedRefs(changes, packedOnly);
+  // A ref the guest left at the snapshot's value is not news (a `git gc` or
+  // `branch -d` in the guest rewrites packed-refs whole), and neither is a
+  // packed value under the snapshot's loose ref the guest kept.
   if (!baselineGitDir.empty()) {
     std::map<std::string, std::string> packed;
     bool packedRead = false;
-    for (auto it = refs.begin(); it != refs.end();)
-      it = it->first != "HEAD" && refInFiles(baselineGitDir, it->first, packed, packedRead) == it->second
+    for (auto it = refs.begin(); it != refs.end();) {
+      const std::string& ref = it->first;
+      const bool shadowed = packedOnly.count(ref) && !removedByGuest(changes, ref) &&
+                            isHex40(readSmall(baselineGitDir + "/" + ref, 41).substr(0, 40));
+      it = ref != "HEAD" && (shadowed || refInFiles(baselineGitDir, ref, packed, packedRead) == it->second)
                ? refs.erase(it)
                : std::next(it);
+    }
   }
   if (refs.empty()) return out;
   static std::once_flag once;

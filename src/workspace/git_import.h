@@ -69,9 +69,10 @@ struct GitImport {
 /// scratch repository (the caller removes it). A ref whose commit is
 /// missing, malformed or forged, whose new trees hold a `.git` path, with
 /// too many commits, or that moved backwards (to an ancestor of the host's
-/// ref of the same name) is refused by itself; objects over the limits
-/// refuse the whole import. Errors: kInternal when the host repository
-/// cannot be opened or written.
+/// ref of the same name) is refused by itself, as is one whose objects or
+/// ref cannot be written; objects over the limits refuse the whole import.
+/// Errors: kInternal when the host repository cannot be opened or the
+/// scratch repository cannot be made.
 Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string& gitDir,
                                      const std::string& baselineGitDir, const std::string& refPrefix,
                                      GitImportMode mode, const std::string& scratch,

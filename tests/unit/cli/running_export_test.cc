@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,8 @@ using session::encodeAttachFrame;
 /// a thread with the listening socket while the client asks.
 class RunningExport : public ::testing::Test {
  protected:
+  void SetUp() override { ::signal(SIGPIPE, SIG_IGN); }  // as airlock's main(): a reset socket is EPIPE
+
   Result<Fd> ask(std::function<void(Fd listener)> serve) {
     auto listener = session::listenAttachSocket(dir_.path());
     EXPECT_TRUE(listener) << listener.error().message;

@@ -182,6 +182,26 @@ TEST_F(GitImport, AGcInTheGuestDoesNotMakeTheHostsNewerBranchesNews) {
   EXPECT_TRUE(import().refs.empty());
 }
 
+TEST_F(GitImport, AStalePackedValueUnderALooseRefIsNotNews) {
+  git(s_.ws, "pack-refs --all");  // packed-refs: main and dev at base
+  writeFile(s_.ws + "/h.txt", "host\n");
+  git(s_.ws, "add h.txt && git commit -qm 'Host commit'");  // loose main, newer
+  hostBefore_ = hostState();
+  git(guest(), "branch -q -D dev");  // rewrites packed-refs, main's stale entry kept
+  EXPECT_TRUE(import().refs.empty());
+  EXPECT_EQ(hostState(), hostBefore_);
+}
+
+TEST_F(GitImport, BranchesModeNeverCreatesTheBranchAnUnbornHeadNames) {
+  git(s_.ws, "checkout -q --orphan fresh");
+  git(guest(), "checkout -q --orphan fresh");
+  commitInGuest("f.txt", "f\n", "First on fresh");
+  auto out = import(GitImportMode::kBranches);
+  ASSERT_EQ(out.refs.size(), 1u);
+  EXPECT_NE(out.refs[0].branch.find("fresh not created: your HEAD names it"), std::string::npos) << out.refs[0].branch;
+  EXPECT_EQ(git(s_.ws, "branch --list fresh"), "");
+}
+
 TEST_F(GitImport, ADetachedHeadComesBackAsHead) {
   git(guest(), "checkout -q --detach");
   commitInGuest("x.txt", "x\n", "Detached work");
@@ -246,6 +266,21 @@ TEST_F(GitImport, AForgedLooseObjectIsRefused) {
   ASSERT_EQ(out.refs.size(), 1u);
   EXPECT_NE(out.refs[0].refused, "");
   EXPECT_EQ(out.refs[0].hostRef, "");
+  EXPECT_EQ(hostState(), hostBefore_);
+}
+
+TEST_F(GitImport, AForgedBlobLeavesNoObjectOfItsCommitBehind) {
+  commitInGuest("a.txt", "first\n", "First");
+  commitInGuest("b.txt", "second\n", "Second");
+  const std::string blob = git(guest(), "rev-parse HEAD:b.txt");
+  const std::string other = git(guest(), "rev-parse HEAD:a.txt");
+  // b.txt's object file holds a.txt's object: the trees and commits are sound.
+  const std::string blobFile = guest() + "/.git/objects/" + blob.substr(0, 2) + "/" + blob.substr(2);
+  std::filesystem::remove(blobFile);
+  std::filesystem::copy_file(guest() + "/.git/objects/" + other.substr(0, 2) + "/" + other.substr(2), blobFile);
+  auto out = import();
+  ASSERT_EQ(out.refs.size(), 1u);
+  EXPECT_NE(out.refs[0].refused.find("forged"), std::string::npos) << out.refs[0].refused;
   EXPECT_EQ(hostState(), hostBefore_);
 }
 
@@ -323,6 +358,12 @@ TEST_F(GitImport, APackWhoseDeltasExpandPastTheMemoryLimitIsRefused) {
   // The indexer's child runs out of its memory: libgit2 says so, or the child dies.
   EXPECT_NE(out.refused.find("pack-bomb.pack is not a"), std::string::npos) << out.refused;
   EXPECT_EQ(hostState(), hostBefore_);
+  // The same pack is a valid one: with the default limits it indexes (its
+  // blob is not the commit's, so nothing of it is imported).
+  auto control = import();
+  EXPECT_EQ(control.refused, "");
+  ASSERT_EQ(control.refs.size(), 1u);
+  EXPECT_EQ(control.refs[0].refused, "");
 }
 
 TEST_F(GitImport, EveryTagOfAChainComesAlong) {
