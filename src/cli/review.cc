@@ -16,6 +16,7 @@
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
+#include "cli/run_flags.h"
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
@@ -114,10 +115,7 @@ void addReviewCommand(CLI::App& app, int& exitCode, const HostContext& host) {
        "--review", rev->mode,
        "interactive (default; answered on the controlling terminal), auto (all but held-back paths), all, none")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  r->add_option("--git", rev->git,
-                "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
-                "repository), branches (also create or fast-forward your branches that are not checked out), or none")
-      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
+  addGitFlag(*r, rev->git);
   repeatable(r->add_option("--exclude", rev->excludes, "extra ignore pattern (gitignore syntax); repeatable"));
   r->add_option("--max-diff-bytes", rev->maxDiffBytes, "larger files get a summary instead of a diff (default 1 MiB)");
   r->add_option("--on-interrupted", rev->onInterrupted, "an interrupted earlier flush: complete (default) or rollback")

@@ -4,16 +4,20 @@
 
 namespace airlock::cli {
 
+void addGitFlag(CLI::App& cmd, std::string& mode) {
+  cmd.add_option("--git", mode,
+                 "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
+                 "repository), branches (also create or fast-forward your branches that are not checked out), or none")
+      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
+}
+
 void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
   cmd.add_option("--review", flags.review,
                  "interactive (default with a terminal; answered on the terminal even when stdin/stdout are "
                  "redirected), auto (accept all but held-back paths), all, or none "
                  "(keep every change in the session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  cmd.add_option("--git", flags.git,
-                 "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
-                 "repository), branches (also create or fast-forward your branches that are not checked out), or none")
-      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
+  addGitFlag(cmd, flags.git);
   repeatable(cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable"));
   repeatable(cmd.add_option("--exclude", flags.excludes,
                             "Keep matching files out of the snapshot (gitignore syntax); repeatable"));

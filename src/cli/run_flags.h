@@ -31,6 +31,10 @@ struct PolicyFlags {
 /// Adds the flags to `cmd`, storing into `flags`.
 void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags);
 
+/// `--git MODE` (none, refs-only, branches) into `mode`: what a review does
+/// with the agent's commits (workspace::parseGitImportMode()).
+void addGitFlag(CLI::App& cmd, std::string& mode);
+
 /// What the command line says, as the top config layer (--env contributes
 /// only the variable's name, never its value). --host-port, --publish and
 /// --image are not config keys: callers pass them on (config::RunPorts,

@@ -15,6 +15,7 @@
 #include "cli/repeatable.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
+#include "cli/run_flags.h"
 #include "cli/session_flags.h"
 #include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
@@ -221,10 +222,7 @@ void addRunImageOptions(CLI::App& cmd, RunImageArgs& args) {
                  "With -w: the command edits a snapshot of the workspace and its changes go through the review "
                  "gate: interactive, auto (accept all but held-back paths), all, or none (keep them pending)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
-  cmd.add_option("--git", args.git,
-                 "What a review does with the agent's commits: refs-only (default: under refs/airlock/NAME/ in your "
-                 "repository), branches (also create or fast-forward your branches that are not checked out), or none")
-      ->check(CLI::IsMember({"none", "refs-only", "branches"}));
+  addGitFlag(cmd, args.git);
   cmd.add_option("--workdir", args.workdir, "Working directory in the guest (default /workspace with -w, else /)");
   cmd.add_option("--user", args.user, "uid (and gid) to run the command as (default: the image's user, else 0)");
   cmd.add_option("--accel", args.accel, "Accelerator: auto (KVM when usable, else TCG emulation), kvm or tcg")

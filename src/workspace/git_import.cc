@@ -295,10 +295,10 @@ class RefImport {
  public:
   RefImport(git_repository* host, git_repository* scratch, const GitImportLimits& limits)
       : host_(host), scratch_(scratch), limits_(limits) {
-    git_repository_odb(&hostOdbRaw_, host_);
-    hostOdb_.reset(hostOdbRaw_);
-    git_repository_odb(&scratchOdbRaw_, scratch_);
-    scratchOdb_.reset(scratchOdbRaw_);
+    git_odb* raw = nullptr;
+    if (git_repository_odb(&raw, host_) == 0) hostOdb_.reset(raw);
+    raw = nullptr;
+    if (git_repository_odb(&raw, scratch_) == 0) scratchOdb_.reset(raw);
   }
 
   /// Fills `r` (tip and guestRef set) or its `refused`.
@@ -315,8 +315,6 @@ class RefImport {
   git_repository* host_;
   git_repository* scratch_;
   const GitImportLimits& limits_;
-  git_odb* hostOdbRaw_ = nullptr;
-  git_odb* scratchOdbRaw_ = nullptr;
   Odb hostOdb_, scratchOdb_;
   std::vector<git_oid> toCopy_;
 };
