@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/fd.h"
+#include "common/interrupt.h"
 
 extern char** environ;
 
@@ -81,13 +82,18 @@ std::string findProgram(const std::string& name) {
 Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std::string& cwd) {
   std::string program = findProgram(argv.at(0));
   if (program.empty()) return fail("program '{}' not found on PATH; run scripts/setup to install it", argv[0]);
+  if (int sig = interruptSignal(); sig != 0)
+    return failWith(128 + sig, "not running '{}': airlock was interrupted ({})", argv[0], sigabbrev_np(sig));
   int outPipe[2], errPipe[2], execPipe[2];
   if (pipe2(outPipe, O_CLOEXEC) || pipe2(errPipe, O_CLOEXEC) || pipe2(execPipe, O_CLOEXEC))
     return fail("cannot create pipes for '{}': {}", argv[0], errnoText(errno));
   auto args = toArgv(argv);
+  // Interruptible: a group of its own, which the InterruptScope signals.
+  const bool ownGroup = interruptible();
   pid_t pid = fork();
   if (pid < 0) return fail("cannot fork to run '{}': {}", argv[0], errnoText(errno));
   if (pid == 0) {
+    if (ownGroup) setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
@@ -102,6 +108,10 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
     int e = errno;
     (void)!write(execPipe[1], &e, sizeof e);
     _exit(127);
+  }
+  if (ownGroup) {
+    setpgid(pid, pid);  // also here: the child may not have run yet
+    setWaitedChild(pid);
   }
   Fd outRead(outPipe[0]), errRead(errPipe[0]), execRead(execPipe[0]);
   close(outPipe[1]);
@@ -131,6 +141,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (ownGroup) setWaitedChild(0);
   int execErr = 0;
   if (read(execRead.get(), &execErr, sizeof execErr) == sizeof execErr)
     return fail("cannot run '{}': {}", argv[0], errnoText(execErr));

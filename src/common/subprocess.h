@@ -22,6 +22,8 @@ struct CommandOutput {
 /// Runs argv[0] (PATH lookup) with argv, waits for it, and captures stdout and
 /// stderr. Fails only when the program cannot be started; a non-zero exit is
 /// reported in CommandOutput. `cwd` empty means the current directory.
+/// Under an InterruptScope (common/interrupt.h) that caught a signal, it
+/// runs nothing and fails with 128 + that signal.
 Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std::string& cwd = {});
 
 /// Like runCommand, but a non-zero exit is an error whose message names the

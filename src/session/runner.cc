@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/file_lock.h"
+#include "common/interrupt.h"
 #include "common/paths.h"
 #include "common/visible_text.h"
 #include "session/layout.h"
@@ -80,6 +82,11 @@ Runner::~Runner() {
   // A session that never got to its command gives its name back (a retry
   // with the same --name works); its directory stays, `dead`, for its log.
   if (session_ && !commandStarted_) releaseSessionName(deps_.host.dirs.state, session_->dir());
+  if (session_ && discard_) {
+    const std::string dir = session_->dir();
+    session_.reset();
+    (void)removeTree(dir);
+  }
 }
 
 std::string Runner::sessionDir() const { return session_ ? session_->dir() : std::string(); }
@@ -715,9 +722,20 @@ Result<workspace::GateOutcome> Runner::review() {
 
 Result<RunOutcome> Runner::run() {
   RunOutcome out;
-  if (auto r = open(); !r) return std::unexpected(r.error());
-  out.sessionDir = sessionDir();
-  if (auto r = boot(); !r) return std::unexpected(r.error());
+  {
+    // Ctrl-C before the agent runs ends the steps, and what they made goes
+    // (the agent's own terminal takes it from runCommand() on).
+    InterruptScope interrupts;
+    auto ready = open();
+    if (ready) out.sessionDir = sessionDir();
+    if (ready) ready = boot();
+    if (int sig = interruptSignal(); sig != 0) {
+      discard_ = true;
+      return failWith(128 + sig, "interrupted ({}) before {} started; nothing was kept", sigabbrev_np(sig),
+                      plan_.review.who);
+    }
+    if (!ready) return std::unexpected(ready.error());
+  }
   auto code = runCommand();
   if (!code) return std::unexpected(code.error());
   out.commandCode = *code;

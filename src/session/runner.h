@@ -82,7 +82,9 @@ class Runner {
   /// Every step in order. The error of a failed step carries its exit code
   /// (kVmFailed when the sandbox or the command's channel failed, with the
   /// crash reason); the sandbox is stopped and the snapshot removed when the
-  /// runner is destroyed, however it ended.
+  /// runner is destroyed, however it ended. SIGINT, SIGTERM or SIGHUP before
+  /// the command starts (common/interrupt.h) fails with 128 + the signal, and
+  /// the session directory is removed too.
   Result<RunOutcome> run();
 
   /// The steps run() takes, in that order, for callers that need to stop
@@ -135,6 +137,7 @@ class Runner {
   int commandCode_ = 0;
   bool commandStarted_ = false;
   bool forced_ = false;
+  bool discard_ = false;  ///< interrupted before the command: the session directory goes too
 };
 
 }  // namespace airlock::session

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/interrupt.h"
 #include "common/sha256.h"
 #include "image/oci/registry_auth.h"
 
@@ -109,6 +111,9 @@ size_t onBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// Ends a transfer once airlock was interrupted (common/interrupt.h).
+int onProgress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return interruptSignal() != 0 ? 1 : 0; }
+
 // The registry's error JSON ({"errors":[{"code","message"}]}) as one line.
 std::string describeError(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
@@ -164,9 +169,13 @@ Result<RegistryClient::Response> RegistryClient::sendOnce(const std::string& url
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, onProgress);
   char errbuf[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   CURLcode code = curl_easy_perform(c);
+  if (int sig = interruptSignal(); sig != 0)
+    return failWith(128 + sig, "the download from {} was interrupted ({})", url, sigabbrev_np(sig));
   if (t.sinkFailed) return failWith(exit_code::kInternal, "writing the download from {} failed: {}", url, errnoText(errno));
   if (code != CURLE_OK) {
     Error e{fmt::format("cannot reach {}: {}", url, *errbuf ? errbuf : curl_easy_strerror(code)), exit_code::kImage};
@@ -206,6 +215,7 @@ Result<RegistryClient::Response> RegistryClient::send(const std::string& path, c
                         r.error().message, ref_.registry);
       return failWith(exit_code::kImage, "{} (use --ca-cert FILE for a private CA)", r.error().message);
     }
+    if (!r && r.error().code > 128) return r;  // interrupted: no retry
     bool transient = r ? isTransientStatus(r->status) : r.error().code == exit_code::kImage;
     if (transient && attempt < attempts) {
       std::this_thread::sleep_for(delay);

@@ -3,6 +3,7 @@
 // a user has: the review by policy, a conflict with a host edit, a boot that
 // fails, the exit-code merge, a pending session resumed later.
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "common/exit_codes.h"
 #include "common/host_context.h"
+#include "common/interrupt.h"
 #include "fake_sandbox.h"
 #include "session/layout.h"
 #include "session/review_session.h"
@@ -160,6 +162,36 @@ TEST_F(Runner_, ImageProviderErrorsAreImageFailures) {
   auto out = runner.run();
   ASSERT_FALSE(out);
   EXPECT_EQ(out.error().code, exit_code::kImage);
+}
+
+// Ctrl-C while the image is built (mmdebstrap got it too and failed): the
+// run ends with 130, not "image failed", and leaves no session, snapshot or
+// VM behind; nothing boots.
+TEST_F(Runner_, CtrlCBeforeTheAgentStartsLeavesNothing) {
+  class InterruptedBuild final : public ImageProvider {
+   public:
+    Result<std::string> erofsImage(const ImageSource&) override {
+      ::raise(SIGINT);
+      return failWith(exit_code::kImage, "mmdebstrap failed (exit 130)");
+    }
+  } interrupted;
+  std::string sessionDir;
+  {
+    Runner runner(plan(ws::ReviewMode::Auto, "auto"),
+                  {host_, ui_, test::fakeLauncher(script_, {}, &launched_), interrupted});
+    auto out = runner.run();
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error().code, 128 + SIGINT);
+    EXPECT_NE(out.error().message.find("interrupted (INT) before the agent started"), std::string::npos)
+        << out.error().message;
+    EXPECT_EQ(interruptSignal(), 0) << "the scope ended with the steps";
+    sessionDir = runner.sessionDir();
+    ASSERT_FALSE(sessionDir.empty());
+  }
+  EXPECT_TRUE(launched_.rootImage.empty()) << "nothing booted";
+  EXPECT_EQ(script_.execs.size(), 0u);
+  EXPECT_FALSE(fs::exists(sessionDir)) << "the session (snapshot, log) is gone";
+  EXPECT_TRUE(fs::is_empty(host_.dirs.state + "/sessions"));
 }
 
 // A failing agent's changes are not flushed by a policy: exit with the

@@ -1,0 +1,40 @@
+#pragma once
+// Ctrl-C while airlock prepares a session. A signal that would end airlock
+// (SIGINT, SIGTERM, SIGHUP) during that time is recorded instead, so the
+// steps under way fail, unwind and remove what they made (the snapshot,
+// temporary image files, the VM) before airlock exits. A second signal ends
+// airlock at once, as without the scope.
+
+#include <sys/types.h>
+
+namespace airlock {
+
+/// Catches SIGINT, SIGTERM and SIGHUP while it lives; the previous
+/// dispositions come back when it is destroyed. The first signal is recorded
+/// (interruptSignal()) and the process group of the child runCommand() waits
+/// for gets SIGINT, as from Ctrl-C (runCommand() starts it in a group of its
+/// own meanwhile, so a signal sent to airlock alone reaches the whole tree
+/// of a program like mmdebstrap). A second signal takes its default action
+/// (the process ends). Handlers use SA_RESTART. One scope at a time, created
+/// on the main thread.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+};
+
+/// The first signal an InterruptScope caught (SIGINT, SIGTERM or SIGHUP),
+/// 0 when none was or no scope lives. Async-signal-safe.
+int interruptSignal();
+
+/// True while an InterruptScope lives. Async-signal-safe.
+bool interruptible();
+
+/// Names the child runCommand() waits for (0: none), the leader of the
+/// process group a caught signal is passed on to; when one was caught
+/// already, the group gets SIGINT now. Async-signal-safe.
+void setWaitedChild(pid_t pid);
+
+}  // namespace airlock

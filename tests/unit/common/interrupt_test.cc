@@ -1,0 +1,97 @@
+// Ctrl-C, SIGTERM and SIGHUP while airlock prepares a session: recorded, not
+// fatal, passed on to the child being waited for when only airlock got it,
+// and a second one quits at once.
+
+#include "common/interrupt.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/subprocess.h"
+
+namespace airlock {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TEST(InterruptScope, ASignalIsRecordedAndTheProcessGoesOn) {
+  struct sigaction before {};
+  ::sigaction(SIGINT, nullptr, &before);
+  {
+    InterruptScope scope;
+    EXPECT_EQ(interruptSignal(), 0);
+    ::raise(SIGINT);
+    EXPECT_EQ(interruptSignal(), SIGINT);
+  }
+  EXPECT_EQ(interruptSignal(), 0);
+  struct sigaction after {};
+  ::sigaction(SIGINT, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler) << "the previous disposition is back";
+}
+
+// `kill AIRLOCK_PID` reaches airlock alone: the program it waits for (here a
+// shell standing for mmdebstrap) and that program's own children hear it
+// as Ctrl-C, so the step fails at once.
+TEST(InterruptScope, ASignalSentToAirlockEndsTheTreeItWaitsFor) {
+  InterruptScope scope;
+  std::thread killer([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(::getpid(), SIGTERM);
+  });
+  const auto start = Clock::now();
+  auto out = runCommand({"sh", "-c", "sleep 60; echo the shell went on"});
+  killer.join();
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 128 + SIGINT) << "passed on as Ctrl-C";
+  EXPECT_EQ(out->stdoutText, "");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(interruptSignal(), SIGTERM);
+}
+
+// Outside a scope a command stays in airlock's process group: the
+// terminal's Ctrl-C reaches it as before.
+TEST(InterruptScope, OnlyAScopeGivesTheChildAGroupOfItsOwn) {
+  auto outside = runCommand({"sh", "-c", "ps -o pgid= -p $$"});
+  ASSERT_TRUE(outside) << outside.error().message;
+  EXPECT_EQ(std::stol(outside->stdoutText), ::getpgrp());
+  InterruptScope scope;
+  auto inside = runCommand({"sh", "-c", "echo $$; ps -o pgid= -p $$"});
+  ASSERT_TRUE(inside) << inside.error().message;
+  const auto newline = inside->stdoutText.find('\n');
+  EXPECT_EQ(std::stol(inside->stdoutText.substr(newline + 1)), std::stol(inside->stdoutText.substr(0, newline)));
+}
+
+TEST(InterruptScope, NothingStartsOnceInterrupted) {
+  InterruptScope scope;
+  ::raise(SIGINT);
+  auto out = runCommand({"true"});
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, 128 + SIGINT);
+  EXPECT_NE(out.error().message.find("interrupted (INT)"), std::string::npos) << out.error().message;
+}
+
+TEST(InterruptScope, ASecondSignalEndsTheProcess) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    InterruptScope scope;
+    ::raise(SIGINT);
+    if (interruptSignal() != SIGINT) ::_exit(3);
+    ::raise(SIGTERM);
+    ::_exit(0);  // not reached
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+}  // namespace
+}  // namespace airlock
