@@ -7,6 +7,7 @@
 
 #include "common/fd.h"
 #include "workspace/git_credentials.h"
+#include "workspace/linked_git_dir.h"
 
 namespace airlock::cli {
 
@@ -19,12 +20,18 @@ GitEnvelope gitEnvelope(const std::string& workspace, const std::string& mode, b
     g.repository = GitEnvelope::Repository::kDirect;
     return g;
   }
-  if (!S_ISDIR(st.st_mode)) {
-    g.repository = GitEnvelope::Repository::kGitFile;
-    return g;
-  }
+  std::string config = workspace + "/.git/config";
   g.repository = GitEnvelope::Repository::kDirectory;
-  if (auto text = readFile(workspace + "/.git/config", 1 << 20)) {
+  if (!S_ISDIR(st.st_mode)) {
+    auto linked = workspace::findLinkedGitDir(workspace);
+    g.repository = GitEnvelope::Repository::kGitFile;
+    if (!linked) g.problem = linked.error().message;
+    if (!linked || !*linked) return g;
+    g.repository = GitEnvelope::Repository::kWorktree;
+    g.commonDir = (*linked)->commonDir;
+    config = g.commonDir + "/config";
+  }
+  if (auto text = readFile(config, 1 << 20)) {
     size_t edits = 0, urls = 0;
     std::string sanitized = workspace::sanitizeRepoConfig(*text, edits, &g.dropped);
     (void)workspace::stripGitCredentials(sanitized, urls);
@@ -43,16 +50,22 @@ std::string gitEnvelopeText(const GitEnvelope& g) {
                   "direct mode: the agent works on your live repository as it is (hooks and config included); "
                   "nothing is sanitized or imported");
     case GitEnvelope::Repository::kGitFile:
-      return line("git",
-                  ".git is a file (a linked worktree): the VM has no usable repository and no commits come "
-                  "back");
+      return line("git", g.problem.empty() ? ".git is a file naming a repository inside the workspace: copied as it "
+                                             "is; the agent's commits are not imported"
+                                           : "a run stops here: " + g.problem);
     case GitEnvelope::Repository::kDirectory:
+    case GitEnvelope::Repository::kWorktree:
       break;
   }
-  std::string out = line("git", g.mode == "none" ? ".git, sanitized; the agent's commits are not imported (--git=none)"
-                                                 : fmt::format(".git, sanitized; the agent's commits come back as "
+  const std::string what = g.repository == GitEnvelope::Repository::kWorktree
+                               ? fmt::format("a linked worktree: its repository ({}) as .git, sanitized, without the "
+                                             "other worktrees",
+                                             g.commonDir)
+                               : ".git, sanitized";
+  std::string out = line("git", g.mode == "none" ? what + "; the agent's commits are not imported (--git=none)"
+                                                 : fmt::format("{}; the agent's commits come back as "
                                                                "refs/airlock/NAME/... (--git={})",
-                                                               g.mode));
+                                                               what, g.mode));
   out += line("", g.dropped.empty() ? "nothing dropped from .git/config"
                                     : fmt::format("dropped from .git/config: {}", fmt::join(g.dropped, ", ")));
   if (g.urlCredentials) out += line("", "credentials removed from the URLs in .git/config");
@@ -61,13 +74,17 @@ std::string gitEnvelopeText(const GitEnvelope& g) {
 }
 
 nlohmann::json gitEnvelopeJson(const GitEnvelope& g) {
-  static constexpr const char* kNames[] = {"none", "directory", "git_file", "direct"};
-  const bool imported = g.repository == GitEnvelope::Repository::kDirectory;
-  return {{"repository", kNames[static_cast<int>(g.repository)]},
-          {"commits", imported ? g.mode : "not imported"},
-          {"config_keys_dropped", g.dropped},
-          {"url_credentials_removed", g.urlCredentials},
-          {"push_credentials", "none"}};
+  static constexpr const char* kNames[] = {"none", "directory", "git_file", "direct", "worktree"};
+  const bool imported =
+      g.repository == GitEnvelope::Repository::kDirectory || g.repository == GitEnvelope::Repository::kWorktree;
+  nlohmann::json j = {{"repository", kNames[static_cast<int>(g.repository)]},
+                      {"commits", imported ? g.mode : "not imported"},
+                      {"config_keys_dropped", g.dropped},
+                      {"url_credentials_removed", g.urlCredentials},
+                      {"push_credentials", "none"}};
+  if (!g.commonDir.empty()) j["common_dir"] = g.commonDir;
+  if (!g.problem.empty()) j["problem"] = g.problem;
+  return j;
 }
 
 }  // namespace airlock::cli

@@ -15,25 +15,30 @@ struct GitEnvelope {
   enum class Repository {
     kNone,       ///< no `.git` at the workspace's top
     kDirectory,  ///< a `.git` directory: sanitized copy in the VM, commits imported
-    kGitFile,    ///< `.git` is a file (a linked worktree): no repository in the VM
+    kGitFile,    ///< `.git` is a file naming no repository outside the workspace: copied as it is
     kDirect,     ///< --workspace-mode=direct: the live repository, as it is
+    kWorktree,   ///< a linked worktree: its repository's sanitized copy as `.git`, commits imported
   };
   Repository repository = Repository::kNone;
+  std::string commonDir;             ///< kWorktree: the repository's shared directory
+  std::string problem;               ///< kGitFile: why a run stops ("" when it does not)
   std::string mode;                  ///< --git: refs-only, branches, none
   std::vector<std::string> dropped;  ///< keys dropped from .git/config (workspace::sanitizeRepoConfig())
   bool urlCredentials = false;       ///< credentials removed from URLs in .git/config
 };
 
 /// The git envelope of a run on `workspace` with `--git=mode` ("" =
-/// refs-only); `direct` for --workspace-mode=direct. Reads only
-/// `.git/config` (at most 1 MiB).
+/// refs-only); `direct` for --workspace-mode=direct. Reads only the
+/// repository's config (at most 1 MiB; a linked worktree's in its common
+/// directory) and a `.git` file's pointers.
 GitEnvelope gitEnvelope(const std::string& workspace, const std::string& mode, bool direct);
 
 /// The "git" lines of `airlock info`.
 std::string gitEnvelopeText(const GitEnvelope& git);
 
 /// The "git" object of `airlock info --json`: repository ("none",
-/// "directory", "git_file", "direct"), commits ("refs-only", "branches",
+/// "directory", "git_file", "direct", "worktree"; a worktree adds
+/// common_dir, a git_file that stops a run adds problem), commits ("refs-only", "branches",
 /// "none", or "not imported"), config_keys_dropped, url_credentials_removed,
 /// push_credentials (always "none" today).
 nlohmann::json gitEnvelopeJson(const GitEnvelope& git);

@@ -20,6 +20,7 @@
 #include "common/visible_text.h"
 #include "workspace/changeset.h"
 #include "workspace/git_config_paths.h"
+#include "workspace/linked_git_dir.h"
 #include "workspace/pending.h"
 
 namespace airlock::workspace {
@@ -136,16 +137,22 @@ Result<std::unique_ptr<StagedDiff>> stageAndDiff(const GateRequest& a, const Man
 /// failure is reported in the result: the files' review stands either way.
 GitImport importCommits(const GateRequest& a, const ChangeSet& changes, const std::string& work) {
   GitImport out;
+  if (a.gitRefPrefix.empty() || a.gitImport == GitImportMode::kNone || a.mode == ReviewMode::None) return out;
+  // The workspace's repository: its .git, or a linked worktree's common directory.
+  std::string gitDir = a.workspace + "/.git";
   struct stat st;
-  if (a.gitRefPrefix.empty() || a.gitImport == GitImportMode::kNone || a.mode == ReviewMode::None ||
-      ::lstat((a.workspace + "/.git").c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return out;
+  if (::lstat(gitDir.c_str(), &st) != 0) return out;
+  if (!S_ISDIR(st.st_mode)) {
+    auto linked = findLinkedGitDir(a.workspace);
+    if (!linked || !*linked) return out;
+    gitDir = (*linked)->commonDir;
+  }
   const std::string scratch = work + "/git-import";
   if (::mkdir(scratch.c_str(), 0700) != 0) {
     out.refused = fmt::format("cannot create {}: {}", scratch, errnoText(errno));
     return out;
   }
-  auto imported = importAgentCommits(changes, a.workspace + "/.git", a.snapshot.empty() ? "" : a.snapshot + "/.git",
+  auto imported = importAgentCommits(changes, gitDir, a.snapshot.empty() ? "" : a.snapshot + "/.git",
                                      a.gitRefPrefix, a.gitImport, scratch);
   if (!imported)
     out.refused = visibleText(imported.error().message);

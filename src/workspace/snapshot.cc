@@ -290,12 +290,22 @@ void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry
   std::vector<size_t> configs;  // to read for includes and stores
   for (auto& e : entries)
     if (e.type == EntryType::File) e.git = gitFileKind(e.path);
-  for (const auto& e : entries) {
-    if (e.type != EntryType::Dir) continue;
-    if (!find(e.path + "/HEAD", EntryType::File) || !find(e.path + "/objects", EntryType::Dir)) continue;
-    for (const char* name : {"/config", "/config.worktree"})
-      if (WalkEntry* c = find(e.path + name, EntryType::File)) c->git = GitFileKind::RepoConfig;
-    if (WalkEntry* f = find(e.path + "/FETCH_HEAD", EntryType::File)) f->git = GitFileKind::UrlsOnly;
+  // "" is the root: a bare repository as the tree itself (a linked
+  // worktree's common directory, see linked_git_dir.h).
+  auto in = [](std::string_view dir, std::string_view name) {
+    return dir.empty() ? std::string(name) : fmt::format("{}/{}", dir, name);
+  };
+  auto isRepo = [&](std::string_view dir) {
+    return find(in(dir, "HEAD"), EntryType::File) && find(in(dir, "objects"), EntryType::Dir);
+  };
+  std::vector<std::string> repos;
+  if (isRepo("")) repos.emplace_back();
+  for (const auto& e : entries)
+    if (e.type == EntryType::Dir && isRepo(e.path)) repos.push_back(e.path);
+  for (const auto& repo : repos) {
+    for (const char* name : {"config", "config.worktree"})
+      if (WalkEntry* c = find(in(repo, name), EntryType::File)) c->git = GitFileKind::RepoConfig;
+    if (WalkEntry* f = find(in(repo, "FETCH_HEAD"), EntryType::File)) f->git = GitFileKind::UrlsOnly;
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     WalkEntry& e = entries[i];
@@ -304,8 +314,7 @@ void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry
       // A bare repository's reflogs: DIR/logs/... with DIR/HEAD and DIR/objects/.
       for (std::string_view d = parentPath(e.path); !d.empty(); d = parentPath(d)) {
         if (baseName(d) != "logs") continue;
-        std::string repo(parentPath(d));
-        if (!repo.empty() && find(repo + "/HEAD", EntryType::File) && find(repo + "/objects", EntryType::Dir)) {
+        if (isRepo(parentPath(d))) {
           e.git = GitFileKind::UrlsOnly;
           break;
         }
@@ -344,8 +353,8 @@ void classifyGitFiles(int rootFd, const std::string& root, std::vector<WalkEntry
 /// (git would run them when the agent commits in the VM; the user's hooks
 /// are the user's, and the review holds back any the agent writes):
 /// `hooks` in a `.git` or `NAME.git` directory, or in a directory holding
-/// HEAD that is a bare repository (objects/) or lies below `.git`
-/// (.git/modules/M). Each is recorded as KeptOutReason::GitHooks.
+/// HEAD that is a bare repository (objects/; the root too) or lies below
+/// `.git` (.git/modules/M). Each is recorded as KeptOutReason::GitHooks.
 void keepOutGitHooks(std::vector<WalkEntry>& entries, SnapshotResult& res) {
   std::set<std::string> heads, objects;
   for (const auto& e : entries) {
@@ -360,8 +369,7 @@ void keepOutGitHooks(std::vector<WalkEntry>& entries, SnapshotResult& res) {
   std::set<std::string, std::less<>> hooks;
   for (const auto& e : entries) {
     if (e.type != EntryType::Dir || baseName(e.path) != "hooks") continue;
-    std::string repo(parentPath(e.path));
-    if (repo.empty()) continue;
+    std::string repo(parentPath(e.path));  // "": the root is the repository
     if (baseName(repo).ends_with(".git") ||
         (heads.contains(repo) && (objects.contains(repo) || belowDotGit(repo))))
       hooks.insert(e.path);

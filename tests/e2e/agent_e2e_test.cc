@@ -394,6 +394,47 @@ TEST_F(AgentE2E, ClaudeCodeCommitsInASanitizedRepository) {
   EXPECT_EQ(git("fsck --strict"), 0);
 }
 
+// Issue 18, item 2: the workspace is a linked worktree (its .git a file
+// naming the repository outside it). In the VM it is a working repository
+// on the worktree's branch without the other worktrees, hooks or host
+// paths; the agent's commit comes back into the shared repository as a
+// ref of the session's, and the worktree's branch and .git file stay.
+TEST_F(AgentE2E, ClaudeCodeCommitsInALinkedWorktree) {
+  const std::string repo = dir_ + "/repo";
+  auto git = [&](const std::string& dir, const std::string& args) {
+    return std::system(("git -c safe.directory='*' -C '" + dir + "' " + args + " >/dev/null 2>&1").c_str());
+  };
+  fs::create_directories(repo);
+  ASSERT_EQ(git(repo, "init -q -b main"), 0);
+  ASSERT_EQ(git(repo, "-c user.name=Host -c user.email=host@example.com commit -q --allow-empty -m base"), 0);
+  ASSERT_EQ(git(repo, "config credential.helper store"), 0);
+  writeFile(repo + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /workspace/HOOK-RAN\n");
+  ASSERT_EQ(chmod((repo + "/.git/hooks/pre-commit").c_str(), 0755), 0);
+  project_ = dir_ + "/wt";
+  ASSERT_EQ(git(repo, "worktree add -q -b feature " + project_), 0);
+  ASSERT_EQ(git(repo, "worktree add -q -b other " + dir_ + "/other"), 0);
+  writeFile(project_ + "/README.md", "# Worktree\n");
+  const std::string pointer = slurp(project_ + "/.git");
+  const std::string home = dir_ + "/home";
+  writeFile(home + "/.gitconfig", "[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
+  fs::create_directories(dir_ + "/m");
+  MockModel mock("git_worktree.json", dir_ + "/m");
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs(), home);
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  EXPECT_NE(mock.log().find("worktree commit"), std::string::npos) << mock.log();
+  EXPECT_FALSE(fs::exists(project_ + "/HOOK-RAN"));
+  EXPECT_EQ(slurp(project_ + "/.git"), pointer) << "the worktree's .git file changed";
+  EXPECT_EQ(git(project_, "log -1 --format=%s feature | grep -qx base"), 0) << "the agent moved the host's branch";
+  EXPECT_NE(r.err.find("git: 1 new commit on feature"), std::string::npos) << r.err;
+  EXPECT_EQ(git(repo, "for-each-ref --format='%(refname)' 'refs/airlock/' | grep -q "
+                      "'^refs/airlock/claude-code-.*/heads/feature$'"),
+            0);
+  EXPECT_EQ(git(repo, "log -1 --format='%an %s' --glob='refs/airlock/*' | grep -qx 'Ada Lovelace worktree commit'"), 0);
+  EXPECT_EQ(git(repo, "fsck --strict"), 0);
+}
+
 TEST_F(AgentE2E, ClaudeCodeReviewNoneLeavesTheHostUntouched) {
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code"));
   MockModel mock("edit_project.json", dir_);

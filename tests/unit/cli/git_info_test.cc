@@ -41,11 +41,34 @@ TEST(GitInfo, AWorktreeNoRepositoryAndDirectModeSayWhatTheVmGets) {
   EXPECT_EQ(gitEnvelope(dir.path(), "", false).repository, GitEnvelope::Repository::kNone);
   EXPECT_NE(gitEnvelopeText(gitEnvelope(dir.path(), "", false)).find("no repository"), std::string::npos);
   std::ofstream(dir.path() + "/.git") << "gitdir: /elsewhere/.git/worktrees/w\n";
-  auto worktree = gitEnvelope(dir.path(), "branches", false);
-  EXPECT_EQ(worktree.repository, GitEnvelope::Repository::kGitFile);
-  EXPECT_EQ(gitEnvelopeJson(worktree)["commits"], "not imported");
+  auto dangling = gitEnvelope(dir.path(), "branches", false);
+  EXPECT_EQ(dangling.repository, GitEnvelope::Repository::kGitFile);
+  EXPECT_EQ(gitEnvelopeJson(dangling)["commits"], "not imported");
+  EXPECT_NE(gitEnvelopeText(dangling).find("a run stops here"), std::string::npos) << gitEnvelopeText(dangling);
+  EXPECT_NE(gitEnvelopeText(dangling).find("git worktree repair"), std::string::npos);
   EXPECT_EQ(gitEnvelope(dir.path(), "", true).repository, GitEnvelope::Repository::kDirect);
   EXPECT_NE(gitEnvelopeText(gitEnvelope(dir.path(), "", true)).find("live repository"), std::string::npos);
+}
+
+// A linked worktree: its repository's config is the one read and sanitized,
+// and its commits come back.
+TEST(GitInfo, ALinkedWorktreeShowsItsRepositorysConfig) {
+  auto dir = test::scratchDir("airlock-git-info-");
+  const std::string common = dir.path() + "/repo/.git";
+  std::filesystem::create_directories(common + "/objects");
+  std::filesystem::create_directories(common + "/worktrees/wt");
+  std::ofstream(common + "/config") << "[core]\n\tbare = false\n\tsshCommand = ssh -i key\n";
+  std::ofstream(common + "/worktrees/wt/HEAD") << "ref: refs/heads/feature\n";
+  std::ofstream(common + "/worktrees/wt/commondir") << "../..\n";
+  std::filesystem::create_directories(dir.path() + "/wt");
+  std::ofstream(dir.path() + "/wt/.git") << "gitdir: " << common << "/worktrees/wt\n";
+  auto g = gitEnvelope(dir.path() + "/wt", "", false);
+  EXPECT_EQ(g.repository, GitEnvelope::Repository::kWorktree);
+  EXPECT_EQ(g.commonDir, std::filesystem::canonical(common).string());
+  EXPECT_EQ(g.dropped, std::vector<std::string>{"core.sshcommand"});
+  EXPECT_NE(gitEnvelopeText(g).find("a linked worktree"), std::string::npos) << gitEnvelopeText(g);
+  EXPECT_EQ(gitEnvelopeJson(g)["repository"], "worktree");
+  EXPECT_EQ(gitEnvelopeJson(g)["commits"], "refs-only");
 }
 
 }  // namespace

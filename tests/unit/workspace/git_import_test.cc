@@ -19,31 +19,10 @@
 namespace airlock::workspace {
 namespace {
 
+using test::git;
 using test::readAll;
+using test::sh;
 using test::writeFile;
-
-/// Runs a bash command; returns its stdout (trailing newline removed).
-std::string sh(const std::string& cmd) {
-  std::string out;
-  ::setenv("GIT_IMPORT_TEST_CMD", cmd.c_str(), 1);
-  FILE* p = ::popen("exec bash -c \"$GIT_IMPORT_TEST_CMD\"", "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = ::pclose(p);
-  EXPECT_EQ(status, 0) << cmd << "\n" << out;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-/// git with a fixed identity and no user or system config.
-std::string git(const std::string& dir, const std::string& args) {
-  return sh("cd '" + dir +
-            "' && GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c user.name=Agent "
-            "-c user.email=agent@example.com -c init.defaultBranch=main -c advice.detachedHead=false " +
-            args + " 2>&1");
-}
 
 class GitImport : public ::testing::Test {
  protected:

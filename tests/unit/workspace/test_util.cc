@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,27 @@ std::string readAll(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string sh(const std::string& cmd) {
+  std::string out;
+  ::setenv("AIRLOCK_TEST_SH_CMD", cmd.c_str(), 1);
+  FILE* p = ::popen("exec bash -c \"$AIRLOCK_TEST_SH_CMD\"", "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = ::pclose(p);
+  EXPECT_EQ(status, 0) << cmd << "\n" << out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::string git(const std::string& dir, const std::string& args) {
+  return sh("cd '" + dir +
+            "' && GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c user.name=Agent "
+            "-c user.email=agent@example.com -c init.defaultBranch=main -c advice.detachedHead=false " +
+            args + " 2>&1");
 }
 
 uint64_t diskBytes(const std::string& path) {

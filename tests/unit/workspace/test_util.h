@@ -26,6 +26,14 @@ void writeFile(const std::string& path, const std::string& content, unsigned mod
 /// Reads a whole file; "" when missing.
 std::string readAll(const std::string& path);
 
+/// Runs a bash command line; returns its stdout (trailing newlines removed).
+/// A non-zero exit fails the test.
+std::string sh(const std::string& cmd);
+
+/// git in `dir` with a fixed identity (Agent <agent@example.com>), branch
+/// main by default and no user or system config; stdout and stderr.
+std::string git(const std::string& dir, const std::string& args);
+
 using airlock::test::makeSparseLinkTar;
 using airlock::test::makeTar;
 using airlock::test::TarEntry;
