@@ -69,7 +69,11 @@ std::string gitEnvelopeText(const GitEnvelope& g) {
   out += line("", g.dropped.empty() ? "nothing dropped from .git/config"
                                     : fmt::format("dropped from .git/config: {}", fmt::join(g.dropped, ", ")));
   if (g.urlCredentials) out += line("", "credentials removed from the URLs in .git/config");
-  out += line("", "push: no git credentials go into the VM (no token, no SSH agent)");
+  out += line("", g.pushToken.empty()
+                     ? "push: no git credentials go into the VM (no token, no SSH agent)"
+                     : fmt::format("push: over HTTPS to {}, the token from {} added on this host (it never enters "
+                                   "the VM); no SSH agent",
+                                   fmt::join(g.pushHosts, ", "), g.pushToken));
   return out;
 }
 
@@ -81,7 +85,11 @@ nlohmann::json gitEnvelopeJson(const GitEnvelope& g) {
                       {"commits", imported ? g.mode : "not imported"},
                       {"config_keys_dropped", g.dropped},
                       {"url_credentials_removed", g.urlCredentials},
-                      {"push_credentials", "none"}};
+                      {"push_credentials", g.pushToken.empty() ? "none" : "token"}};
+  if (!g.pushToken.empty()) {
+    j["push_token_source"] = g.pushToken;
+    j["push_hosts"] = g.pushHosts;
+  }
   if (!g.commonDir.empty()) j["common_dir"] = g.commonDir;
   if (!g.problem.empty()) j["problem"] = g.problem;
   return j;

@@ -22,6 +22,8 @@ struct GitEnvelope {
   Repository repository = Repository::kNone;
   std::string commonDir;             ///< kWorktree: the repository's shared directory
   std::string problem;               ///< kGitFile: why a run stops ("" when it does not)
+  std::string pushToken;             ///< --git-token's source ("env:NAME"; never the token), "" without
+  std::vector<std::string> pushHosts;  ///< where the git broker adds it
   std::string mode;                  ///< --git: refs-only, branches, none
   std::vector<std::string> dropped;  ///< keys dropped from .git/config (workspace::sanitizeRepoConfig())
   bool urlCredentials = false;       ///< credentials removed from URLs in .git/config
@@ -40,7 +42,8 @@ std::string gitEnvelopeText(const GitEnvelope& git);
 /// "directory", "git_file", "direct", "worktree"; a worktree adds
 /// common_dir, a git_file that stops a run adds problem), commits ("refs-only", "branches",
 /// "none", or "not imported"), config_keys_dropped, url_credentials_removed,
-/// push_credentials (always "none" today).
+/// push_credentials ("none", or "token" with push_token_source and
+/// push_hosts).
 nlohmann::json gitEnvelopeJson(const GitEnvelope& git);
 
 }  // namespace airlock::cli

@@ -14,6 +14,7 @@
 #include "cli/expiry.h"
 #include "cli/host_secrets.h"
 #include "cli/git_info.h"
+#include "cli/git_push.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
 #include "cli/run_flags.h"
@@ -189,7 +190,11 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     kept = std::move(*k);
   }
   const StateInfo agentState = stateInfo(host, effective->agent, effective->workspace);
-  const GitEnvelope git = gitEnvelope(effective->workspace, args.git, direct);
+  GitEnvelope git = gitEnvelope(effective->workspace, args.git, direct);
+  auto pushHosts = gitPushHosts(args);
+  if (!pushHosts) return reportError(pushHosts.error());
+  git.pushHosts = *pushHosts;
+  git.pushToken = args.gitToken;
   auto importedSettings = settingsInfo(host, *effective, args.env);
   if (!importedSettings) return reportError(importedSettings.error());
   const auto& userSettings = *importedSettings;

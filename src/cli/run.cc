@@ -35,6 +35,7 @@
 #include "cli/detach.h"
 #include "cli/egress_flags.h"
 #include "cli/extra_ca.h"
+#include "cli/git_push.h"
 #include "cli/image_provider.h"
 #include "cli/registry_flags.h"
 #include "cli/report.h"
@@ -204,6 +205,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     auto identity = workspace::hostGitIdentity(host.dirs.home, xdgConfig);
     plan.homeFiles.push_back({".gitconfig", workspace::guestGitConfig(identity)});
   }
+  if (auto r = applyGitPush(host, args, host.getEnv("SSL_CERT_FILE"), plan); !r) return std::unexpected(r.error());
   for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env))
     plan.seedFiles.push_back({path, content});
   auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);

@@ -18,6 +18,11 @@ void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
                  "(keep every change in the session)")
       ->check(CLI::IsMember({"interactive", "auto", "all", "none"}));
   addGitFlag(cmd, flags.git);
+  cmd.add_option("--git-token", flags.gitToken,
+                 "Let the agent's git push over HTTPS: env:NAME (a variable holding a token) or secret:NAME "
+                 "(airlock secret set NAME); the token is added on this host and never enters the VM");
+  repeatable(cmd.add_option("--git-host", flags.gitHosts,
+                            "A git host --git-token is used for (default: github.com); repeatable"));
   repeatable(cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable"));
   repeatable(cmd.add_option("--exclude", flags.excludes,
                             "Keep matching files out of the snapshot (gitignore syntax); repeatable"));

@@ -5,11 +5,14 @@
 #include <sys/time.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "common/encoding.h"
 
 namespace airlock::secrets {
 namespace {
@@ -186,12 +189,28 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     answerError(guest.get(), request.error().code, "airlock broker: " + request.error().message);
     return;
   }
-  const size_t question = request->target.find('?');
-  const std::string path = request->target.substr(0, question);
+  // A git route's first segment names its host: the rest is forwarded there.
+  std::string upstream = route_.upstream, target = request->target;
+  if (!route_.hostsInPath.empty()) {
+    const size_t slash = target.find('/', 1);
+    const std::string host = target.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+    if (slash == std::string::npos ||
+        std::find(route_.hostsInPath.begin(), route_.hostsInPath.end(), host) == route_.hostsInPath.end()) {
+      log(fmt::format("refused {} {} (not a git host of this session)", request->method,
+                      target.substr(0, target.find('?'))));
+      answerError(guest.get(), 403, fmt::format("airlock broker: {} is not a git host of this session (--git-host)",
+                                                host));
+      return;
+    }
+    upstream = "https://" + host;
+    target = target.substr(slash);
+  }
+  const size_t question = target.find('?');
+  const std::string path = target.substr(0, question);
   bool allowed = false;
   for (const auto& prefix : route_.pathPrefixes) allowed = allowed || path.starts_with(prefix);
   if (!allowed || !plainPath(path) ||
-      (question != std::string::npos && !plainQuery(std::string_view(request->target).substr(question + 1)))) {
+      (question != std::string::npos && !plainQuery(std::string_view(target).substr(question + 1)))) {
     log(fmt::format("refused {} {} (not a path of the API)", request->method, path));
     answerError(guest.get(), 403, fmt::format("airlock broker: {} is not forwarded", path));
     return;
@@ -213,13 +232,16 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     for (const auto& [name, value] : request->headers)
       if (!droppedRequestHeader(name) && headerTextOk(name) && headerTextOk(value))
         list = curl_slist_append(list, (name + ": " + value).c_str());
-    list = curl_slist_append(list, ("Authorization: Bearer " + *token).c_str());
+    const std::string authorization = route_.auth == BrokerRoute::Auth::kGitBasic
+                                          ? "Basic " + base64Encode("x-access-token:" + *token)
+                                          : "Bearer " + *token;
+    list = curl_slist_append(list, ("Authorization: " + authorization).c_str());
     list = curl_slist_append(list, "Expect:");  // no 100-continue round trip
     std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(list, curl_slist_free_all);
     Transfer t;
     t.guest = guest.get();
     t.holdUnauthorized = true;
-    const std::string url = route_.upstream + request->target;
+    const std::string url = upstream + target;
     CURL* c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);  // the path checked above is the path sent
@@ -252,7 +274,7 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     }
     if (rc != CURLE_OK && !t.headersSent && !t.guestGone) {
       log(fmt::format("{} {}: {}", request->method, path, curl_easy_strerror(rc)));
-      answerError(guest.get(), 502, fmt::format("airlock broker: {} unreachable: {}", route_.upstream,
+      answerError(guest.get(), 502, fmt::format("airlock broker: {} unreachable: {}", upstream,
                                                 curl_easy_strerror(rc)));
       return;
     }

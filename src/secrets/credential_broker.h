@@ -35,11 +35,24 @@ namespace airlock::secrets {
 struct BrokerRoute {
   std::string upstream;  ///< "https://api.anthropic.com" (scheme and authority, no path)
   std::vector<std::string> pathPrefixes;  ///< request paths forwarded ("/v1/"); others get 403
-  std::string agent;  ///< for messages ("claude-code")
+  std::string agent;  ///< for messages ("claude-code", "git")
+  /// How the token goes upstream.
+  enum class Auth {
+    kBearer,    ///< "Authorization: Bearer TOKEN" (model APIs)
+    kGitBasic,  ///< "Authorization: Basic base64(x-access-token:TOKEN)": git's smart HTTP (GitHub, GitLab, Gitea take a token as the password)
+  };
+  Auth auth = Auth::kBearer;
+  /// Git hosts: when not empty, the path's first segment names the upstream
+  /// host, one of these ("/github.com/o/r.git/info/refs" goes to
+  /// https://github.com/o/r.git/info/refs; another host gets 403), and
+  /// `upstream` is not used. `pathPrefixes` apply to the rest of the path.
+  std::vector<std::string> hostsInPath;
 };
 
 /// The gateway port the guest reaches the broker at (http://10.0.2.2:4180).
 inline constexpr uint16_t kBrokerPort = 4180;
+/// The gateway port of the git broker (--git-token): http://10.0.2.2:4181/HOST/PATH.
+inline constexpr uint16_t kGitBrokerPort = 4181;
 
 struct BrokerOptions {
   std::string caFile;  ///< trust these CAs (PEM) instead of the system store ("" = system)

@@ -387,6 +387,34 @@ TEST_F(CredentialBrokerTest, DotSegmentsEncodingsAndEmptySegmentsAreRefused) {
   for (const auto& r : upstream.received()) ADD_FAILURE() << "reached the API: " << r.firstLine;
 }
 
+// --git-token's route: the first segment names the host, one of the
+// session's git hosts; any other host, a bare host and dot segments after
+// it are refused before anything is sent; a listed host is reached over
+// HTTPS only (this plain-HTTP upstream fails the handshake: 502 naming it).
+TEST_F(CredentialBrokerTest, AGitRouteForwardsOnlyToItsHostsOverHttps) {
+  Upstream upstream([](int fd, const Message&, size_t) { answer(fd, 200, "{}"); });
+  const std::string listed = upstream.url().substr(std::string("http://").size());  // 127.0.0.1:PORT
+  BrokerRoute route;
+  route.pathPrefixes = {"/"};
+  route.agent = "git";
+  route.auth = BrokerRoute::Auth::kGitBasic;
+  route.hostsInPath = {"github.com", listed};
+  CredentialBroker b(route, tokens_, BrokerOptions{});
+  for (const std::string& target : std::vector<std::string>{"/evil.example/o/r.git/info/refs", "/github.com", "/127.0.0.1/o/r.git",
+                                   "/" + listed + "/o/../../x", "/" + listed + "//r.git", "/github.com.evil/o/r"}) {
+    Message got = exchange(b, "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_TRUE(got.status() == 403 || got.status() == 400) << target << " -> " << got.status();
+  }
+  Message got = exchange(b, "GET /evil.example/o/r.git/info/refs HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_NE(got.body.find("evil.example is not a git host of this session (--git-host)"), std::string::npos)
+      << got.body;
+  EXPECT_TRUE(upstream.received().empty()) << "a refused request reached a server";
+  Message https = exchange(b, "GET /" + listed + "/o/r.git/info/refs?service=git-receive-pack HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(https.status(), 502);
+  EXPECT_NE(https.body.find("https://" + listed + " unreachable"), std::string::npos) << https.body;
+  expectNoTokenInLog();
+}
+
 TEST_F(CredentialBrokerTest, A401IsRefreshedOnTheHostAndRetriedOnceWithTheNewToken) {
   Upstream upstream([](int fd, const Message& r, size_t) {
     if (r.one("authorization") == std::string("Bearer ") + kReal1)

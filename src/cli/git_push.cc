@@ -1,0 +1,123 @@
+#include "cli/git_push.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/host_secrets.h"
+#include "common/exit_codes.h"
+#include "egress/addresses.h"
+#include "secrets/credential_broker.h"
+#include "secrets/fixed_token.h"
+
+namespace airlock::cli {
+namespace {
+
+constexpr size_t kMaxGitPushBytes = size_t{256} << 20;
+
+bool validHost(const std::string& host) {
+  const size_t colon = host.find(':');
+  const std::string name = host.substr(0, colon);
+  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.' || name.front() == '-' ||
+      name.find("..") != std::string::npos)
+    return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  if (colon == std::string::npos) return true;
+  const std::string port = host.substr(colon + 1);
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  const int n = std::stoi(port);
+  return n > 0 && n < 65536;
+}
+
+}  // namespace
+
+Result<std::string> readGitToken(const HostContext& host, const std::string& source) {
+  if (source.starts_with("env:") && source.size() > 4) {
+    const std::string name = source.substr(4);
+    std::string value = host.getEnv(name);
+    if (value.empty())
+      return failWith(exit_code::kUsage,
+                      "--git-token {}: {} is not set in this environment; export it, or store the "
+                      "token with `airlock secret set NAME` and pass --git-token secret:NAME",
+                      source, name);
+    return value;
+  }
+  if (source.starts_with("secret:") && source.size() > 7) {
+    const std::string name = source.substr(7);
+    HostSecrets secrets(host, true);
+    auto value = secrets.store().get(name);
+    if (!value) return failWith(exit_code::kUsage, "--git-token {}: {}", source, value.error().message);
+    if (!*value || (*value)->empty())
+      return failWith(exit_code::kUsage, "--git-token {}: no secret named {}; store it with `airlock secret set {}`",
+                      source, name, name);
+    return std::move(**value);
+  }
+  return failWith(exit_code::kUsage,
+                  "--git-token takes env:NAME (a variable holding the token) or secret:NAME (airlock secret set NAME); "
+                  "got '{}'",
+                  source);
+}
+
+Result<std::vector<std::string>> gitPushHosts(const PolicyFlags& flags) {
+  if (flags.gitToken.empty()) {
+    if (!flags.gitHosts.empty())
+      return failWith(exit_code::kUsage, "--git-host names where --git-token is used; add --git-token env:NAME");
+    return std::vector<std::string>{};
+  }
+  std::vector<std::string> hosts = flags.gitHosts.empty() ? std::vector<std::string>{"github.com"} : flags.gitHosts;
+  for (const auto& h : hosts)
+    if (!validHost(h))
+      return failWith(exit_code::kUsage, "--git-host must be a lower-case host name with an optional :PORT (got '{}')",
+                      h);
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  return hosts;
+}
+
+std::string gitBrokerConfig(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const auto& h : hosts)
+    out += fmt::format("[url \"http://{}:{}/{}/\"]\n\tinsteadOf = https://{}/\n", egress::kGatewayV4,
+                       secrets::kGitBrokerPort, h, h);
+  return out;
+}
+
+Result<> applyGitPush(const HostContext& host, const PolicyFlags& flags, const std::string& caFile,
+                      session::Plan& plan) {
+  auto hosts = gitPushHosts(flags);
+  if (!hosts) return std::unexpected(hosts.error());
+  if (hosts->empty()) return {};
+  auto token = readGitToken(host, flags.gitToken);
+  if (!token) return std::unexpected(token.error());
+  if (plan.machine.egress)
+    for (const auto& mapping : plan.machine.egress->hostPorts)
+      if (mapping.guestPort == secrets::kGitBrokerPort)
+        return failWith(exit_code::kUsage,
+                        "--host-port {} takes the gateway port of the git broker (--git-token); "
+                        "map another port",
+                        mapping.guestPort);
+  auto tokens = std::make_shared<secrets::FixedToken>(std::move(*token), flags.gitToken);
+  secrets::BrokerRoute route;
+  route.pathPrefixes = {"/"};
+  route.agent = "git";
+  route.auth = secrets::BrokerRoute::Auth::kGitBasic;
+  route.hostsInPath = *hosts;
+  secrets::BrokerOptions options;
+  options.caFile = caFile;
+  options.limits.maxBodyBytes = kMaxGitPushBytes;
+  options.limits.timeoutMs = 600'000;
+  auto broker = std::make_shared<secrets::CredentialBroker>(std::move(route), *tokens, options);
+  plan.machine.egressNetwork.gatewayServices[secrets::kGitBrokerPort] =
+      [broker, tokens](Fd guest, const egress::EgressLogFn& log) { broker->serve(std::move(guest), log); };
+  auto gitconfig = std::find_if(plan.homeFiles.begin(), plan.homeFiles.end(),
+                                [](const session::HomeFile& f) { return f.path == ".gitconfig"; });
+  if (gitconfig == plan.homeFiles.end()) gitconfig = plan.homeFiles.insert(plan.homeFiles.end(), {".gitconfig", ""});
+  gitconfig->content += gitBrokerConfig(*hosts);
+  return {};
+}
+
+}  // namespace airlock::cli

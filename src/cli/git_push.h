@@ -1,0 +1,45 @@
+#pragma once
+// `--git-token` and `--git-host`: `git push` (and fetch) over HTTPS from the
+// VM with no token in it. The guest's git sends https://HOST/ to the git
+// broker at the gateway instead (a url.insteadOf rewrite in its
+// ~/.gitconfig: http://10.0.2.2:4181/HOST/), which adds the token on the
+// host and forwards to https://HOST/ (secrets/credential_broker.h). Hosts
+// other than the listed ones are refused by the broker; the guest's own
+// egress rules do not change.
+
+#include <string>
+#include <vector>
+
+#include "cli/run_flags.h"
+#include "common/error.h"
+#include "common/host_context.h"
+#include "session/plan.h"
+
+namespace airlock::cli {
+
+/// The token --git-token names: "env:NAME" (that variable of airlock's
+/// environment, non-empty) or "secret:NAME" (airlock's secret store,
+/// `airlock secret set NAME`). Errors (kUsage): another form, an unset or
+/// empty variable, a missing secret; each names the fix. The token is never
+/// in the message.
+Result<std::string> readGitToken(const HostContext& host, const std::string& source);
+
+/// The hosts --git-token answers for: --git-host values, or github.com.
+/// Each is a lower-case DNS name with an optional ":PORT". Errors (kUsage):
+/// --git-host without --git-token, a malformed host.
+Result<std::vector<std::string>> gitPushHosts(const PolicyFlags& flags);
+
+/// The guest's git config that sends each host's HTTPS URLs to the broker
+/// ("[url \"http://10.0.2.2:4181/github.com/\"]\n\tinsteadOf = https://github.com/\n").
+std::string gitBrokerConfig(const std::vector<std::string>& hosts);
+
+/// With --git-token: reads the token, puts the broker at the gateway port
+/// secrets::kGitBrokerPort of `plan` and the rewrite into the guest's
+/// ~/.gitconfig (appended to the plan's, or a new one). `caFile`: PEM the
+/// broker trusts instead of the system store ("" = system). Nothing without
+/// --git-token. Errors: as readGitToken() and gitPushHosts(); kUsage when a
+/// --host-port takes the broker's port.
+Result<> applyGitPush(const HostContext& host, const PolicyFlags& flags, const std::string& caFile,
+                      session::Plan& plan);
+
+}  // namespace airlock::cli
