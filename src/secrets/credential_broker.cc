@@ -82,6 +82,16 @@ bool plainQuery(std::string_view query) {
   return true;
 }
 
+/// git's smart HTTP and nothing else on a git host (the token must not
+/// reach the host's web pages or API): REPO/info/refs?service=git-upload-pack
+/// or git-receive-pack, REPO/git-upload-pack, REPO/git-receive-pack.
+bool gitSmartHttp(std::string_view path, std::string_view query) {
+  if (path.ends_with("/info/refs"))
+    return path.size() > 10 && (query == "service=git-upload-pack" || query == "service=git-receive-pack");
+  return (path.ends_with("/git-upload-pack") && path.size() > 16) ||
+         (path.ends_with("/git-receive-pack") && path.size() > 17);
+}
+
 bool headerTextOk(std::string_view s) {
   for (unsigned char c : s)
     if (c == '\r' || c == '\n' || c == 0) return false;
@@ -209,8 +219,9 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
   const std::string path = target.substr(0, question);
   bool allowed = false;
   for (const auto& prefix : route_.pathPrefixes) allowed = allowed || path.starts_with(prefix);
-  if (!allowed || !plainPath(path) ||
-      (question != std::string::npos && !plainQuery(std::string_view(target).substr(question + 1)))) {
+  const std::string_view query = question == std::string::npos ? "" : std::string_view(target).substr(question + 1);
+  if (!route_.hostsInPath.empty() && !gitSmartHttp(path, query)) allowed = false;
+  if (!allowed || !plainPath(path) || (question != std::string::npos && !plainQuery(query))) {
     log(fmt::format("refused {} {} (not a path of the API)", request->method, path));
     answerError(guest.get(), 403, fmt::format("airlock broker: {} is not forwarded", path));
     return;

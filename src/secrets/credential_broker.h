@@ -45,7 +45,11 @@ struct BrokerRoute {
   /// Git hosts: when not empty, the path's first segment names the upstream
   /// host, one of these ("/github.com/o/r.git/info/refs" goes to
   /// https://github.com/o/r.git/info/refs; another host gets 403), and
-  /// `upstream` is not used. `pathPrefixes` apply to the rest of the path.
+  /// `upstream` is not used. `pathPrefixes` apply to the rest of the path,
+  /// and only git's smart-HTTP requests are forwarded (REPO/info/refs with
+  /// service=git-upload-pack or git-receive-pack, REPO/git-upload-pack,
+  /// REPO/git-receive-pack; 403 otherwise): the token never reaches the
+  /// host's web pages or API.
   std::vector<std::string> hostsInPath;
 };
 

@@ -401,7 +401,10 @@ TEST_F(CredentialBrokerTest, AGitRouteForwardsOnlyToItsHostsOverHttps) {
   route.hostsInPath = {"github.com", listed};
   CredentialBroker b(route, tokens_, BrokerOptions{});
   for (const std::string& target : std::vector<std::string>{"/evil.example/o/r.git/info/refs", "/github.com", "/127.0.0.1/o/r.git",
-                                   "/" + listed + "/o/../../x", "/" + listed + "//r.git", "/github.com.evil/o/r"}) {
+                                   "/" + listed + "/o/../../x", "/" + listed + "//r.git", "/github.com.evil/o/r",
+                                   "/" + listed + "/settings/tokens", "/" + listed + "/api/v4/user",
+                                   "/" + listed + "/o/r.git/info/refs", "/" + listed + "/o/r.git/info/refs?x=1",
+                                   "/" + listed + "/git-upload-pack", "/" + listed + "/o/r.git/git-receive-pack/x"}) {
     Message got = exchange(b, "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_TRUE(got.status() == 403 || got.status() == 400) << target << " -> " << got.status();
   }
