@@ -62,13 +62,17 @@ Result<std::string> readGitToken(const HostContext& host, const std::string& sou
                   source);
 }
 
-Result<std::vector<std::string>> gitPushHosts(const PolicyFlags& flags) {
-  if (flags.gitToken.empty()) {
-    if (!flags.gitHosts.empty())
-      return failWith(exit_code::kUsage, "--git-host names where --git-token is used; add --git-token env:NAME");
+Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) {
+  if (!settings.gitToken || settings.gitToken->value.empty()) {
+    if (!settings.gitHosts.empty())
+      return failWith(exit_code::kUsage,
+                      "--git-host (git_hosts) names where a git token is used; add --git-token "
+                      "env:NAME (or git_token in your config)");
     return std::vector<std::string>{};
   }
-  std::vector<std::string> hosts = flags.gitHosts.empty() ? std::vector<std::string>{"github.com"} : flags.gitHosts;
+  std::vector<std::string> hosts;
+  for (const auto& h : settings.gitHosts) hosts.push_back(h.value);
+  if (hosts.empty()) hosts.push_back("github.com");
   for (const auto& h : hosts)
     if (!validHost(h))
       return failWith(exit_code::kUsage, "--git-host must be a lower-case host name with an optional :PORT (got '{}')",
@@ -86,12 +90,13 @@ std::string gitBrokerConfig(const std::vector<std::string>& hosts) {
   return out;
 }
 
-Result<> applyGitPush(const HostContext& host, const PolicyFlags& flags, const std::string& caFile,
+Result<> applyGitPush(const HostContext& host, const config::Settings& settings, const std::string& caFile,
                       session::Plan& plan) {
-  auto hosts = gitPushHosts(flags);
+  auto hosts = gitPushHosts(settings);
   if (!hosts) return std::unexpected(hosts.error());
   if (hosts->empty()) return {};
-  auto token = readGitToken(host, flags.gitToken);
+  const std::string& source = settings.gitToken->value;
+  auto token = readGitToken(host, source);
   if (!token) return std::unexpected(token.error());
   if (plan.machine.egress)
     for (const auto& mapping : plan.machine.egress->hostPorts)
@@ -100,7 +105,7 @@ Result<> applyGitPush(const HostContext& host, const PolicyFlags& flags, const s
                         "--host-port {} takes the gateway port of the git broker (--git-token); "
                         "map another port",
                         mapping.guestPort);
-  auto tokens = std::make_shared<secrets::FixedToken>(std::move(*token), flags.gitToken);
+  auto tokens = std::make_shared<secrets::FixedToken>(std::move(*token), source);
   secrets::BrokerRoute route;
   route.pathPrefixes = {"/"};
   route.agent = "git";

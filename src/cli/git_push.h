@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/run_flags.h"
 #include "common/error.h"
 #include "common/host_context.h"
+#include "config/settings.h"
 #include "session/plan.h"
 
 namespace airlock::cli {
@@ -24,22 +24,23 @@ namespace airlock::cli {
 /// in the message.
 Result<std::string> readGitToken(const HostContext& host, const std::string& source);
 
-/// The hosts --git-token answers for: --git-host values, or github.com.
-/// Each is a lower-case DNS name with an optional ":PORT". Errors (kUsage):
-/// --git-host without --git-token, a malformed host.
-Result<std::vector<std::string>> gitPushHosts(const PolicyFlags& flags);
+/// The hosts the git token is used for: `settings.gitHosts` (--git-host,
+/// git_hosts), or github.com. Each is a lower-case DNS name with an optional
+/// ":PORT". Empty without a token (--git-token, git_token). Errors
+/// (kUsage): hosts without a token, a malformed host.
+Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings);
 
 /// The guest's git config that sends each host's HTTPS URLs to the broker
 /// ("[url \"http://10.0.2.2:4181/github.com/\"]\n\tinsteadOf = https://github.com/\n").
 std::string gitBrokerConfig(const std::vector<std::string>& hosts);
 
-/// With --git-token: reads the token, puts the broker at the gateway port
-/// secrets::kGitBrokerPort of `plan` and the rewrite into the guest's
-/// ~/.gitconfig (appended to the plan's, or a new one). `caFile`: PEM the
-/// broker trusts instead of the system store ("" = system). Nothing without
-/// --git-token. Errors: as readGitToken() and gitPushHosts(); kUsage when a
-/// --host-port takes the broker's port.
-Result<> applyGitPush(const HostContext& host, const PolicyFlags& flags, const std::string& caFile,
+/// With a git token (`settings.gitToken`): reads it, puts the broker at the
+/// gateway port secrets::kGitBrokerPort of `plan` and the rewrite into the
+/// guest's ~/.gitconfig (appended to the plan's, or a new one). `caFile`:
+/// PEM the broker trusts instead of the system store ("" = system). Nothing
+/// without a token. Errors: as readGitToken() and gitPushHosts(); kUsage
+/// when a --host-port takes the broker's port.
+Result<> applyGitPush(const HostContext& host, const config::Settings& settings, const std::string& caFile,
                       session::Plan& plan);
 
 }  // namespace airlock::cli

@@ -191,10 +191,10 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   }
   const StateInfo agentState = stateInfo(host, effective->agent, effective->workspace);
   GitEnvelope git = gitEnvelope(effective->workspace, args.git, direct);
-  auto pushHosts = gitPushHosts(args);
+  auto pushHosts = gitPushHosts(effective->resolved.settings);
   if (!pushHosts) return reportError(pushHosts.error());
   git.pushHosts = *pushHosts;
-  git.pushToken = args.gitToken;
+  if (!pushHosts->empty()) git.pushToken = effective->resolved.settings.gitToken->value;
   auto importedSettings = settingsInfo(host, *effective, args.env);
   if (!importedSettings) return reportError(importedSettings.error());
   const auto& userSettings = *importedSettings;

@@ -205,7 +205,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     auto identity = workspace::hostGitIdentity(host.dirs.home, xdgConfig);
     plan.homeFiles.push_back({".gitconfig", workspace::guestGitConfig(identity)});
   }
-  if (auto r = applyGitPush(host, args, host.getEnv("SSL_CERT_FILE"), plan); !r) return std::unexpected(r.error());
+  if (auto r = applyGitPush(host, settings, host.getEnv("SSL_CERT_FILE"), plan); !r)
+    return std::unexpected(r.error());
   for (const auto& [path, content] : agents::expandFiles(spec.seedFiles, *env))
     plan.seedFiles.push_back({path, content});
   auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);

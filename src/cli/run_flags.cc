@@ -46,6 +46,8 @@ config::ConfigLayer flagLayer(const PolicyFlags& args) {
   if (!args.egress.profile.empty()) flags.egressProfile = config::parseEgressProfile(args.egress.profile);
   flags.allowHosts = args.egress.allowHosts;
   for (const auto& e : args.env) flags.envForward.push_back(e.substr(0, e.find('=')));
+  if (!args.gitToken.empty()) flags.gitToken = args.gitToken;
+  flags.gitHosts = args.gitHosts;
   return flags;
 }
 

@@ -23,7 +23,7 @@ constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_p
                                       "workspace_mode", "review",      "image",          "agents",
                                       "direct_mode_acknowledged", "image_verify", "image_verify_key",
                                       "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import",
-                                      "extra_ca_certs"};
+                                      "extra_ca_certs", "git_token", "git_hosts"};
 
 std::string knownKeys() {
   std::string out;
@@ -155,6 +155,21 @@ class ConfigReader {
     if (key == "settings_import") return boolean(key, n, layer.settingsImport);
     if (key == "agents") return agents(n, layer.agents);
     if (key == "image_verify") return named(key, n, parseVerifyMode, "off, warn, require", layer.imageVerify);
+    if (key == "git_token") {
+      auto value = word(key, n);
+      if (!value) return std::unexpected(value.error());
+      layer.gitToken = *value;
+      return {};
+    }
+    if (key == "git_hosts") {
+      if (!n.IsSequence()) return error(n, "'git_hosts' must be a list of host names");
+      for (const auto& item : n) {
+        auto host = word(key, item);
+        if (!host) return std::unexpected(host.error());
+        layer.gitHosts.push_back(*host);
+      }
+      return {};
+    }
     if (key == "extra_ca_certs") {
       auto value = word(key, n);
       if (!value) return std::unexpected(value.error());

@@ -31,6 +31,8 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   if (l.imageVerifyIssuer) s.imageVerifyIssuer = Sourced<std::string>{*l.imageVerifyIssuer, layer};
   if (l.imageVerifySubject) s.imageVerifySubject = Sourced<std::string>{*l.imageVerifySubject, layer};
   if (l.extraCaCerts) s.extraCaCerts = Sourced<std::string>{*l.extraCaCerts, layer};
+  if (l.gitToken) s.gitToken = Sourced<std::string>{*l.gitToken, layer};
+  append(s.gitHosts, l.gitHosts, layer);
   append(s.allowHosts, l.allowHosts, layer);
   append(s.removeHosts, l.removeHosts, layer);
   append(s.hostPorts, l.hostPorts, layer);
@@ -102,6 +104,8 @@ class RepoTightener {
     if (l.imageVerifySubject) ignore("image_verify_subject: " + *l.imageVerifySubject, trust);
     if (l.extraCaCerts)
       ignore("extra_ca_certs: " + *l.extraCaCerts, "a repo config cannot add a certificate authority the agent trusts");
+    if (l.gitToken) ignore("git_token: " + *l.gitToken, "a repo config cannot hand your git token to the agent");
+    for (const auto& h : l.gitHosts) ignore("git_hosts: " + h, "a repo config cannot choose where your git token goes");
   }
 
  private:

@@ -68,6 +68,8 @@ struct ConfigLayer {
   std::optional<std::string> imageVerifyIssuer;  ///< `image_verify_issuer`: keyless OIDC issuer (exact)
   std::optional<std::string> imageVerifySubject; ///< `image_verify_subject`: keyless SAN regex (whole match)
   std::optional<std::string> extraCaCerts;       ///< `extra_ca_certs`: PEM certificates the guest trusts too
+  std::optional<std::string> gitToken;           ///< `git_token`: env:NAME or secret:NAME (--git-token)
+  std::vector<std::string> gitHosts;             ///< `git_hosts`: where the git token is used (--git-host)
 };
 
 /// The effective settings of one run, each with the layer that set it.
@@ -95,6 +97,10 @@ struct Settings {
   /// A PEM file of CA certificates the agent trusts besides the image's
   /// (a TLS-inspecting proxy's); user config or flags only.
   std::optional<Sourced<std::string>> extraCaCerts;
+  /// Where the token git pushes with comes from ("env:NAME", "secret:NAME"),
+  /// and for which hosts; user config or flags only (cli/git_push.h).
+  std::optional<Sourced<std::string>> gitToken;
+  std::vector<Sourced<std::string>> gitHosts;
 };
 
 /// "built-in", "user", "repo", "flag".

@@ -69,6 +69,13 @@ const std::string& userConfigTemplate() {
 # .airlock.yaml.
 # extra_ca_certs: /usr/local/share/ca-certificates/corp-proxy.pem
 
+# Let the agent's git push over HTTPS with a token that stays on this host
+# (the broker adds it; the VM never holds it), as --git-token and --git-host:
+# env:NAME (a variable of your environment) or secret:NAME (airlock secret
+# set NAME); hosts default to github.com. Not in a repo's .airlock.yaml.
+# git_token: env:GITHUB_TOKEN
+# git_hosts: [github.com]
+
 # Custom agents, in the agent spec schema (see `airlock agents show claude-code`).
 # agents:
 #   my-agent:

@@ -39,32 +39,32 @@ TEST_F(GitPush, TheTokenComesFromAVariableAndErrorsNameTheFixNotTheToken) {
             std::string::npos);
 }
 
+/// Settings as --git-token/--git-host (or git_token/git_hosts) leave them.
+config::Settings withGit(const std::string& token, const std::vector<std::string>& hosts) {
+  config::Settings s;
+  if (!token.empty()) s.gitToken = config::Sourced<std::string>{token, config::Layer::kFlag};
+  for (const auto& h : hosts) s.gitHosts.push_back({h, config::Layer::kFlag});
+  return s;
+}
+
 TEST_F(GitPush, HostsDefaultToGithubAndMustBeHostNames) {
-  PolicyFlags flags;
-  EXPECT_TRUE(gitPushHosts(flags)->empty()) << "nothing without --git-token";
-  flags.gitHosts = {"gitlab.com"};
-  EXPECT_FALSE(gitPushHosts(flags)) << "--git-host alone";
-  flags.gitToken = "env:GH_TOKEN";
-  flags.gitHosts = {};
-  EXPECT_EQ(*gitPushHosts(flags), std::vector<std::string>{"github.com"});
-  flags.gitHosts = {"gitlab.com", "git.example.com:8443", "gitlab.com"};
-  EXPECT_EQ(*gitPushHosts(flags), (std::vector<std::string>{"git.example.com:8443", "gitlab.com"}));
+  EXPECT_TRUE(gitPushHosts(withGit("", {}))->empty()) << "nothing without a token";
+  EXPECT_FALSE(gitPushHosts(withGit("", {"gitlab.com"}))) << "--git-host alone";
+  EXPECT_EQ(*gitPushHosts(withGit("env:GH_TOKEN", {})), std::vector<std::string>{"github.com"});
+  EXPECT_EQ(*gitPushHosts(withGit("env:GH_TOKEN", {"gitlab.com", "git.example.com:8443", "gitlab.com"})),
+            (std::vector<std::string>{"git.example.com:8443", "gitlab.com"}));
   for (const char* bad :
        {"GitHub.com", "https://github.com", "github.com/o", "a..b", ".x", "x:0", "x:99999", "x:", "a b", "x/../y"}) {
-    flags.gitHosts = {bad};
-    auto hosts = gitPushHosts(flags);
+    auto hosts = gitPushHosts(withGit("env:GH_TOKEN", {bad}));
     ASSERT_FALSE(hosts) << bad;
     EXPECT_EQ(hosts.error().code, exit_code::kUsage);
   }
 }
 
 TEST_F(GitPush, ThePlanGetsTheBrokerAndTheRewriteButNoToken) {
-  PolicyFlags flags;
-  flags.gitToken = "env:GH_TOKEN";
-  flags.gitHosts = {"github.com", "git.example.com:8443"};
   session::Plan plan;
   plan.homeFiles.push_back({".gitconfig", "[user]\n\tname = Ada\n"});
-  ASSERT_TRUE(applyGitPush(host_, flags, "", plan));
+  ASSERT_TRUE(applyGitPush(host_, withGit("env:GH_TOKEN", {"github.com", "git.example.com:8443"}), "", plan));
   EXPECT_EQ(plan.machine.egressNetwork.gatewayServices.count(secrets::kGitBrokerPort), 1u);
   ASSERT_EQ(plan.homeFiles.size(), 1u);
   EXPECT_EQ(plan.homeFiles[0].content,
@@ -73,20 +73,17 @@ TEST_F(GitPush, ThePlanGetsTheBrokerAndTheRewriteButNoToken) {
             "[url \"http://10.0.2.2:4181/github.com/\"]\n\tinsteadOf = https://github.com/\n");
   for (const auto& f : plan.homeFiles) EXPECT_EQ(f.content.find("ghp_"), std::string::npos);
   session::Plan none;
-  flags.gitToken.clear();
-  flags.gitHosts.clear();
-  ASSERT_TRUE(applyGitPush(host_, flags, "", none));
+  ASSERT_TRUE(applyGitPush(host_, withGit("", {}), "", none));
   EXPECT_TRUE(none.machine.egressNetwork.gatewayServices.empty());
   EXPECT_TRUE(none.homeFiles.empty());
 }
 
 TEST_F(GitPush, AHostPortOnTheBrokersPortIsRefused) {
-  PolicyFlags flags;
-  flags.gitToken = "env:GH_TOKEN";
   session::Plan plan;
-  plan.machine.egress.emplace();
-  plan.machine.egress->hostPorts.push_back({secrets::kGitBrokerPort, secrets::kGitBrokerPort});
-  auto r = applyGitPush(host_, flags, "", plan);
+  egress::Policy policy{};
+  policy.hostPorts.push_back({secrets::kGitBrokerPort, secrets::kGitBrokerPort});
+  plan.machine.egress = std::move(policy);
+  auto r = applyGitPush(host_, withGit("env:GH_TOKEN", {}), "", plan);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, exit_code::kUsage);
 }

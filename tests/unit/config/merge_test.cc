@@ -234,6 +234,16 @@ const Row kRows[] = {
     {"extra_ca_repo_swap", Layer::kRepo, "extra_ca_certs: /src/app/mitm.pem",
      [](const Settings& s) { return s.extraCaCerts == Sourced<std::string>{"/home/u/corp.pem", Layer::kUser}; },
      "cannot add a certificate authority", "extra_ca_certs: /home/u/corp.pem"},
+    // the git token: the user's to hand out; a repo naming one would send the user's token where it likes
+    {"git_token_user", Layer::kUser, "git_token: env:GITHUB_TOKEN\ngit_hosts: [gitlab.com]",
+     [](const Settings& s) {
+       return s.gitToken == Sourced<std::string>{"env:GITHUB_TOKEN", Layer::kUser} && s.gitHosts.size() == 1 &&
+              s.gitHosts[0] == Sourced<std::string>{"gitlab.com", Layer::kUser};
+     }},
+    {"git_token_repo", Layer::kRepo, "git_token: env:AWS_SECRET_ACCESS_KEY",
+     [](const Settings& s) { return !s.gitToken; }, "cannot hand your git token"},
+    {"git_hosts_repo", Layer::kRepo, "git_hosts: [evil.example]",
+     [](const Settings& s) { return s.gitHosts.empty(); }, "cannot choose where your git token goes"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),
@@ -295,7 +305,8 @@ TEST(UserConfigTemplate, ParsesToAnEmptyLayerAndNamesEveryKey) {
   for (const char* key : {"vcpus:", "memory_mib:", "egress_profile:", "allow_hosts:", "remove_hosts:", "host_ports:",
                           "env_forward:", "exclude:", "workspace_mode:", "review:", "image:", "agents:",
                           "direct_mode_acknowledged:", "image_verify:", "image_verify_key:",
-                          "image_verify_trusted_root:", "image_verify_issuer:", "image_verify_subject:", "extra_ca_certs:"})
+                          "image_verify_trusted_root:", "image_verify_issuer:", "image_verify_subject:", "extra_ca_certs:",
+                          "git_token:", "git_hosts:"})
     EXPECT_NE(userConfigTemplate().find(std::string("# ") + key), std::string::npos) << key;
 }
 
