@@ -144,8 +144,12 @@ GitImport importCommits(const GateRequest& a, const ChangeSet& changes, const st
   if (::lstat(gitDir.c_str(), &st) != 0) return out;
   if (!S_ISDIR(st.st_mode)) {
     auto linked = findLinkedGitDir(a.workspace);
-    if (!linked || !*linked) return out;
-    gitDir = (*linked)->commonDir;
+    if (!linked) {
+      out.refused = visibleText(linked.error().message);
+      return out;
+    }
+    if (!*linked) return out;
+    gitDir = (*linked)->gitDir;  // its HEAD; objects and refs are the common directory's
   }
   const std::string scratch = work + "/git-import";
   if (::mkdir(scratch.c_str(), 0700) != 0) {

@@ -683,7 +683,9 @@ Result<GitImport> importAgentCommits(const ChangeSet& changes, const std::string
   if (git_repository_odb(&rawOdb, scratchRepo.get()) != 0)
     return failWith(exit_code::kInternal, "cannot open the scratch object store: {}", gitError());
   Odb scratchOdb(rawOdb);
-  if (git_odb_add_disk_alternate(scratchOdb.get(), (gitDir + "/objects").c_str()) != 0)
+  // A linked worktree's objects are its common directory's.
+  const std::string objects = std::string(git_repository_commondir(host.get())) + "/objects";
+  if (git_odb_add_disk_alternate(scratchOdb.get(), objects.c_str()) != 0)
     return failWith(exit_code::kInternal, "cannot read the objects of {}: {}", gitDir, gitError());
   if (auto why = stageGuestObjects(changes, scratch + "/objects", scratchOdb.get(), limits); !why.empty()) {
     out.refused = visibleText(why);

@@ -61,7 +61,8 @@ struct GitImport {
 /// Imports the refs the agent changed in `changes` (paths under ".git/":
 /// loose refs under refs/heads and refs/tags, packed-refs, a detached HEAD;
 /// objects as loose files and packs) into the repository at `gitDir` (the
-/// workspace's `.git` directory) as `<refPrefix>heads/NAME`,
+/// workspace's `.git` directory, or a linked worktree's own git directory:
+/// its HEAD counts, objects and refs go to its common directory) as `<refPrefix>heads/NAME`,
 /// `<refPrefix>tags/NAME` and `<refPrefix>HEAD`. `refPrefix` is like
 /// "refs/airlock/<session>/". `baselineGitDir` is the snapshot's `.git`
 /// (host-made; "" or missing when it is gone): a ref the guest left at its

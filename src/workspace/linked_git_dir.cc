@@ -12,16 +12,33 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "workspace/ignore.h"
-#include "workspace/safe_fs.h"
 
 namespace airlock::workspace {
 namespace {
 
-/// The worktree's own files that replace the common directory's (the main
-/// checkout's): what it has checked out, its staging area, an operation in
-/// progress. Its reflog, refs/bisect and config.worktree stay out.
-constexpr const char* kWorktreeFiles[] = {"HEAD",       "index",     "ORIG_HEAD",        "MERGE_HEAD",
-                                          "MERGE_MODE", "MERGE_MSG", "CHERRY_PICK_HEAD", "REVERT_HEAD"};
+/// What of the common directory the copy takes: the repository itself
+/// (objects, refs, packed-refs, config, info/, shallow; HEAD, which the
+/// worktree's replaces, marks it a repository for the config's clean-up).
+/// Everything else is the main checkout's (its index, reflog, rebase or
+/// sparse-checkout state, LFS cache) or another checkout's (worktrees/,
+/// modules/, a checkout inside a bare repository).
+constexpr const char* kCommonRules[] = {"/*",
+                                        "!/objects/",
+                                        "!/refs/",
+                                        "!/packed-refs",
+                                        "!/config",
+                                        "!/info/",
+                                        "!/shallow",
+                                        "!/HEAD",
+                                        "/info/sparse-checkout",
+                                        "/refs/bisect/",
+                                        "/refs/worktree/",
+                                        "/refs/rewritten/"};
+/// What of the worktree's own git directory stays out: the pointers to the
+/// host's paths, its lock, its config (not cleaned like the repository's)
+/// and its reflog and FETCH_HEAD (URLs with credentials).
+constexpr const char* kWorktreeRules[] = {"/commondir", "/gitdir", "/locked",    "/config.worktree",
+                                          "/modules/",  "/logs/",  "/FETCH_HEAD"};
 constexpr size_t kMaxPointerBytes = 4096;
 
 /// The first line of the small regular file `path` (no symlink followed), "" when it cannot be read.
@@ -81,71 +98,60 @@ Result<> addLinkedGitDir(const LinkedGitDir& linked, const std::string& snapshot
                          const SnapshotOptions& options) {
   const std::string dest = snapshotDir + "/.git";
   struct stat st {};
-  if (::lstat(dest.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (::lstat(dest.c_str(), &st) != 0 && errno == ENOENT) return {};  // kept out (--exclude .git)
+  if (!S_ISREG(st.st_mode))
     return failWith(exit_code::kInternal, "the snapshot's .git is not the worktree's .git file");
   if (::unlink(dest.c_str()) != 0) return fail("cannot remove the snapshot's .git file: {}", errnoText(errno));
-  IgnoreRules rules;
-  rules.addPattern("/worktrees/");
-  rules.addPattern("/modules/");
-  auto snap = takeSnapshot(linked.commonDir, dest, rules, options);
-  if (!snap) return std::unexpected(snap.error());
-  // The worktree's own files in place of the main checkout's.
-  Fd src(::open(linked.gitDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  Fd dst(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!src || !dst) return fail("cannot open {} or {}: {}", linked.gitDir, dest, errnoText(errno));
-  auto isWorktreeFile = [](std::string_view path) {
-    for (const char* name : kWorktreeFiles)
-      if (path == name) return true;
-    return false;
-  };
-  SnapshotResult out = std::move(*snap);
+  IgnoreRules commonRules, worktreeRules;
+  for (const char* rule : kCommonRules) commonRules.addPattern(rule);
+  for (const char* rule : kWorktreeRules) worktreeRules.addPattern(rule);
+  auto common = takeSnapshot(linked.commonDir, dest, commonRules, options);
+  if (!common) return std::unexpected(common.error());
+  // The worktree's own state (HEAD, index, a rebase, sparse checkout, its
+  // refs/bisect...) over the common directory's, moved in from a second copy.
+  const std::string own = snapshotDir + ".worktree-git";
+  struct RemovedAtExit {
+    const std::string& path;
+    ~RemovedAtExit() { (void)removeTree(path); }
+  } removed{own};
+  auto worktree = takeSnapshot(linked.gitDir, own, worktreeRules, options);
+  if (!worktree) return std::unexpected(worktree.error());
+  Fd from(::open(own.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd into(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!from || !into) return fail("cannot open {} or {}: {}", own, dest, errnoText(errno));
+  for (const auto& [path, entry] : worktree->manifest.entries()) {  // parents first
+    const bool ok = entry.type == EntryType::Dir
+                        ? ::mkdirat(into.get(), path.c_str(), entry.mode & 07777) == 0 || errno == EEXIST
+                        : ::renameat(from.get(), path.c_str(), into.get(), path.c_str()) == 0;
+    if (!ok) return fail("cannot move {}/{} into {}: {}", own, path, dest, errnoText(errno));
+  }
+  // A bare common directory's config says so: the copy has a work tree.
+  {
+    Fd config(::openat(into.get(), "config", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!config || !writeAll(config.get(), "[core]\n\tbare = false\n"))
+      return fail("cannot write {}/config: {}", dest, errnoText(errno));
+  }
   Manifest manifest;
   for (const auto& [path, entry] : snapshot.manifest.entries())
     if (path != ".git") manifest.add(path, entry);
   ManifestEntry top;  // .git itself, now a directory
   top.type = EntryType::Dir;
-  if (struct stat ds{}; ::fstat(dst.get(), &ds) == 0) {
+  if (struct stat ds{}; ::fstat(into.get(), &ds) == 0) {
     top.mode = ds.st_mode & 07777;
     top.mtimeNs = static_cast<int64_t>(ds.st_mtim.tv_sec) * 1000000000 + ds.st_mtim.tv_nsec;
   }
   manifest.add(".git", top);
-  // The main checkout's own files never stand in for the worktree's.
-  for (const auto& [path, entry] : out.manifest.entries())
-    if (!isWorktreeFile(path)) manifest.add(".git/" + path, entry);
-  for (const char* name : kWorktreeFiles) {
-    if (::unlinkat(dst.get(), name, 0) != 0 && errno != ENOENT)
-      return fail("cannot replace {}/{}: {}", dest, name, errnoText(errno));
-    Fd in;
-    if (int e = openBeneath(src.get(), name, O_RDONLY | O_NONBLOCK, 0, in); e != 0) {
-      if (e == ENOENT && std::string_view(name) != "HEAD") continue;
-      return fail("cannot read {}/{}: {}", linked.gitDir, name, errnoText(e));
-    }
-    struct stat fs {};
-    if (::fstat(in.get(), &fs) != 0 || !S_ISREG(fs.st_mode))
-      return fail("{}/{} is not a regular file", linked.gitDir, name);
-    Fd copy(::openat(dst.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!copy) return fail("cannot create {}/{}: {}", dest, name, errnoText(errno));
-    bool reflinked = false;
-    auto digest = copyAndHash(in.get(), copy.get(), true, reflinked, name);
-    if (!digest) return std::unexpected(digest.error());
-    ::fchmod(copy.get(), fs.st_mode & 0777);
-    const timespec times[2] = {fs.st_atim, fs.st_mtim};
-    ::futimens(copy.get(), times);
-    ManifestEntry m;
-    m.type = EntryType::File;
-    m.mode = fs.st_mode & 07777;
-    m.size = static_cast<uint64_t>(fs.st_size);
-    m.mtimeNs = static_cast<int64_t>(fs.st_mtim.tv_sec) * 1000000000 + fs.st_mtim.tv_nsec;
-    m.sha256 = *digest;
-    manifest.add(std::string(".git/") + name, m);
+  for (const SnapshotResult* part : {&*common, &*worktree}) {  // the worktree's win
+    for (const auto& [path, entry] : part->manifest.entries()) manifest.add(".git/" + path, entry);
+    for (const auto& k : part->excluded)  // what the rules above leave out is not the user's ignoring
+      if (k.reason != KeptOutReason::Ignored) snapshot.excluded.push_back({".git/" + k.path, k.reason});
+    for (const auto& g : part->gitCredentialsStripped) snapshot.gitCredentialsStripped.push_back(".git/" + g);
+    for (const auto& w : part->warnings) snapshot.warnings.push_back(w);
+    snapshot.reflinked += part->reflinked;
+    snapshot.copied += part->copied;
+    snapshot.bytes += part->bytes;
   }
   snapshot.manifest = std::move(manifest);
-  for (auto& k : out.excluded) snapshot.excluded.push_back({".git/" + k.path, k.reason});
-  for (auto& g : out.gitCredentialsStripped) snapshot.gitCredentialsStripped.push_back(".git/" + g);
-  for (auto& w : out.warnings) snapshot.warnings.push_back(std::move(w));
-  snapshot.reflinked += out.reflinked;
-  snapshot.copied += out.copied;
-  snapshot.bytes += out.bytes;
   return {};
 }
 

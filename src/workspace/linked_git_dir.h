@@ -3,13 +3,18 @@
 // is a file, "gitdir: /repo/.git/worktrees/NAME", and the repository it
 // needs (objects, refs, config) lies outside the workspace, in the common
 // directory that gitdir's `commondir` names. Inside the VM no host path
-// exists, so the snapshot gets a standalone `.git` directory instead: the
-// common directory's objects, refs and config (taken with takeSnapshot()'s
-// rules: hooks kept out, credentials and commands stripped from the config)
-// with this worktree's own HEAD and index. The other worktrees' metadata
-// (`worktrees/`) and the main checkout's submodule repositories (`modules/`)
-// stay out; so do all the other checkouts' files. The agent's commits are
-// imported into the common directory (git_import.h).
+// exists, so the snapshot gets a standalone `.git` directory instead: of the
+// common directory only the repository (objects, refs, packed-refs, config,
+// info/, shallow; taken with takeSnapshot()'s rules: credentials and
+// commands stripped from the config), with this worktree's own git
+// directory over it (HEAD, index, a rebase or merge in progress, its
+// sparse-checkout and per-worktree refs; not its pointers, lock, reflog or
+// config.worktree), and `core.bare = false` (the common directory may be a
+// bare clone). Nothing else of the common directory comes along: not the
+// main checkout's index, reflog or rebase, not the other worktrees'
+// metadata, not a checkout that lives inside a bare repository, no hooks.
+// The agent's commits are imported through the worktree's git directory
+// (git_import.h): its HEAD, the common directory's objects and refs.
 
 #include <optional>
 #include <string>
@@ -35,9 +40,12 @@ struct LinkedGitDir {
 Result<std::optional<LinkedGitDir>> findLinkedGitDir(const std::string& workspace);
 
 /// Replaces the `.git` file that takeSnapshot() copied to `snapshotDir`/.git
-/// with a standalone git directory for `linked` (see the file comment), and
+/// (nothing when the rules kept it out) with a standalone git directory for
+/// `linked` (see the file comment; `snapshotDir`.worktree-git is used and
+/// removed on the way), and
 /// merges what that copy found into `snapshot` (the workspace's result): its
-/// manifest entries, kept-out paths and stripped configs, under ".git/". The
+/// manifest entries, kept-out paths (not what the rules above leave out)
+/// and stripped configs, under ".git/". The
 /// built-in secret names apply; the workspace's own patterns do not (they
 /// name work-tree paths). Errors: as takeSnapshot(); the worktree's HEAD
 /// cannot be read.

@@ -46,12 +46,15 @@ class GitImport : public ::testing::Test {
     return guest_;
   }
 
-  /// The change set from the snapshot to the guest, imported.
-  workspace::GitImport import(GitImportMode mode = GitImportMode::kRefsOnly, GitImportLimits limits = {}) {
+  /// The change set from the snapshot to the guest, imported into `gitDir`
+  /// (default: the workspace's .git).
+  workspace::GitImport import(GitImportMode mode = GitImportMode::kRefsOnly, GitImportLimits limits = {},
+                              std::string gitDir = "") {
     s_.loadDirs(guest());
     std::string scratch = s_.dir.path() + "/scratch" + std::to_string(++imports_);
     std::filesystem::create_directories(scratch);
-    auto r = importAgentCommits(*s_.changes, s_.ws + "/.git", s_.session + "/snapshot/.git", "refs/airlock/s1/", mode,
+    if (gitDir.empty()) gitDir = s_.ws + "/.git";
+    auto r = importAgentCommits(*s_.changes, gitDir, s_.session + "/snapshot/.git", "refs/airlock/s1/", mode,
                                 scratch, limits);
     EXPECT_TRUE(r) << r.error().message;
     return r ? *r : workspace::GitImport{};
@@ -179,6 +182,24 @@ TEST_F(GitImport, BranchesModeNeverCreatesTheBranchAnUnbornHeadNames) {
   ASSERT_EQ(out.refs.size(), 1u);
   EXPECT_NE(out.refs[0].branch.find("fresh not created: your HEAD names it"), std::string::npos) << out.refs[0].branch;
   EXPECT_EQ(git(s_.ws, "branch --list fresh"), "");
+}
+
+// A linked worktree's session imports through the worktree's own git
+// directory: its HEAD is the one that counts (the main checkout's HEAD says
+// nothing about it), its objects and refs land in the common directory.
+TEST_F(GitImport, AWorktreesUnbornHeadIsItsOwnAndItsRefsLandInTheCommonDirectory) {
+  const std::string wt = s_.dir.path() + "/wt";
+  git(s_.ws, "worktree add -q --detach '" + wt + "'");
+  git(wt, "checkout -q --orphan fresh");
+  git(guest(), "checkout -q --orphan fresh");
+  commitInGuest("f.txt", "f\n", "First on fresh");
+  auto out = import(GitImportMode::kBranches, {}, s_.ws + "/.git/worktrees/wt");
+  ASSERT_TRUE(out.refused.empty()) << out.refused;
+  ASSERT_EQ(out.refs.size(), 1u);
+  EXPECT_NE(out.refs[0].branch.find("fresh not created: your HEAD names it"), std::string::npos) << out.refs[0].branch;
+  EXPECT_EQ(git(s_.ws, "branch --list fresh"), "");
+  EXPECT_EQ(git(s_.ws, "log -1 --format=%s refs/airlock/s1/heads/fresh"), "First on fresh");
+  EXPECT_NE(git(s_.ws, "fsck --strict && echo fsck-clean").find("fsck-clean"), std::string::npos);
 }
 
 TEST_F(GitImport, ADetachedHeadComesBackAsHead) {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -47,8 +48,9 @@ class LinkedGitDir_ : public ::testing::Test {
   }
 
   /// The worktree's snapshot with its repository added, as the session takes it.
-  SnapshotResult snapshot() {
+  SnapshotResult snapshot(const std::vector<std::string>& excludes = {}) {
     IgnoreRules rules;
+    for (const auto& e : excludes) rules.addPattern(e);
     fs::create_directories(root_ + "/session");
     auto snap = takeSnapshot(wt_, snap_(), rules);
     EXPECT_TRUE(snap) << snap.error().message;
@@ -132,9 +134,8 @@ TEST_F(LinkedGitDir_, TheCopyHoldsNoHooksCredentialsOtherWorktreesOrHostPaths) {
   EXPECT_EQ(config.find("fsmonitor"), std::string::npos) << config;
   EXPECT_NE(config.find("https://github.com/o/r.git"), std::string::npos) << config;
   EXPECT_EQ(sh("grep -rl -F '" + root_ + "' '" + snap_() + "/.git' || true"), "") << "a host path in the copy";
-  bool hooksKeptOut = false;
-  for (const auto& k : snap.excluded) hooksKeptOut |= k.path == ".git/hooks" && k.reason == KeptOutReason::GitHooks;
-  EXPECT_TRUE(hooksKeptOut);
+  for (const auto& k : snap.excluded)
+    EXPECT_NE(k.reason, KeptOutReason::Ignored) << k.path << ": the copy's own rules are not the user's ignoring";
   EXPECT_NE(std::find(snap.gitCredentialsStripped.begin(), snap.gitCredentialsStripped.end(), ".git/config"),
             snap.gitCredentialsStripped.end());
   EXPECT_EQ(readAll(repo_ + "/.git/config").find("tok-123") != std::string::npos, true) << "the host's is untouched";
@@ -151,6 +152,50 @@ TEST_F(LinkedGitDir_, TheMainCheckoutsOwnFilesDoNotLeakIn) {
   EXPECT_FALSE(fs::exists(snap_() + "/.git/index"));
   EXPECT_EQ(snap.manifest.find(".git/index"), nullptr);
   EXPECT_EQ(readAll(snap_() + "/.git/HEAD"), "ref: refs/heads/feature\n");
+}
+
+// `git clone --bare` with the worktrees inside it (the ".bare" layout):
+// the copy is no bare repository, and neither the other checkout nor this
+// one (again, past its exclusions) comes along with the repository.
+TEST_F(LinkedGitDir_, WorktreesInsideABareRepositoryStayOutAndTheCopyIsNotBare) {
+  const std::string bare = root_ + "/bare.git";
+  git(root_, "clone -q --bare repo bare.git");
+  git(bare, "worktree add -q -b inside wt1");
+  git(bare, "worktree add -q -b second wt2");
+  writeFile(bare + "/wt2/secret-notes.txt", "the other checkout's\n");
+  writeFile(bare + "/wt1/private/data.txt", "kept out by the user\n");
+  wt_ = bare + "/wt1";
+  auto snap = snapshot({"/private/"});
+  EXPECT_EQ(sh("cd '" + snap_() + "' && find . -name secret-notes.txt -o -name data.txt -o -name wt1 -o -name wt2"),
+            "");
+  EXPECT_EQ(git(snap_(), "rev-parse --abbrev-ref HEAD"), "inside");
+  EXPECT_EQ(git(snap_(), "status --porcelain && echo works"), "works");
+  writeFile(snap_() + "/new.txt", "agent\n");
+  git(snap_(), "add new.txt && git commit -qm 'agent work'");
+  EXPECT_EQ(git(snap_(), "log -1 --format=%s"), "agent work");
+}
+
+TEST_F(LinkedGitDir_, AnExcludedDotGitIsLeftOut) {
+  auto snap = snapshot({".git"});
+  EXPECT_FALSE(fs::exists(snap_() + "/.git"));
+  EXPECT_EQ(snap.manifest.find(".git"), nullptr);
+}
+
+// The worktree's own state comes along (a split index, a rebase in
+// progress); the main checkout's (its rebase, sparse checkout) does not.
+TEST_F(LinkedGitDir_, TheWorktreesOwnStateComesAlongAndTheMainCheckoutsDoesNot) {
+  git(wt_, "update-index --split-index");
+  writeFile(repo_ + "/.git/worktrees/wt/rebase-merge/head-name", "refs/heads/feature\n");
+  writeFile(repo_ + "/.git/rebase-merge/head-name", "refs/heads/main\n");
+  writeFile(repo_ + "/.git/info/sparse-checkout", "/keep/\n");
+  auto snap = snapshot();
+  EXPECT_EQ(git(snap_(), "status --porcelain --untracked-files=no && echo works"), "A  feature.txt\nworks");
+  EXPECT_EQ(readAll(snap_() + "/.git/rebase-merge/head-name"), "refs/heads/feature\n");
+  EXPECT_FALSE(fs::exists(snap_() + "/.git/info/sparse-checkout"));
+  EXPECT_NE(snap.manifest.find(".git/rebase-merge/head-name"), nullptr);
+  EXPECT_FALSE(fs::exists(snap_() + "/.git/commondir"));
+  EXPECT_FALSE(fs::exists(snap_() + "/.git/gitdir"));
+  EXPECT_FALSE(fs::exists(root_ + "/session/snapshot.worktree-git")) << "the second copy is gone";
 }
 
 // Submodules need nothing of this: their gitdirs lie under the
