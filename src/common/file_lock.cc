@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/interrupt.h"
 #include "common/paths.h"
 
 namespace airlock {
@@ -25,6 +26,8 @@ Result<FileLock> FileLock::acquire(const std::string& path, const std::string& w
   report(progress, "waiting for another airlock process " + what);
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return fail("cannot lock {}: {}", path, errnoText(errno));
+    if (int sig = interruptSignal(); sig != 0)
+      return failWith(128 + sig, "interrupted while waiting for another airlock process {}", what);
   }
   return FileLock(std::move(fd));
 }

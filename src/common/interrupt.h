@@ -5,18 +5,21 @@
 // temporary image files, the VM) before airlock exits. A second signal ends
 // airlock at once, as without the scope.
 
+#include <signal.h>
 #include <sys/types.h>
 
 namespace airlock {
 
 /// Catches SIGINT, SIGTERM and SIGHUP while it lives; the previous
 /// dispositions come back when it is destroyed. The first signal is recorded
-/// (interruptSignal()) and the process group of the child runCommand() waits
-/// for gets SIGINT, as from Ctrl-C (runCommand() starts it in a group of its
-/// own meanwhile, so a signal sent to airlock alone reaches the whole tree
-/// of a program like mmdebstrap). A second signal takes its default action
-/// (the process ends). Handlers use SA_RESTART. One scope at a time, created
-/// on the main thread.
+/// (interruptSignal()), a line on stderr says what happens, and the process
+/// group of the child runCommand() waits for gets SIGINT, as from Ctrl-C
+/// (runCommand() starts it in a group of its own meanwhile, so a signal sent
+/// to airlock alone reaches the whole tree of a program like mmdebstrap). A
+/// second signal kills that group and takes its default action (the
+/// process ends). No SA_RESTART: a blocking call fails with EINTR, and the
+/// waits that loop on it check interruptSignal(). One scope at a time,
+/// created on the main thread.
 class InterruptScope {
  public:
   InterruptScope();
@@ -31,6 +34,16 @@ int interruptSignal();
 
 /// True while an InterruptScope lives. Async-signal-safe.
 bool interruptible();
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (the previous
+/// mask into `previous`), around a fork: the child resets them before they
+/// can reach the inherited handler. Returns pthread_sigmask()'s result.
+int blockInterrupts(sigset_t* previous);
+
+/// In a forked child, before exec: the three signals back to their default
+/// action, and SIGTTIN and SIGTTOU ignored (a child in a process group of its
+/// own that reads the terminal gets EIO rather than stopping). Async-signal-safe.
+void resetInterruptsInChild();
 
 /// Names the child runCommand() waits for (0: none), the leader of the
 /// process group a caught signal is passed on to; when one was caught

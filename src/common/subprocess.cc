@@ -88,12 +88,26 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
   if (pipe2(outPipe, O_CLOEXEC) || pipe2(errPipe, O_CLOEXEC) || pipe2(execPipe, O_CLOEXEC))
     return fail("cannot create pipes for '{}': {}", argv[0], errnoText(errno));
   auto args = toArgv(argv);
-  // Interruptible: a group of its own, which the InterruptScope signals.
+  // Interruptible: a group of its own, which the InterruptScope signals
+  // (the three signals blocked until the child has dropped airlock's
+  // handler, and until the parent has named it), ended with airlock.
   const bool ownGroup = interruptible();
+  sigset_t previous;
+  if (ownGroup) blockInterrupts(&previous);
+  const pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0) return fail("cannot fork to run '{}': {}", argv[0], errnoText(errno));
+  if (pid < 0) {
+    if (ownGroup) pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return fail("cannot fork to run '{}': {}", argv[0], errnoText(errno));
+  }
   if (pid == 0) {
-    if (ownGroup) setpgid(0, 0);
+    if (ownGroup) {
+      setpgid(0, 0);
+      resetInterruptsInChild();
+      prctl(PR_SET_PDEATHSIG, SIGINT);
+      if (getppid() != parent) _exit(127);
+      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    }
     signal(SIGPIPE, SIG_DFL);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
@@ -112,6 +126,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
   if (ownGroup) {
     setpgid(pid, pid);  // also here: the child may not have run yet
     setWaitedChild(pid);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);  // a signal caught meanwhile reaches the group now
   }
   Fd outRead(outPipe[0]), errRead(errPipe[0]), execRead(execPipe[0]);
   close(outPipe[1]);

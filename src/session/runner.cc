@@ -57,7 +57,7 @@ std::optional<Result<protocol::ExitStatus>> waitOrKill(vm::Command& cmd, std::ch
   const auto deadline = std::chrono::steady_clock::now() + within;
   std::optional<Result<protocol::ExitStatus>> status;
   while (!(status = cmd.waitFor(std::chrono::milliseconds(200))))
-    if (over() || std::chrono::steady_clock::now() > deadline) {
+    if (over() || std::chrono::steady_clock::now() > deadline || interruptSignal() != 0) {
       (void)cmd.signal(SIGKILL);
       return std::nullopt;
     }

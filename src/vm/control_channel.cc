@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/exit_codes.h"
+#include "common/interrupt.h"
 #include "common/visible_text.h"
 
 namespace airlock::vm {
@@ -122,8 +123,13 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::connect(const std::strin
 
 Result<> ControlChannel::waitReady(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (!changed_.wait_for(lock, timeout, [&] { return ready_ || !closed_.empty(); }))
-    return failWith(exit_code::kVmFailed, "the guest did not come up within {} s", timeout.count() / 1000);
+  // In slices: Ctrl-C while the guest boots (common/interrupt.h) ends the wait.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!changed_.wait_for(lock, std::chrono::milliseconds(100), [&] { return ready_ || !closed_.empty(); })) {
+    if (int sig = interruptSignal(); sig != 0) return failWith(128 + sig, "interrupted while the VM booted");
+    if (std::chrono::steady_clock::now() > deadline)
+      return failWith(exit_code::kVmFailed, "the guest did not come up within {} s", timeout.count() / 1000);
+  }
   if (!ready_) return failWith(exit_code::kVmFailed, "the VM stopped during boot: {}", closed_);
   return {};
 }

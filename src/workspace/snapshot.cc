@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/interrupt.h"
 #include "common/paths.h"
 #include "workspace/git_credentials.h"
 #include "workspace/private_key_scan.h"
@@ -425,6 +427,8 @@ Result<> processFiles(int rootFd, int destFd, Mode mode, std::vector<WalkEntry>&
         if (!firstError) firstError = std::move(e);
         stop = true;
       };
+      if (int sig = interruptSignal(); sig != 0)  // Ctrl-C (common/interrupt.h): the copy stops here
+        return record(Error{fmt::format("interrupted ({}) during the snapshot", sigabbrev_np(sig)), 128 + sig});
       Fd src;
       if (int e = openBeneath(rootFd, rel, O_RDONLY | O_NONBLOCK, 0, src)) {
         if (e == ENOENT) {

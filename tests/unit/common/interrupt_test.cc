@@ -4,11 +4,13 @@
 
 #include "common/interrupt.h"
 
+#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -91,6 +93,83 @@ TEST(InterruptScope, ASecondSignalEndsTheProcess) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+// A signal that arrives while the child is being started (after fork,
+// before exec) is not lost in the child's copy of airlock's handler.
+TEST(InterruptScope, ASignalDuringTheChildsStartIsNeverLost) {
+  for (int i = 0; i < 60; ++i) {
+    InterruptScope scope;
+    std::thread killer([i] {
+      std::this_thread::sleep_for(std::chrono::microseconds(100 * (i % 30)));
+      ::kill(::getpid(), SIGTERM);
+    });
+    const auto start = Clock::now();
+    auto out = runCommand({"sleep", "10"});
+    killer.join();
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "round " << i << ": the child ran on";
+    if (out) {
+      EXPECT_EQ(out->exitCode, 128 + SIGINT) << "round " << i;
+    }
+  }
+}
+
+// A child that reads the terminal from its own process group fails (EIO)
+// instead of stopping, which would hang airlock.
+TEST(InterruptScope, AChildReadingTheTerminalFailsRatherThanStops) {
+  int master = -1;
+  pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // a session on the pty, in its foreground group
+    InterruptScope scope;
+    auto out = runCommand({"sh", "-c", "read x </dev/tty"});
+    ::_exit(out && out->exitCode != 0 ? 0 : 1);
+  }
+  int status = -1;
+  for (int i = 0; i < 100 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (::waitpid(pid, &status, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    ADD_FAILURE() << "the child stopped on the terminal and airlock waited for ever";
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  ::close(master);
+}
+
+// The second signal ends airlock and the child's group with it, even a
+// child that ignores SIGINT.
+TEST(InterruptScope, TheSecondSignalTakesTheChildAlong) {
+  char path[] = "/tmp/airlock-interrupt-XXXXXX";
+  ::close(::mkstemp(path));
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    InterruptScope scope;
+    (void)runCommand({"sh", "-c", std::string("trap '' INT; echo $$ > ") + path + "; exec sleep 30"});
+    ::_exit(0);
+  }
+  std::string child;
+  for (int i = 0; i < 100 && child.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream(path) >> child;
+  }
+  ASSERT_FALSE(child.empty());
+  ::kill(pid, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  bool gone = false;
+  for (int i = 0; i < 40 && !gone; ++i) {
+    gone = ::kill(std::stoi(child), 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "the child " << child << " outlived airlock";
+  if (!gone) ::kill(std::stoi(child), SIGKILL);
+  ::unlink(path);
 }
 
 }  // namespace
