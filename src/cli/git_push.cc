@@ -14,7 +14,9 @@
 namespace airlock::cli {
 namespace {
 
-constexpr size_t kMaxGitPushBytes = size_t{256} << 20;
+/// One push's pack at most, held in memory while it is forwarded; two at once.
+constexpr size_t kMaxGitPushBytes = size_t{128} << 20;
+constexpr unsigned kGitRequestsAtOnce = 2;
 
 bool validHost(const std::string& host) {
   const size_t colon = host.find(':');
@@ -57,9 +59,8 @@ Result<std::string> readGitToken(const HostContext& host, const std::string& sou
     return std::move(**value);
   }
   return failWith(exit_code::kUsage,
-                  "--git-token takes env:NAME (a variable holding the token) or secret:NAME (airlock secret set NAME); "
-                  "got '{}'",
-                  source);
+                  "--git-token (git_token) takes env:NAME (a variable holding the token) or secret:NAME (airlock secret "
+                  "set NAME), never the token itself");
 }
 
 Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) {
@@ -70,6 +71,11 @@ Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) 
                       "env:NAME (or git_token in your config)");
     return std::vector<std::string>{};
   }
+  const std::string& source = settings.gitToken->value;
+  if (!(source.starts_with("env:") && source.size() > 4) && !(source.starts_with("secret:") && source.size() > 7))
+    return failWith(exit_code::kUsage,
+                    "--git-token (git_token) takes env:NAME (a variable holding the token) or secret:NAME (airlock "
+                    "secret set NAME), never the token itself");
   std::vector<std::string> hosts;
   for (const auto& h : settings.gitHosts) hosts.push_back(h.value);
   if (hosts.empty()) hosts.push_back("github.com");
@@ -111,9 +117,11 @@ Result<> applyGitPush(const HostContext& host, const config::Settings& settings,
   route.agent = "git";
   route.auth = secrets::BrokerRoute::Auth::kGitBasic;
   route.hostsInPath = *hosts;
+  route.selfUrl = fmt::format("http://{}:{}", egress::kGatewayV4, secrets::kGitBrokerPort);
   secrets::BrokerOptions options;
   options.caFile = caFile;
   options.limits.maxBodyBytes = kMaxGitPushBytes;
+  options.maxConcurrent = kGitRequestsAtOnce;
   options.limits.timeoutMs = 600'000;
   auto broker = std::make_shared<secrets::CredentialBroker>(std::move(route), *tokens, options);
   plan.machine.egressNetwork.gatewayServices[secrets::kGitBrokerPort] =
@@ -121,6 +129,7 @@ Result<> applyGitPush(const HostContext& host, const config::Settings& settings,
   auto gitconfig = std::find_if(plan.homeFiles.begin(), plan.homeFiles.end(),
                                 [](const session::HomeFile& f) { return f.path == ".gitconfig"; });
   if (gitconfig == plan.homeFiles.end()) gitconfig = plan.homeFiles.insert(plan.homeFiles.end(), {".gitconfig", ""});
+  if (!gitconfig->content.empty() && gitconfig->content.back() != '\n') gitconfig->content += '\n';
   gitconfig->content += gitBrokerConfig(*hosts);
   return {};
 }

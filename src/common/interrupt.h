@@ -10,8 +10,9 @@
 
 namespace airlock {
 
-/// Catches SIGINT, SIGTERM and SIGHUP while it lives; the previous
-/// dispositions come back when it is destroyed. The first signal is recorded
+/// Catches SIGINT, SIGTERM and SIGHUP while it lives (one that was ignored,
+/// as under nohup, stays ignored, in airlock and its children); the
+/// previous dispositions come back at end(). The first signal is recorded
 /// (interruptSignal()), a line on stderr says what happens, and the process
 /// group of the child runCommand() waits for gets SIGINT, as from Ctrl-C
 /// (runCommand() starts it in a group of its own meanwhile, so a signal sent
@@ -23,9 +24,19 @@ namespace airlock {
 class InterruptScope {
  public:
   InterruptScope();
+  /// end(), if it was not called.
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
+  /// Ends the scope: the previous dispositions back (with the three signals
+  /// blocked meanwhile, so one that arrives now is still counted rather than
+  /// killing airlock), and returns the signal caught (0: none). Again: the
+  /// same value.
+  int end();
+
+ private:
+  bool ended_ = false;
+  int caught_ = 0;
 };
 
 /// The first signal an InterruptScope caught (SIGINT, SIGTERM or SIGHUP),

@@ -83,13 +83,22 @@ bool plainQuery(std::string_view query) {
 }
 
 /// git's smart HTTP and nothing else on a git host (the token must not
-/// reach the host's web pages or API): REPO/info/refs?service=git-upload-pack
-/// or git-receive-pack, REPO/git-upload-pack, REPO/git-receive-pack.
-bool gitSmartHttp(std::string_view path, std::string_view query) {
+/// reach the host's web pages or API): GET
+/// REPO/info/refs?service=git-upload-pack or git-receive-pack, POST
+/// REPO/git-upload-pack or REPO/git-receive-pack with no query and git's
+/// own Content-Type; never a ';' (path parameters) in the path.
+bool gitSmartHttp(const HttpRequest& request, std::string_view path, std::string_view query) {
+  if (path.find(';') != std::string_view::npos) return false;
   if (path.ends_with("/info/refs"))
-    return path.size() > 10 && (query == "service=git-upload-pack" || query == "service=git-receive-pack");
-  return (path.ends_with("/git-upload-pack") && path.size() > 16) ||
-         (path.ends_with("/git-receive-pack") && path.size() > 17);
+    return request.method == "GET" && path.size() > 10 &&
+           (query == "service=git-upload-pack" || query == "service=git-receive-pack");
+  for (std::string_view service : {"git-upload-pack", "git-receive-pack"}) {
+    if (!path.ends_with("/" + std::string(service)) || path.size() <= service.size() + 1) continue;
+    const std::string* type = request.header("Content-Type");
+    return request.method == "POST" && query.empty() && type &&
+           equalsIgnoringCase(*type, "application/x-" + std::string(service) + "-request");
+  }
+  return false;
 }
 
 bool headerTextOk(std::string_view s) {
@@ -129,6 +138,7 @@ void answerError(int fd, long status, const std::string& message) {
 /// One attempt's answer as it streams to the guest.
 struct Transfer {
   int guest = -1;
+  const BrokerRoute* route = nullptr;
   bool holdUnauthorized = false;  ///< a 401 is not passed on (the first attempt)
   long status = 0;
   bool unauthorized = false;      ///< held back a 401
@@ -163,7 +173,20 @@ size_t onHeader(char* data, size_t size, size_t count, void* p) {
   size_t colon = line.find(':');
   if (colon == std::string_view::npos) return line.size();
   std::string_view name = line.substr(0, colon);
-  if (!droppedResponseHeader(name)) t.head.append(line);
+  if (droppedResponseHeader(name)) return line.size();
+  if (t.route && !t.route->selfUrl.empty() && equalsIgnoringCase(name, "location")) {
+    // Back through the broker when it points at a listed host.
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    for (const auto& host : t.route->hostsInPath) {
+      const std::string prefix = "https://" + host + "/";
+      if (value.starts_with(prefix)) {
+        t.head += fmt::format("Location: {}/{}/{}", t.route->selfUrl, host, value.substr(prefix.size()));
+        return line.size();
+      }
+    }
+  }
+  t.head.append(line);
   return line.size();
 }
 
@@ -193,6 +216,16 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
   // the upstream connection) for ever: a write blocked this long fails.
   timeval sendTimeout{kGuestWriteTimeoutS, 0};
   ::setsockopt(guest.get(), SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
+  // Each request may hold a body of limits.maxBodyBytes: a bounded number at once.
+  struct Slot {
+    std::atomic<unsigned>& n;
+    ~Slot() { --n; }
+  } slot{serving_};
+  if (++serving_ > options_.maxConcurrent) {
+    log(fmt::format("refused a connection: {} requests at once already", options_.maxConcurrent));
+    answerError(guest.get(), 503, fmt::format("airlock broker: {} requests at once already", options_.maxConcurrent));
+    return;
+  }
   auto request = readHttpRequest(guest.get(), options_.limits);
   if (!request) {
     log("refused a request: " + request.error().message);
@@ -220,7 +253,7 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
   bool allowed = false;
   for (const auto& prefix : route_.pathPrefixes) allowed = allowed || path.starts_with(prefix);
   const std::string_view query = question == std::string::npos ? "" : std::string_view(target).substr(question + 1);
-  if (!route_.hostsInPath.empty() && !gitSmartHttp(path, query)) allowed = false;
+  if (!route_.hostsInPath.empty() && !gitSmartHttp(*request, path, query)) allowed = false;
   if (!allowed || !plainPath(path) || (question != std::string::npos && !plainQuery(query))) {
     log(fmt::format("refused {} {} (not a path of the API)", request->method, path));
     answerError(guest.get(), 403, fmt::format("airlock broker: {} is not forwarded", path));
@@ -251,6 +284,7 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(list, curl_slist_free_all);
     Transfer t;
     t.guest = guest.get();
+    t.route = &route_;
     t.holdUnauthorized = true;
     const std::string url = upstream + target;
     CURL* c = curl.get();
@@ -279,7 +313,8 @@ void CredentialBroker::serve(Fd guest, const BrokerLogFn& sessionLog) const {
     CURLcode rc = curl_easy_perform(c);
     if (t.unauthorized) {
       if (attempt > 0) break;  // refused again: one refresh per request (each may spend a refresh token)
-      log(fmt::format("{} {}: the API refused the token (401); refreshing on the host", request->method, path));
+      log(fmt::format("{} {}: the server refused the token (401){}", request->method, path,
+                      route_.auth == BrokerRoute::Auth::kBearer ? "; refreshing on the host" : ""));
       token = tokens_.replaceRejected(*token);
       continue;
     }

@@ -20,6 +20,7 @@
 // `airlock login`.
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -46,11 +47,17 @@ struct BrokerRoute {
   /// host, one of these ("/github.com/o/r.git/info/refs" goes to
   /// https://github.com/o/r.git/info/refs; another host gets 403), and
   /// `upstream` is not used. `pathPrefixes` apply to the rest of the path,
-  /// and only git's smart-HTTP requests are forwarded (REPO/info/refs with
-  /// service=git-upload-pack or git-receive-pack, REPO/git-upload-pack,
-  /// REPO/git-receive-pack; 403 otherwise): the token never reaches the
-  /// host's web pages or API.
+  /// and only git's smart-HTTP requests are forwarded (GET
+  /// REPO/info/refs?service=git-upload-pack or git-receive-pack, POST
+  /// REPO/git-upload-pack or REPO/git-receive-pack with no query and git's
+  /// Content-Type; no ';' in the path; 403 otherwise): the token never
+  /// reaches the host's web pages or API.
   std::vector<std::string> hostsInPath;
+  /// With hostsInPath: the broker's own base URL as the guest sees it
+  /// ("http://10.0.2.2:4181"). A redirect to https://HOST/... of a listed
+  /// host is rewritten to come back through the broker (GitHub redirects a
+  /// renamed repository; git follows a redirect without its insteadOf).
+  std::string selfUrl;
 };
 
 /// The gateway port the guest reaches the broker at (http://10.0.2.2:4180).
@@ -61,6 +68,10 @@ inline constexpr uint16_t kGitBrokerPort = 4181;
 struct BrokerOptions {
   std::string caFile;  ///< trust these CAs (PEM) instead of the system store ("" = system)
   HttpRequestLimits limits;
+  /// Requests served at once; more are answered 503 at once (each may hold
+  /// a body of limits.maxBodyBytes in memory: a guest opening many
+  /// connections must not exhaust the host's).
+  unsigned maxConcurrent = 32;
 };
 
 /// One line per request and per failure (the session's egress log); may be empty.
@@ -78,6 +89,7 @@ class CredentialBroker {
   BrokerRoute route_;
   TokenSource& tokens_;
   BrokerOptions options_;
+  mutable std::atomic<unsigned> serving_{0};
 };
 
 }  // namespace airlock::secrets

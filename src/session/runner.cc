@@ -740,7 +740,7 @@ Result<RunOutcome> Runner::run() {
     auto ready = open();
     if (ready) out.sessionDir = sessionDir();
     if (ready) ready = boot();
-    if (int sig = interruptSignal(); sig != 0) {
+    if (int sig = interrupts.end(); sig != 0) {
       discard_ = true;
       return failWith(128 + sig, "interrupted ({}) before {} started; nothing was kept", sigabbrev_np(sig),
                       plan_.review.who);

@@ -34,11 +34,14 @@ constexpr const char* kCommonRules[] = {"/*",
                                         "/refs/bisect/",
                                         "/refs/worktree/",
                                         "/refs/rewritten/"};
-/// What of the worktree's own git directory stays out: the pointers to the
-/// host's paths, its lock, its config (not cleaned like the repository's)
-/// and its reflog and FETCH_HEAD (URLs with credentials).
-constexpr const char* kWorktreeRules[] = {"/commondir", "/gitdir", "/locked",    "/config.worktree",
-                                          "/modules/",  "/logs/",  "/FETCH_HEAD"};
+/// What of the worktree's own git directory the copy takes: its checkout's
+/// state and nothing else (not its pointers to host paths, lock, reflog,
+/// FETCH_HEAD, config.worktree, nor a stray config or hooks/, which would
+/// not be cleaned like the repository's).
+constexpr const char* kWorktreeRules[] = {
+    "/*",          "!/HEAD",          "!/index",        "!/sharedindex.*", "!/ORIG_HEAD",     "!/MERGE_*",
+    "!/CHERRY_PICK_HEAD", "!/REVERT_HEAD", "!/AUTO_MERGE", "!/BISECT_*",   "!/rebase-merge/", "!/rebase-apply/",
+    "!/sequencer/", "!/refs/",         "!/info/",        "/info/*",         "!/info/sparse-checkout"};
 constexpr size_t kMaxPointerBytes = 4096;
 
 /// The first line of the small regular file `path` (no symlink followed), "" when it cannot be read.
@@ -127,8 +130,11 @@ Result<> addLinkedGitDir(const LinkedGitDir& linked, const std::string& snapshot
   }
   // A bare common directory's config says so: the copy has a work tree.
   {
-    Fd config(::openat(into.get(), "config", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!config || !writeAll(config.get(), "[core]\n\tbare = false\n"))
+    Fd config(::openat(into.get(), "config", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    char last = '\n';  // a config without a final newline must not swallow the section
+    struct stat cs {};
+    if (config && ::fstat(config.get(), &cs) == 0 && cs.st_size > 0) (void)!::pread(config.get(), &last, 1, cs.st_size - 1);
+    if (!config || !writeAll(config.get(), std::string(last == '\n' ? "" : "\n") + "[core]\n\tbare = false\n"))
       return fail("cannot write {}/config: {}", dest, errnoText(errno));
   }
   Manifest manifest;

@@ -172,5 +172,28 @@ TEST(InterruptScope, TheSecondSignalTakesTheChildAlong) {
   ::unlink(path);
 }
 
+// Under nohup (SIGHUP ignored) a hangup is not an interrupt, and the
+// children still ignore it; end() gives the caught signal back once.
+TEST(InterruptScope, AnIgnoredSignalStaysIgnoredAndEndSaysWhatWasCaught) {
+  struct sigaction ignore {}, before {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGHUP, &ignore, &before);
+  {
+    InterruptScope scope;
+    ::raise(SIGHUP);
+    EXPECT_EQ(interruptSignal(), 0);
+    auto out = runCommand({"sh", "-c", "kill -HUP $$; echo still-here"});
+    ASSERT_TRUE(out) << out.error().message;
+    EXPECT_EQ(out->stdoutText, "still-here\n");
+    ::raise(SIGINT);
+    EXPECT_EQ(scope.end(), SIGINT);
+    EXPECT_EQ(scope.end(), SIGINT);
+    EXPECT_EQ(interruptSignal(), 0);
+  }
+  struct sigaction after {};
+  ::sigaction(SIGHUP, &before, &after);
+  EXPECT_EQ(after.sa_handler, SIG_IGN);
+}
+
 }  // namespace
 }  // namespace airlock

@@ -412,10 +412,44 @@ TEST_F(CredentialBrokerTest, AGitRouteForwardsOnlyToItsHostsOverHttps) {
   EXPECT_NE(got.body.find("evil.example is not a git host of this session (--git-host)"), std::string::npos)
       << got.body;
   EXPECT_TRUE(upstream.received().empty()) << "a refused request reached a server";
+  // Only git's own requests: GET info/refs, POST *-pack with git's content type and no query.
+  const std::string repo = "/" + listed + "/o/r.git";
+  const std::string gitType = "Content-Type: application/x-git-upload-pack-request\r\n";
+  for (const std::string& request : std::vector<std::string>{
+           "POST " + repo + "/info/refs?service=git-upload-pack HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+           "PUT /" + listed + "/api/v3/repos/o/r/collaborators/git-upload-pack HTTP/1.1\r\n" + gitType +
+               "Content-Length: 2\r\n\r\n{}",
+           "PATCH " + repo + "/git-upload-pack HTTP/1.1\r\n" + gitType + "Content-Length: 2\r\n\r\n{}",
+           "DELETE " + repo + "/git-receive-pack HTTP/1.1\r\n\r\n",
+           "POST " + repo + "/git-upload-pack HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+           "POST " + repo + "/git-upload-pack?x=1 HTTP/1.1\r\n" + gitType + "Content-Length: 0\r\n\r\n",
+           "POST /" + listed + "/o/r.git;x/git-upload-pack HTTP/1.1\r\n" + gitType + "Content-Length: 0\r\n\r\n",
+           "POST " + repo + "/git-receive-pack HTTP/1.1\r\n" + gitType + "Content-Length: 0\r\n\r\n"}) {
+    EXPECT_EQ(exchange(b, request).status(), 403) << request;
+  }
+  EXPECT_TRUE(upstream.received().empty()) << "a request that is not git's reached the server";
   Message https = exchange(b, "GET /" + listed + "/o/r.git/info/refs?service=git-receive-pack HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(https.status(), 502);
   EXPECT_NE(https.body.find("https://" + listed + " unreachable"), std::string::npos) << https.body;
   expectNoTokenInLog();
+}
+
+// Every request may hold a body in memory: past maxConcurrent at once the
+// next is answered 503 before anything is read, and the first still works.
+TEST_F(CredentialBrokerTest, RequestsPastTheConcurrencyLimitAre503) {
+  Upstream upstream([](int fd, const Message&, size_t) { answer(fd, 200, R"({"ok":1})"); });
+  BrokerOptions options;
+  options.maxConcurrent = 1;
+  CredentialBroker b(BrokerRoute{upstream.url(), {"/v1/"}, "claude-code"}, tokens_, options);
+  GuestConnection slow(b, log_, logMutex_);
+  slow.send("POST /v1/messages HTTP/1.1\r\nContent-Length: 10\r\n\r\n12345");  // half its body
+  std::this_thread::sleep_for(200ms);
+  Message refused = exchange(b, post("/v1/messages", "{}"));
+  EXPECT_EQ(refused.status(), 503);
+  EXPECT_NE(refused.body.find("1 requests at once already"), std::string::npos) << refused.body;
+  slow.send("67890");
+  EXPECT_EQ(slow.finish().status(), 200);
+  EXPECT_EQ(exchange(b, post("/v1/messages", "{}")).status(), 200) << "the slot is free again";
 }
 
 TEST_F(CredentialBrokerTest, A401IsRefreshedOnTheHostAndRetriedOnceWithTheNewToken) {

@@ -198,6 +198,24 @@ TEST_F(LinkedGitDir_, TheWorktreesOwnStateComesAlongAndTheMainCheckoutsDoesNot) 
   EXPECT_FALSE(fs::exists(root_ + "/session/snapshot.worktree-git")) << "the second copy is gone";
 }
 
+// Only the checkout's state comes from the worktree's own directory: a
+// stray config there (never cleaned) or hooks never replace the cleaned
+// repository config; a bare repository's config without a final newline
+// still ends up not bare.
+TEST_F(LinkedGitDir_, AStrayConfigOrHooksInTheWorktreesDirectoryStayOut) {
+  writeFile(repo_ + "/.git/worktrees/wt/config", "[credential]\n\thelper = store --file /stray-token\n");
+  writeFile(repo_ + "/.git/worktrees/wt/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/HOOK-RAN\n", 0755);
+  git(repo_, "config core.bare true");
+  std::string config = readAll(repo_ + "/.git/config");
+  while (!config.empty() && config.back() == '\n') config.pop_back();
+  writeFile(repo_ + "/.git/config", config);  // no final newline
+  auto snap = snapshot();
+  EXPECT_FALSE(fs::exists(snap_() + "/.git/hooks"));
+  EXPECT_EQ(readAll(snap_() + "/.git/config").find("stray-token"), std::string::npos);
+  EXPECT_EQ(git(snap_(), "rev-parse --is-bare-repository"), "false");
+  EXPECT_EQ(git(snap_(), "status --porcelain && echo works"), "A  feature.txt\nworks");
+}
+
 // Submodules need nothing of this: their gitdirs lie under the
 // superproject's .git/modules, named by relative paths, so the plain
 // snapshot is a working repository with working submodules, their hooks
