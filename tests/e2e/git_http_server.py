@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--token", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--redirect", action="append", default=[],
+                    help="OLD=NEW: a repository moved (GitHub's rename): OLD/... answers 301 to URL/NEW/...")
+    ap.add_argument("--public-url", default="", help="this host's URL in redirects (https://github.com)")
     args = ap.parse_args()
     lock = threading.Lock()
 
@@ -66,6 +69,15 @@ def main():
                 f.write(json.dumps({"method": self.command, "path": url.path, "query": url.query,
                                     "auth": auth}) + "\n")
             data = self.body() if self.command == "POST" else b""
+            for rule in args.redirect:
+                old, _, new = rule.partition("=")
+                if url.path.startswith(old + "/"):
+                    self.send_response(301)
+                    target = args.public_url + new + url.path[len(old):] + ("?" + url.query if url.query else "")
+                    self.send_header("Location", target)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
             push = "git-receive-pack" in url.path or "service=git-receive-pack" in url.query
             if auth != "ok" and push:
                 msg = b"authentication required\n"

@@ -13,7 +13,9 @@
 # where airlock runs, trusting that CA through SSL_CERT_FILE. The mock model
 # is on the host's loopback (--host-port). Asserts: the push lands on the
 # git host with the token; the guest's environment, git config and
-# processes never held it; the broker's lines are in the egress log; the
+# processes never held it; the broker's lines are in the egress log (the
+# remote names the repository's old name: the host's 301 comes back
+# through the broker, as GitHub's does for a renamed repository); the
 # agent's commit also comes back as refs/airlock/...; a second run whose
 # token the host refuses fails the push (403) and nothing is pushed; the
 # session's egress log says why, naming --git-token.
@@ -54,10 +56,11 @@ echo "# Pushed project" >project/README.md
 g -C project add README.md
 g -C project commit -qm base
 g -C project push -q "$WORK/srv/o/r.git" main
-g -C project remote add origin https://github.com/o/r.git
+g -C project remote add origin https://github.com/o/old-name.git  # renamed on the host: 301 to o/r.git
 printf '[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n' >home/.gitconfig
 ip netns exec "$INET" python3 "$SRC/tests/e2e/git_http_server.py" --host 192.0.2.10 --port 443 --tls-cert api.crt \
-  --tls-key api.key --root "$WORK/srv" --token "$TOKEN" --log git.log >git.out 2>&1 &
+  --tls-key api.key --root "$WORK/srv" --token "$TOKEN" --log git.log --public-url https://github.com \
+  --redirect /o/old-name.git=/o/r.git >git.out 2>&1 &
 pids+=($!)
 wait_for git.out '^PORT '
 wait_for dns.out READY
@@ -99,6 +102,8 @@ grep -q '"method": "POST", "path": "/o/r.git/git-receive-pack", "query": "", "au
 if grep -q '"auth": "bad"' git.log; then fail "a request carried another password: $(cat git.log)"; fi
 log=$(ls "$WORK"/state/airlock/sessions/*/egress.log | head -1)
 grep -q 'broker git: POST /o/r.git/git-receive-pack -> 200' "$log" || fail "no broker line in the egress log: $(cat "$log")"
+grep -q 'broker git: GET /o/old-name.git/info/refs -> 301' "$log" ||
+  fail "the renamed repository's redirect did not go through the broker: $(cat "$log")"
 if grep -rq "$TOKEN" "$WORK/state" "$WORK/project" airlock-1.out airlock-1.err; then
   fail "the token was written to the session, the project or airlock's output"
 fi
