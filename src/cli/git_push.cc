@@ -35,10 +35,20 @@ bool validHost(const std::string& host) {
   return n > 0 && n < 65536;
 }
 
+/// "env:NAME" or "secret:NAME"; the error never holds `source` (a token given by mistake).
+Result<> checkTokenSource(const std::string& source) {
+  if ((source.starts_with("env:") && source.size() > 4) || (source.starts_with("secret:") && source.size() > 7))
+    return {};
+  return failWith(exit_code::kUsage,
+                  "--git-token (git_token) takes env:NAME (a variable holding the token) or secret:NAME (airlock secret "
+                  "set NAME), never the token itself");
+}
+
 }  // namespace
 
 Result<std::string> readGitToken(const HostContext& host, const std::string& source) {
-  if (source.starts_with("env:") && source.size() > 4) {
+  if (auto r = checkTokenSource(source); !r) return std::unexpected(r.error());
+  if (source.starts_with("env:")) {
     const std::string name = source.substr(4);
     std::string value = host.getEnv(name);
     if (value.empty())
@@ -48,19 +58,14 @@ Result<std::string> readGitToken(const HostContext& host, const std::string& sou
                       source, name);
     return value;
   }
-  if (source.starts_with("secret:") && source.size() > 7) {
-    const std::string name = source.substr(7);
-    HostSecrets secrets(host, true);
-    auto value = secrets.store().get(name);
-    if (!value) return failWith(exit_code::kUsage, "--git-token {}: {}", source, value.error().message);
-    if (!*value || (*value)->empty())
-      return failWith(exit_code::kUsage, "--git-token {}: no secret named {}; store it with `airlock secret set {}`",
-                      source, name, name);
-    return std::move(**value);
-  }
-  return failWith(exit_code::kUsage,
-                  "--git-token (git_token) takes env:NAME (a variable holding the token) or secret:NAME (airlock secret "
-                  "set NAME), never the token itself");
+  const std::string name = source.substr(7);  // secret:NAME
+  HostSecrets secrets(host, true);
+  auto value = secrets.store().get(name);
+  if (!value) return failWith(exit_code::kUsage, "--git-token {}: {}", source, value.error().message);
+  if (!*value || (*value)->empty())
+    return failWith(exit_code::kUsage, "--git-token {}: no secret named {}; store it with `airlock secret set {}`",
+                    source, name, name);
+  return std::move(**value);
 }
 
 Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) {
@@ -71,11 +76,7 @@ Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) 
                       "env:NAME (or git_token in your config)");
     return std::vector<std::string>{};
   }
-  const std::string& source = settings.gitToken->value;
-  if (!(source.starts_with("env:") && source.size() > 4) && !(source.starts_with("secret:") && source.size() > 7))
-    return failWith(exit_code::kUsage,
-                    "--git-token (git_token) takes env:NAME (a variable holding the token) or secret:NAME (airlock "
-                    "secret set NAME), never the token itself");
+  if (auto r = checkTokenSource(settings.gitToken->value); !r) return std::unexpected(r.error());
   std::vector<std::string> hosts;
   for (const auto& h : settings.gitHosts) hosts.push_back(h.value);
   if (hosts.empty()) hosts.push_back("github.com");
