@@ -27,7 +27,7 @@ Result<FileLock> FileLock::acquire(const std::string& path, const std::string& w
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return fail("cannot lock {}: {}", path, errnoText(errno));
     if (int sig = interruptSignal(); sig != 0)
-      return failWith(128 + sig, "interrupted while waiting for another airlock process {}", what);
+      return std::unexpected(interruptedError(sig, "while waiting for another airlock process " + what));
   }
   return FileLock(std::move(fd));
 }

@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
 
 namespace airlock {
 namespace {
@@ -95,6 +98,16 @@ int InterruptScope::end() {
 }
 
 int interruptSignal() { return gSignal.load(); }
+
+Error interruptedError(int sig, std::string_view what) {
+  return Error{fmt::format("interrupted ({}) {}", sigabbrev_np(sig), what), 128 + sig};
+}
+
+bool isInterruption(int code) {
+  for (int sig : kSignals)
+    if (code == 128 + sig) return true;
+  return false;
+}
 
 bool interruptible() { return gActive != 0; }
 

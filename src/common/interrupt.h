@@ -8,6 +8,10 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <string_view>
+
+#include "common/error.h"
+
 namespace airlock {
 
 /// Catches SIGINT, SIGTERM and SIGHUP while it lives (one that was ignored,
@@ -42,6 +46,13 @@ class InterruptScope {
 /// The first signal an InterruptScope caught (SIGINT, SIGTERM or SIGHUP),
 /// 0 when none was or no scope lives. Async-signal-safe.
 int interruptSignal();
+
+/// The error of a step that `sig` interrupted: "interrupted (INT) WHAT",
+/// exit code 128 + `sig`.
+Error interruptedError(int sig, std::string_view what);
+
+/// True for an interruptedError()'s code (nothing retries it).
+bool isInterruption(int code);
 
 /// True while an InterruptScope lives. Async-signal-safe.
 bool interruptible();

@@ -83,7 +83,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
   std::string program = findProgram(argv.at(0));
   if (program.empty()) return fail("program '{}' not found on PATH; run scripts/setup to install it", argv[0]);
   if (int sig = interruptSignal(); sig != 0)
-    return failWith(128 + sig, "not running '{}': airlock was interrupted ({})", argv[0], sigabbrev_np(sig));
+    return std::unexpected(interruptedError(sig, fmt::format("before running '{}'", argv[0])));
   int outPipe[2], errPipe[2], execPipe[2];
   if (pipe2(outPipe, O_CLOEXEC) || pipe2(errPipe, O_CLOEXEC) || pipe2(execPipe, O_CLOEXEC))
     return fail("cannot create pipes for '{}': {}", argv[0], errnoText(errno));

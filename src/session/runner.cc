@@ -7,7 +7,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -742,8 +741,7 @@ Result<RunOutcome> Runner::run() {
     if (ready) ready = boot();
     if (int sig = interrupts.end(); sig != 0) {
       discard_ = true;
-      return failWith(128 + sig, "interrupted ({}) before {} started; nothing was kept", sigabbrev_np(sig),
-                      plan_.review.who);
+      return std::unexpected(interruptedError(sig, "before " + plan_.review.who + " started; nothing was kept"));
     }
     if (!ready) return std::unexpected(ready.error());
   }

@@ -126,7 +126,7 @@ Result<> ControlChannel::waitReady(std::chrono::milliseconds timeout) {
   // In slices: Ctrl-C while the guest boots (common/interrupt.h) ends the wait.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!changed_.wait_for(lock, std::chrono::milliseconds(100), [&] { return ready_ || !closed_.empty(); })) {
-    if (int sig = interruptSignal(); sig != 0) return failWith(128 + sig, "interrupted while the VM booted");
+    if (int sig = interruptSignal(); sig != 0) return std::unexpected(interruptedError(sig, "while the VM booted"));
     if (std::chrono::steady_clock::now() > deadline)
       return failWith(exit_code::kVmFailed, "the guest did not come up within {} s", timeout.count() / 1000);
   }

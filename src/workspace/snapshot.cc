@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -428,7 +427,7 @@ Result<> processFiles(int rootFd, int destFd, Mode mode, std::vector<WalkEntry>&
         stop = true;
       };
       if (int sig = interruptSignal(); sig != 0)  // Ctrl-C (common/interrupt.h): the copy stops here
-        return record(Error{fmt::format("interrupted ({}) during the snapshot", sigabbrev_np(sig)), 128 + sig});
+        return record(interruptedError(sig, "during the snapshot"));
       Fd src;
       if (int e = openBeneath(rootFd, rel, O_RDONLY | O_NONBLOCK, 0, src)) {
         if (e == ENOENT) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -175,7 +174,7 @@ Result<RegistryClient::Response> RegistryClient::sendOnce(const std::string& url
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   CURLcode code = curl_easy_perform(c);
   if (int sig = interruptSignal(); sig != 0)
-    return failWith(128 + sig, "the download from {} was interrupted ({})", url, sigabbrev_np(sig));
+    return std::unexpected(interruptedError(sig, "during the download from " + url));
   if (t.sinkFailed) return failWith(exit_code::kInternal, "writing the download from {} failed: {}", url, errnoText(errno));
   if (code != CURLE_OK) {
     Error e{fmt::format("cannot reach {}: {}", url, *errbuf ? errbuf : curl_easy_strerror(code)), exit_code::kImage};
@@ -215,7 +214,7 @@ Result<RegistryClient::Response> RegistryClient::send(const std::string& path, c
                         r.error().message, ref_.registry);
       return failWith(exit_code::kImage, "{} (use --ca-cert FILE for a private CA)", r.error().message);
     }
-    if (!r && r.error().code > 128) return r;  // interrupted: no retry
+    if (!r && isInterruption(r.error().code)) return r;  // no retry
     bool transient = r ? isTransientStatus(r->status) : r.error().code == exit_code::kImage;
     if (transient && attempt < attempts) {
       std::this_thread::sleep_for(delay);

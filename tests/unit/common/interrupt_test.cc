@@ -195,5 +195,13 @@ TEST(InterruptScope, AnIgnoredSignalStaysIgnoredAndEndSaysWhatWasCaught) {
   EXPECT_EQ(after.sa_handler, SIG_IGN);
 }
 
+TEST(InterruptedError, NamesTheSignalAndCarriesItsCode) {
+  Error e = interruptedError(SIGTERM, "during the snapshot");
+  EXPECT_EQ(e.message, "interrupted (TERM) during the snapshot");
+  EXPECT_EQ(e.code, 128 + SIGTERM);
+  EXPECT_TRUE(isInterruption(e.code));
+  for (int code : {0, 64, 67, 72, 128, 128 + SIGKILL, 128 + SIGSEGV}) EXPECT_FALSE(isInterruption(code)) << code;
+}
+
 }  // namespace
 }  // namespace airlock
