@@ -28,6 +28,16 @@ fake_internet_down() {
   rm -rf "/etc/netns/$2"
 }
 
+# fake_internet_teardown: the end of a test on the fake internet (in its
+# EXIT trap, after the test's own steps): kills the servers in pids, removes
+# the namespaces INET and HOST, and WORK.
+fake_internet_teardown() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  fake_internet_down "$INET" "$HOST"
+  rm -rf "$WORK"
+}
+
 # fake_tls_cert CA_NAME NAME...: in the current directory, a CA (ca.crt,
 # ca.key) and a server certificate (api.crt, api.key) for the DNS NAMEs.
 fake_tls_cert() {

@@ -31,11 +31,8 @@ HOST=airlock-gitpush-host-$$
 TOKEN=ghp_FAKE_PUSH_TOKEN_0123456789
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
   test_user_down
-  fake_internet_down "$INET" "$HOST"
-  rm -rf "$WORK"
+  fake_internet_teardown
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -22,10 +22,7 @@ INET=airlock-e2e-inet-$$
 HOST=airlock-e2e-host-$$
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  fake_internet_down "$INET" "$HOST"
-  rm -rf "$WORK"
+  fake_internet_teardown
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

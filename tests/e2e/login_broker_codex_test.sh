@@ -42,11 +42,8 @@ HOST=airlock-clogin-host-$$
 pids=()
 cleanup() {
   pane_stop
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
   test_user_down
-  fake_internet_down "$INET" "$HOST"
-  rm -rf "$WORK"
+  fake_internet_teardown
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
