@@ -258,6 +258,13 @@ Result<DiffResult> ThreeWayDiff::run() const {
     }
   }
   DiffResult result;
+  // A linked worktree: the baseline's .git is the snapshot's own repository
+  // (linked_git_dir.h), the live one a file naming it. Those items (held
+  // back, never flushed) have no live side to compare with.
+  struct stat dotGit {};
+  const bool liveGitIsFile = workspaceFd_ >= 0 &&
+                             ::fstatat(workspaceFd_, ".git", &dotGit, AT_SYMLINK_NOFOLLOW) == 0 &&
+                             S_ISREG(dotGit.st_mode);
   for (auto& [path, a] : agent) {
     DiffItem item;
     item.path = path;
@@ -294,13 +301,14 @@ Result<DiffResult> ThreeWayDiff::run() const {
     item.excluded = rules_.match(path, isDir);
     item.specialBitsDropped = a.exists && a.type != EntryType::Symlink && (a.mode & 07000);
     item.linkEscapes = a.exists && a.type == EntryType::Symlink && linkEscapes(path, a.target);
-    auto live = liveSide(workspaceFd_, path);
+    const bool comparable = !liveGitIsFile || (path != ".git" && !path.starts_with(".git/"));
+    auto live = comparable ? liveSide(workspaceFd_, path) : Result<Side>(Side{});
     if (!live) {
       item.conflict = true;
       item.conflictReason = live.error().message;
     } else {
       item.live = std::move(*live);
-      if (!sameContent(item.live, b)) {
+      if (comparable && !sameContent(item.live, b)) {
         if (sameContent(item.live, a) && (a.type != EntryType::Dir || (item.live.mode & 0777) == (a.mode & 0777))) {
           ++result.alreadyApplied;
           continue;

@@ -216,6 +216,43 @@ TEST_F(LinkedGitDir_, AStrayConfigOrHooksInTheWorktreesDirectoryStayOut) {
   EXPECT_EQ(git(snap_(), "status --porcelain && echo works"), "A  feature.txt\nworks");
 }
 
+// The review of a worktree session: the agent's commit changes the
+// snapshot's .git, which the live workspace has only as a file. Those items
+// are git metadata with nothing live to compare: never "changed on the
+// host" (a conflict), never dropped as already present (a deletion).
+TEST(WorktreeReview, TheAgentsGitMetadataIsNeitherAConflictNorAlreadyPresent) {
+  test::Scenario s;
+  const std::string repo = s.dir.path() + "/repo";
+  fs::create_directories(repo);
+  git(repo, "init -q");
+  git(repo, "commit -q --allow-empty -m base");
+  fs::remove(s.ws);
+  git(repo, "worktree add -q -b feature '" + s.ws + "'");
+  s.snapshot();
+  auto linked = findLinkedGitDir(s.ws);
+  ASSERT_TRUE(linked && *linked);
+  SnapshotResult snap;
+  snap.manifest = s.baseline;
+  ASSERT_TRUE(addLinkedGitDir(**linked, s.session + "/snapshot", snap));
+  s.baseline = snap.manifest;
+  const std::string guest = s.dir.path() + "/guest";
+  sh("cp -a '" + s.session + "/snapshot' '" + guest + "'");
+  writeFile(guest + "/a.txt", "a\n");
+  git(guest, "add a.txt && git commit -qm 'agent work' && git pack-refs --all");
+  s.loadDirs(guest);
+  auto d = s.diff();
+  bool headRef = false, deletion = false;
+  for (const auto& item : d.items) {
+    if (!item.path.starts_with(".git")) continue;
+    EXPECT_FALSE(item.conflict) << item.path << ": " << item.conflictReason;
+    headRef |= item.path == ".git/refs/heads/feature";
+    deletion |= item.kind == ChangeKind::Deleted;
+  }
+  EXPECT_TRUE(headRef) << "the moved branch is an item";
+  EXPECT_TRUE(deletion) << "pack-refs removed a loose ref: a deletion item";
+  EXPECT_EQ(d.alreadyApplied, 0u);
+}
+
 // Submodules need nothing of this: their gitdirs lie under the
 // superproject's .git/modules, named by relative paths, so the plain
 // snapshot is a working repository with working submodules, their hooks
