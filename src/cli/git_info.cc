@@ -69,11 +69,17 @@ std::string gitEnvelopeText(const GitEnvelope& g) {
   out += line("", g.dropped.empty() ? "nothing dropped from .git/config"
                                     : fmt::format("dropped from .git/config: {}", fmt::join(g.dropped, ", ")));
   if (g.urlCredentials) out += line("", "credentials removed from the URLs in .git/config");
-  out += line("", g.pushToken.empty()
-                     ? "push: no git credentials go into the VM (no token, no SSH agent)"
-                     : fmt::format("push: over HTTPS to {}, the token from {} added on this host (it never enters "
-                                   "the VM); no SSH agent",
-                                   fmt::join(g.pushHosts, ", "), g.pushToken));
+  if (g.pushToken.empty() && g.sshKeys.empty())
+    out += line("", "push: no git credentials go into the VM (no token, no SSH agent)");
+  if (!g.pushToken.empty())
+    out += line("", fmt::format("push: over HTTPS to {}, the token from {} added on this host (it never enters "
+                                "the VM)",
+                                fmt::join(g.pushHosts, ", "), g.pushToken));
+  if (!g.sshKeys.empty())
+    out += line("", fmt::format("push: over SSH to port 22 of {}, your SSH agent signing logins only, with {}{} "
+                                "(no key enters the VM)",
+                                fmt::join(g.pushHosts, ", "), fmt::join(g.sshKeys, ", "),
+                                g.sshConfirm ? ", each one confirmed through SSH_ASKPASS" : ""));
   return out;
 }
 
@@ -85,10 +91,13 @@ nlohmann::json gitEnvelopeJson(const GitEnvelope& g) {
                       {"commits", imported ? g.mode : "not imported"},
                       {"config_keys_dropped", g.dropped},
                       {"url_credentials_removed", g.urlCredentials},
-                      {"push_credentials", g.pushToken.empty() ? "none" : "token"}};
-  if (!g.pushToken.empty()) {
-    j["push_token_source"] = g.pushToken;
-    j["push_hosts"] = g.pushHosts;
+                      {"push_credentials", g.pushToken.empty() ? (g.sshKeys.empty() ? "none" : "ssh-agent")
+                                                               : (g.sshKeys.empty() ? "token" : "token+ssh-agent")}};
+  if (!g.pushToken.empty()) j["push_token_source"] = g.pushToken;
+  if (!g.pushToken.empty() || !g.sshKeys.empty()) j["push_hosts"] = g.pushHosts;
+  if (!g.sshKeys.empty()) {
+    j["ssh_agent_keys"] = g.sshKeys;
+    j["ssh_agent_confirm"] = g.sshConfirm;
   }
   if (!g.commonDir.empty()) j["common_dir"] = g.commonDir;
   if (!g.problem.empty()) j["problem"] = g.problem;

@@ -23,7 +23,9 @@ struct GitEnvelope {
   std::string commonDir;             ///< kWorktree: the repository's shared directory
   std::string problem;               ///< kGitFile: why a run stops ("" when it does not)
   std::string pushToken;             ///< --git-token's source ("env:NAME"; never the token), "" without
-  std::vector<std::string> pushHosts;  ///< where the git broker adds it
+  std::vector<std::string> pushHosts;  ///< where the git broker adds it, and port 22 opens for the SSH agent
+  std::vector<std::string> sshKeys;    ///< --git-ssh-agent's keys (fingerprints), none without
+  bool sshConfirm = false;             ///< --git-ssh-confirm
   std::string mode;                  ///< --git: refs-only, branches, none
   std::vector<std::string> dropped;  ///< keys dropped from .git/config (workspace::sanitizeRepoConfig())
   bool urlCredentials = false;       ///< credentials removed from URLs in .git/config
@@ -42,8 +44,9 @@ std::string gitEnvelopeText(const GitEnvelope& git);
 /// "directory", "git_file", "direct", "worktree"; a worktree adds
 /// common_dir, a git_file that stops a run adds problem), commits ("refs-only", "branches",
 /// "none", or "not imported"), config_keys_dropped, url_credentials_removed,
-/// push_credentials ("none", or "token" with push_token_source and
-/// push_hosts).
+/// push_credentials ("none", "token", "ssh-agent" or "token+ssh-agent";
+/// push_hosts with either, push_token_source with a token, ssh_agent_keys
+/// and ssh_agent_confirm with the agent).
 nlohmann::json gitEnvelopeJson(const GitEnvelope& git);
 
 }  // namespace airlock::cli

@@ -69,14 +69,16 @@ Result<std::string> readGitToken(const HostContext& host, const std::string& sou
 }
 
 Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) {
-  if (!settings.gitToken || settings.gitToken->value.empty()) {
+  const bool token = settings.gitToken && !settings.gitToken->value.empty();
+  if (!token && !settings.gitSshAgent.value) {
     if (!settings.gitHosts.empty())
       return failWith(exit_code::kUsage,
-                      "--git-host (git_hosts) names where a git token is used; add --git-token "
-                      "env:NAME (or git_token in your config)");
+                      "--git-host (git_hosts) names where a git token or your SSH agent is used; add --git-token "
+                      "env:NAME or --git-ssh-agent (or git_token, git_ssh_agent in your config)");
     return std::vector<std::string>{};
   }
-  if (auto r = checkTokenSource(settings.gitToken->value); !r) return std::unexpected(r.error());
+  if (token)
+    if (auto r = checkTokenSource(settings.gitToken->value); !r) return std::unexpected(r.error());
   std::vector<std::string> hosts;
   for (const auto& h : settings.gitHosts) hosts.push_back(h.value);
   if (hosts.empty()) hosts.push_back("github.com");
@@ -101,7 +103,7 @@ Result<> applyGitPush(const HostContext& host, const config::Settings& settings,
                       session::Plan& plan) {
   auto hosts = gitPushHosts(settings);
   if (!hosts) return std::unexpected(hosts.error());
-  if (hosts->empty()) return {};
+  if (hosts->empty() || !settings.gitToken || settings.gitToken->value.empty()) return {};
   const std::string& source = settings.gitToken->value;
   auto token = readGitToken(host, source);
   if (!token) return std::unexpected(token.error());

@@ -24,10 +24,11 @@ namespace airlock::cli {
 /// in the message.
 Result<std::string> readGitToken(const HostContext& host, const std::string& source);
 
-/// The hosts the git token is used for: `settings.gitHosts` (--git-host,
-/// git_hosts), or github.com. Each is a lower-case DNS name with an optional
-/// ":PORT". Empty without a token (--git-token, git_token). Errors
-/// (kUsage): hosts without a token, a malformed host.
+/// The hosts the git token and the SSH agent are used for:
+/// `settings.gitHosts` (--git-host, git_hosts), or github.com. Each is a
+/// lower-case DNS name with an optional ":PORT". Empty without a token
+/// (--git-token, git_token) and without --git-ssh-agent. Errors (kUsage):
+/// hosts without either, a malformed host.
 Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings);
 
 /// The guest's git config that sends each host's HTTPS URLs to the broker

@@ -15,6 +15,7 @@
 #include "cli/host_secrets.h"
 #include "cli/git_info.h"
 #include "cli/git_push.h"
+#include "cli/git_ssh_agent.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
 #include "cli/run_flags.h"
@@ -194,7 +195,12 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   auto pushHosts = gitPushHosts(effective->resolved.settings);
   if (!pushHosts) return reportError(pushHosts.error());
   git.pushHosts = *pushHosts;
-  if (!pushHosts->empty()) git.pushToken = effective->resolved.settings.gitToken->value;
+  if (const auto& token = effective->resolved.settings.gitToken; token && !token->value.empty())
+    git.pushToken = token->value;
+  auto sshKeys = gitSshKeys(effective->resolved.settings);
+  if (!sshKeys) return reportError(sshKeys.error());
+  git.sshKeys = *sshKeys;
+  git.sshConfirm = effective->resolved.settings.gitSshConfirm.value;
   auto importedSettings = settingsInfo(host, *effective, args.env);
   if (!importedSettings) return reportError(importedSettings.error());
   const auto& userSettings = *importedSettings;

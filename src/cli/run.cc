@@ -36,6 +36,7 @@
 #include "cli/egress_flags.h"
 #include "cli/extra_ca.h"
 #include "cli/git_push.h"
+#include "cli/git_ssh_agent.h"
 #include "cli/image_provider.h"
 #include "cli/registry_flags.h"
 #include "cli/report.h"
@@ -218,6 +219,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   for (const auto& [k, v] : *env) plan.exec.env.push_back(k + "=" + v);
   plan.exec.uid = plan.exec.gid = agentUid;
   plan.exec.cwd = guest::kWorkspace;
+  if (auto r = applyGitSshAgent(host, settings, plan); !r) return std::unexpected(r.error());
   if (setup.login)
     if (auto r = setup.login->applyToPlan(plan); !r) return std::unexpected(r.error());
   return setup;

@@ -22,7 +22,15 @@ void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
                  "Let the agent's git push over HTTPS: env:NAME (a variable holding a token) or secret:NAME "
                  "(airlock secret set NAME); the token is added on this host and never enters the VM");
   repeatable(cmd.add_option("--git-host", flags.gitHosts,
-                            "A git host --git-token is used for (default: github.com); repeatable"));
+                            "A git host --git-token or --git-ssh-agent is used for (default: github.com); repeatable"));
+  cmd.add_flag("--git-ssh-agent", flags.gitSshAgent,
+               "Let the agent's git push over SSH with your SSH agent ($SSH_AUTH_SOCK): the listed keys only, SSH "
+               "logins only, port 22 of the --git-host hosts only; no key enters the VM");
+  repeatable(cmd.add_option("--git-ssh-key", flags.gitSshKeys,
+                            "A key --git-ssh-agent offers, by fingerprint as `ssh-add -l` prints it (SHA256:...); "
+                            "repeatable"));
+  cmd.add_flag("--git-ssh-confirm", flags.gitSshConfirm,
+               "Ask before each SSH login the agent makes with your key (through $SSH_ASKPASS)");
   repeatable(cmd.add_option("-e,--env", flags.env, "Forward a variable: NAME (your value) or NAME=VALUE; repeatable"));
   repeatable(cmd.add_option("--exclude", flags.excludes,
                             "Keep matching files out of the snapshot (gitignore syntax); repeatable"));
@@ -48,6 +56,9 @@ config::ConfigLayer flagLayer(const PolicyFlags& args) {
   for (const auto& e : args.env) flags.envForward.push_back(e.substr(0, e.find('=')));
   if (!args.gitToken.empty()) flags.gitToken = args.gitToken;
   flags.gitHosts = args.gitHosts;
+  if (args.gitSshAgent) flags.gitSshAgent = true;
+  flags.gitSshKeys = args.gitSshKeys;
+  if (args.gitSshConfirm) flags.gitSshConfirm = true;
   return flags;
 }
 

@@ -20,7 +20,10 @@ struct PolicyFlags {
   std::string review;                 ///< --review
   std::string git;                    ///< --git: none, refs-only, branches
   std::string gitToken;               ///< --git-token: env:NAME or secret:NAME
-  std::vector<std::string> gitHosts;  ///< --git-host: where --git-token is used (default github.com)
+  std::vector<std::string> gitHosts;  ///< --git-host: where --git-token or --git-ssh-agent is used (default github.com)
+  bool gitSshAgent = false;             ///< --git-ssh-agent
+  std::vector<std::string> gitSshKeys;  ///< --git-ssh-key: fingerprints
+  bool gitSshConfirm = false;           ///< --git-ssh-confirm
   std::vector<std::string> env;       ///< -e/--env NAME or NAME=VALUE
   std::vector<std::string> excludes;  ///< --exclude
   EgressFlags egress;                 ///< --egress-profile, --allow-host, --host-port, --publish, --egress-log

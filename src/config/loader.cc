@@ -23,7 +23,8 @@ constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_p
                                       "workspace_mode", "review",      "image",          "agents",
                                       "direct_mode_acknowledged", "image_verify", "image_verify_key",
                                       "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import",
-                                      "extra_ca_certs", "git_token", "git_hosts"};
+                                      "extra_ca_certs", "git_token", "git_hosts",
+                                      "git_ssh_agent", "git_ssh_keys", "git_ssh_confirm"};
 
 std::string knownKeys() {
   std::string out;
@@ -167,6 +168,17 @@ class ConfigReader {
         auto host = word(key, item);
         if (!host) return std::unexpected(host.error());
         layer.gitHosts.push_back(*host);
+      }
+      return {};
+    }
+    if (key == "git_ssh_agent") return boolean(key, n, layer.gitSshAgent);
+    if (key == "git_ssh_confirm") return boolean(key, n, layer.gitSshConfirm);
+    if (key == "git_ssh_keys") {
+      if (!n.IsSequence()) return error(n, "'git_ssh_keys' must be a list of key fingerprints (SHA256:...)");
+      for (const auto& item : n) {
+        auto fingerprint = word("git_ssh_keys", item);
+        if (!fingerprint) return std::unexpected(fingerprint.error());
+        layer.gitSshKeys.push_back(*fingerprint);
       }
       return {};
     }

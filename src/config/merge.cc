@@ -33,6 +33,9 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   if (l.extraCaCerts) s.extraCaCerts = Sourced<std::string>{*l.extraCaCerts, layer};
   if (l.gitToken) s.gitToken = Sourced<std::string>{*l.gitToken, layer};
   append(s.gitHosts, l.gitHosts, layer);
+  if (l.gitSshAgent) s.gitSshAgent = {*l.gitSshAgent, layer};
+  append(s.gitSshKeys, l.gitSshKeys, layer);
+  if (l.gitSshConfirm) s.gitSshConfirm = {*l.gitSshConfirm, layer};
   append(s.allowHosts, l.allowHosts, layer);
   append(s.removeHosts, l.removeHosts, layer);
   append(s.hostPorts, l.hostPorts, layer);
@@ -106,6 +109,12 @@ class RepoTightener {
       ignore("extra_ca_certs: " + *l.extraCaCerts, "a repo config cannot add a certificate authority the agent trusts");
     if (l.gitToken) ignore("git_token: " + *l.gitToken, "a repo config cannot hand your git token to the agent");
     for (const auto& h : l.gitHosts) ignore("git_hosts: " + h, "a repo config cannot choose where your git token goes");
+    if (l.gitSshAgent == true) ignore("git_ssh_agent: true", "a repo config cannot hand your SSH agent to the agent");
+    for (const auto& k : l.gitSshKeys) ignore("git_ssh_keys: " + k, "a repo config cannot choose which of your SSH keys are used");
+    if (l.gitSshConfirm == true)
+      s_.gitSshConfirm = {true, Layer::kRepo};
+    else if (l.gitSshConfirm)
+      ignore("git_ssh_confirm: false", "a repo config can only turn git_ssh_confirm on");
   }
 
  private:

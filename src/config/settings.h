@@ -69,7 +69,10 @@ struct ConfigLayer {
   std::optional<std::string> imageVerifySubject; ///< `image_verify_subject`: keyless SAN regex (whole match)
   std::optional<std::string> extraCaCerts;       ///< `extra_ca_certs`: PEM certificates the guest trusts too
   std::optional<std::string> gitToken;           ///< `git_token`: env:NAME or secret:NAME (--git-token)
-  std::vector<std::string> gitHosts;             ///< `git_hosts`: where the git token is used (--git-host)
+  std::vector<std::string> gitHosts;             ///< `git_hosts`: where the git token or SSH agent is used (--git-host)
+  std::optional<bool> gitSshAgent;               ///< `git_ssh_agent`: forward your SSH agent (--git-ssh-agent)
+  std::vector<std::string> gitSshKeys;           ///< `git_ssh_keys`: the keys it offers, by fingerprint (--git-ssh-key)
+  std::optional<bool> gitSshConfirm;             ///< `git_ssh_confirm`: ask before each use (--git-ssh-confirm)
 };
 
 /// The effective settings of one run, each with the layer that set it.
@@ -101,6 +104,12 @@ struct Settings {
   /// and for which hosts; user config or flags only (cli/git_push.h).
   std::optional<Sourced<std::string>> gitToken;
   std::vector<Sourced<std::string>> gitHosts;
+  /// Whether your SSH agent answers the guest's git over SSH, with which
+  /// keys (fingerprints), asking each time or not; user config or flags
+  /// only (cli/git_ssh_agent.h).
+  Sourced<bool> gitSshAgent{false, Layer::kBuiltin};
+  std::vector<Sourced<std::string>> gitSshKeys;
+  Sourced<bool> gitSshConfirm{false, Layer::kBuiltin};
 };
 
 /// "built-in", "user", "repo", "flag".

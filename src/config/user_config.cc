@@ -76,6 +76,16 @@ const std::string& userConfigTemplate() {
 # git_token: env:GITHUB_TOKEN
 # git_hosts: [github.com]
 
+# Let the agent's git push over SSH with your SSH agent ($SSH_AUTH_SOCK), as
+# --git-ssh-agent, --git-ssh-key and --git-ssh-confirm: only the keys listed
+# here (fingerprints, as `ssh-add -l` prints them) are offered, only SSH
+# logins are signed, port 22 opens for git_hosts only, and the VM never
+# holds a key. git_ssh_confirm asks through SSH_ASKPASS before each login.
+# Not in a repo's .airlock.yaml (which may only turn git_ssh_confirm on).
+# git_ssh_agent: true
+# git_ssh_keys: [SHA256:0CkLlpZ9hXGhXOzBi3VmDhWQoTVyvNo8OmXVzdxCHwY]
+# git_ssh_confirm: false
+
 # Custom agents, in the agent spec schema (see `airlock agents show claude-code`).
 # agents:
 #   my-agent:

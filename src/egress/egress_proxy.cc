@@ -46,6 +46,8 @@ struct EgressProxy::Shared {
 namespace {
 
 constexpr int kFirstBytesTimeoutMs = 10000;
+/// SSH, admitted without a name in its first bytes (sshIdentification()).
+constexpr uint16_t kSshPort = 22;
 constexpr int kConnectTimeoutMs = 10000;
 
 struct Destination {
@@ -89,6 +91,21 @@ RequestedName readRequestedName(int fd, std::string& buffered) {
     if (poll(&p, 1, kFirstBytesTimeoutMs) != 1) return {RequestedName::State::kNone, "", false};
     ssize_t n = read(fd, buf, sizeof buf);
     if (n <= 0) return {RequestedName::State::kNone, "", false};
+    buffered.append(buf, static_cast<size_t>(n));
+  }
+}
+
+/// Reads the connection's first bytes until they are, or cannot be, an SSH
+/// identification string.
+SshIdentification readSshIdentification(int fd, std::string& buffered) {
+  char buf[256];
+  for (;;) {
+    SshIdentification r = sshIdentification(buffered);
+    if (r != SshIdentification::kIncomplete) return r;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, kFirstBytesTimeoutMs) != 1) return SshIdentification::kNo;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return SshIdentification::kNo;
     buffered.append(buf, static_cast<size_t>(n));
   }
 }
@@ -199,6 +216,14 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
       shared->refuse(label, fmt::format("port {} not allowed for {}", dest->port, fmt::join(answered, "|")));
       return;
     }
+    if (dest->port == kSshPort) {
+      // Only a name allowed with :22 gets here (the default ports are 80 and 443).
+      if (readSshIdentification(guest.get(), buffered) != SshIdentification::kYes) {
+        shared->refuse(label, "not an SSH client's identification on port 22");
+        return;
+      }
+      label = fmt::format("{} (ssh {})", label, fmt::join(names, "|"));
+    } else {
     RequestedName requested = readRequestedName(guest.get(), buffered);
     if (requested.state != RequestedName::State::kFound) {
       shared->refuse(label, "no TLS SNI or HTTP Host header in the first bytes");
@@ -212,6 +237,7 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
       return;
     }
     label = fmt::format("{} ({})", label, requested.name);
+    }
   }
   Fd upstream = connectTcp(upstreamAddress, upstreamPort, kConnectTimeoutMs);
   if (!upstream) {

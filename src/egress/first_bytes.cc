@@ -119,4 +119,19 @@ RequestedName requestedName(std::string_view bytes) {
   return r;
 }
 
+SshIdentification sshIdentification(std::string_view bytes) {
+  constexpr std::string_view kPrefix = "SSH-2.0-";
+  constexpr size_t kMaxLine = 255;
+  const size_t head = std::min(bytes.size(), kPrefix.size());
+  if (bytes.substr(0, head) != kPrefix.substr(0, head)) return SshIdentification::kNo;
+  for (size_t i = 0; i < bytes.size() && i < kMaxLine; ++i) {
+    const char c = bytes[i];
+    if (c == '\r') return i + 1 < bytes.size() ? (bytes[i + 1] == '\n' && i >= kPrefix.size() + 1 ? SshIdentification::kYes
+                                                                                             : SshIdentification::kNo)
+                                              : SshIdentification::kIncomplete;
+    if (c < 0x20 || c > 0x7e) return SshIdentification::kNo;
+  }
+  return bytes.size() >= kMaxLine ? SshIdentification::kNo : SshIdentification::kIncomplete;
+}
+
 }  // namespace airlock::egress

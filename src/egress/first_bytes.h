@@ -19,4 +19,11 @@ struct RequestedName {
 /// (Host header). kIncomplete: read more; kNone: no name can be found.
 RequestedName requestedName(std::string_view bytes);
 
+/// Whether a connection's first bytes are an SSH client's identification
+/// string (RFC 4253 section 4.2: "SSH-2.0-", printable, CR LF, at most 255
+/// bytes). SSH names no host: the egress proxy admits it to port 22 of an
+/// address answered for a name allowed with :22, on that alone.
+enum class SshIdentification { kIncomplete, kNo, kYes };
+SshIdentification sshIdentification(std::string_view bytes);
+
 }  // namespace airlock::egress

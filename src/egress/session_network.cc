@@ -71,6 +71,7 @@ Result<std::unique_ptr<SessionNetwork>> SessionNetwork::start(Policy policy, Net
   });
   if (!setup) return std::unexpected(setup.error());
   EgressLogFn log = makeLog(options.logPath, net->policy_.log);
+  net->log_ = log;
   net->book_ = std::make_shared<AddressBook>(options.ttlFloor, options.ttlCeiling);
   net->upstream_ = std::make_unique<UdpUpstream>(resolver, options.resolverPort);
   const std::set<IpAddress> host = hostAddresses();

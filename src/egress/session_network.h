@@ -58,6 +58,9 @@ class SessionNetwork {
   /// (what, reason) with counts, most frequent first. Thread-safe; usable
   /// while the session runs and after stopEgressProxy().
   std::vector<BlockedEntry> blocked() const { return blocked_->entries(); }
+  /// Appends a line to the session's egress log (for host-side services
+  /// that are not at a gateway port, like the SSH agent filter).
+  const EgressLogFn& log() const { return log_; }
   /// Stops the egress proxy: every new guest connection is refused from now
   /// on (what happens when the proxy dies; for tests).
   void stopEgressProxy() { proxy_.reset(); }
@@ -67,6 +70,7 @@ class SessionNetwork {
   NetNamespace netns_;
   Fd tap_;
   Policy policy_;
+  EgressLogFn log_;
   std::shared_ptr<AddressBook> book_;
   std::shared_ptr<BlockedLog> blocked_ = std::make_shared<BlockedLog>();
   std::unique_ptr<UdpUpstream> upstream_;

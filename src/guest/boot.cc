@@ -124,6 +124,8 @@ BootConfig parseCmdline(const std::string& cmdline) {
       config.net = value == "tap" ? NetMode::kTap : NetMode::kNone;
     } else if (key == "airlock.probe") {
       config.probe = value == "1";
+    } else if (key == "airlock.ssh_agent") {
+      config.sshAgent = value == "1";
     } else if (key == "airlock.share") {
       auto c1 = value.find(':');
       auto c2 = value.rfind(':');

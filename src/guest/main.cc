@@ -14,6 +14,8 @@
 
 #include "guest/boot.h"
 #include "guest/exec_server.h"
+#include "guest/ssh_agent_relay.h"
+#include "vm/guest_contract.h"
 #include "vm/protocol.h"
 
 namespace {
@@ -25,9 +27,9 @@ using namespace airlock::guest;
   powerOff();
 }
 
-/// Finds the virtio-serial port named kPortName. There is no udev: the name
+/// Finds the virtio-serial port named `wanted`. There is no udev: the name
 /// attribute is empty for a moment after the driver binds, so poll (~10 s).
-std::string findControlPort() {
+std::string findPort(const std::string& wanted) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     if (DIR* d = opendir("/sys/class/virtio-ports")) {
       while (dirent* e = readdir(d)) {
@@ -35,7 +37,7 @@ std::string findControlPort() {
         std::ifstream in(std::string("/sys/class/virtio-ports/") + e->d_name + "/name");
         std::string name;
         std::getline(in, name);
-        if (name == airlock::protocol::kPortName) {
+        if (name == wanted) {
           std::string dev = std::string("/dev/") + e->d_name;
           closedir(d);
           return dev;
@@ -82,7 +84,15 @@ int main() {
   if (!loadModules(config, error)) fatal(error);
   if (!switchToOverlayRoot(config, error)) fatal(error);
   setupHost(config);
-  std::string port = findControlPort();
+  if (config.sshAgent) {
+    // Without it the agent's ssh finds no agent and says so; the session goes on.
+    std::string agentPort = findPort(airlock::guest::kSshAgentPort), relayError;
+    if (agentPort.empty())
+      logLine(std::string("no virtio-serial port named ") + airlock::guest::kSshAgentPort);
+    else if (!startSshAgentRelay(agentPort, relayError))
+      logLine(relayError);
+  }
+  std::string port = findPort(airlock::protocol::kPortName);
   if (port.empty()) fatal(std::string("no virtio-serial port named ") + airlock::protocol::kPortName);
   int fd = open(port.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) fatal("cannot open " + port + ": " + std::strerror(errno));

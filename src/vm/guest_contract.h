@@ -23,6 +23,12 @@ inline constexpr const char* kCredentialDir = "/run/airlock/credentials";
 inline constexpr const char* kCaBundle = "/home/agent/.airlock/ca-bundle.pem";
 /// Where an image keeps its CA bundle (Debian's layout, which airlock's images use).
 inline constexpr const char* kSystemCaBundle = "/etc/ssl/certs/ca-certificates.crt";
+/// The virtio-serial port that carries the guest's SSH agent requests to
+/// the host's filter (--git-ssh-agent; secrets/ssh_agent_filter.h), and
+/// the socket airlock-init serves them on in the guest (SSH_AUTH_SOCK), on
+/// the /run tmpfs.
+inline constexpr const char* kSshAgentPort = "airlock.ssh-agent";
+inline constexpr const char* kSshAgentSocket = "/run/airlock/ssh-agent/agent.sock";
 /// PATH of airlock's own helper commands in the guest (mkdir, chown, cat).
 inline constexpr const char* kHelperPath = "/usr/local/bin:/usr/bin:/bin";
 

@@ -13,6 +13,7 @@
 #include "egress/session_network.h"
 #include "vm/accel.h"
 #include "vm/console_log.h"
+#include "vm/vm_config.h"
 
 namespace airlock::vm {
 
@@ -36,6 +37,9 @@ struct LaunchOptions {
   egress::NetworkOptions egressNetwork;  ///< resolver, TTL bounds, log file of the egress firewall
   /// Guest ports reachable at the host's 127.0.0.1:hostPort (--publish; needs egress).
   std::vector<egress::HostPort> publish;
+  /// Host services behind virtio-serial ports (--git-ssh-agent's filter);
+  /// they log to the egress log.
+  std::vector<ServedPort> servedPorts;
   AccelRequest accel = AccelRequest::kAuto;
   unsigned scratchMiB = 2048;        ///< sparse ext4 scratch disk (the root overlay's upper layer)
   /// Where the scratch disk is kept if airlock dies while the VM runs

@@ -192,6 +192,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
     if (!network) return std::unexpected(network.error());
     machine->network_ = std::move(*network);
     config.tapFd = machine->network_->tapFd();
+    config.serviceLog = machine->network_->log();
     for (const auto& port : options.publish) {
       auto publisher = egress::PortPublisher::start(machine->network_->netns(), port,
                                                     [warn = options.warn](const std::string& line) { report(warn, line); });
@@ -201,6 +202,7 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   } else if (!options.publish.empty()) {
     return failWith(exit_code::kUsage, "--publish needs the guest on the egress firewall (an egress profile)");
   }
+  config.servedPorts = options.servedPorts;
   report(options.progress, accel.accel == Accel::kKvm ? "booting VM (KVM)" : "booting VM (TCG emulation)");
   auto bootTimeout = accel.accel == Accel::kKvm ? std::chrono::seconds(30) : std::chrono::seconds(120);
   auto vm = QemuVm::start(config, dir, host.dirs.state, machine->janitor_, bootTimeout);

@@ -212,6 +212,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     janitor.watchPid(*pid);
     vm->helpers_.push_back(*pid);
   }
+  for (const auto& served : config.servedPorts) config.ports.push_back({served.name, ownDir + "/" + served.name + ".sock"});
   config.ports.push_back({protocol::kPortName, ownDir + "/control.sock"});
   config.qmpSocket = ownDir + "/qmp.sock";
   if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
@@ -254,6 +255,16 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
                     qemuLog.empty() ? "" : " (QEMU said: " + qemuLog.back() + ")");
   }
   auto alive = [raw = vm.get()] { return raw->running(); };
+  // Before the guest can write to them (QEMU drops what a port gets with no
+  // client), and QEMU made every socket before it waited for the console's.
+  for (const auto& served : config.servedPorts) {
+    auto port = connectSocket(ownDir + "/" + served.name + ".sock", alive, std::chrono::seconds(30));
+    if (!port) return failWith(exit_code::kVmFailed, "{}", port.error().message);
+    vm->services_.emplace_back([serve = served.serve, fd = port->get(), log = config.serviceLog] {
+      serve(fd, log ? log : [](const std::string&) {});
+    });
+    vm->servicePorts_.push_back(std::move(*port));
+  }
   auto control = ControlChannel::connect(ownDir + "/control.sock", std::chrono::seconds(30), alive);
   if (!control) {
     auto qemuLog = lastLines(runDir + "/qemu.log", 3);
@@ -312,8 +323,16 @@ void QemuVm::stop() {
   }
   control_.reset();
   console_.reset();
+  stopServices();
   reapHelpers();
   cgroup_.reset();
+}
+
+void QemuVm::stopServices() {
+  for (auto& port : servicePorts_) ::shutdown(port.get(), SHUT_RDWR);
+  for (auto& thread : services_) thread.join();
+  services_.clear();
+  servicePorts_.clear();
 }
 
 void QemuVm::reapHelpers() {

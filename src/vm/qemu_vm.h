@@ -10,9 +10,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
+#include "common/fd.h"
 #include "vm/cgroup.h"
 #include "vm/console_log.h"
 #include "vm/control_channel.h"
@@ -57,6 +59,8 @@ class QemuVm {
   QemuVm() = default;
   bool waitExit(std::chrono::milliseconds timeout);
   void reapHelpers();
+  /// Ends the served ports' threads (their streams end) and joins them.
+  void stopServices();
 
   VmConfig config_;
   pid_t qemu_ = -1;
@@ -65,6 +69,9 @@ class QemuVm {
   std::optional<VmCgroup> cgroup_;  ///< QEMU's, removed once QEMU is reaped
   std::unique_ptr<ConsoleDrain> console_;
   std::unique_ptr<ControlChannel> control_;
+  /// The host ends of the served ports (VmConfig::servedPorts), and their threads.
+  std::vector<Fd> servicePorts_;
+  std::vector<std::thread> services_;
 };
 
 }  // namespace airlock::vm

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "vm/guest_contract.h"
 #include "vm/jail.h"
 
 namespace airlock::vm {
@@ -13,6 +14,8 @@ std::string kernelCmdline(const VmConfig& c) {
     cmdline += fmt::format(" airlock.share={}:{}:{}", share.tag, share.guestPath, share.readOnly ? "ro" : "rw");
   if (!c.workspaceSerial.empty()) cmdline += fmt::format(" airlock.workspace={}", c.workspaceSerial);
   if (c.tapFd >= 0) cmdline += " airlock.net=tap";
+  for (const auto& port : c.servedPorts)
+    if (port.name == guest::kSshAgentPort) cmdline += " airlock.ssh_agent=1";
   if (!c.extraCmdline.empty()) cmdline += " " + c.extraCmdline;
   return cmdline;
 }

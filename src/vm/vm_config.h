@@ -2,6 +2,7 @@
 // Typed description of one microVM, and the QEMU command line built from it.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,17 @@ struct SerialPort {
   std::string socketPath;
 };
 
+/// A host-side service behind a virtio-serial port (the SSH agent filter):
+/// `serve` runs on a thread of its own with the host end of the port
+/// (QEMU's socket, connected before the guest starts) and the session's
+/// egress log, and returns when the stream ends (the VM stopped). The guest
+/// is told on the kernel command line (for guest::kSshAgentPort:
+/// airlock.ssh_agent=1).
+struct ServedPort {
+  std::string name;
+  std::function<void(int port, const std::function<void(const std::string&)>& log)> serve;
+};
+
 struct VmConfig {
   unsigned cpus = 1;              ///< vCPUs
   unsigned memoryMiB = 512;       ///< guest RAM in MiB
@@ -60,6 +72,9 @@ struct VmConfig {
   /// overlay (airlock.workspace=SERIAL). Empty: no snapshot workspace.
   std::string workspaceSerial;
   std::vector<SerialPort> ports;
+  std::vector<ServedPort> servedPorts;
+  /// Where the served ports' services log (the session's egress log); unset: nowhere.
+  std::function<void(const std::string&)> serviceLog;
   /// A tap device (open fd, inherited by QEMU) in the session's network
   /// namespace behind the egress firewall; the guest configures itself with
   /// airlock.net=tap. -1 = none: the guest has no network device.

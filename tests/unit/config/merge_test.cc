@@ -244,6 +244,22 @@ const Row kRows[] = {
      [](const Settings& s) { return !s.gitToken; }, "cannot hand your git token"},
     {"git_hosts_repo", Layer::kRepo, "git_hosts: [evil.example]",
      [](const Settings& s) { return s.gitHosts.empty(); }, "cannot choose where your git token goes"},
+    // the SSH agent: the user's to forward; a repo may only make it ask each time
+    {"git_ssh_user", Layer::kUser, "git_ssh_agent: true\ngit_ssh_keys: [SHA256:abc]\ngit_ssh_confirm: true",
+     [](const Settings& s) {
+       return s.gitSshAgent == Sourced{true, Layer::kUser} && s.gitSshKeys.size() == 1 &&
+              s.gitSshKeys[0] == Sourced<std::string>{"SHA256:abc", Layer::kUser} &&
+              s.gitSshConfirm == Sourced{true, Layer::kUser};
+     }},
+    {"git_ssh_agent_repo", Layer::kRepo, "git_ssh_agent: true",
+     [](const Settings& s) { return s.gitSshAgent == Sourced{false, Layer::kBuiltin}; }, "cannot hand your SSH agent"},
+    {"git_ssh_keys_repo", Layer::kRepo, "git_ssh_keys: [SHA256:evil]",
+     [](const Settings& s) { return s.gitSshKeys.empty(); }, "cannot choose which of your SSH keys"},
+    {"git_ssh_confirm_repo_on", Layer::kRepo, "git_ssh_confirm: true",
+     [](const Settings& s) { return s.gitSshConfirm == Sourced{true, Layer::kRepo}; }},
+    {"git_ssh_confirm_repo_off", Layer::kRepo, "git_ssh_confirm: false",
+     [](const Settings& s) { return s.gitSshConfirm == Sourced{true, Layer::kUser}; },
+     "can only turn git_ssh_confirm on", "git_ssh_confirm: true"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, KeyByLayer, ::testing::ValuesIn(kRows),

@@ -58,5 +58,22 @@ TEST(FirstBytesTest, NameEndingInAnEmptyLabelIsNone) {
   EXPECT_EQ(requestedName(clientHello("api.example.com.")).name, "api.example.com");
 }
 
+TEST(SshIdentification, AClientsBannerAndNothingElse) {
+  EXPECT_EQ(sshIdentification("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u6\r\n"), SshIdentification::kYes);
+  EXPECT_EQ(sshIdentification(std::string_view("SSH-2.0-OpenSSH_9.2p1\r\n\0\0\x05\xdc", 27)), SshIdentification::kYes)
+      << "the key exchange may follow in the same read";
+  EXPECT_EQ(sshIdentification(""), SshIdentification::kIncomplete);
+  EXPECT_EQ(sshIdentification("SSH-2"), SshIdentification::kIncomplete);
+  EXPECT_EQ(sshIdentification("SSH-2.0-OpenSSH"), SshIdentification::kIncomplete);
+  EXPECT_EQ(sshIdentification("SSH-2.0-x\r"), SshIdentification::kIncomplete);
+  EXPECT_EQ(sshIdentification("GET / HTTP/1.1\r\n"), SshIdentification::kNo);
+  EXPECT_EQ(sshIdentification("\x16\x03\x01"), SshIdentification::kNo) << "TLS";
+  EXPECT_EQ(sshIdentification("SSH-1.99-old\r\n"), SshIdentification::kNo);
+  EXPECT_EQ(sshIdentification("SSH-2.0-\r\n"), SshIdentification::kNo) << "no software version";
+  EXPECT_EQ(sshIdentification("SSH-2.0-a\x1b[2Jb\r\n"), SshIdentification::kNo) << "not printable";
+  EXPECT_EQ(sshIdentification("SSH-2.0-x\rX"), SshIdentification::kNo);
+  EXPECT_EQ(sshIdentification("SSH-2.0-" + std::string(300, 'a')), SshIdentification::kNo) << "over 255 bytes";
+}
+
 }  // namespace
 }  // namespace airlock::egress
