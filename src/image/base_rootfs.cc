@@ -68,9 +68,10 @@ std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_
 }
 
 const std::vector<std::string>& basePackages() {
-  static const std::vector<std::string> packages = {"ca-certificates", "git",   "bash",    "coreutils",
-                                                    "findutils",       "grep",  "sed",     "less",
-                                                    "curl",            "ripgrep", "procps", "passwd"};
+  // openssh-client: git over SSH (--git-ssh-agent).
+  static const std::vector<std::string> packages = {"ca-certificates", "git",     "bash",   "coreutils", "findutils",
+                                                    "grep",            "sed",     "less",   "curl",      "ripgrep",
+                                                    "procps",          "passwd",  "openssh-client"};
   return packages;
 }
 

@@ -59,7 +59,7 @@ TEST(RecipeDigest, ImagePathIsUnderImagesDir) {
 
 TEST(BaseRecipe, PackagesAndDigest) {
   EXPECT_EQ(baseDigest(), baseDigest());
-  for (const char* p : {"ca-certificates", "git", "curl", "ripgrep", "procps", "passwd"}) {
+  for (const char* p : {"ca-certificates", "git", "curl", "ripgrep", "procps", "passwd", "openssh-client"}) {
     EXPECT_NE(std::find(basePackages().begin(), basePackages().end(), p), basePackages().end()) << p;
   }
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# git push over SSH from the VM with no key in it (issue 18, item 4):
+# --git-ssh-agent forwards a test ssh-agent holding keys A and B, with only
+# A listed (--git-ssh-key). Claude Code commits on a new branch and pushes
+# to airlock-git@git.example.test:o/r.git, Debian's OpenSSH sshd on a fake
+# internet (git_ssh_server.sh), through the egress firewall's port 22.
+#
+#   tests/e2e/git_ssh_test.sh AIRLOCK_BINARY
+#
+# Asserts: with A authorized the push lands, sshd accepted A, the agent in
+# the VM listed A and never B, no private key is in the VM, signing a git
+# commit with the forwarded key is refused, and the session's egress log
+# has the admitted SSH connection and the signed login. With only B
+# authorized the push fails and sshd never saw B offered (a key not listed
+# is not offered). Runs airlock as an unprivileged user (test_user.sh).
+set -euo pipefail
+
+AIRLOCK=$1
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+. "$SRC/tests/e2e/fake_internet.sh"
+. "$SRC/tests/e2e/test_user.sh"
+. "$SRC/tests/e2e/git_ssh_server.sh"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-gitssh-e2e.XXXXXX")
+INET=airlock-gitssh-inet-$$
+HOST=airlock-gitssh-host-$$
+pids=()
+cleanup() {
+  [ -z "${agent_pid:-}" ] || kill "$agent_pid" 2>/dev/null || true
+  test_user_down
+  git_sshd_down
+  fake_internet_teardown
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+wait_for() { for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; fail "$1: no '$2': $(cat "$1")"; }
+
+fake_internet_up "$INET" "$HOST" 192.0.2.11 192.0.2.53
+cd "$WORK"
+ip netns exec "$INET" python3 "$SRC/tests/egress/fake_dns.py" 192.0.2.53 git.example.test=192.0.2.11 >dns.out 2>&1 &
+pids+=($!)
+git_sshd_up "$INET" 192.0.2.11 "$WORK" git.example.test || fail "sshd did not start"
+git_sshd_repo o/r.git
+
+# The user's clone, its remote on the git host over SSH.
+g() { git -c user.name=Host -c user.email=host@example.com -c init.defaultBranch=main -c safe.directory='*' "$@"; }
+mkdir -p home/.ssh
+g init -q project
+echo "# SSH project" >project/README.md
+g -C project add README.md
+g -C project commit -qm base
+g -C project remote add origin airlock-git@git.example.test:o/r.git
+cp "$GIT_SSHD_KNOWN_HOSTS" home/.ssh/known_hosts
+printf '[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n' >home/.gitconfig
+ssh-keygen -q -t ed25519 -N '' -C key-a -f keys-a
+ssh-keygen -q -t ed25519 -N '' -C key-b -f keys-b
+fp_a=$(ssh-keygen -lf keys-a.pub | cut -d' ' -f2)
+fp_b=$(ssh-keygen -lf keys-b.pub | cut -d' ' -f2)
+wait_for dns.out READY
+
+test_user_up "$WORK" claude-code
+test_user_own "$WORK"
+chown -R airlock-git: "$GIT_SSHD_HOME"
+# The user's agent (ssh-agent serves only its own uid) holds both keys.
+"${as_test_user[@]}" ssh-agent -a "$WORK/agent.sock" -s >agent.env
+agent_pid=$(sed -n 's/^SSH_AGENT_PID=\([0-9]*\);.*/\1/p' agent.env)
+"${as_test_user[@]}" env SSH_AUTH_SOCK="$WORK/agent.sock" ssh-add -q keys-a keys-b 2>/dev/null
+rm -f keys-a keys-b  # the agent holds them now
+
+run_agent() {  # run_agent N
+  ip netns exec "$HOST" python3 "$SRC/tests/e2e/mock_model_server.py" --port 0 \
+    --scenario "$SRC/tests/e2e/scenarios/git_ssh.json" --log "mock-$1.log" --gate-dir "$WORK" \
+    --exit-after 1500 --quiet >"mock-$1.out" 2>&1 &
+  mock_pid=$!
+  pids+=($mock_pid)
+  wait_for "mock-$1.out" '^PORT '
+  local port
+  port=$(sed -n 's/^PORT //p' "mock-$1.out")
+  set +e
+  ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
+    XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" \
+    SSH_AUTH_SOCK="$WORK/agent.sock" ANTHROPIC_BASE_URL="http://10.0.2.2:$port" ANTHROPIC_API_KEY=airlock-e2e \
+    "$AIRLOCK" run claude-code -q -w "$WORK/project" --review=auto --host-port "$port" \
+    --git-ssh-agent --git-ssh-key "$fp_a" --git-host git.example.test -- -p "Do the scripted task." \
+    --output-format json </dev/null >"airlock-$1.out" 2>"airlock-$1.err"
+  code=$?
+  set -e
+  kill "$mock_pid" 2>/dev/null || true
+}
+
+# Run 1: A is authorized: the push lands with A; B never shows.
+grep -h "ssh-ed25519" keys-a.pub >"$GIT_SSHD_AUTHORIZED"
+run_agent 1
+[ "$code" = 0 ] || fail "run 1: airlock exited $code: $(cat airlock-1.err) mock: $(cat mock-1.log)"
+grep -q '"step": ' mock-1.log || fail "the model was never reached: $(cat mock-1.log)"
+if grep -q '"violations": \[{' mock-1.log; then fail "run 1: a step went wrong in the VM: $(cat mock-1.log)"; fi
+[ "$(g --git-dir="$GIT_SSHD_HOME/o/r.git" log -1 --format=%s agent-ssh 2>&1)" = "agent over ssh" ] ||
+  fail "agent-ssh did not reach the git host: $(cat "$GIT_SSHD_LOG")"
+grep -q "Accepted publickey for airlock-git from .* $fp_a" "$GIT_SSHD_LOG" || fail "sshd did not accept A: $(cat "$GIT_SSHD_LOG")"
+grep -q "${fp_a#SHA256:}" mock-1.log || fail "the agent in the VM did not list A: $(cat mock-1.log)"
+if grep -q "${fp_b#SHA256:}" mock-1.log "$GIT_SSHD_LOG"; then fail "B (not listed) was seen in the VM or by sshd"; fi
+grep -q 'sign-exit=[1-9]' mock-1.log || fail "a git commit was signed with the forwarded key: $(cat mock-1.log)"
+log=$(ls "$WORK"/state/airlock/sessions/*/egress.log | head -1)
+grep -q 'tcp 192.0.2.11:22 (ssh git.example.test) allowed' "$log" ||
+  fail "no admitted SSH connection in the egress log: $(cat "$log")"
+grep -q "ssh-agent: signed a login as airlock-git with $fp_a" "$log" || fail "no signed login in the egress log: $(cat "$log")"
+grep -q "ssh-agent: refused to sign with $fp_a: the data is not an SSH login" "$log" ||
+  fail "the commit signature's refusal is not in the egress log: $(cat "$log")"
+grep -q 'git: 1 new commit on agent-ssh' airlock-1.err || fail "the review did not import the commit: $(cat airlock-1.err)"
+
+# Run 2: only B is authorized: A is refused and B, not listed, is never offered.
+g --git-dir="$GIT_SSHD_HOME/o/r.git" branch -D agent-ssh >/dev/null
+grep -h "ssh-ed25519" keys-b.pub >"$GIT_SSHD_AUTHORIZED"
+: >"$GIT_SSHD_LOG"  # sshd appends: run 2's lines only
+rm -rf "$WORK/state"
+run_agent 2
+if [ -n "$(g --git-dir="$GIT_SSHD_HOME/o/r.git" branch --list agent-ssh)" ]; then fail "run 2 pushed with a key not listed"; fi
+grep -q 'push-exit=[1-9]' mock-2.log || fail "run 2's push did not fail: $(cat mock-2.log)"
+if grep -q "$fp_b" "$GIT_SSHD_LOG"; then fail "sshd saw B, a key not listed: $(cat "$GIT_SSHD_LOG")"; fi
+grep -q "Failed publickey for airlock-git from .* $fp_a" "$GIT_SSHD_LOG" || fail "run 2 did not even offer A: $(cat "$GIT_SSHD_LOG")"
+echo "PASS: git push over SSH through the forwarded agent"
