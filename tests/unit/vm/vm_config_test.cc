@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "vm/guest_contract.h"
+
 namespace airlock::vm {
 namespace {
 
@@ -105,6 +107,15 @@ TEST(QemuArgs, NetworkIsNoneOrTheEgressTap) {
   EXPECT_TRUE(hasPair(a, "-device", "virtio-net-device,netdev=net0"));
   EXPECT_FALSE(contains(a, "user,id=net0"));
   EXPECT_NE(kernelCmdline(c).find("airlock.net=tap"), std::string::npos);
+}
+
+TEST(QemuArgs, TheSshAgentPortIsAPortOfItsOwnAndTheGuestIsTold) {
+  auto c = sample();
+  EXPECT_EQ(kernelCmdline(c).find("airlock.ssh_agent"), std::string::npos);
+  c.servedPorts.push_back({guest::kSshAgentPort, [](int, const std::function<void(const std::string&)>&) {}});
+  c.ports.push_back({guest::kSshAgentPort, "/run/x/airlock.ssh-agent.sock"});
+  EXPECT_NE(kernelCmdline(c).find(" airlock.ssh_agent=1"), std::string::npos);
+  EXPECT_TRUE(contains(buildQemuArgs(c), "virtserialport,chardev=port1,name=airlock.ssh-agent"));
 }
 
 }  // namespace
