@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/repeatable.h"
 #include "cli/report.h"
+#include "workspace/linked_git_dir.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "session/layout.h"
@@ -84,7 +85,7 @@ int runSnapshot(const HostContext& host, const SnapshotArgs& a) {
       std::fprintf(stderr, "\rsnapshot: %llu/%llu files, %llu MiB", static_cast<unsigned long long>(p.filesDone),
                    static_cast<unsigned long long>(p.filesTotal), static_cast<unsigned long long>(p.bytesDone >> 20));
   };
-  auto res = ws::takeSnapshot(a.workspace, layout.snapshot(), rules->rules, opt);
+  auto res = ws::snapshotWorkspace(a.workspace, layout.snapshot(), rules->rules, opt);
   if (tty) std::fprintf(stderr, "\r\x1b[K");
   if (!res) return reportError(res.error());
   if (auto r = res->manifest.save(layout.manifest()); !r) return reportError(r.error());

@@ -144,18 +144,15 @@ Result<> Runner::takeSnapshot() {
   }
   for (const auto& e : plan_.excludes) rules.addPattern(e);
   for (const auto& w : rules.warnings()) deps_.ui.warn(w);
-  auto snap = ws::takeSnapshot(s.workspace(), layout.snapshot(), rules, ws::SnapshotOptions{});
-  if (!snap) return std::unexpected(snap.error());
   // A linked worktree's repository lies outside it: the snapshot gets a
   // .git directory of its own (linked_git_dir.h).
-  auto linked = ws::findLinkedGitDir(s.workspace());
-  if (!linked) return std::unexpected(linked.error());
-  if (*linked) {
-    if (auto r = ws::addLinkedGitDir(**linked, layout.snapshot(), *snap); !r) return r;
+  std::optional<ws::LinkedGitDir> linked;
+  auto snap = ws::snapshotWorkspace(s.workspace(), layout.snapshot(), rules, ws::SnapshotOptions{}, &linked);
+  if (!snap) return std::unexpected(snap.error());
+  if (linked)
     s.log(fmt::format("snapshot: .git is the repository of this worktree ({}, HEAD and index from {}); the other "
                       "worktrees are left out",
-                      (*linked)->commonDir, (*linked)->gitDir));
-  }
+                      linked->commonDir, linked->gitDir));
   for (const auto& w : snap->warnings) deps_.ui.warn(w);
   if (auto r = snap->manifest.save(layout.manifest()); !r) return r;
   if (auto r = writeFileAtomic(layout.ignore(), rules.userText(), 0600); !r) return r;

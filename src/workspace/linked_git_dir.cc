@@ -161,4 +161,17 @@ Result<> addLinkedGitDir(const LinkedGitDir& linked, const std::string& snapshot
   return {};
 }
 
+Result<SnapshotResult> snapshotWorkspace(const std::string& workspace, const std::string& snapshotDir,
+                                         const IgnoreRules& rules, const SnapshotOptions& options,
+                                         std::optional<LinkedGitDir>* linked) {
+  auto snap = takeSnapshot(workspace, snapshotDir, rules, options);
+  if (!snap) return std::unexpected(snap.error());
+  auto found = findLinkedGitDir(workspace);
+  if (!found) return std::unexpected(found.error());
+  if (*found)
+    if (auto r = addLinkedGitDir(**found, snapshotDir, *snap, options); !r) return std::unexpected(r.error());
+  if (linked) *linked = std::move(*found);
+  return snap;
+}
+
 }  // namespace airlock::workspace

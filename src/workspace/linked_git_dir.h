@@ -52,4 +52,12 @@ Result<std::optional<LinkedGitDir>> findLinkedGitDir(const std::string& workspac
 Result<> addLinkedGitDir(const LinkedGitDir& linked, const std::string& snapshotDir, SnapshotResult& snapshot,
                          const SnapshotOptions& options = {});
 
+/// The snapshot of a workspace that every session (and `airlock snapshot`)
+/// takes: takeSnapshot() of `workspace` into `snapshotDir` and, when it is a
+/// linked worktree, addLinkedGitDir(), whose repository is stored in
+/// `linked` when given. Errors: as either.
+Result<SnapshotResult> snapshotWorkspace(const std::string& workspace, const std::string& snapshotDir,
+                                         const IgnoreRules& rules, const SnapshotOptions& options = {},
+                                         std::optional<LinkedGitDir>* linked = nullptr);
+
 }  // namespace airlock::workspace

@@ -47,18 +47,17 @@ class LinkedGitDir_ : public ::testing::Test {
     writeFile(repo_ + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/HOOK-RAN\n", 0755);
   }
 
-  /// The worktree's snapshot with its repository added, as the session takes it.
+  /// The worktree's snapshot with its repository added, as a session and
+  /// `airlock snapshot` take it.
   SnapshotResult snapshot(const std::vector<std::string>& excludes = {}) {
     IgnoreRules rules;
     for (const auto& e : excludes) rules.addPattern(e);
     fs::create_directories(root_ + "/session");
-    auto snap = takeSnapshot(wt_, snap_(), rules);
+    std::optional<LinkedGitDir> linked;
+    auto snap = snapshotWorkspace(wt_, snap_(), rules, {}, &linked);
     EXPECT_TRUE(snap) << snap.error().message;
-    auto linked = findLinkedGitDir(wt_);
-    EXPECT_TRUE(linked && *linked);
-    if (!snap || !linked || !*linked) return {};
-    auto added = addLinkedGitDir(**linked, snap_(), *snap);
-    EXPECT_TRUE(added) << added.error().message;
+    EXPECT_TRUE(linked);
+    if (!snap) return {};
     return *snap;
   }
   std::string snap_() const { return root_ + "/session/snapshot"; }
