@@ -19,6 +19,7 @@ struct SessionLayout {
   std::string egressLog() const { return dir + "/egress.log"; }   ///< what the firewall allowed and blocked
   std::string reviewed() const { return dir + "/reviewed"; }      ///< the last review's summary line
   std::string pendingChangeSet() const { return dir + "/pending/changes.tar"; }  ///< changes kept for later
+  std::string pendingDecisions() const { return dir + "/pending/decisions"; }    ///< theirs, a line each (pending.h)
   std::string flushJournal() const { return dir + "/flush/journal"; }            ///< an interrupted flush
   std::string reviewLock() const { return dir + "/review.lock"; }  ///< flock held while a review of the session runs
   std::string runLock() const { return dir + "/session.lock"; }   ///< flock held by the process that owns the running session

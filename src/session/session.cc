@@ -19,6 +19,7 @@
 #include "common/sha256.h"
 #include "session/layout.h"
 #include "workspace/changeset.h"
+#include "workspace/review.h"
 
 namespace airlock::session {
 namespace {
@@ -67,10 +68,32 @@ bool sessionRunning(const std::string& sessionDir) {
   return lockHeld(layout.runLock()) || lockHeld(layout.reviewLock());
 }
 
+namespace {
+
+/// Whether the kept changes hold anything a review could still flush: not
+/// only the agent's git metadata, which is never flushed (its commits came
+/// back through git). Unreadable decisions count as flushable.
+bool pendingIsFlushable(const SessionLayout& layout) {
+  if (::access(layout.pendingChangeSet().c_str(), F_OK) != 0) return false;
+  auto decisions = readFile(layout.pendingDecisions(), 64 << 20);
+  if (!decisions) return true;
+  const std::string git = std::string(workspace::decisionName(workspace::Decision::GitMetadata)) + " ";
+  size_t start = 0;
+  while (start < decisions->size()) {
+    size_t end = decisions->find('\n', start);
+    if (end == std::string::npos) end = decisions->size();
+    if (end > start && decisions->compare(start, git.size(), git) != 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool sessionHasPending(const std::string& sessionDir) {
   SessionLayout layout{sessionDir};
   auto has = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
-  if (has(layout.pendingChangeSet()) || has(layout.flushJournal()) || has(layout.keptScratch()) ||
+  if (pendingIsFlushable(layout) || has(layout.flushJournal()) || has(layout.keptScratch()) ||
       (has(layout.changeSet()) && !has(layout.reviewed())))
     return true;
   // A flush runs in the review's staging directory (review-XXXXXX/flush).

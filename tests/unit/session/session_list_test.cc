@@ -144,6 +144,29 @@ TEST_F(SessionList, StatesFollowTheDirectoryAndTheRunLock) {
   EXPECT_EQ(listSessions(state_.path()).size(), 1u);
 }
 
+// Kept changes that are only the agent's git metadata (never flushed: its
+// commits came back through git) leave nothing to review: the session is
+// not "pending review", and `airlock rm` needs no --force.
+TEST_F(SessionList, KeptGitMetadataAloneIsNotPendingReview) {
+  auto s = Session::open(state_.path(), workspace_.path(), "job", "claude-code");
+  ASSERT_TRUE(s) << s.error().message;
+  const std::string dir = (*s)->dir();
+  s->reset();
+  SessionLayout layout{dir};
+  ASSERT_TRUE(writeFileAtomic(layout.exitCode(), "0\n", 0600));
+  ASSERT_TRUE(writeFileAtomic(layout.changeSet(), std::string(1024, '\0'), 0600));
+  ASSERT_TRUE(writeFileAtomic(layout.reviewed(), "review (auto): 1 flushed\n", 0600));
+  ASSERT_TRUE(makeDirs(dir + "/pending", 0700));
+  ASSERT_TRUE(writeFileAtomic(layout.pendingChangeSet(), std::string(1024, '\0'), 0600));
+  EXPECT_TRUE(sessionHasPending(dir)) << "kept changes without their decisions count as pending";
+  ASSERT_TRUE(writeFileAtomic(layout.pendingDecisions(), "git metadata .git/index\ngit metadata .git/refs/heads/fix\n", 0600));
+  EXPECT_FALSE(sessionHasPending(dir));
+  EXPECT_EQ(stateText(listSessions(state_.path()).front()), "exited (0)");
+  ASSERT_TRUE(writeFileAtomic(layout.pendingDecisions(), "git metadata .git/index\nheld back Makefile\n", 0600));
+  EXPECT_TRUE(sessionHasPending(dir));
+  EXPECT_EQ(stateText(listSessions(state_.path()).front()), "pending review");
+}
+
 TEST(AttachFrames, RoundTripSplitAnywhere) {
   std::string wire = encodeAttachFrame(AttachFrameType::kInput, "keys") + encodeResize(30, 100) +
                      encodeAttachFrame(AttachFrameType::kOutput, std::string(70000 % kMaxFramePayload, 'o')) +
