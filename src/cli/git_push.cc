@@ -8,6 +8,7 @@
 #include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "egress/addresses.h"
+#include "egress/policy.h"
 #include "secrets/credential_broker.h"
 #include "secrets/fixed_token.h"
 
@@ -18,21 +19,13 @@ namespace {
 constexpr size_t kMaxGitPushBytes = size_t{128} << 20;
 constexpr unsigned kGitRequestsAtOnce = 2;
 
+/// A host name as --allow-host takes it (egress::parseHostRule), already in
+/// lower case, with an optional port; no wildcard (the broker and the SSH
+/// rule name one host).
 bool validHost(const std::string& host) {
-  const size_t colon = host.find(':');
-  const std::string name = host.substr(0, colon);
-  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.' || name.front() == '-' ||
-      name.find("..") != std::string::npos)
-    return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  if (colon == std::string::npos) return true;
-  const std::string port = host.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return false;
-  const int n = std::stoi(port);
-  return n > 0 && n < 65536;
+  auto rule = egress::parseHostRule(host);
+  if (!rule || rule->pattern.starts_with("*.")) return false;
+  return host == (rule->ports.empty() ? rule->pattern : fmt::format("{}:{}", rule->pattern, rule->ports[0]));
 }
 
 /// "env:NAME" or "secret:NAME"; the error never holds `source` (a token given by mistake).

@@ -54,7 +54,8 @@ TEST_F(GitPush, HostsDefaultToGithubAndMustBeHostNames) {
   EXPECT_EQ(*gitPushHosts(withGit("env:GH_TOKEN", {"gitlab.com", "git.example.com:8443", "gitlab.com"})),
             (std::vector<std::string>{"git.example.com:8443", "gitlab.com"}));
   for (const char* bad :
-       {"GitHub.com", "https://github.com", "github.com/o", "a..b", ".x", "x:0", "x:99999", "x:", "a b", "x/../y"}) {
+       {"GitHub.com", "https://github.com", "github.com/o", "a..b", ".x", "x:0", "x:99999", "x:", "a b", "x/../y",
+        "*.github.com", "192.0.2.1", "[::1]:22", "github.com:022"}) {
     auto hosts = gitPushHosts(withGit("env:GH_TOKEN", {bad}));
     ASSERT_FALSE(hosts) << bad;
     EXPECT_EQ(hosts.error().code, exit_code::kUsage);
