@@ -1,7 +1,12 @@
 #include "cli/git_ssh_agent.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -10,11 +15,17 @@
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/subprocess.h"
+#include "common/visible_text.h"
 #include "secrets/ssh_agent_filter.h"
 #include "vm/guest_contract.h"
 
 namespace airlock::cli {
 namespace {
+
+/// How long a confirmation may wait for its answer, and how many refusals
+/// end the questions for the session (a guest must not pester the user).
+constexpr auto kConfirmTimeout = std::chrono::seconds(60);
+constexpr int kRefusalsBeforeNoMoreQuestions = 3;
 
 /// The guest's ~/.ssh/config: the relayed agent, and the server's key
 /// checked against the known_hosts airlock writes.
@@ -30,22 +41,43 @@ std::string guestSshConfig() {
       guest::kSshAgentSocket, guest::kSshAgentSocket);
 }
 
-/// Asks $SSH_ASKPASS (OpenSSH's confirm convention) whether a login may be made.
-std::function<bool(const secrets::SshLoginRequest&)> askpassConfirm(const HostContext& host, std::string askpass,
-                                                                     std::string sessionLabel) {
-  std::vector<std::string> env = {"SSH_ASKPASS_PROMPT=confirm"};
-  for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR"})
-    if (std::string value = host.getEnv(name); !value.empty()) env.push_back(std::string(name) + "=" + value);
-  return [askpass = std::move(askpass), env = std::move(env), sessionLabel = std::move(sessionLabel)](
-             const secrets::SshLoginRequest& login) {
-    std::vector<std::string> argv = {"env"};
-    argv.insert(argv.end(), env.begin(), env.end());
-    argv.push_back(askpass);
-    argv.push_back(fmt::format("airlock: allow {} to log in as {} with your key {}{}?", sessionLabel, login.user,
-                               login.fingerprint,
-                               login.hostKeyFingerprint.empty() ? "" : " on the server " + login.hostKeyFingerprint));
-    auto answered = runCommand(argv);
-    return answered && answered->exitCode == 0;
+using Confirm = std::function<bool(const secrets::SshLoginRequest&, const std::function<bool()>& cancelled)>;
+
+/// Asks $SSH_ASKPASS (OpenSSH's confirm convention: SSH_ASKPASS_PROMPT=confirm,
+/// exit 0 allows) whether a login may be made; no answer within
+/// kConfirmTimeout, or the session stopping, refuses it.
+Confirm askpassConfirm(const HostContext& host, std::string askpass, std::string sessionLabel) {
+  std::vector<std::string> prefix = {findProgram("env"), "SSH_ASKPASS_PROMPT=confirm"};
+  for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"})
+    if (std::string value = host.getEnv(name); !value.empty()) prefix.push_back(std::string(name) + "=" + value);
+  prefix.push_back(std::move(askpass));
+  auto refusals = std::make_shared<int>(0);
+  return [prefix = std::move(prefix), sessionLabel = std::move(sessionLabel), refusals](
+             const secrets::SshLoginRequest& login, const std::function<bool()>& cancelled) {
+    if (*refusals >= kRefusalsBeforeNoMoreQuestions) return false;
+    std::vector<std::string> argv = prefix;
+    argv.push_back(visibleText(fmt::format(
+        "airlock: allow {} to log in as {} with your key {}{}?", sessionLabel, login.user, login.fingerprint,
+        login.hostKeyFingerprint.empty() ? "" : " on the server whose key is " + login.hostKeyFingerprint)));
+    bool allowed = false;
+    if (auto pid = spawnTied(argv, SpawnOptions{})) {
+      const auto deadline = std::chrono::steady_clock::now() + kConfirmTimeout;
+      int status = 0;
+      for (;;) {
+        if (waitpid(*pid, &status, WNOHANG) == *pid) {
+          allowed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+          break;
+        }
+        if (cancelled() || std::chrono::steady_clock::now() > deadline) {
+          kill(-*pid, SIGKILL);  // its own process group: the dialog too
+          waitpid(*pid, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    if (!allowed) ++*refusals;
+    return allowed;
   };
 }
 
@@ -53,19 +85,20 @@ std::function<bool(const secrets::SshLoginRequest&)> askpassConfirm(const HostCo
 
 Result<std::vector<std::string>> gitSshKeys(const config::Settings& settings) {
   if (!settings.gitSshAgent.value) {
-    if (!settings.gitSshKeys.empty())
-      return failWith(exit_code::kUsage,
-                      "--git-ssh-key (git_ssh_keys) names keys for --git-ssh-agent; add --git-ssh-agent (or "
-                      "git_ssh_agent: true in your config)");
+    for (const auto& k : settings.gitSshKeys)
+      if (k.layer == config::Layer::kFlag)
+        return failWith(exit_code::kUsage,
+                        "--git-ssh-key names a key for --git-ssh-agent; add --git-ssh-agent (or git_ssh_agent: true "
+                        "in your config)");
     return std::vector<std::string>{};
   }
   std::vector<std::string> keys;
   for (const auto& k : settings.gitSshKeys) {
     if (!secrets::isSshFingerprint(k.value))
       return failWith(exit_code::kUsage,
-                      "--git-ssh-key takes a key's fingerprint as `ssh-add -l` prints it (SHA256: and 43 "
-                      "characters), got '{}'",
-                      k.value);
+                      "--git-ssh-key (git_ssh_keys) takes a key's fingerprint as `ssh-add -l` prints it (SHA256: and "
+                      "43 characters), got '{}'",
+                      visibleText(k.value));
     if (std::find(keys.begin(), keys.end(), k.value) == keys.end()) keys.push_back(k.value);
   }
   if (keys.empty())
@@ -75,24 +108,17 @@ Result<std::vector<std::string>> gitSshKeys(const config::Settings& settings) {
   return keys;
 }
 
-std::vector<egress::HostRule> gitSshRules(const std::vector<std::string>& gitHosts) {
-  std::vector<egress::HostRule> rules;
-  for (const auto& h : gitHosts) {
-    egress::HostRule rule{h.substr(0, h.find(':')), {22}};
-    if (std::none_of(rules.begin(), rules.end(), [&](const egress::HostRule& r) { return r.pattern == rule.pattern; }))
-      rules.push_back(std::move(rule));
-  }
-  return rules;
+std::vector<std::string> knownHostsFiles(const std::string& home) {
+  return {home + "/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"};
 }
 
-Result<> applyGitSshAgent(const HostContext& host, const config::Settings& settings, session::Plan& plan) {
+Result<> applyGitSshAgent(const HostContext& host, const config::Settings& settings, session::Plan& plan,
+                          const std::vector<std::string>& knownHostsFiles) {
   auto keys = gitSshKeys(settings);
   if (!keys) return std::unexpected(keys.error());
   if (keys->empty()) return {};
   auto hosts = gitPushHosts(settings);
   if (!hosts) return std::unexpected(hosts.error());
-  if (!plan.machine.egress)
-    return failWith(exit_code::kUsage, "--git-ssh-agent needs the VM on the network (an egress profile)");
   const std::string socket = host.getEnv("SSH_AUTH_SOCK");
   if (socket.empty())
     return failWith(exit_code::kUsage,
@@ -107,17 +133,21 @@ Result<> applyGitSshAgent(const HostContext& host, const config::Settings& setti
       return failWith(exit_code::kUsage, "--git-ssh-key {}: your SSH agent does not hold that key; ssh-add it "
                                          "(`ssh-add -l` lists what it holds)",
                       key);
+  std::vector<std::string> names;
+  for (const auto& h : *hosts)
+    if (std::string name = h.substr(0, h.find(':')); std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
   std::string knownHosts;
-  const std::string files[] = {host.dirs.home + "/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"};
-  for (const auto& rule : gitSshRules(*hosts)) {
+  for (const auto& name : names) {
     std::string lines;
-    for (const auto& file : files)
-      if (auto text = readFile(file, 16 << 20)) lines += knownHostsFor(*text, rule.pattern);
+    for (const auto& file : knownHostsFiles)
+      if (auto text = readFile(file, 16 << 20)) lines += knownHostsFor(*text, name);
     if (lines.empty())
       return failWith(exit_code::kUsage,
                       "--git-ssh-agent: {} has no line for {}, so ssh in the VM could not check the server; connect "
                       "once from this host (ssh -T git@{}) and check the key it shows",
-                      files[0], rule.pattern, rule.pattern);
+                      knownHostsFiles.empty() ? std::string("no known_hosts file") : knownHostsFiles.front(), name,
+                      name);
     knownHosts += lines;
   }
   secrets::SshAgentFilterOptions options;
@@ -137,7 +167,7 @@ Result<> applyGitSshAgent(const HostContext& host, const config::Settings& setti
          withLog.log = log;
          secrets::SshAgentFilter(std::move(withLog)).serve(port);
        }});
-  for (auto& rule : gitSshRules(*hosts)) plan.machine.egress->hosts.push_back(std::move(rule));
+  std::erase_if(plan.exec.env, [](const std::string& e) { return e.starts_with("SSH_AUTH_SOCK="); });
   plan.exec.env.push_back(std::string("SSH_AUTH_SOCK=") + guest::kSshAgentSocket);
   plan.homeFiles.push_back({".ssh/config", guestSshConfig()});
   plan.homeFiles.push_back({".ssh/known_hosts", knownHosts});

@@ -219,7 +219,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   for (const auto& [k, v] : *env) plan.exec.env.push_back(k + "=" + v);
   plan.exec.uid = plan.exec.gid = agentUid;
   plan.exec.cwd = guest::kWorkspace;
-  if (auto r = applyGitSshAgent(host, settings, plan); !r) return std::unexpected(r.error());
+  if (auto r = applyGitSshAgent(host, settings, plan, knownHostsFiles(host.dirs.home)); !r) return std::unexpected(r.error());
   if (setup.login)
     if (auto r = setup.login->applyToPlan(plan); !r) return std::unexpected(r.error());
   return setup;

@@ -26,6 +26,8 @@ void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
   cmd.add_flag("--git-ssh-agent", flags.gitSshAgent,
                "Let the agent's git push over SSH with your SSH agent ($SSH_AUTH_SOCK): the listed keys only, SSH "
                "logins only, port 22 of the --git-host hosts only; no key enters the VM");
+  cmd.add_flag("--no-git-ssh-agent", flags.noGitSshAgent, "Do not forward your SSH agent this time (git_ssh_agent)")
+      ->excludes("--git-ssh-agent");
   repeatable(cmd.add_option("--git-ssh-key", flags.gitSshKeys,
                             "A key --git-ssh-agent offers, by fingerprint as `ssh-add -l` prints it (SHA256:...); "
                             "repeatable"));
@@ -57,6 +59,7 @@ config::ConfigLayer flagLayer(const PolicyFlags& args) {
   if (!args.gitToken.empty()) flags.gitToken = args.gitToken;
   flags.gitHosts = args.gitHosts;
   if (args.gitSshAgent) flags.gitSshAgent = true;
+  if (args.noGitSshAgent) flags.gitSshAgent = false;
   flags.gitSshKeys = args.gitSshKeys;
   if (args.gitSshConfirm) flags.gitSshConfirm = true;
   return flags;

@@ -22,6 +22,7 @@ struct PolicyFlags {
   std::string gitToken;               ///< --git-token: env:NAME or secret:NAME
   std::vector<std::string> gitHosts;  ///< --git-host: where --git-token or --git-ssh-agent is used (default github.com)
   bool gitSshAgent = false;             ///< --git-ssh-agent
+  bool noGitSshAgent = false;           ///< --no-git-ssh-agent: off for this run, whatever the config says
   std::vector<std::string> gitSshKeys;  ///< --git-ssh-key: fingerprints
   bool gitSshConfirm = false;           ///< --git-ssh-confirm
   std::vector<std::string> env;       ///< -e/--env NAME or NAME=VALUE

@@ -106,8 +106,11 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, const std
       resetInterruptsInChild();
       prctl(PR_SET_PDEATHSIG, SIGINT);
       if (getppid() != parent) _exit(127);
-      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     }
+    // The command starts with no signal blocked, whatever thread ran it.
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);

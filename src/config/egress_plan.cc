@@ -61,6 +61,14 @@ EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) 
     std::from_chars(text.data() + colon + 1, text.data() + text.size(), port);
     addHost(plan.hosts, text.substr(0, colon), {port}, "allow_hosts", entry.layer);
   }
+  // --git-ssh-agent: port 22 of each git host (cli/git_ssh_agent.h), before
+  // remove_hosts, which may still close it.
+  if (settings.gitSshAgent.value) {
+    std::vector<std::string> gitHosts;
+    for (const auto& h : settings.gitHosts) gitHosts.push_back(h.value.substr(0, h.value.find(':')));
+    if (gitHosts.empty()) gitHosts.push_back("github.com");
+    for (const auto& h : gitHosts) addHost(plan.hosts, h, {kSshPort}, "git_ssh_agent", settings.gitSshAgent.layer);
+  }
   for (const auto& entry : settings.removeHosts) {
     std::string host = entry.value.substr(0, entry.value.find(':'));
     auto it = std::remove_if(plan.hosts.begin(), plan.hosts.end(), [&](const AllowedHost& h) { return h.host == host; });

@@ -15,12 +15,14 @@ namespace airlock::config {
 
 /// The port allowed for a host listed without ":PORT" (TLS only).
 inline constexpr unsigned kHttpsPort = 443;
+/// What --git-ssh-agent opens on the git hosts.
+inline constexpr unsigned kSshPort = 22;
 
 /// One allowed host.
 struct AllowedHost {
   std::string host;             ///< DNS name
   std::vector<unsigned> ports;  ///< allowed TCP ports
-  std::string why;              ///< "model API", "common developer host", "agent extra host", "allow_hosts"
+  std::string why;              ///< "model API", "common developer host", "agent extra host", "allow_hosts", "git_ssh_agent"
   Layer layer = Layer::kBuiltin;
 
   bool operator==(const AllowedHost&) const = default;
@@ -42,7 +44,8 @@ const std::vector<std::string>& commonDeveloperHosts();
 /// standard = those + commonDeveloperHosts() + the agent's extra hosts;
 /// permissive = any host. allow_hosts entries (HOST or HOST:PORT) are added
 /// in standard and locked, then remove_hosts entries are taken out.
-/// Hosts without a port get kHttpsPort.
+/// Hosts without a port get kHttpsPort. With git_ssh_agent, each git host
+/// (git_hosts without their ports, or github.com) gets kSshPort.
 EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings);
 
 /// The policy the egress firewall enforces for `plan`, with the host loopback

@@ -109,7 +109,10 @@ class RepoTightener {
       ignore("extra_ca_certs: " + *l.extraCaCerts, "a repo config cannot add a certificate authority the agent trusts");
     if (l.gitToken) ignore("git_token: " + *l.gitToken, "a repo config cannot hand your git token to the agent");
     for (const auto& h : l.gitHosts) ignore("git_hosts: " + h, "a repo config cannot choose where your git token goes");
-    if (l.gitSshAgent == true) ignore("git_ssh_agent: true", "a repo config cannot hand your SSH agent to the agent");
+    if (l.gitSshAgent == true)
+      ignore("git_ssh_agent: true", "a repo config cannot hand your SSH agent to the agent");
+    else if (l.gitSshAgent)
+      s_.gitSshAgent = {false, Layer::kRepo};
     for (const auto& k : l.gitSshKeys) ignore("git_ssh_keys: " + k, "a repo config cannot choose which of your SSH keys are used");
     if (l.gitSshConfirm == true)
       s_.gitSshConfirm = {true, Layer::kRepo};

@@ -124,7 +124,7 @@ SshIdentification sshIdentification(std::string_view bytes) {
   constexpr size_t kMaxLine = 255;
   const size_t head = std::min(bytes.size(), kPrefix.size());
   if (bytes.substr(0, head) != kPrefix.substr(0, head)) return SshIdentification::kNo;
-  for (size_t i = 0; i < bytes.size() && i < kMaxLine; ++i) {
+  for (size_t i = 0; i < bytes.size() && i + 1 < kMaxLine; ++i) {  // CR LF included
     const char c = bytes[i];
     if (c == '\r') return i + 1 < bytes.size() ? (bytes[i + 1] == '\n' && i >= kPrefix.size() + 1 ? SshIdentification::kYes
                                                                                              : SshIdentification::kNo)

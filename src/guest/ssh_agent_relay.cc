@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,7 +21,9 @@ namespace {
 
 constexpr uint32_t kMaxMessage = 256 * 1024;  // OpenSSH's AGENT_MAX_LEN
 constexpr size_t kMaxClients = 16;
-constexpr int kReplyTimeoutMs = 10 * 60 * 1000;  // the host may be asking the user
+// The host answers within minutes (its agent and the user's confirmation
+// have deadlines); a client waits at most this long, then gets a failure.
+constexpr int kReplyTimeoutSeconds = 5 * 60;
 
 uint32_t lengthOf(const std::string& buf) {
   return (uint32_t{static_cast<uint8_t>(buf[0])} << 24) | (uint32_t{static_cast<uint8_t>(buf[1])} << 16) |
@@ -54,8 +57,8 @@ struct Client {
 [[noreturn]] void relay(int listener, int port) {
   std::vector<Client> clients;
   std::string fromPort;
-  int waiting = -1;  // the fd whose request is at the host; -2: its client left
-  int waitedMs = 0;
+  int waiting = -1;  // the fd whose request is at the host; -2: its client left (or gave up)
+  timespec sent{};
   const std::string failure("\0\0\0\1\5", 5);  // SSH_AGENT_FAILURE
   auto drop = [&](size_t i) {
     if (clients[i].fd == waiting) waiting = -2;
@@ -70,7 +73,7 @@ struct Client {
       if (!writeAllFd(port, clients[i].in.data(), static_cast<size_t>(whole))) _exit(1);
       clients[i].in.erase(0, static_cast<size_t>(whole));
       waiting = clients[i].fd;
-      waitedMs = 0;
+      clock_gettime(CLOCK_MONOTONIC, &sent);
     }
     std::vector<pollfd> fds;
     fds.push_back({port, static_cast<short>(waiting != -1 ? POLLIN : 0), 0});
@@ -78,12 +81,19 @@ struct Client {
     for (const auto& c : clients) fds.push_back({c.fd, POLLIN, 0});
     int ready = poll(fds.data(), fds.size(), 1000);
     if (ready < 0 && errno != EINTR) _exit(1);
-    if (waiting != -1 && (waitedMs += 1000) > kReplyTimeoutMs) _exit(1);
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (waiting >= 0 && now.tv_sec - sent.tv_sec > kReplyTimeoutSeconds) {
+      // Its late reply, when it comes, is dropped: the stream stays in step.
+      (void)!send(waiting, failure.data(), failure.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      waiting = -2;
+    }
     if (ready <= 0) continue;
+    ssize_t fromHost = 0;
     if (fds[0].revents & POLLIN) {
       char buf[65536];
-      ssize_t n = read(port, buf, sizeof buf);
-      if (n > 0) fromPort.append(buf, static_cast<size_t>(n));
+      fromHost = read(port, buf, sizeof buf);
+      if (fromHost > 0) fromPort.append(buf, static_cast<size_t>(fromHost));
       long whole = wholeMessage(fromPort);
       if (whole < 0 || fromPort.size() > 4 + kMaxMessage) _exit(1);  // the host would never do this
       if (whole > 0) {
@@ -92,11 +102,13 @@ struct Client {
         fromPort.erase(0, static_cast<size_t>(whole));
         waiting = -1;
       }
-    } else if (fds[0].revents & (POLLHUP | POLLERR)) {
+    }
+    if (fromHost <= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       // The host end is gone: nobody will answer.
       for (auto& c : clients)
         if (c.fd == waiting) (void)!send(c.fd, failure.data(), failure.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       waiting = -1;
+      fromPort.clear();
       usleep(100000);
     }
     if (fds[1].revents & POLLIN) {

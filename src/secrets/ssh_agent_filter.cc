@@ -1,5 +1,6 @@
 #include "secrets/ssh_agent_filter.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -10,7 +11,6 @@
 #include <openssl/sha.h>
 
 #include "common/encoding.h"
-#include "common/visible_text.h"
 
 namespace airlock::secrets {
 namespace {
@@ -27,6 +27,17 @@ constexpr uint8_t kUserauthRequest = 50;
 constexpr uint32_t kLoginSignFlags = 2 | 4;
 // A session identifier is an exchange hash: SHA-1 to SHA-512 (20 to 64 bytes).
 constexpr size_t kMinSessionId = 20, kMaxSessionId = 64;
+// A login's user name: what git hosts and people use, nothing to escape.
+constexpr size_t kMaxUserName = 64;
+// How long the host's agent may take (a key that asks for a touch or a PIN).
+constexpr time_t kAgentTimeoutSeconds = 120;
+
+bool plainUserName(std::string_view user) {
+  return !user.empty() && user.size() <= kMaxUserName && std::all_of(user.begin(), user.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '@' || c == '+' || c == '-';
+  });
+}
 
 /// Reads SSH wire types (RFC 4251 section 5) from a buffer; any read past
 /// the end marks it bad.
@@ -111,7 +122,7 @@ std::optional<SshLoginRequest> parseLogin(std::string_view data, std::string_vie
   auto user = r.string();
   auto service = r.string();
   auto method = r.string();
-  if (!user || service != "ssh-connection" || !method) return std::nullopt;
+  if (!user || !plainUserName(*user) || service != "ssh-connection" || !method) return std::nullopt;
   const bool hostbound = *method == "publickey-hostbound-v00@openssh.com";
   if (!hostbound && *method != "publickey") return std::nullopt;
   if (r.byte() != 1) return std::nullopt;
@@ -152,12 +163,12 @@ Result<Fd> connectSshAgent(const std::string& path) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return fail("cannot create a socket: {}", errnoText(errno));
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return fail("cannot reach the SSH agent at {}: {}", path, errnoText(errno));
-  // A stuck agent must not hold the guest's request forever.
-  timeval timeout{30, 0};
+  // A stuck agent must not hold the guest's request (or the session's stop) forever.
+  timeval timeout{kAgentTimeoutSeconds, 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail("cannot reach the SSH agent at {}: {}", path, errnoText(errno));
   return fd;
 }
 
@@ -178,6 +189,19 @@ Result<std::vector<std::string>> agentFingerprints(Fd agent) {
   }
   if (!count) return fail("the SSH agent's list of keys is malformed");
   return out;
+}
+
+bool SshAgentFilter::withinRate() {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(recentLogins_, [&](auto t) { return now - t > std::chrono::minutes(1); });
+  if (recentLogins_.size() >= kMaxLoginsPerMinute) {
+    if (!rateLogged_) log(fmt::format("refusing logins: over {} in a minute", kMaxLoginsPerMinute));
+    rateLogged_ = true;
+    return false;
+  }
+  rateLogged_ = false;
+  recentLogins_.push_back(now);
+  return true;
 }
 
 void SshAgentFilter::log(const std::string& line) const {
@@ -207,7 +231,7 @@ std::optional<std::string> SshAgentFilter::identities() {
         options_.fingerprints.end())
       continue;
     putString(kept, *blob);
-    putString(kept, *comment);
+    putString(kept, fingerprint);
     ++keptCount;
   }
   std::string answer(1, static_cast<char>(kIdentitiesAnswer));
@@ -235,9 +259,14 @@ std::string SshAgentFilter::sign(std::string_view contents) {
     log(fmt::format("refused to sign with {}: the data is not an SSH login (only logins are signed)", fingerprint));
     return failure();
   }
-  const std::string who = fmt::format("a login as {} with {}{}", visibleText(login->user), fingerprint,
+  const std::string who = fmt::format("a login as {} with {}{}", login->user, fingerprint,
                                       login->hostKeyFingerprint.empty() ? "" : " to host key " + login->hostKeyFingerprint);
-  if (options_.confirm && !options_.confirm(*login)) {
+  if (!withinRate()) return failure();
+  auto cancelled = [this] {
+    pollfd p{port_, POLLRDHUP, 0};
+    return port_ >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0;
+  };
+  if (options_.confirm && !options_.confirm(*login, cancelled)) {
     log("not confirmed: " + who);
     return failure();
   }
@@ -248,7 +277,10 @@ std::string SshAgentFilter::sign(std::string_view contents) {
   }
   std::string request(1, static_cast<char>(kSignRequest));
   request += contents;
-  if (!writeMessage(agent->get(), request)) return failure();
+  if (!writeMessage(agent->get(), request)) {
+    log(fmt::format("could not ask the host's agent to sign {}: {}", who, errnoText(errno)));
+    return failure();
+  }
   auto reply = readMessage(agent->get());
   if (!reply || reply->empty() || static_cast<uint8_t>((*reply)[0]) != kSignResponse) {
     log("the host's agent did not sign " + who);
@@ -272,6 +304,7 @@ std::string SshAgentFilter::answer(std::string_view request) {
 }
 
 void SshAgentFilter::serve(int fd) {
+  port_ = fd;
   for (;;) {
     auto request = readMessage(fd);
     if (!request) {

@@ -2,16 +2,20 @@
 // The host end of --git-ssh-agent: answers the guest's SSH agent requests
 // (carried over the virtio-serial port guest::kSshAgentPort, no network
 // path) with the host's own agent, but only
-//   - lists the keys whose fingerprint the user listed (--git-ssh-key), and
+//   - lists the keys whose fingerprint the user listed (--git-ssh-key),
+//     each with its fingerprint as its comment (not the host's comment,
+//     which names a user and machine), and
 //   - signs with such a key only data that is an SSH login (a
 //     SSH_MSG_USERAUTH_REQUEST for "publickey" with that very key, RFC 4252
-//     section 7, or OpenSSH's publickey-hostbound-v00), optionally after the
-//     user confirmed it;
+//     section 7, or OpenSSH's publickey-hostbound-v00) as a plain user name
+//     (at most 64 of [A-Za-z0-9._@+-]), at most kMaxLoginsPerMinute, and
+//     optionally after the user confirmed it;
 // every other request (adding, removing or locking keys, extensions, signing
 // anything else: git commits, tokens) gets SSH_AGENT_FAILURE. The protocol
 // is draft-ietf-sshm-ssh-agent (OpenSSH's PROTOCOL.agent): each message is
 // a u32 length, then a type byte and its contents; at most 256 KiB.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -26,6 +30,9 @@ namespace airlock::secrets {
 
 /// The most bytes of one agent message (OpenSSH's AGENT_MAX_LEN).
 inline constexpr uint32_t kMaxAgentMessage = 256 * 1024;
+/// Logins signed (or asked about) in any minute; beyond, refused: a git
+/// push makes one, and a guest must not flood the host agent or the log.
+inline constexpr size_t kMaxLoginsPerMinute = 30;
 
 /// OpenSSH's fingerprint of a public key blob: "SHA256:" and the unpadded
 /// base64 of its SHA-256 (what `ssh-add -l` and `ssh-keygen -lf` print).
@@ -48,8 +55,10 @@ struct SshAgentFilterOptions {
   std::vector<std::string> fingerprints;
   /// Opens a connection to the host's agent (a unix socket).
   std::function<Result<Fd>()> connectAgent;
-  /// Asked before each signature; false refuses it. Unset: no question.
-  std::function<bool(const SshLoginRequest&)> confirm;
+  /// Asked before each signature; false refuses it. `cancelled()` turns
+  /// true when the stream being served ended (the VM stopped): stop asking
+  /// and refuse. Unset: no question.
+  std::function<bool(const SshLoginRequest&, const std::function<bool()>& cancelled)> confirm;
   /// One line per signature made or refused (the session's egress log).
   std::function<void(const std::string&)> log;
 };
@@ -83,7 +92,12 @@ class SshAgentFilter {
   std::optional<std::string> identities();
   std::string sign(std::string_view contents);
   void log(const std::string& line) const;
+  /// Whether another login fits in the last minute's budget (records it).
+  bool withinRate();
   SshAgentFilterOptions options_;
+  int port_ = -1;  ///< the stream serve() reads, for cancelled()
+  std::vector<std::chrono::steady_clock::time_point> recentLogins_;
+  bool rateLogged_ = false;
 };
 
 }  // namespace airlock::secrets

@@ -19,6 +19,7 @@
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/thread_signals.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
 #include "common/visible_text.h"
@@ -76,9 +77,9 @@ Result<Fd> connectSocket(const std::string& path, const std::function<bool()>& a
     if (!fd) return fail("cannot create a socket: {}", errnoText(errno));
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
     int e = errno;
-    if (!alive()) return fail("QEMU exited before its console socket was ready");
+    if (!alive()) return fail("QEMU exited before its socket {} was ready", path);
     if (std::chrono::steady_clock::now() > deadline)
-      return fail("cannot connect to the VM's console socket {}: {}", path, errnoText(e));
+      return fail("cannot connect to the VM's socket {}: {}", path, errnoText(e));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -261,6 +262,7 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     auto port = connectSocket(ownDir + "/" + served.name + ".sock", alive, std::chrono::seconds(30));
     if (!port) return failWith(exit_code::kVmFailed, "{}", port.error().message);
     vm->services_.emplace_back([serve = served.serve, fd = port->get(), log = config.serviceLog] {
+      blockSignalsInThisThread();  // the main thread's signalfd takes them (common/thread_signals.h)
       serve(fd, log ? log : [](const std::string&) {});
     });
     vm->servicePorts_.push_back(std::move(*port));

@@ -53,6 +53,31 @@ TEST(EgressPolicyTest, StandardAddsDeveloperAndExtraHostsMinusRemoved) {
   EXPECT_FALSE(policy->allowsName("evil.example.net"));
 }
 
+// --git-ssh-agent opens port 22 of the git hosts (by name, whatever port
+// the HTTPS side names) and nothing else; remove_hosts still closes one.
+TEST(EgressPolicyTest, TheSshAgentOpensPort22OfTheGitHostsOnly) {
+  Settings s = settingsFor(EgressProfile::kLocked);
+  s.gitSshAgent = {true, Layer::kFlag};
+  auto plan = egressPlan(agentWithHosts(), s);
+  auto policy = egressPolicy(plan, {});
+  ASSERT_TRUE(policy) << policy.error().message;
+  EXPECT_TRUE(policy->allowsConnection("github.com", 22)) << "the default git host";
+  EXPECT_FALSE(policy->allowsConnection("github.com", 443)) << "locked: HTTPS to github.com stays closed";
+  EXPECT_FALSE(policy->allowsConnection("api.anthropic.com", 22));
+  EXPECT_EQ(plan.hosts.back().why, "git_ssh_agent");
+  s = settingsFor(EgressProfile::kStandard, {}, {"gitlab.com"});
+  s.gitSshAgent = {true, Layer::kUser};
+  s.gitHosts = {{"git.example.com:8443", Layer::kFlag}, {"gitlab.com", Layer::kUser}};
+  policy = egressPolicy(egressPlan(agentWithHosts(), s), {});
+  ASSERT_TRUE(policy) << policy.error().message;
+  EXPECT_TRUE(policy->allowsConnection("git.example.com", 22));
+  EXPECT_FALSE(policy->allowsConnection("github.com", 22)) << "not a git host here";
+  EXPECT_TRUE(policy->allowsConnection("github.com", 443));
+  EXPECT_FALSE(policy->allowsName("gitlab.com")) << "remove_hosts wins";
+  s.gitSshAgent = {false, Layer::kBuiltin};
+  EXPECT_FALSE(egressPolicy(egressPlan(agentWithHosts(), s), {})->allowsConnection("git.example.com", 22));
+}
+
 TEST(EgressPolicyTest, PermissiveAllowsAnyNameAndPortAndKeepsHostPorts) {
   auto policy = egressPolicy(egressPlan(agentWithHosts(), settingsFor(EgressProfile::kPermissive)), {{11434, 8000}});
   ASSERT_TRUE(policy);

@@ -253,6 +253,8 @@ const Row kRows[] = {
      }},
     {"git_ssh_agent_repo", Layer::kRepo, "git_ssh_agent: true",
      [](const Settings& s) { return s.gitSshAgent == Sourced{false, Layer::kBuiltin}; }, "cannot hand your SSH agent"},
+    {"git_ssh_agent_repo_off", Layer::kRepo, "git_ssh_agent: false",
+     [](const Settings& s) { return s.gitSshAgent == Sourced{false, Layer::kRepo}; }, nullptr, "git_ssh_agent: true"},
     {"git_ssh_keys_repo", Layer::kRepo, "git_ssh_keys: [SHA256:evil]",
      [](const Settings& s) { return s.gitSshKeys.empty(); }, "cannot choose which of your SSH keys"},
     {"git_ssh_confirm_repo_on", Layer::kRepo, "git_ssh_confirm: true",

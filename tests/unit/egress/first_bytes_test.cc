@@ -73,6 +73,10 @@ TEST(SshIdentification, AClientsBannerAndNothingElse) {
   EXPECT_EQ(sshIdentification("SSH-2.0-a\x1b[2Jb\r\n"), SshIdentification::kNo) << "not printable";
   EXPECT_EQ(sshIdentification("SSH-2.0-x\rX"), SshIdentification::kNo);
   EXPECT_EQ(sshIdentification("SSH-2.0-" + std::string(300, 'a')), SshIdentification::kNo) << "over 255 bytes";
+  const std::string longest = "SSH-2.0-" + std::string(255 - 10, 'a') + "\r\n";
+  EXPECT_EQ(longest.size(), 255u);
+  EXPECT_EQ(sshIdentification(longest), SshIdentification::kYes) << "255 bytes, CR LF included";
+  EXPECT_EQ(sshIdentification("SSH-2.0-" + std::string(255 - 9, 'a') + "\r\n"), SshIdentification::kNo) << "256";
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -166,6 +168,7 @@ TEST_F(SshAgentFilterTest, TheGuestSeesOnlyTheListedKey) {
   EXPECT_TRUE(seen.second);
   EXPECT_NE(seen.first.find(fingerprintA_), std::string::npos) << seen.first;
   EXPECT_EQ(seen.first.find(fingerprintB_), std::string::npos) << seen.first;
+  EXPECT_EQ(seen.first.find("key-a"), std::string::npos) << "the host's comment (user@machine) stays on the host";
 }
 
 TEST_F(SshAgentFilterTest, TheGuestCannotRemoveAddOrLockKeys) {
@@ -176,8 +179,10 @@ TEST_F(SshAgentFilterTest, TheGuestCannotRemoveAddOrLockKeys) {
   EXPECT_FALSE(sh("ssh-keygen -q -t ed25519 -N '' -f " + dir_ + "/c && " + filtered() + "ssh-add " + dir_ +
                   "/c 2>/dev/null")
                    .second);
-  EXPECT_FALSE(sh("printf 'pw\\npw\\n' | " + filtered() + "SSH_ASKPASS_REQUIRE=never ssh-add -x 2>/dev/null </dev/null")
-                   .second);
+  // Locking (ssh-add -x, which asks /dev/tty for a password): the request itself.
+  std::string lock(1, '\x16');  // SSH_AGENTC_LOCK
+  putString(lock, "password");
+  EXPECT_EQ(filter.answer(lock), std::string(1, '\x05'));
   auto left = sh(real() + "ssh-add -l").first;
   EXPECT_NE(left.find(fingerprintA_), std::string::npos);
   EXPECT_NE(left.find(fingerprintB_), std::string::npos);
@@ -231,7 +236,7 @@ TEST_F(SshAgentFilterTest, ConfirmationDecidesAndSeesTheServer) {
   auto o = options();
   std::vector<SshLoginRequest> asked;
   bool allow = false;
-  o.confirm = [&](const SshLoginRequest& r) {
+  o.confirm = [&](const SshLoginRequest& r, const std::function<bool()>&) {
     asked.push_back(r);
     return allow;
   };
@@ -249,6 +254,56 @@ TEST_F(SshAgentFilterTest, ConfirmationDecidesAndSeesTheServer) {
   EXPECT_NE(log().find("not confirmed: a login as git"), std::string::npos) << log();
 }
 
+TEST_F(SshAgentFilterTest, OnlyPlainUserNamesAreSigned) {
+  SshAgentFilter filter(options());
+  const std::string failure(1, '\x05');
+  for (const std::string& user : {std::string(65, 'a'), std::string("git\x1b[2J"), std::string("git\nsigned a login as root"),
+                                  std::string(""), std::string(200 * 1024, '\x1b')})
+    EXPECT_EQ(filter.answer(signRequest(blobA_, loginData(blobA_, user))), failure) << user.size();
+  EXPECT_EQ(log().find("signed a login"), std::string::npos) << log();
+  EXPECT_LT(log().size(), 4096u) << "a guest's user name does not reach the log";
+  std::string ok = filter.answer(signRequest(blobA_, loginData(blobA_, "first.last+ci@example-1_x")));
+  ASSERT_FALSE(ok.empty());
+  EXPECT_EQ(static_cast<uint8_t>(ok[0]), 14);
+}
+
+TEST_F(SshAgentFilterTest, LoginsBeyondTheRateAreRefusedAndLoggedOnce) {
+  SshAgentFilter filter(options());
+  size_t signed_ = 0;
+  for (size_t i = 0; i < kMaxLoginsPerMinute + 10; ++i) {
+    std::string reply = filter.answer(signRequest(blobA_, loginData(blobA_)));
+    signed_ += !reply.empty() && static_cast<uint8_t>(reply[0]) == 14;
+  }
+  EXPECT_EQ(signed_, kMaxLoginsPerMinute);
+  const std::string text = log();
+  const auto first = text.find("refusing logins: over 30 in a minute");
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find("refusing logins", first + 1), std::string::npos) << "logged once";
+}
+
+TEST_F(SshAgentFilterTest, AConfirmationStopsWhenTheStreamEnds) {
+  auto o = options();
+  std::atomic<bool> sawCancel = false;
+  o.confirm = [&](const SshLoginRequest&, const std::function<bool()>& cancelled) {
+    for (int i = 0; i < 500 && !cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    sawCancel = cancelled();
+    return true;  // ignored: the session is gone
+  };
+  SshAgentFilter filter(std::move(o));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  Fd guest(pair[0]), port(pair[1]);
+  std::thread server([&] { filter.serve(port.get()); });
+  std::string request = signRequest(blobA_, loginData(blobA_));
+  std::string framed;
+  putU32(framed, static_cast<uint32_t>(request.size()));
+  ASSERT_TRUE(writeAll(guest.get(), framed + request));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::shutdown(port.get(), SHUT_RDWR);  // what QemuVm::stopServices() does
+  server.join();
+  EXPECT_TRUE(sawCancel);
+}
+
 TEST_F(SshAgentFilterTest, AnOversizedOrCutMessageEndsTheStream) {
   SshAgentFilter filter(options());
   int pair[2];
@@ -260,6 +315,16 @@ TEST_F(SshAgentFilterTest, AnOversizedOrCutMessageEndsTheStream) {
   ASSERT_TRUE(writeAll(guest.get(), huge));
   server.join();
   EXPECT_NE(log().find("stopped serving the VM: a message of 262145 bytes"), std::string::npos) << log();
+  // A message cut by the end of the stream.
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  Fd guest2(pair[0]), port2(pair[1]);
+  std::thread server2([&] { filter.serve(port2.get()); });
+  std::string cut;
+  putU32(cut, 100);
+  ASSERT_TRUE(writeAll(guest2.get(), cut + "\x0b"));
+  guest2.reset();
+  server2.join();
+  EXPECT_NE(log().find("stopped serving the VM: the stream ended inside a message"), std::string::npos) << log();
 }
 
 TEST_F(SshAgentFilterTest, AnUnreachableHostAgentIsAFailureNotACrash) {
