@@ -117,4 +117,35 @@ if [ -n "$(g --git-dir="$GIT_SSHD_HOME/o/r.git" branch --list agent-ssh)" ]; the
 grep -q 'push-exit=[1-9]' mock-2.log || fail "run 2's push did not fail: $(cat mock-2.log)"
 if grep -q "$fp_b" "$GIT_SSHD_LOG"; then fail "sshd saw B, a key not listed: $(cat "$GIT_SSHD_LOG")"; fi
 grep -q "Failed publickey for airlock-git from .* $fp_a" "$GIT_SSHD_LOG" || fail "run 2 did not even offer A: $(cat "$GIT_SSHD_LOG")"
+# Run 3: SIGTERM to airlock while the agent works. The port's thread must
+# not take the signal (it killed airlock on the spot): airlock forwards it,
+# and the session ends with a review, not "dead".
+rm -rf "$WORK/state"
+ip netns exec "$HOST" python3 "$SRC/tests/e2e/mock_model_server.py" --port 0 \
+  --scenario "$SRC/tests/e2e/scenarios/git_ssh_term.json" --log mock-3.log --gate-dir "$WORK" \
+  --exit-after 1500 --quiet >mock-3.out 2>&1 &
+pids+=($!)
+wait_for mock-3.out '^PORT '
+port=$(sed -n 's/^PORT //p' mock-3.out)
+ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
+  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" \
+  SSH_AUTH_SOCK="$WORK/agent.sock" ANTHROPIC_BASE_URL="http://10.0.2.2:$port" ANTHROPIC_API_KEY=airlock-e2e \
+  "$AIRLOCK" run claude-code -q -w "$WORK/project" --review=auto --host-port "$port" --name term-test \
+  --git-ssh-agent --git-ssh-key "$fp_a" --git-host git.example.test -- -p "Do the scripted task." \
+  --output-format json </dev/null >airlock-3.out 2>airlock-3.err &
+airlock_pid=$!
+for _ in $(seq 600); do grep -q '"step": 0' mock-3.log 2>/dev/null && break; sleep 0.1; done
+grep -q '"step": 0' mock-3.log || fail "run 3: the agent never started its command: $(cat airlock-3.err)"
+sleep 2
+kill -TERM "$airlock_pid"
+set +e
+wait "$airlock_pid"
+set -e
+state=$(ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
+  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" "$AIRLOCK" ls --all 2>&1)
+echo "$state" | grep -q 'term-test' || fail "run 3: no session term-test: $state"
+if echo "$state" | grep 'term-test' | grep -q dead; then
+  fail "run 3: SIGTERM killed airlock (the session is dead): $state; $(cat airlock-3.err)"
+fi
+if pgrep -u "$test_user_uid" -f qemu-system >/dev/null; then fail "run 3: QEMU is still running"; fi
 echo "PASS: git push over SSH through the forwarded agent"
