@@ -74,4 +74,17 @@ std::string knownHostsFor(std::string_view knownHosts, std::string_view host) {
   return out;
 }
 
+std::vector<std::string> knownHostKeys(std::string_view knownHosts) {
+  std::vector<std::string> keys;
+  std::stringstream in{std::string(knownHosts)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string patterns, keyType, key;
+    if (!(fields >> patterns >> keyType >> key) || patterns.starts_with("#") || patterns.starts_with("@")) continue;
+    if (auto blob = base64Decode(key); blob && !blob->empty()) keys.push_back(std::move(*blob));
+  }
+  return keys;
+}
+
 }  // namespace airlock::cli

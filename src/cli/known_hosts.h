@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace airlock::cli {
 
@@ -15,5 +16,9 @@ namespace airlock::cli {
 /// HashKnownHosts writes them). Markers (@cert-authority, @revoked) are
 /// kept. Each kept line ends in '\n'; comments and blank lines are dropped.
 std::string knownHostsFor(std::string_view knownHosts, std::string_view host);
+
+/// The host keys (their wire blobs, base64-decoded) of the plain lines of
+/// `knownHosts` (no @revoked or @cert-authority line, no comment).
+std::vector<std::string> knownHostKeys(std::string_view knownHosts);
 
 }  // namespace airlock::cli

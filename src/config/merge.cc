@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/exit_codes.h"
+#include "common/visible_text.h"
 
 namespace airlock::config {
 namespace {
@@ -139,7 +140,8 @@ class RepoTightener {
 }  // namespace
 
 std::string describe(const IgnoredKey& ignored) {
-  return fmt::format("{}: ignored {}: {}", ignored.file, ignored.key, ignored.reason);
+  // The repo's values are untrusted text on the user's terminal.
+  return fmt::format("{}: ignored {}: {}", visibleText(ignored.file), visibleText(ignored.key), ignored.reason);
 }
 
 Resolved resolve(const agents::AgentSpec& agent, const ConfigSources& sources) {

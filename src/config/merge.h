@@ -27,7 +27,9 @@ struct IgnoredKey {
   bool operator==(const IgnoredKey&) const = default;
 };
 
-/// One line for the terminal: "<file>: ignored <key>: <reason>".
+/// One line for the terminal: "<file>: ignored <key>: <reason>", the file
+/// and the repo's key and value escaped with visibleText() (a hostile
+/// .airlock.yaml must not write to the terminal).
 std::string describe(const IgnoredKey& ignored);
 
 /// The layers to merge.

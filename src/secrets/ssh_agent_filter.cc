@@ -261,6 +261,14 @@ std::string SshAgentFilter::sign(std::string_view contents) {
   }
   const std::string who = fmt::format("a login as {} with {}{}", login->user, fingerprint,
                                       login->hostKeyFingerprint.empty() ? "" : " to host key " + login->hostKeyFingerprint);
+  if (!login->hostKeyFingerprint.empty() && !options_.hostKeys.empty() &&
+      std::find(options_.hostKeys.begin(), options_.hostKeys.end(), login->hostKeyFingerprint) ==
+          options_.hostKeys.end()) {
+    log(fmt::format("refused to sign {}: that server is not a git host (its key is in no known_hosts line given to "
+                    "the VM)",
+                    who));
+    return failure();
+  }
   if (!withinRate()) return failure();
   auto cancelled = [this] {
     pollfd p{port_, POLLRDHUP, 0};

@@ -53,6 +53,10 @@ struct SshLoginRequest {
 struct SshAgentFilterOptions {
   /// Keys that may be listed and used, by fingerprint (sshFingerprint()).
   std::vector<std::string> fingerprints;
+  /// The git hosts' own keys, by fingerprint: a login that names its server
+  /// (publickey-hostbound-v00) is signed only for one of them. A plain
+  /// "publickey" login names none, and cannot be checked. Empty: no check.
+  std::vector<std::string> hostKeys;
   /// Opens a connection to the host's agent (a unix socket).
   std::function<Result<Fd>()> connectAgent;
   /// Asked before each signature; false refuses it. `cancelled()` turns

@@ -80,6 +80,9 @@ TEST(KnownHosts, PlainWildcardNegatedAndHashedNames) {
   EXPECT_EQ(knownHostsFor(text, "git.example.com"), "*.example.com,!evil.example.com ssh-rsa AAAAwild\n");
   EXPECT_EQ(knownHostsFor(text, "evil.example.com"), "");
   EXPECT_EQ(knownHostsFor(text, "gitlab.com"), "") << "a line without a key";
+  EXPECT_EQ(knownHostKeys("github.com ssh-ed25519 YWJj\n@revoked github.com ssh-rsa eHl6\n# c\nx ssh-rsa !!\n"),
+            std::vector<std::string>{"abc"})
+      << "plain lines' keys only";
 }
 
 class GitSshAgent : public ::testing::Test {

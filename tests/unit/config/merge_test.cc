@@ -316,6 +316,22 @@ direct_mode_acknowledged: true
   EXPECT_EQ(r.settings.excludes[0].value, "build/");
 }
 
+// Found by a breaker: a repo value reached the terminal raw through the
+// ignored-key line (title, screen clearing, a fake "airlock:" line).
+TEST(Resolve, AHostileRepoValueIsEscapedInItsIgnoredLine) {
+  ConfigSources sources;
+  sources.repoPath = "/src/app/.airlock.yaml";
+  sources.repo = *parseConfig("git_ssh_keys: [\"SHA256:\\e]0;PWNED\\a\\e[2Jfake\\nairlock: all good\"]\n",
+                              "/src/app/.airlock.yaml");
+  Resolved r = resolve(testAgent(), sources);
+  ASSERT_EQ(r.ignored.size(), 1u);
+  const std::string line = describe(r.ignored[0]);
+  EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  EXPECT_EQ(line.find('\a'), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  EXPECT_NE(line.find("cannot choose which of your SSH keys"), std::string::npos) << line;
+}
+
 TEST(UserConfigTemplate, ParsesToAnEmptyLayerAndNamesEveryKey) {
   auto layer = parseConfig(userConfigTemplate(), "template");
   ASSERT_TRUE(layer) << layer.error().message;

@@ -254,6 +254,19 @@ TEST_F(SshAgentFilterTest, ConfirmationDecidesAndSeesTheServer) {
   EXPECT_NE(log().find("not confirmed: a login as git"), std::string::npos) << log();
 }
 
+// A login that names its server (OpenSSH's host-bound method) is signed only
+// for a git host's key; a plain one names none and cannot be checked.
+TEST_F(SshAgentFilterTest, ALoginToAServerThatIsNotAGitHostIsRefused) {
+  auto o = options();
+  o.hostKeys = {fingerprintB_};  // B's blob stands for the git host's key
+  SshAgentFilter filter(std::move(o));
+  std::string toGitHost = filter.answer(signRequest(blobA_, loginData(blobA_, "git", blobB_)));
+  ASSERT_FALSE(toGitHost.empty());
+  EXPECT_EQ(static_cast<uint8_t>(toGitHost[0]), 14);
+  EXPECT_EQ(filter.answer(signRequest(blobA_, loginData(blobA_, "git", blobA_))), std::string(1, '\x05'));
+  EXPECT_NE(log().find("that server is not a git host"), std::string::npos) << log();
+}
+
 TEST_F(SshAgentFilterTest, OnlyPlainUserNamesAreSigned) {
   SshAgentFilter filter(options());
   const std::string failure(1, '\x05');
