@@ -102,7 +102,9 @@ grep -q 'sign-exit=[1-9]' mock-1.log || fail "a git commit was signed with the f
 log=$(ls "$WORK"/state/airlock/sessions/*/egress.log | head -1)
 grep -q 'tcp 192.0.2.11:22 (ssh git.example.test) allowed' "$log" ||
   fail "no admitted SSH connection in the egress log: $(cat "$log")"
-grep -q "ssh-agent: signed a login as airlock-git with $fp_a" "$log" || fail "no signed login in the egress log: $(cat "$log")"
+fp_host=$(ssh-keygen -lf "$WORK/sshd_known_host_key.pub" | cut -d' ' -f2)
+grep -q "ssh-agent: signed a login as airlock-git with $fp_a to host key $fp_host" "$log" ||
+  fail "no signed (host-bound) login to the git host in the egress log: $(cat "$log")"
 grep -q "ssh-agent: refused to sign with $fp_a: the data is not an SSH login" "$log" ||
   fail "the commit signature's refusal is not in the egress log: $(cat "$log")"
 grep -q 'git: 1 new commit on agent-ssh' airlock-1.err || fail "the review did not import the commit: $(cat airlock-1.err)"
