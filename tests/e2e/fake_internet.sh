@@ -52,3 +52,19 @@ fake_tls_cert() {
   openssl x509 -req -in api.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out api.crt -days 2 -extfile api.ext \
     2>/dev/null
 }
+
+# fake_internet_mock_model N SCENARIO: starts the mock model API
+# (mock_model_server.py, scripted by SCENARIO, a file under
+# tests/e2e/scenarios) on the HOST namespace's loopback, logging to
+# mock-N.log in the current directory; waits until it listens and sets
+# mock_pid and mock_port (for --host-port and the agent's base URL). Needs
+# SRC, HOST, WORK, pids and the test's wait_for.
+fake_internet_mock_model() {
+  ip netns exec "$HOST" python3 "$SRC/tests/e2e/mock_model_server.py" --port 0 \
+    --scenario "$SRC/tests/e2e/scenarios/$2" --log "mock-$1.log" --gate-dir "$WORK" \
+    --exit-after 1500 --quiet >"mock-$1.out" 2>&1 &
+  mock_pid=$!
+  pids+=($mock_pid)
+  wait_for "mock-$1.out" '^PORT '
+  mock_port=$(sed -n 's/^PORT //p' "mock-$1.out")
+}

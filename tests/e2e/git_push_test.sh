@@ -67,14 +67,8 @@ test_user_own "$WORK"
 chown -R 0:0 "$WORK/srv"  # the git host's, not the user's
 
 run_agent() {  # run_agent N TOKEN
-  ip netns exec "$HOST" python3 "$SRC/tests/e2e/mock_model_server.py" --port 0 \
-    --scenario "$SRC/tests/e2e/scenarios/git_push.json" --log "mock-$1.log" --gate-dir "$WORK" \
-    --exit-after 1500 --quiet >"mock-$1.out" 2>&1 &
-  mock_pid=$!
-  pids+=($mock_pid)
-  wait_for "mock-$1.out" '^PORT '
-  local port
-  port=$(sed -n 's/^PORT //p' "mock-$1.out")
+  fake_internet_mock_model "$1" git_push.json
+  local port=$mock_port
   set +e
   ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
     XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" \

@@ -66,22 +66,25 @@ agent_pid=$(sed -n 's/^SSH_AGENT_PID=\([0-9]*\);.*/\1/p' agent.env)
 "${as_test_user[@]}" env SSH_AUTH_SOCK="$WORK/agent.sock" ssh-add -q keys-a keys-b 2>/dev/null
 rm -f keys-a keys-b  # the agent holds them now
 
-run_agent() {  # run_agent N
-  ip netns exec "$HOST" python3 "$SRC/tests/e2e/mock_model_server.py" --port 0 \
-    --scenario "$SRC/tests/e2e/scenarios/git_ssh.json" --log "mock-$1.log" --gate-dir "$WORK" \
-    --exit-after 1500 --quiet >"mock-$1.out" 2>&1 &
-  mock_pid=$!
-  pids+=($mock_pid)
-  wait_for "mock-$1.out" '^PORT '
-  local port
-  port=$(sed -n 's/^PORT //p' "mock-$1.out")
-  set +e
-  ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
-    XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" \
-    SSH_AUTH_SOCK="$WORK/agent.sock" ANTHROPIC_BASE_URL="http://10.0.2.2:$port" ANTHROPIC_API_KEY=airlock-e2e \
-    "$AIRLOCK" run claude-code -q -w "$WORK/project" --review=auto --host-port "$port" \
+# The test user in the host namespace, with the test's directories and agent
+# (an array, not a function: airlock_pid must be airlock's own pid).
+as_user=(ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state"
+  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE"
+  SSH_AUTH_SOCK="$WORK/agent.sock")
+start_agent() {  # start_agent N SCENARIO [airlock run flags...]: in the background, sets airlock_pid
+  local n=$1 scenario=$2
+  shift 2
+  fake_internet_mock_model "$n" "$scenario"
+  "${as_user[@]}" ANTHROPIC_BASE_URL="http://10.0.2.2:$mock_port" ANTHROPIC_API_KEY=airlock-e2e \
+    "$AIRLOCK" run claude-code -q -w "$WORK/project" --review=auto --host-port "$mock_port" "$@" \
     --git-ssh-agent --git-ssh-key "$fp_a" --git-host git.example.test -- -p "Do the scripted task." \
-    --output-format json </dev/null >"airlock-$1.out" 2>"airlock-$1.err"
+    --output-format json </dev/null >"airlock-$n.out" 2>"airlock-$n.err" &
+  airlock_pid=$!
+}
+run_agent() {  # run_agent N: the push scenario, to its end; sets code
+  start_agent "$1" git_ssh.json
+  set +e
+  wait "$airlock_pid"
   code=$?
   set -e
   kill "$mock_pid" 2>/dev/null || true
@@ -123,19 +126,7 @@ grep -q "Failed publickey for airlock-git from .* $fp_a" "$GIT_SSHD_LOG" || fail
 # not take the signal (it killed airlock on the spot): airlock forwards it,
 # and the session ends with a review, not "dead".
 rm -rf "$WORK/state"
-ip netns exec "$HOST" python3 "$SRC/tests/e2e/mock_model_server.py" --port 0 \
-  --scenario "$SRC/tests/e2e/scenarios/git_ssh_term.json" --log mock-3.log --gate-dir "$WORK" \
-  --exit-after 1500 --quiet >mock-3.out 2>&1 &
-pids+=($!)
-wait_for mock-3.out '^PORT '
-port=$(sed -n 's/^PORT //p' mock-3.out)
-ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
-  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" \
-  SSH_AUTH_SOCK="$WORK/agent.sock" ANTHROPIC_BASE_URL="http://10.0.2.2:$port" ANTHROPIC_API_KEY=airlock-e2e \
-  "$AIRLOCK" run claude-code -q -w "$WORK/project" --review=auto --host-port "$port" --name term-test \
-  --git-ssh-agent --git-ssh-key "$fp_a" --git-host git.example.test -- -p "Do the scripted task." \
-  --output-format json </dev/null >airlock-3.out 2>airlock-3.err &
-airlock_pid=$!
+start_agent 3 git_ssh_term.json --name term-test
 for _ in $(seq 600); do grep -q '"step": 0' mock-3.log 2>/dev/null && break; sleep 0.1; done
 grep -q '"step": 0' mock-3.log || fail "run 3: the agent never started its command: $(cat airlock-3.err)"
 sleep 2
@@ -143,8 +134,7 @@ kill -TERM "$airlock_pid"
 set +e
 wait "$airlock_pid"
 set -e
-state=$(ip netns exec "$HOST" "${as_test_user[@]}" env HOME="$WORK/home" XDG_STATE_HOME="$WORK/state" \
-  XDG_CONFIG_HOME="$WORK/config" XDG_DATA_HOME="$WORK/data" AIRLOCK_CACHE_DIR="$CACHE" "$AIRLOCK" ls --all 2>&1)
+state=$("${as_user[@]}" "$AIRLOCK" ls --all 2>&1)
 echo "$state" | grep -q 'term-test' || fail "run 3: no session term-test: $state"
 if echo "$state" | grep 'term-test' | grep -q dead; then
   fail "run 3: SIGTERM killed airlock (the session is dead): $state; $(cat airlock-3.err)"
