@@ -93,6 +93,10 @@ Result<std::vector<std::string>> gitSshKeys(const config::Settings& settings) {
         return failWith(exit_code::kUsage,
                         "--git-ssh-key names a key for --git-ssh-agent; add --git-ssh-agent (or git_ssh_agent: true "
                         "in your config)");
+    if (settings.gitSshConfirm.value && settings.gitSshConfirm.layer == config::Layer::kFlag)
+      return failWith(exit_code::kUsage,
+                      "--git-ssh-confirm asks before --git-ssh-agent's logins; add --git-ssh-agent (or "
+                      "git_ssh_agent: true in your config)");
     return std::vector<std::string>{};
   }
   std::vector<std::string> keys;
@@ -128,13 +132,17 @@ Result<> applyGitSshAgent(const HostContext& host, const config::Settings& setti
                     "--git-ssh-agent forwards your SSH agent, and SSH_AUTH_SOCK is not set: start one (eval "
                     "\"$(ssh-agent)\") and ssh-add your key");
   auto agent = secrets::connectSshAgent(socket);
-  if (!agent) return failWith(exit_code::kUsage, "--git-ssh-agent: {}", agent.error().message);
+  if (!agent)
+    return failWith(exit_code::kHostNotReady,
+                    "--git-ssh-agent: {}; is your ssh-agent running? (eval \"$(ssh-agent)\", then ssh-add)",
+                    agent.error().message);
   auto held = secrets::agentFingerprints(std::move(*agent));
-  if (!held) return failWith(exit_code::kUsage, "--git-ssh-agent: {}", held.error().message);
+  if (!held) return failWith(exit_code::kHostNotReady, "--git-ssh-agent: {}", held.error().message);
   for (const auto& key : *keys)
     if (std::find(held->begin(), held->end(), key) == held->end())
-      return failWith(exit_code::kUsage, "--git-ssh-key {}: your SSH agent does not hold that key; ssh-add it "
-                                         "(`ssh-add -l` lists what it holds)",
+      return failWith(exit_code::kHostNotReady,
+                      "--git-ssh-key {}: your SSH agent does not hold that key; ssh-add it (`ssh-add -l` lists what "
+                      "it holds)",
                       key);
   std::vector<std::string> names;
   for (const auto& h : *hosts)
@@ -146,7 +154,7 @@ Result<> applyGitSshAgent(const HostContext& host, const config::Settings& setti
     for (const auto& file : knownHostsFiles)
       if (auto text = readFile(file, 16 << 20)) lines += knownHostsFor(*text, name);
     if (lines.empty())
-      return failWith(exit_code::kUsage,
+      return failWith(exit_code::kHostNotReady,
                       "--git-ssh-agent: {} has no line for {}, so ssh in the VM could not check the server; connect "
                       "once from this host (ssh -T git@{}) and check the key it shows",
                       knownHostsFiles.empty() ? std::string("no known_hosts file") : knownHostsFiles.front(), name,
@@ -159,10 +167,15 @@ Result<> applyGitSshAgent(const HostContext& host, const config::Settings& setti
   options.connectAgent = [socket] { return secrets::connectSshAgent(socket); };
   if (settings.gitSshConfirm.value) {
     const std::string askpass = host.getEnv("SSH_ASKPASS");
+    const std::string what = settings.gitSshConfirm.layer == config::Layer::kFlag ? "--git-ssh-confirm"
+                             : settings.gitSshConfirm.layer == config::Layer::kRepo
+                                 ? "git_ssh_confirm (this repository's .airlock.yaml)"
+                                 : "git_ssh_confirm (your config)";
     if (askpass.empty())
       return failWith(exit_code::kUsage,
-                      "--git-ssh-confirm asks through SSH_ASKPASS, which is not set: point it at a program such as "
-                      "ssh-askpass (package ssh-askpass)");
+                      "{} asks through SSH_ASKPASS, which is not set: point it at a program such as ssh-askpass "
+                      "(package ssh-askpass)",
+                      what);
     options.confirm = askpassConfirm(host, askpass, plan.name.empty() ? "the agent" : "session " + plan.name);
   }
   plan.machine.servedPorts.push_back(

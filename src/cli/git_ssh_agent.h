@@ -22,8 +22,9 @@ namespace airlock::cli {
 
 /// The keys --git-ssh-agent offers (settings.gitSshKeys), checked: each a
 /// fingerprint as `ssh-add -l` prints it, at least one. Empty when the
-/// agent is not forwarded. Errors (kUsage): keys without --git-ssh-agent,
-/// no key, a malformed fingerprint; each names the fix.
+/// agent is not forwarded. Errors (kUsage): --git-ssh-key or
+/// --git-ssh-confirm without --git-ssh-agent (in a config they wait for
+/// it), no key, a malformed fingerprint; each names the fix.
 Result<std::vector<std::string>> gitSshKeys(const config::Settings& settings);
 
 /// With --git-ssh-agent: checks that your agent ($SSH_AUTH_SOCK) holds every
@@ -34,10 +35,11 @@ Result<std::vector<std::string>> gitSshKeys(const config::Settings& settings);
 /// --git-ssh-confirm each login first asks $SSH_ASKPASS
 /// (SSH_ASKPASS_PROMPT=confirm; exit 0 allows it; no answer in 60 s or the
 /// session stopping refuses it; after 3 refusals the session's logins are
-/// refused without asking). Nothing without --git-ssh-agent. Errors
-/// (kUsage): as gitSshKeys(), no SSH_AUTH_SOCK, an agent that cannot be
-/// reached or lacks a key, a git host with no known_hosts line in
-/// `knownHostsFiles`, --git-ssh-confirm without SSH_ASKPASS.
+/// refused without asking). Nothing without --git-ssh-agent. Errors:
+/// kUsage as gitSshKeys(), no SSH_AUTH_SOCK, a confirmation without
+/// SSH_ASKPASS (naming where it was asked for); kHostNotReady for an agent
+/// that cannot be reached or lacks a key, a git host with no known_hosts
+/// line in `knownHostsFiles`.
 Result<> applyGitSshAgent(const HostContext& host, const config::Settings& settings, session::Plan& plan,
                           const std::vector<std::string>& knownHostsFiles);
 

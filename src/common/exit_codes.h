@@ -36,7 +36,7 @@ struct ExitCodeRow {
 /// airlock's own codes, in order, as users read them.
 inline constexpr ExitCodeRow kExitCodeTable[] = {
     {kUsage, "usage: bad flags or arguments"},
-    {kHostNotReady, "host not ready: QEMU, kernel assets or disk space missing, an unreadable workspace file, or no subordinate ids (/etc/subuid, /etc/subgid) for a user-run share"},
+    {kHostNotReady, "host not ready: QEMU, kernel assets or disk space missing, an unreadable workspace file, no subordinate ids (/etc/subuid, /etc/subgid) for a user-run share, or no SSH agent, key or known_hosts line for --git-ssh-agent"},
     {kVmFailed, "the VM failed: guest kernel panic, QEMU crash, lost control channel"},
     {kImage, "image: the rootfs could not be built, pulled or read"},
     {kVerification, "image signature verification refused"},

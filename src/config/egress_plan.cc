@@ -67,7 +67,11 @@ EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) 
     std::vector<std::string> gitHosts;
     for (const auto& h : settings.gitHosts) gitHosts.push_back(h.value.substr(0, h.value.find(':')));
     if (gitHosts.empty()) gitHosts.push_back("github.com");
-    for (const auto& h : gitHosts) addHost(plan.hosts, h, {kSshPort}, "git_ssh_agent", settings.gitSshAgent.layer);
+    // An entry of its own, so that `airlock info` says why port 22 is open.
+    for (const auto& h : gitHosts)
+      if (std::none_of(plan.hosts.begin(), plan.hosts.end(),
+                       [&](const AllowedHost& a) { return a.host == h && a.why == "git_ssh_agent"; }))
+        plan.hosts.push_back({h, {kSshPort}, "git_ssh_agent", settings.gitSshAgent.layer});
   }
   for (const auto& entry : settings.removeHosts) {
     std::string host = entry.value.substr(0, entry.value.find(':'));

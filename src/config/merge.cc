@@ -109,7 +109,7 @@ class RepoTightener {
     if (l.extraCaCerts)
       ignore("extra_ca_certs: " + *l.extraCaCerts, "a repo config cannot add a certificate authority the agent trusts");
     if (l.gitToken) ignore("git_token: " + *l.gitToken, "a repo config cannot hand your git token to the agent");
-    for (const auto& h : l.gitHosts) ignore("git_hosts: " + h, "a repo config cannot choose where your git token goes");
+    for (const auto& h : l.gitHosts) ignore("git_hosts: " + h, "a repo config cannot choose where your git token or SSH agent is used");
     if (l.gitSshAgent == true)
       ignore("git_ssh_agent: true", "a repo config cannot hand your SSH agent to the agent");
     else if (l.gitSshAgent)

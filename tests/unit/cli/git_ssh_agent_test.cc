@@ -57,6 +57,9 @@ TEST(GitSshKeys, OnlyWithTheAgentAndOnlyFingerprints) {
     EXPECT_NE(r.error().message.find("fingerprint"), std::string::npos);
   }
   EXPECT_EQ(*gitSshKeys(withSsh(true, {kFingerprint, kFingerprint})), std::vector<std::string>{kFingerprint});
+  config::Settings confirmAlone;
+  confirmAlone.gitSshConfirm = {true, config::Layer::kFlag};
+  EXPECT_FALSE(gitSshKeys(confirmAlone)) << "--git-ssh-confirm without --git-ssh-agent";
 }
 
 TEST(KnownHosts, PlainWildcardNegatedAndHashedNames) {
@@ -127,11 +130,11 @@ TEST_F(GitSshAgent, ThePlanGetsThePortTheSocketTheSshFilesAndPort22) {
 }
 
 TEST_F(GitSshAgent, EachRefusalNamesItsFix) {
-  auto expectError = [&](const config::Settings& s, const std::string& words) {
+  auto expectError = [&](const config::Settings& s, const std::string& words, int code = exit_code::kHostNotReady) {
     session::Plan plan;
     auto r = applyGitSshAgent(host_, s, plan, files_);
     ASSERT_FALSE(r) << words;
-    EXPECT_EQ(r.error().code, exit_code::kUsage);
+    EXPECT_EQ(r.error().code, code) << words;
     EXPECT_NE(r.error().message.find(words), std::string::npos) << r.error().message;
     EXPECT_TRUE(plan.machine.servedPorts.empty());
   };
@@ -139,11 +142,13 @@ TEST_F(GitSshAgent, EachRefusalNamesItsFix) {
   expectError(withSsh(true, {keyA_}, {"gitlab.com"}), "has no line for gitlab.com");
   auto confirm = withSsh(true, {keyA_});
   confirm.gitSshConfirm = {true, config::Layer::kFlag};
-  expectError(confirm, "SSH_ASKPASS");
+  expectError(confirm, "--git-ssh-confirm asks through SSH_ASKPASS", exit_code::kUsage);
+  confirm.gitSshConfirm = {true, config::Layer::kRepo};
+  expectError(confirm, "git_ssh_confirm (this repository's .airlock.yaml) asks", exit_code::kUsage);
   host_.env["SSH_AUTH_SOCK"] = dir_.path() + "/gone.sock";
-  expectError(withSsh(true, {keyA_}), "cannot reach the SSH agent");
+  expectError(withSsh(true, {keyA_}), "is your ssh-agent running?");
   host_.env.erase("SSH_AUTH_SOCK");
-  expectError(withSsh(true, {keyA_}), "SSH_AUTH_SOCK is not set");
+  expectError(withSsh(true, {keyA_}), "SSH_AUTH_SOCK is not set", exit_code::kUsage);
 }
 
 TEST_F(GitSshAgent, NothingWithoutTheFlag) {

@@ -74,6 +74,12 @@ TEST(EgressPolicyTest, TheSshAgentOpensPort22OfTheGitHostsOnly) {
   EXPECT_FALSE(policy->allowsConnection("github.com", 22)) << "not a git host here";
   EXPECT_TRUE(policy->allowsConnection("github.com", 443));
   EXPECT_FALSE(policy->allowsName("gitlab.com")) << "remove_hosts wins";
+  s.gitHosts = {{"github.com", Layer::kFlag}};
+  auto standard = egressPlan(agentWithHosts(), s);
+  auto ssh = std::find_if(standard.hosts.begin(), standard.hosts.end(),
+                          [](const AllowedHost& h) { return h.host == "github.com" && h.why == "git_ssh_agent"; });
+  ASSERT_NE(ssh, standard.hosts.end()) << "port 22 is listed on its own, with its reason, beside github.com:443";
+  EXPECT_EQ(ssh->ports, std::vector<unsigned>{22});
   s.gitSshAgent = {false, Layer::kBuiltin};
   EXPECT_FALSE(egressPolicy(egressPlan(agentWithHosts(), s), {})->allowsConnection("git.example.com", 22));
 }

@@ -243,7 +243,7 @@ const Row kRows[] = {
     {"git_token_repo", Layer::kRepo, "git_token: env:AWS_SECRET_ACCESS_KEY",
      [](const Settings& s) { return !s.gitToken; }, "cannot hand your git token"},
     {"git_hosts_repo", Layer::kRepo, "git_hosts: [evil.example]",
-     [](const Settings& s) { return s.gitHosts.empty(); }, "cannot choose where your git token goes"},
+     [](const Settings& s) { return s.gitHosts.empty(); }, "cannot choose where your git token or SSH agent is used"},
     // the SSH agent: the user's to forward; a repo may only make it ask each time
     {"git_ssh_user", Layer::kUser, "git_ssh_agent: true\ngit_ssh_keys: [SHA256:abc]\ngit_ssh_confirm: true",
      [](const Settings& s) {
