@@ -106,6 +106,7 @@ struct RunSetup {
   agents::AgentSpec spec;
   state::ImportedSettings imported;  ///< what of the user's settings goes in, and what was left out
   std::unique_ptr<RunLogin> login;   ///< the account login and its broker (none: API keys by value)
+  std::string gitSsh;                ///< what --git-ssh-agent forwards, for the user ("" without)
 };
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
@@ -219,7 +220,15 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   for (const auto& [k, v] : *env) plan.exec.env.push_back(k + "=" + v);
   plan.exec.uid = plan.exec.gid = agentUid;
   plan.exec.cwd = guest::kWorkspace;
-  if (auto r = applyGitSshAgent(host, settings, plan, knownHostsFiles(host.dirs.home)); !r) return std::unexpected(r.error());
+  if (auto r = applyGitSshAgent(host, settings, plan, knownHostsFiles(host.dirs.home)); !r)
+    return std::unexpected(r.error());
+  if (auto keys = gitSshKeys(settings); keys && !keys->empty()) {
+    auto hosts = gitPushHosts(settings);
+    setup.gitSsh = fmt::format("git over SSH: your SSH agent signs logins with {}{} (no key enters the VM; "
+                               "port 22 of {})",
+                               fmt::join(*keys, ", "), settings.gitSshConfirm.value ? ", each one confirmed" : "",
+                               hosts ? fmt::format("{}", fmt::join(*hosts, ", ")) : "the git hosts");
+  }
   if (setup.login)
     if (auto r = setup.login->applyToPlan(plan); !r) return std::unexpected(r.error());
   return setup;
@@ -235,6 +244,7 @@ void announce(const RunSetup& setup, session::Ui& ui, const std::string& agent) 
     ui.progress(fmt::format("your {} login stays on this host; the VM gets a placeholder", setup.login->describe()));
   if (setup.login)
     if (std::string warning = setup.login->expiryWarning(); !warning.empty()) ui.notice(warning);
+  if (!setup.gitSsh.empty()) ui.progress(setup.gitSsh);
   if (!setup.imported.imported.empty())
     ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup.imported.imported, ", ")));
   for (const auto& line : setup.imported.dropped) ui.notice("left out of your settings: " + line);
