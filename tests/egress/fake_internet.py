@@ -5,7 +5,7 @@ Serves HTTP on [::]:80 and [::]:8080 (dual stack; the body names the Host
 header it got), a stand-in for TLS on [::]:443 and [::]:853 (HTTPS, DoH and
 DoT ports: whatever the client sends first, typically a ClientHello, is
 answered with "fake-tls port=PORT" and the connection closed; no real TLS is
-needed to see whether a connection got through) and DNS on 192.0.2.53:53,
+needed to see whether a connection got through; the same on [::]:22, for SSH) and DNS on 192.0.2.53:53,
 UDP and TCP (RFC 7766 framing; fake_dns.py), from a fixed zone:
   allowed.example.com  A 192.0.2.10  AAAA 2001:db8::10
   other.example.com    A 192.0.2.10  (the same shared IP, not allowlisted)
@@ -75,7 +75,7 @@ class DualStackTcp(ThreadingTcp):
 
 def main():
     servers = [DualStackServer(("::", port), Handler) for port in (80, 8080)]
-    servers += [DualStackTcp(("::", port), TlsStandIn) for port in (443, 853)]
+    servers += [DualStackTcp(("::", port), TlsStandIn) for port in (22, 443, 853)]
     for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
     fake_dns.serve("192.0.2.53", ZONE)

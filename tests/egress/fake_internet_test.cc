@@ -486,6 +486,32 @@ TEST_F(FakeInternetTest, TwoConcurrentSessionsCannotReachEachOther) {
   b.stop();
 }
 
+// --git-ssh-agent's port 22 (issue 18): a name allowed with :22 gets SSH
+// there, admitted on the client's identification string (SSH names no
+// host); nothing else gets through that port, and no other port or name.
+class SshFakeInternetTest : public FakeInternetTest {
+ protected:
+  void configure(vm::LaunchOptions& options) override {
+    FakeInternetTest::configure(options);
+    options.egress->hosts.push_back(*egress::parseHostRule("allowed.example.com:22"));
+  }
+  std::string ssh(const std::string& address, const std::string& firstBytes) {
+    return run("printf '" + firstBytes + "' | nc -w 5 " + address + " 22 2>&1");
+  }
+};
+
+TEST_F(SshFakeInternetTest, Port22TakesAnSshClientToANameAllowedWithIt) {
+  run("nslookup allowed.example.com");
+  EXPECT_NE(ssh("192.0.2.10", "SSH-2.0-OpenSSH_9.2p1 Debian\\r\\n").find("fake-tls port=22"), std::string::npos)
+      << blockedText();
+  EXPECT_EQ(ssh("192.0.2.10", "GET / HTTP/1.0\\r\\nHost: allowed.example.com\\r\\n\\r\\n").find("fake-tls"),
+            std::string::npos);
+  EXPECT_TRUE(blocked("192.0.2.10:22", "not an SSH client's identification on port 22")) << blockedText();
+  EXPECT_EQ(tls("192.0.2.10", 22, "allowed.example.com").find("fake-tls"), std::string::npos) << "TLS on 22";
+  EXPECT_EQ(ssh("192.0.2.20", "SSH-2.0-x\\r\\n").find("fake-tls"), std::string::npos) << "an address never answered";
+  EXPECT_EQ(get("192.0.2.10", 8080, "allowed.example.com").find("fake-internet"), std::string::npos);
+}
+
 class PermissiveFakeInternetTest : public FakeInternetTest {
  protected:
   egress::Profile profile() const override { return egress::Profile::kPermissive; }
