@@ -77,7 +77,8 @@ std::string gitEnvelopeText(const GitEnvelope& g) {
                                 fmt::join(g.pushHosts, ", "), g.pushToken));
   std::vector<std::string> sshHosts;
   for (const auto& h : g.pushHosts)
-    if (std::string name = h.substr(0, h.find(':')); std::find(sshHosts.begin(), sshHosts.end(), name) == sshHosts.end())
+    if (std::string name = h.substr(0, h.find(':'));
+        std::find(sshHosts.begin(), sshHosts.end(), name) == sshHosts.end())
       sshHosts.push_back(name);
   if (!g.sshKeys.empty())
     out += line("", fmt::format("push: over SSH to port 22 of {}, your SSH agent signing logins only, with {}{} "

@@ -56,12 +56,10 @@ Confirm askpassConfirm(const HostContext& host, std::string askpass, std::string
              const secrets::SshLoginRequest& login, const std::function<bool()>& cancelled) {
     if (*refusals >= kRefusalsBeforeNoMoreQuestions) return false;
     std::vector<std::string> argv = prefix;
-    argv.push_back(visibleText(
-        fmt::format("airlock: allow {} to log in as {} with your key {} {}?", sessionLabel, login.user,
-                    login.fingerprint,
-                    login.hostKeyFingerprint.empty()
-                        ? "(its ssh does not say to which server)"
-                        : "to the git host whose key is " + login.hostKeyFingerprint)));
+    argv.push_back(visibleText(fmt::format(
+        "airlock: allow {} to log in as {} with your key {} {}?", sessionLabel, login.user, login.fingerprint,
+        login.hostKeyFingerprint.empty() ? "(its ssh does not say to which server)"
+                                         : "to the git host whose key is " + login.hostKeyFingerprint)));
     bool allowed = false;
     if (auto pid = spawnTied(argv, SpawnOptions{})) {
       const auto deadline = std::chrono::steady_clock::now() + kConfirmTimeout;

@@ -224,19 +224,19 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
       }
       label = fmt::format("{} (ssh {})", label, fmt::join(names, "|"));
     } else {
-    RequestedName requested = readRequestedName(guest.get(), buffered);
-    if (requested.state != RequestedName::State::kFound) {
-      shared->refuse(label, "no TLS SNI or HTTP Host header in the first bytes");
-      return;
-    }
-    if (std::find(names.begin(), names.end(), requested.name) == names.end()) {
-      const char* kind = requested.tls ? "SNI" : "Host";
-      shared->refuse(fmt::format("{} {} {}", label, kind, requested.name),
-                     fmt::format("{} is not the allowed name the address was answered for ({})", kind,
-                                 fmt::join(names, "|")));
-      return;
-    }
-    label = fmt::format("{} ({})", label, requested.name);
+      RequestedName requested = readRequestedName(guest.get(), buffered);
+      if (requested.state != RequestedName::State::kFound) {
+        shared->refuse(label, "no TLS SNI or HTTP Host header in the first bytes");
+        return;
+      }
+      if (std::find(names.begin(), names.end(), requested.name) == names.end()) {
+        const char* kind = requested.tls ? "SNI" : "Host";
+        shared->refuse(
+            fmt::format("{} {} {}", label, kind, requested.name),
+            fmt::format("{} is not the allowed name the address was answered for ({})", kind, fmt::join(names, "|")));
+        return;
+      }
+      label = fmt::format("{} ({})", label, requested.name);
     }
   }
   Fd upstream = connectTcp(upstreamAddress, upstreamPort, kConnectTimeoutMs);

@@ -126,9 +126,10 @@ SshIdentification sshIdentification(std::string_view bytes) {
   if (bytes.substr(0, head) != kPrefix.substr(0, head)) return SshIdentification::kNo;
   for (size_t i = 0; i < bytes.size() && i + 1 < kMaxLine; ++i) {  // CR LF included
     const char c = bytes[i];
-    if (c == '\r') return i + 1 < bytes.size() ? (bytes[i + 1] == '\n' && i >= kPrefix.size() + 1 ? SshIdentification::kYes
-                                                                                             : SshIdentification::kNo)
-                                              : SshIdentification::kIncomplete;
+    if (c == '\r')
+      return i + 1 < bytes.size()
+                 ? (bytes[i + 1] == '\n' && i >= kPrefix.size() + 1 ? SshIdentification::kYes : SshIdentification::kNo)
+                 : SshIdentification::kIncomplete;
     if (c < 0x20 || c > 0x7e) return SshIdentification::kNo;
   }
   return bytes.size() >= kMaxLine ? SshIdentification::kNo : SshIdentification::kIncomplete;

@@ -98,7 +98,8 @@ struct Client {
       if (whole < 0 || fromPort.size() > 4 + kMaxMessage) _exit(1);  // the host would never do this
       if (whole > 0) {
         for (auto& c : clients)
-          if (c.fd == waiting) (void)!send(c.fd, fromPort.data(), static_cast<size_t>(whole), MSG_NOSIGNAL | MSG_DONTWAIT);
+          if (c.fd == waiting)
+            (void)!send(c.fd, fromPort.data(), static_cast<size_t>(whole), MSG_NOSIGNAL | MSG_DONTWAIT);
         fromPort.erase(0, static_cast<size_t>(whole));
         waiting = -1;
       }

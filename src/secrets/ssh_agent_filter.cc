@@ -92,8 +92,8 @@ Result<std::string> readMessage(int fd) {
   ssize_t n = readFull(fd, header, sizeof header);
   if (n == 0) return fail("");
   if (n != 4) return fail("the stream ended inside a message");
-  const uint32_t length = (uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) |
-                          uint32_t{header[3]};
+  const uint32_t length =
+      (uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) | uint32_t{header[3]};
   if (length == 0 || length > kMaxAgentMessage)
     return fail("a message of {} bytes (the most is {})", length, kMaxAgentMessage);
   std::string message(length, '\0');
@@ -259,12 +259,14 @@ std::string SshAgentFilter::sign(std::string_view contents) {
     log(fmt::format("refused to sign with {}: the data is not an SSH login (only logins are signed)", fingerprint));
     return failure();
   }
-  const std::string who = fmt::format("a login as {} with {}{}", login->user, fingerprint,
-                                      login->hostKeyFingerprint.empty() ? "" : " to host key " + login->hostKeyFingerprint);
+  const std::string who =
+      fmt::format("a login as {} with {}{}", login->user, fingerprint,
+                  login->hostKeyFingerprint.empty() ? "" : " to host key " + login->hostKeyFingerprint);
   if (!login->hostKeyFingerprint.empty() && !options_.hostKeys.empty() &&
       std::find(options_.hostKeys.begin(), options_.hostKeys.end(), login->hostKeyFingerprint) ==
           options_.hostKeys.end()) {
-    log(fmt::format("refused to sign {}: that server is not a git host (its key is in no known_hosts line given to "
+    log(
+        fmt::format("refused to sign {}: that server is not a git host (its key is in no known_hosts line given to "
                     "the VM)",
                     who));
     return failure();

@@ -19,9 +19,9 @@
 
 #include "common/exit_codes.h"
 #include "common/fd.h"
-#include "common/thread_signals.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "common/thread_signals.h"
 #include "common/visible_text.h"
 #include "vm/jail.h"
 #include "vm/qmp.h"
@@ -213,7 +213,8 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     janitor.watchPid(*pid);
     vm->helpers_.push_back(*pid);
   }
-  for (const auto& served : config.servedPorts) config.ports.push_back({served.name, ownDir + "/" + served.name + ".sock"});
+  for (const auto& served : config.servedPorts)
+    config.ports.push_back({served.name, ownDir + "/" + served.name + ".sock"});
   config.ports.push_back({protocol::kPortName, ownDir + "/control.sock"});
   config.qmpSocket = ownDir + "/qmp.sock";
   if (config.consoleLog.empty()) config.consoleLog = runDir + "/console.log";
@@ -263,7 +264,9 @@ Result<std::unique_ptr<QemuVm>> QemuVm::start(VmConfig config, const std::string
     if (!port) return failWith(exit_code::kVmFailed, "{}", port.error().message);
     vm->services_.emplace_back([serve = served.serve, fd = port->get(), log = config.serviceLog] {
       blockSignalsInThisThread();  // the main thread's signalfd takes them (common/thread_signals.h)
-      serve(fd, log ? log : [](const std::string&) {});
+      std::function<void(const std::string&)> sink = log;
+      if (!sink) sink = [](const std::string&) {};
+      serve(fd, sink);
     });
     vm->servicePorts_.push_back(std::move(*port));
   }

@@ -63,9 +63,10 @@ TEST(GitSshKeys, OnlyWithTheAgentAndOnlyFingerprints) {
 }
 
 TEST(KnownHosts, PlainWildcardNegatedAndHashedNames) {
-  const std::string file = sh("d=$(mktemp -d) && ssh-keygen -q -t ed25519 -N '' -f $d/k && "
-                              "echo \"git.example.test $(cut -d' ' -f1,2 $d/k.pub)\" > $d/kh && "
-                              "ssh-keygen -q -H -f $d/kh >/dev/null 2>&1 && cat $d/kh; rm -rf $d");
+  const std::string file =
+      sh("d=$(mktemp -d) && ssh-keygen -q -t ed25519 -N '' -f $d/k && "
+         "echo \"git.example.test $(cut -d' ' -f1,2 $d/k.pub)\" > $d/kh && "
+         "ssh-keygen -q -H -f $d/kh >/dev/null 2>&1 && cat $d/kh; rm -rf $d");
   ASSERT_TRUE(file.starts_with("|1|")) << file;
   EXPECT_EQ(knownHostsFor(file, "git.example.test"), file + "\n") << "a hashed line, as ssh-keygen -H writes it";
   EXPECT_EQ(knownHostsFor(file, "Git.Example.Test"), file + "\n");
@@ -78,8 +79,9 @@ TEST(KnownHosts, PlainWildcardNegatedAndHashedNames) {
       "@revoked github.com ssh-rsa AAAArevoked\n"
       "gitlab.com ssh-ed25519\n"
       "\n";
-  EXPECT_EQ(knownHostsFor(text, "github.com"), "github.com,140.82.112.3 ssh-ed25519 AAAAgh\n"
-                                               "@revoked github.com ssh-rsa AAAArevoked\n");
+  EXPECT_EQ(knownHostsFor(text, "github.com"),
+            "github.com,140.82.112.3 ssh-ed25519 AAAAgh\n"
+            "@revoked github.com ssh-rsa AAAArevoked\n");
   EXPECT_EQ(knownHostsFor(text, "git.example.com"), "*.example.com,!evil.example.com ssh-rsa AAAAwild\n");
   EXPECT_EQ(knownHostsFor(text, "evil.example.com"), "");
   EXPECT_EQ(knownHostsFor(text, "gitlab.com"), "") << "a line without a key";
@@ -126,7 +128,8 @@ TEST_F(GitSshAgent, ThePlanGetsThePortTheSocketTheSshFilesAndPort22) {
   EXPECT_NE(plan_.homeFiles[0].content.find("StrictHostKeyChecking yes"), std::string::npos);
   EXPECT_EQ(plan_.homeFiles[1].path, ".ssh/known_hosts");
   EXPECT_EQ(plan_.homeFiles[1].content, "github.com ssh-ed25519 AAAAhostkey\n");
-  EXPECT_EQ(knownHostsFiles("/home/u"), (std::vector<std::string>{"/home/u/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"}));
+  EXPECT_EQ(knownHostsFiles("/home/u"),
+            (std::vector<std::string>{"/home/u/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"}));
 }
 
 TEST_F(GitSshAgent, EachRefusalNamesItsFix) {

@@ -176,9 +176,9 @@ TEST_F(SshAgentFilterTest, TheGuestCannotRemoveAddOrLockKeys) {
   listen(filter);
   EXPECT_FALSE(sh(filtered() + "ssh-add -D 2>/dev/null").second);
   EXPECT_FALSE(sh(filtered() + "ssh-add -d " + dir_ + "/a.pub 2>/dev/null").second);
-  EXPECT_FALSE(sh("ssh-keygen -q -t ed25519 -N '' -f " + dir_ + "/c && " + filtered() + "ssh-add " + dir_ +
-                  "/c 2>/dev/null")
-                   .second);
+  EXPECT_FALSE(
+      sh("ssh-keygen -q -t ed25519 -N '' -f " + dir_ + "/c && " + filtered() + "ssh-add " + dir_ + "/c 2>/dev/null")
+          .second);
   // Locking (ssh-add -x, which asks /dev/tty for a password): the request itself.
   std::string lock(1, '\x16');  // SSH_AGENTC_LOCK
   putString(lock, "password");
@@ -270,8 +270,9 @@ TEST_F(SshAgentFilterTest, ALoginToAServerThatIsNotAGitHostIsRefused) {
 TEST_F(SshAgentFilterTest, OnlyPlainUserNamesAreSigned) {
   SshAgentFilter filter(options());
   const std::string failure(1, '\x05');
-  for (const std::string& user : {std::string(65, 'a'), std::string("git\x1b[2J"), std::string("git\nsigned a login as root"),
-                                  std::string(""), std::string(200 * 1024, '\x1b')})
+  for (const std::string& user :
+       {std::string(65, 'a'), std::string("git\x1b[2J"), std::string("git\nsigned a login as root"), std::string(""),
+        std::string(200 * 1024, '\x1b')})
     EXPECT_EQ(filter.answer(signRequest(blobA_, loginData(blobA_, user))), failure) << user.size();
   EXPECT_EQ(log().find("signed a login"), std::string::npos) << log();
   EXPECT_LT(log().size(), 4096u) << "a guest's user name does not reach the log";
