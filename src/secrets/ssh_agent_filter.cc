@@ -172,22 +172,36 @@ Result<Fd> connectSshAgent(const std::string& path) {
   return fd;
 }
 
-Result<std::vector<std::string>> agentFingerprints(Fd agent) {
-  if (!writeMessage(agent.get(), std::string(1, static_cast<char>(kRequestIdentities))))
+namespace {
+
+/// The public key blobs the agent at `agent` holds, in its order (their
+/// comments are not kept). Errors: it does not answer, or not as an agent.
+Result<std::vector<std::string>> agentKeyBlobs(int agent) {
+  if (!writeMessage(agent, std::string(1, static_cast<char>(kRequestIdentities))))
     return fail("cannot ask the SSH agent for its keys: {}", errnoText(errno));
-  auto reply = readMessage(agent.get());
+  auto reply = readMessage(agent);
   if (!reply || reply->empty() || static_cast<uint8_t>((*reply)[0]) != kIdentitiesAnswer)
     return fail("the SSH agent did not list its keys");
   WireReader r(std::string_view(*reply).substr(1));
   auto count = r.u32();
-  std::vector<std::string> out;
-  for (uint32_t i = 0; count && i < *count; ++i) {
+  if (!count) return fail("the SSH agent's list of keys is malformed");
+  std::vector<std::string> blobs;
+  for (uint32_t i = 0; i < *count; ++i) {
     auto blob = r.string();
     auto comment = r.string();
     if (!blob || !comment) return fail("the SSH agent's list of keys is malformed");
-    out.push_back(sshFingerprint(*blob));
+    blobs.emplace_back(*blob);
   }
-  if (!count) return fail("the SSH agent's list of keys is malformed");
+  return blobs;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> agentFingerprints(Fd agent) {
+  auto blobs = agentKeyBlobs(agent.get());
+  if (!blobs) return std::unexpected(blobs.error());
+  std::vector<std::string> out;
+  for (const auto& blob : *blobs) out.push_back(sshFingerprint(blob));
   return out;
 }
 
@@ -214,23 +228,16 @@ std::optional<std::string> SshAgentFilter::identities() {
     log(agent.error().message);
     return std::nullopt;
   }
-  if (!writeMessage(agent->get(), std::string(1, static_cast<char>(kRequestIdentities)))) return std::nullopt;
-  auto reply = readMessage(agent->get());
-  if (!reply || reply->empty() || static_cast<uint8_t>((*reply)[0]) != kIdentitiesAnswer) return std::nullopt;
-  WireReader r(std::string_view(*reply).substr(1));
-  auto count = r.u32();
-  if (!count) return std::nullopt;
+  auto blobs = agentKeyBlobs(agent->get());
+  if (!blobs) return std::nullopt;
   std::string kept;
   uint32_t keptCount = 0;
-  for (uint32_t i = 0; i < *count; ++i) {
-    auto blob = r.string();
-    auto comment = r.string();
-    if (!blob || !comment) return std::nullopt;
-    const std::string fingerprint = sshFingerprint(*blob);
+  for (const auto& blob : *blobs) {
+    const std::string fingerprint = sshFingerprint(blob);
     if (std::find(options_.fingerprints.begin(), options_.fingerprints.end(), fingerprint) ==
         options_.fingerprints.end())
       continue;
-    putString(kept, *blob);
+    putString(kept, blob);
     putString(kept, fingerprint);
     ++keptCount;
   }
