@@ -81,38 +81,42 @@ std::string text(const Destination& d) {
                       : fmt::format("{}:{}", d.address.toString(), d.port);
 }
 
-/// Reads the connection's first bytes until a name can be decided.
-RequestedName readRequestedName(int fd, std::string& buffered) {
+/// Reads the connection's first bytes into `buffered` until `decided`
+/// says they are enough; false when the client stops first (EOF, an error,
+/// or kFirstBytesTimeoutMs without a byte).
+bool readUntilDecided(int fd, std::string& buffered, const std::function<bool(std::string_view)>& decided) {
   char buf[4096];
-  for (;;) {
-    RequestedName r = requestedName(buffered);
-    if (r.state != RequestedName::State::kIncomplete || buffered.size() > 65536) return r;
+  while (!decided(buffered)) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, kFirstBytesTimeoutMs) != 1) return {RequestedName::State::kNone, "", false};
+    if (poll(&p, 1, kFirstBytesTimeoutMs) != 1) return false;
     ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return {RequestedName::State::kNone, "", false};
+    if (n <= 0) return false;
     buffered.append(buf, static_cast<size_t>(n));
   }
+  return true;
+}
+
+/// Reads the connection's first bytes until a name can be decided.
+RequestedName readRequestedName(int fd, std::string& buffered) {
+  RequestedName r;
+  auto decided = [&](std::string_view bytes) {
+    r = requestedName(bytes);
+    return r.state != RequestedName::State::kIncomplete || bytes.size() > 65536;
+  };
+  return readUntilDecided(fd, buffered, decided) ? r : RequestedName{RequestedName::State::kNone, "", false};
 }
 
 /// Reads the connection's first bytes until they are, or cannot be, an SSH
 /// identification string.
 SshIdentification readSshIdentification(int fd, std::string& buffered) {
-  char buf[256];
-  for (;;) {
-    SshIdentification r = sshIdentification(buffered);
-    if (r != SshIdentification::kIncomplete) return r;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, kFirstBytesTimeoutMs) != 1) return SshIdentification::kNo;
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return SshIdentification::kNo;
-    buffered.append(buf, static_cast<size_t>(n));
-  }
+  SshIdentification r = SshIdentification::kIncomplete;
+  auto decided = [&](std::string_view bytes) {
+    return (r = sshIdentification(bytes)) != SshIdentification::kIncomplete;
+  };
+  return readUntilDecided(fd, buffered, decided) ? r : SshIdentification::kNo;
 }
 
-bool isGateway(const IpAddress& a) {
-  return a == *IpAddress::parse(kGatewayV4) || a == *IpAddress::parse(kGatewayV6);
-}
+bool isGateway(const IpAddress& a) { return a == *IpAddress::parse(kGatewayV4) || a == *IpAddress::parse(kGatewayV6); }
 
 void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest);
 
