@@ -75,15 +75,10 @@ std::string gitEnvelopeText(const GitEnvelope& g) {
     out += line("", fmt::format("push: over HTTPS to {}, the token from {} added on this host (it never enters "
                                 "the VM)",
                                 fmt::join(g.pushHosts, ", "), g.pushToken));
-  std::vector<std::string> sshHosts;
-  for (const auto& h : g.pushHosts)
-    if (std::string name = h.substr(0, h.find(':'));
-        std::find(sshHosts.begin(), sshHosts.end(), name) == sshHosts.end())
-      sshHosts.push_back(name);
   if (!g.sshKeys.empty())
     out += line("", fmt::format("push: over SSH to port 22 of {}, your SSH agent signing logins only, with {}{} "
                                 "(no key enters the VM)",
-                                fmt::join(sshHosts, ", "), fmt::join(g.sshKeys, ", "),
+                                fmt::join(g.sshHosts, ", "), fmt::join(g.sshKeys, ", "),
                                 g.sshConfirm ? ", each one confirmed through SSH_ASKPASS" : ""));
   return out;
 }

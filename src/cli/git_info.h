@@ -25,6 +25,7 @@ struct GitEnvelope {
   std::string pushToken;             ///< --git-token's source ("env:NAME"; never the token), "" without
   std::vector<std::string> pushHosts;  ///< where the git broker adds it, and port 22 opens for the SSH agent
   std::vector<std::string> sshKeys;    ///< --git-ssh-agent's keys (fingerprints), none without
+  std::vector<std::string> sshHosts;   ///< whose port 22 it opens (config::gitSshHosts())
   bool sshConfirm = false;             ///< --git-ssh-confirm
   std::string mode;                  ///< --git: refs-only, branches, none
   std::vector<std::string> dropped;  ///< keys dropped from .git/config (workspace::sanitizeRepoConfig())

@@ -16,6 +16,7 @@
 #include "common/fd.h"
 #include "common/subprocess.h"
 #include "common/visible_text.h"
+#include "config/egress_plan.h"
 #include "secrets/ssh_agent_filter.h"
 #include "vm/guest_contract.h"
 
@@ -142,12 +143,8 @@ Result<> applyGitSshAgent(const HostContext& host, const config::Settings& setti
                       "--git-ssh-key {}: your SSH agent does not hold that key; ssh-add it (`ssh-add -l` lists what "
                       "it holds)",
                       key);
-  std::vector<std::string> names;
-  for (const auto& h : *hosts)
-    if (std::string name = h.substr(0, h.find(':')); std::find(names.begin(), names.end(), name) == names.end())
-      names.push_back(name);
   std::string knownHosts;
-  for (const auto& name : names) {
+  for (const auto& name : config::gitSshHosts(settings)) {
     std::string lines;
     for (const auto& file : knownHostsFiles)
       if (auto text = readFile(file, 16 << 20)) lines += knownHostsFor(*text, name);

@@ -200,6 +200,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   auto sshKeys = gitSshKeys(effective->resolved.settings);
   if (!sshKeys) return reportError(sshKeys.error());
   git.sshKeys = *sshKeys;
+  git.sshHosts = config::gitSshHosts(effective->resolved.settings);
   git.sshConfirm = effective->resolved.settings.gitSshConfirm.value;
   auto importedSettings = settingsInfo(host, *effective, args.env);
   if (!importedSettings) return reportError(importedSettings.error());

@@ -223,12 +223,11 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   if (auto r = applyGitSshAgent(host, settings, plan, knownHostsFiles(host.dirs.home)); !r)
     return std::unexpected(r.error());
   if (auto keys = gitSshKeys(settings); keys && !keys->empty()) {
-    auto hosts = gitPushHosts(settings);
     setup.gitSsh = fmt::format(
         "git over SSH: your SSH agent signs logins with {}{} (no key enters the VM; "
         "port 22 of {})",
         fmt::join(*keys, ", "), settings.gitSshConfirm.value ? ", each one confirmed" : "",
-        hosts ? fmt::format("{}", fmt::join(*hosts, ", ")) : "the git hosts");
+        fmt::join(config::gitSshHosts(settings), ", "));
   }
   if (setup.login)
     if (auto r = setup.login->applyToPlan(plan); !r) return std::unexpected(r.error());

@@ -36,6 +36,17 @@ const std::vector<std::string>& commonDeveloperHosts() {
   return hosts;
 }
 
+std::vector<std::string> gitSshHosts(const Settings& settings) {
+  std::vector<std::string> hosts;
+  if (!settings.gitSshAgent.value) return hosts;
+  for (const auto& h : settings.gitHosts)
+    if (std::string name = h.value.substr(0, h.value.find(':'));
+        std::find(hosts.begin(), hosts.end(), name) == hosts.end())
+      hosts.push_back(name);
+  if (hosts.empty()) hosts.push_back("github.com");
+  return hosts;
+}
+
 EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) {
   EgressPlan plan;
   plan.profile = settings.egressProfile;
@@ -63,16 +74,9 @@ EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings) 
   }
   // --git-ssh-agent: port 22 of each git host (cli/git_ssh_agent.h), before
   // remove_hosts, which may still close it.
-  if (settings.gitSshAgent.value) {
-    std::vector<std::string> gitHosts;
-    for (const auto& h : settings.gitHosts) gitHosts.push_back(h.value.substr(0, h.value.find(':')));
-    if (gitHosts.empty()) gitHosts.push_back("github.com");
-    // An entry of its own, so that `airlock info` says why port 22 is open.
-    for (const auto& h : gitHosts)
-      if (std::none_of(plan.hosts.begin(), plan.hosts.end(),
-                       [&](const AllowedHost& a) { return a.host == h && a.why == "git_ssh_agent"; }))
-        plan.hosts.push_back({h, {kSshPort}, "git_ssh_agent", settings.gitSshAgent.layer});
-  }
+  // An entry of its own, so that `airlock info` says why port 22 is open.
+  for (const auto& h : gitSshHosts(settings))
+    plan.hosts.push_back({h, {kSshPort}, "git_ssh_agent", settings.gitSshAgent.layer});
   for (const auto& entry : settings.removeHosts) {
     std::string host = entry.value.substr(0, entry.value.find(':'));
     auto it = std::remove_if(plan.hosts.begin(), plan.hosts.end(), [&](const AllowedHost& h) { return h.host == host; });

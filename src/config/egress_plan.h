@@ -48,6 +48,10 @@ const std::vector<std::string>& commonDeveloperHosts();
 /// (git_hosts without their ports, or github.com) gets kSshPort.
 EgressPlan egressPlan(const agents::AgentSpec& agent, const Settings& settings);
 
+/// The hosts whose port 22 git_ssh_agent opens: git_hosts by name (without
+/// their ports), each once, or github.com; none without git_ssh_agent.
+std::vector<std::string> gitSshHosts(const Settings& settings);
+
 /// The policy the egress firewall enforces for `plan`, with the host loopback
 /// ports reachable at the gateway. Fails (kUsage) on a host entry that is not
 /// a DNS name (egress::parseHostRule).
