@@ -15,6 +15,7 @@
 
 #include "cli/report.h"
 #include "common/exit_codes.h"
+#include "common/interrupt.h"
 #include "common/paths.h"
 #include "session/session.h"
 
@@ -60,23 +61,36 @@ int startDetached(const std::vector<std::string>& invocation) {
   }
   ::close(relay[1]);
   Fd in(relay[0]);
-  // Ctrl-C (or SIGTERM) while it starts: the supervisor is told to stop
-  // (its command gets SIGTERM as soon as it runs; see `airlock ls`).
+  // Ctrl-C (or SIGTERM, SIGHUP) while it starts is passed on: the
+  // supervisor stops preparing, removes what it made and says so, as a
+  // foreground run does; a second one makes it quit at once. The supervisor
+  // is in a session of its own, so only this process hears the terminal.
+  // A signal ignored here (nohup) stays ignored.
   sigset_t mask;
   sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaddset(&mask, sig);
+  }
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-  Fd signals(::signalfd(-1, &mask, SFD_CLOEXEC));
+  Fd signals(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   std::string pending, name;
   char buf[4096];
   const std::string marker = session::kStartedMarker;
+  int interrupted = 0;
   while (name.empty()) {
     pollfd fds[2] = {{in.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
     if (fds[1].revents) {
-      ::kill(pid, SIGTERM);
-      std::fprintf(stderr, "airlock: interrupted; the session that was starting is told to stop\n");
-      return 130;
+      signalfd_siginfo info;
+      while (::read(signals.get(), &info, sizeof info) == sizeof info) {
+        ::kill(pid, static_cast<int>(info.ssi_signo));
+        if (interrupted != 0) {
+          std::fprintf(stderr, "airlock: interrupted again; the session's supervisor (pid %d) quits at once\n", pid);
+          return 128 + interrupted;
+        }
+        interrupted = static_cast<int>(info.ssi_signo);
+      }
     }
     if (!fds[0].revents) continue;
     ssize_t n = ::read(in.get(), buf, sizeof buf);
@@ -91,14 +105,27 @@ int startDetached(const std::vector<std::string>& invocation) {
       else std::fprintf(stderr, "%s\n", line.c_str());
     }
   }
+  if (!name.empty() && interrupted != 0) {
+    // It came as the command started: the supervisor stops the session as
+    // `airlock stop` does, and its changes are kept.
+    std::fprintf(stderr, "airlock: interrupted as session %s started; it is stopping, and its changes wait for "
+                 "`airlock review %s`\n", name.c_str(), name.c_str());
+    return 128 + interrupted;
+  }
   if (!name.empty()) {
     std::printf("%s\n", name.c_str());
     return 0;  // the supervisor goes on; the relay closes with this process
   }
   if (!pending.empty()) std::fprintf(stderr, "%s\n", pending.c_str());
   int status = 0;
-  if (::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) != 0)
-    return WEXITSTATUS(status);
+  if (::waitpid(pid, &status, 0) == pid) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status) && interrupted != 0) {
+      std::fprintf(stderr, "airlock: interrupted (%s) before the session started; nothing was kept\n",
+                   sigabbrev_np(interrupted));
+      return 128 + interrupted;
+    }
+  }
   return reportError(Error{"the session's supervisor ended before its command started", exit_code::kInternal});
 }
 
@@ -107,15 +134,16 @@ int superviseSession(session::Runner& runner, session::DetachedUi& ui, bool expo
     if (!runner.sessionDir().empty()) session::appendSessionLog(runner.sessionDir(), "error: " + e.message);
     return reportError(e);
   };
-  if (auto r = runner.open(); !r) return failed(r.error());
-  ui.setSessionDir(runner.sessionDir(), runner.sessionName());
-  if (auto r = runner.boot(); !r) {
-    // Said on `run -d`'s terminal; nothing ran, so nothing is kept.
-    const std::string dir = runner.sessionDir();
-    session::releaseSessionName(dir.substr(0, dir.rfind("/sessions/")), dir);
-    (void)removeTree(dir);
+  if (auto r = runner.prepare(); !r) {
+    // Said on `run -d`'s terminal; nothing ran, so nothing is kept (an
+    // interrupted runner removes its directory itself).
+    if (const std::string dir = runner.sessionDir(); !dir.empty() && !isInterruption(r.error().code)) {
+      session::releaseSessionName(dir.substr(0, dir.rfind("/sessions/")), dir);
+      (void)removeTree(dir);
+    }
     return reportError(r.error());
   }
+  ui.setSessionDir(runner.sessionDir(), runner.sessionName());
   auto code = runner.runCommand();
   if (!code) return failed(code.error());
   if (exportChanges) {

@@ -64,6 +64,8 @@ InterruptScope::InterruptScope() {
     if (!gIgnored[i]) ::sigaction(kSignals[i], &action, nullptr);
   }
   gActive = 1;
+  const sigset_t mask = interruptMask();
+  ::pthread_sigmask(SIG_UNBLOCK, &mask, &mask_);
 }
 
 InterruptScope::~InterruptScope() { (void)end(); }
@@ -73,8 +75,8 @@ int InterruptScope::end() {
   ended_ = true;
   // Blocked while the handlers go back, then a signal that came meanwhile
   // is taken from the pending set: none is lost or left to kill airlock.
-  sigset_t mask = interruptMask(), previous;
-  ::pthread_sigmask(SIG_BLOCK, &mask, &previous);
+  sigset_t mask = interruptMask();
+  ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   for (int i = 0; i < 3; ++i)
     if (!gIgnored[i]) ::sigaction(kSignals[i], &gPrevious[i], nullptr);
   sigset_t pending;
@@ -93,7 +95,7 @@ int InterruptScope::end() {
   }
   gActive = 0;
   caught_ = gSignal.exchange(0);
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
   return caught_;
 }
 

@@ -16,7 +16,10 @@ namespace airlock {
 
 /// Catches SIGINT, SIGTERM and SIGHUP while it lives (one that was ignored,
 /// as under nohup, stays ignored, in airlock and its children); the
-/// previous dispositions come back at end(). The first signal is recorded
+/// previous dispositions come back at end(). The three are unblocked in the
+/// calling thread meanwhile (a detached session's supervisor blocks them
+/// for its signalfd: one already pending is caught at once) and its mask
+/// comes back at end(). The first signal is recorded
 /// (interruptSignal()), a line on stderr says what happens, and the process
 /// group of the child runCommand() waits for gets SIGINT, as from Ctrl-C
 /// (runCommand() starts it in a group of its own meanwhile, so a signal sent
@@ -41,6 +44,7 @@ class InterruptScope {
  private:
   bool ended_ = false;
   int caught_ = 0;
+  sigset_t mask_{};  ///< the calling thread's mask before the scope
 };
 
 /// The first signal an InterruptScope caught (SIGINT, SIGTERM or SIGHUP),

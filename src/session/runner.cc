@@ -727,21 +727,25 @@ Result<workspace::GateOutcome> Runner::review() {
   return std::move(*reviewed->outcome);
 }
 
+Result<> Runner::prepare() {
+  // Ctrl-C before the agent runs ends the steps, and what they made goes
+  // (the agent's own terminal, or a detached session's supervisor, takes it
+  // from runCommand() on).
+  InterruptScope interrupts;
+  auto ready = open();
+  if (ready) ready = boot();
+  if (int sig = interrupts.end(); sig != 0) {
+    discard_ = true;
+    return std::unexpected(interruptedError(sig, "before " + plan_.review.who + " started; nothing was kept"));
+  }
+  return ready;
+}
+
 Result<RunOutcome> Runner::run() {
   RunOutcome out;
-  {
-    // Ctrl-C before the agent runs ends the steps, and what they made goes
-    // (the agent's own terminal takes it from runCommand() on).
-    InterruptScope interrupts;
-    auto ready = open();
-    if (ready) out.sessionDir = sessionDir();
-    if (ready) ready = boot();
-    if (int sig = interrupts.end(); sig != 0) {
-      discard_ = true;
-      return std::unexpected(interruptedError(sig, "before " + plan_.review.who + " started; nothing was kept"));
-    }
-    if (!ready) return std::unexpected(ready.error());
-  }
+  auto ready = prepare();
+  out.sessionDir = sessionDir();
+  if (!ready) return std::unexpected(ready.error());
   auto code = runCommand();
   if (!code) return std::unexpected(code.error());
   out.commandCode = *code;

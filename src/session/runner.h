@@ -89,6 +89,10 @@ class Runner {
 
   /// The steps run() takes, in that order, for callers that need to stop
   /// between them (a detached session exports now and reviews later).
+  /// open() then boot(), interruptible as run() says: a signal before the
+  /// command starts fails with 128 + the signal, and the session directory
+  /// goes with the runner.
+  Result<> prepare();
   /// Opens the session (kSnapshot, kDirect): directory, log, workspace lock,
   /// an interrupted flush settled, the snapshot taken. Nothing for other plans.
   Result<> open();

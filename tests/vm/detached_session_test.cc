@@ -565,6 +565,46 @@ TEST_F(Detached, StopWithTheEgressFirewallKeepsTheChanges) {
   EXPECT_EQ(slurp(ws_ + "/kept.txt"), "kept\n");
 }
 
+// Ctrl-C while `run -d` starts the session: the supervisor (in a session
+// of its own, out of the terminal's reach) is told, stops preparing and
+// removes what it made, as a foreground run does; `run -d` waits for that
+// and ends with 130. Before, the session went on starting and ran.
+TEST_F(Detached, CtrlCWhileItStartsLeavesNothing) {
+  const std::string out = state_ + "/run-d.out";
+  pid_t pid = startAirlock({"run-image", "-d", "--rootfs", testRootfs(), "-w", ws_, "--name", "early", "--", "sh",
+                            "-c", "echo x > /workspace/x.txt; sleep 600"},
+                           out, {{"XDG_STATE_HOME", state_}});
+  ASSERT_GT(pid, 0);
+  bool booting = false;  // its VM boots: seconds under TCG before the command runs
+  for (int i = 0; i < 1200 && !booting; ++i) {
+    booting = !processesNamed("qemu-system-x86_64", state_).empty();
+    if (!booting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(booting) << slurp(out);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = -1;
+  for (int i = 0; i < 1200 && waitpid(pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (status == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "run -d did not end within 120 s of Ctrl-C: " << slurp(out);
+  }
+  const std::string said = slurp(out);
+  ASSERT_TRUE(WIFEXITED(status)) << said;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << said;
+  EXPECT_NE(said.find("interrupted: stopping and removing what this run made"), std::string::npos)
+      << "the supervisor did not hear it while it prepared: " << said;
+  EXPECT_NE(said.find("interrupted (INT) before"), std::string::npos) << said;
+  EXPECT_NE(said.find("nothing was kept"), std::string::npos) << said;
+  EXPECT_EQ(said.find("early\n"), std::string::npos) << "the session was started: " << said;
+  EXPECT_TRUE(entry("early").is_null()) << airlock({"ls", "--all"}).out;
+  EXPECT_TRUE(processesNamed("qemu-system-x86_64", state_).empty()) << "the VM outlived the interrupted start";
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/x.txt"));
+  auto again = detach("early", "true");
+  EXPECT_EQ(again.exitCode, 0) << "the interrupted session's name is not free: " << again.err;
+}
+
 // No daemon: a supervisor killed with SIGKILL takes its VM with it, but not
 // the agent's changes: its janitor keeps the VM's disk in the session, which
 // waits for review (rm refuses it); the first diff exports them from that

@@ -195,6 +195,33 @@ TEST(InterruptScope, AnIgnoredSignalStaysIgnoredAndEndSaysWhatWasCaught) {
   EXPECT_EQ(after.sa_handler, SIG_IGN);
 }
 
+// A detached session's supervisor blocks the three signals for its
+// signalfd (session/supervisor.h). `airlock stop` or the Ctrl-C that `run
+// -d` passes on while it prepares must still interrupt the preparation,
+// also when it came before the scope began, and be blocked again after.
+TEST(InterruptScope, ASupervisorsBlockedSignalIsCaughtAndBlockedAgainAfter) {
+  sigset_t term, before;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &term, &before), 0);
+  ::raise(SIGTERM);  // pending: `airlock stop` before the preparation began
+  {
+    InterruptScope scope;
+    EXPECT_EQ(interruptSignal(), SIGTERM) << "the pending signal was not caught when the scope began";
+    EXPECT_EQ(scope.end(), SIGTERM);
+  }
+  sigset_t now;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &now), 0);
+  EXPECT_TRUE(sigismember(&now, SIGTERM)) << "the signal is no longer blocked for the supervisor's signalfd";
+  ::raise(SIGTERM);  // after the scope: left pending for the signalfd, not fatal
+  sigset_t pending;
+  ASSERT_EQ(::sigpending(&pending), 0);
+  EXPECT_TRUE(sigismember(&pending, SIGTERM));
+  const timespec zero{0, 0};
+  EXPECT_EQ(::sigtimedwait(&term, nullptr, &zero), SIGTERM);
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
+
 TEST(InterruptedError, NamesTheSignalAndCarriesItsCode) {
   Error e = interruptedError(SIGTERM, "during the snapshot");
   EXPECT_EQ(e.message, "interrupted (TERM) during the snapshot");
