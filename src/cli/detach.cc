@@ -108,8 +108,10 @@ int startDetached(const std::vector<std::string>& invocation) {
   if (!name.empty() && interrupted != 0) {
     // It came as the command started: the supervisor stops the session as
     // `airlock stop` does, and its changes are kept.
-    std::fprintf(stderr, "airlock: interrupted as session %s started; it is stopping, and its changes wait for "
-                 "`airlock review %s`\n", name.c_str(), name.c_str());
+    std::fprintf(stderr,
+                 "airlock: interrupted as session %s started; it is stopping, and its changes wait for "
+                 "`airlock review %s`\n",
+                 name.c_str(), name.c_str());
     return 128 + interrupted;
   }
   if (!name.empty()) {

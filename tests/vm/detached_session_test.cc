@@ -571,8 +571,8 @@ TEST_F(Detached, StopWithTheEgressFirewallKeepsTheChanges) {
 // and ends with 130. Before, the session went on starting and ran.
 TEST_F(Detached, CtrlCWhileItStartsLeavesNothing) {
   const std::string out = state_ + "/run-d.out";
-  pid_t pid = startAirlock({"run-image", "-d", "--rootfs", testRootfs(), "-w", ws_, "--name", "early", "--", "sh",
-                            "-c", "echo x > /workspace/x.txt; sleep 600"},
+  pid_t pid = startAirlock({"run-image", "-d", "--rootfs", testRootfs(), "-w", ws_, "--name", "early", "--", "sh", "-c",
+                            "echo x > /workspace/x.txt; sleep 600"},
                            out, {{"XDG_STATE_HOME", state_}});
   ASSERT_GT(pid, 0);
   bool booting = false;  // its VM boots: seconds under TCG before the command runs
