@@ -52,7 +52,7 @@ std::string exitCodeFooter();
 void appendExitCodeFooters(CLI::App& app);
 
 /// `airlock agents` and `airlock agents show NAME`: the known agents (src/cli/agents.cc).
-void addAgentsCommand(CLI::App& app, int& exitCode);
+void addAgentsCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
 /// `airlock image build AGENT`: build an agent's local erofs image (src/cli/image.cc).
 void addImageCommand(CLI::App& app, int& exitCode, const HostContext& host);

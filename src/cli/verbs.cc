@@ -12,7 +12,7 @@ void addAllCommands(CLI::App& app, int& exitCode, const HostContext& host,
   addReviewCommand(app, exitCode, host);
   addJanitorCommand(app, exitCode);
   addSystemCommand(app, exitCode, host);
-  addAgentsCommand(app, exitCode);
+  addAgentsCommand(app, exitCode, host);
   addImageCommand(app, exitCode, host);
   addInfoCommand(app, exitCode, host);
   addDoctorCommand(app, exitCode, host);

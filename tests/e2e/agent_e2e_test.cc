@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -156,7 +157,8 @@ class AgentE2E : public testing::Test {
         {"XDG_DATA_HOME", dir_ + "/data"},    {"ANTHROPIC_BASE_URL", mock.guestUrl()},
         {"ANTHROPIC_API_KEY", "airlock-e2e"}, {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
         {"OPENAI_API_KEY", "airlock-e2e"},    {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
-        {"GEMINI_API_KEY", "airlock-e2e"}};
+        {"GEMINI_API_KEY", "airlock-e2e"},    {"GROK_BASE_URL", mock.guestUrl() + "/v1"},
+        {"GROK_API_KEY", "airlock-e2e"}};
     if (!home.empty()) {
       env["HOME"] = home;
       if (!user_) env["AIRLOCK_CACHE_DIR"] = defaultCacheDir();  // the invoker's images, not a new cache under `home`
@@ -542,28 +544,53 @@ TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
   EXPECT_EQ(log.find("do-not-leak"), std::string::npos) << "the secret's content reached the model";
 }
 
-class OtherAgents : public AgentE2E,
-                    public testing::WithParamInterface<std::pair<std::string, std::vector<std::string>>> {};
+/// An agent and its arguments for one scripted task; `heldBack`: files
+/// the agent itself writes into every project it runs in, which the review
+/// holds back (agent configuration: they could steer the agent on the host),
+/// so the run ends with 70 and they wait in the session.
+struct ScriptedCase {
+  std::string agent;
+  std::vector<std::string> args;
+  std::vector<std::string> heldBack;
+};
+
+void PrintTo(const ScriptedCase& c, std::ostream* os) { *os << c.agent; }
+
+class OtherAgents : public AgentE2E, public testing::WithParamInterface<ScriptedCase> {};
 
 TEST_P(OtherAgents, OneScriptedEditLandsAfterReview) {
-  ASSERT_NO_FATAL_FAILURE(runAsTestUser(GetParam().first));
+  const ScriptedCase& c = GetParam();
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser(c.agent));
   MockModel mock("single_edit.json", dir_);
   auto before = files();
-  auto r = run(GetParam().first, mock, {"--review=auto"}, GetParam().second);
-  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  auto r = run(c.agent, mock, {"--review=auto"}, c.args);
+  // 70: the review left changes pending (held back), the rest landed.
+  ASSERT_EQ(r.exitCode, c.heldBack.empty() ? 0 : 70) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  EXPECT_EQ(r.err.find("egress blocked"), std::string::npos) << "the agent reached for hosts it does not need:\n"
+                                                             << r.err;
   auto after = files();
   EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
   after.erase("AGENT_NOTE.md");
   EXPECT_EQ(after, before);
+  for (const auto& path : c.heldBack)
+    EXPECT_NE(r.err.find(path), std::string::npos) << path << " was not shown held back:\n" << r.err;
   EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Agents, OtherAgents,
-    testing::Values(std::pair<std::string, std::vector<std::string>>{"codex", {"Do the scripted task."}},
-                    std::pair<std::string, std::vector<std::string>>{"gemini", {"-p", "Do the scripted task."}},
-                    std::pair<std::string, std::vector<std::string>>{"opencode", {"Do the scripted task."}}),
-    [](const auto& p) { return p.param.first; });
+INSTANTIATE_TEST_SUITE_P(Agents, OtherAgents,
+                         testing::Values(ScriptedCase{"codex", {"Do the scripted task."}, {}},
+                                         ScriptedCase{"gemini", {"-p", "Do the scripted task."}, {}},
+                                         ScriptedCase{"opencode", {"Do the scripted task."}, {}},
+                                         // Grok writes its project settings (which may name MCP
+                                         // servers) at its first start, on the host too.
+                                         ScriptedCase{"grok", {"-p", "Do the scripted task."}, {".grok/settings.json"}},
+                                         ScriptedCase{"qwen-code", {"Do the scripted task."}, {}}),
+                         [](const auto& p) {
+                           std::string name = p.param.agent;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 /// An agent, its arguments for one scripted task, and for going on with
 /// its last conversation.
@@ -604,8 +631,13 @@ INSTANTIATE_TEST_SUITE_P(
     Agents, AgentsResume,
     testing::Values(ResumeCase{"codex", {"Do the scripted task."}, {"resume", "--last", "Go on."}},
                     ResumeCase{"gemini", {"-p", "Do the scripted task."}, {"-r", "latest", "-p", "Go on."}},
-                    ResumeCase{"opencode", {"Do the scripted task."}, {"--continue", "Go on."}}),
-    [](const auto& p) { return p.param.agent; });
+                    ResumeCase{"opencode", {"Do the scripted task."}, {"--continue", "Go on."}},
+                    ResumeCase{"qwen-code", {"Do the scripted task."}, {"--continue", "Go on."}}),
+    [](const auto& p) {
+      std::string name = p.param.agent;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 }  // namespace
 }  // namespace airlock::test

@@ -1,6 +1,7 @@
 #include "agents/registry.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "agents/agent_env.h"
 #include "agents/builtin_specs.h"
@@ -12,7 +13,7 @@ namespace airlock::agents {
 namespace {
 
 TEST(BuiltinSpecs, EveryFileParses) {
-  ASSERT_EQ(builtinSpecFiles().size(), 4u);
+  ASSERT_EQ(builtinSpecFiles().size(), 6u);
   for (const auto& file : builtinSpecFiles()) {
     auto spec = parseAgentSpec(file.text, file.fileName);
     EXPECT_TRUE(spec) << file.fileName << ": " << spec.error().message;
@@ -33,7 +34,8 @@ TEST(BuiltinSpecs, FormatRoundTrips) {
 TEST(Registry, BuiltinNames) {
   auto registry = AgentRegistry::builtin();
   ASSERT_TRUE(registry) << registry.error().message;
-  EXPECT_EQ(registry->names(), (std::vector<std::string>{"claude-code", "codex", "gemini", "opencode"}));
+  EXPECT_EQ(registry->names(),
+            (std::vector<std::string>{"claude-code", "codex", "gemini", "grok", "opencode", "qwen-code"}));
 }
 
 TEST(Registry, BuiltinFacts) {
@@ -59,6 +61,23 @@ TEST(Registry, BuiltinFacts) {
   auto ocFiles = expandFiles(opencode->homeFiles, {});
   EXPECT_NE(ocFiles.at(".config/opencode/opencode.json").find("\"baseURL\": \"https://api.openai.com/v1\""),
             std::string::npos);
+  // Grok: the API key is forwarded by value, the user's settings without it.
+  auto grok = registry->find("grok");
+  ASSERT_TRUE(grok);
+  EXPECT_TRUE(grok->image.node);
+  EXPECT_TRUE(forwardsEnv(*grok, "GROK_API_KEY"));
+  EXPECT_TRUE(forwardsEnv(*grok, "GROK_BASE_URL"));
+  ASSERT_EQ(grok->settings.size(), 1u);
+  EXPECT_EQ(grok->settings[0].keys, (std::vector<std::string>{"defaultModel", "models"})) << "apiKey must stay out";
+  // Qwen Code: the OpenAI provider, no prompt before acting, no telemetry.
+  auto qwen = registry->find("qwen-code");
+  ASSERT_TRUE(qwen);
+  EXPECT_EQ(qwen->command, (std::vector<std::string>{"qwen"}));
+  EXPECT_EQ(qwen->defaultArgs, (std::vector<std::string>{"--yolo"}));
+  EXPECT_TRUE(forwardsEnv(*qwen, "OPENAI_BASE_URL"));
+  auto qwenSettings = nlohmann::json::parse(expandFiles(qwen->homeFiles, {}).at(".qwen/settings.json"));
+  EXPECT_EQ(qwenSettings["security"]["auth"]["selectedType"], "openai");
+  EXPECT_EQ(qwenSettings["telemetry"]["enabled"], false);
   for (const auto& spec : registry->all()) {
     EXPECT_EQ(spec.cpus, 2) << spec.name;
     EXPECT_EQ(spec.memoryMib, 4096) << spec.name;
@@ -72,7 +91,8 @@ TEST(Registry, UnknownNameListsKnownNames) {
   auto missing = registry->find("cluade");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, exit_code::kUsage);
-  EXPECT_EQ(missing.error().message, "unknown agent 'cluade'; known agents: claude-code, codex, gemini, opencode");
+  EXPECT_EQ(missing.error().message,
+            "unknown agent 'cluade'; known agents: claude-code, codex, gemini, grok, opencode, qwen-code");
 }
 
 TEST(Registry, AddRejectsDuplicates) {

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+
 #include "agents/registry.h"
 #include "cli/agents.h"
 #include "cli/image_store_cmd.h"
+#include "common/paths.h"
+#include "image/recipe.h"
 
 namespace airlock::cli {
 namespace {
@@ -13,13 +18,34 @@ namespace {
 TEST(AgentsJson, UsesVcpusLikeTheConfig) {
   auto registry = agents::AgentRegistry::builtin();
   ASSERT_TRUE(registry);
-  auto list = agentsListJson(registry->all());
+  auto list = agentsListJson(registry->all(), "/nonexistent-cache");
   ASSERT_FALSE(list.empty());
   for (const auto& a : list) {
     EXPECT_TRUE(a.contains("vcpus")) << a.dump();
     EXPECT_FALSE(a.contains("cpus")) << a.dump();
     EXPECT_GE(a["vcpus"].get<int>(), 1);
   }
+}
+
+// `airlock agents --json`: how one signs in, the default model hosts, and
+// the image's size once it is built (null before).
+TEST(AgentsJson, SaysTheLoginsTheHostsAndTheImageSize) {
+  auto registry = agents::AgentRegistry::builtin();
+  ASSERT_TRUE(registry);
+  TempDir cache = *TempDir::create("/tmp", "agents-cache-");
+  auto grok = registry->find("grok");
+  ASSERT_TRUE(grok);
+  const std::string image = image::agentImagePath(cache.path(), *grok);
+  ASSERT_TRUE(makeDirs(image.substr(0, image.rfind('/'))));
+  { std::ofstream(image) << std::string(4096, 'x'); }
+  std::map<std::string, nlohmann::json> byName;
+  for (const auto& a : agentsListJson(registry->all(), cache.path())) byName[a["name"]] = a;
+  EXPECT_EQ(byName["grok"]["image_bytes"], 4096);
+  EXPECT_TRUE(byName["codex"]["image_bytes"].is_null());
+  EXPECT_EQ(byName["grok"]["logins"], nlohmann::json::array({"api-key"}));
+  EXPECT_EQ(byName["grok"]["model_hosts"], nlohmann::json::array({"api.x.ai"}));
+  EXPECT_EQ(byName["claude-code"]["logins"], nlohmann::json::array({"api-key", "account"}));
+  EXPECT_EQ(byName["opencode"]["logins"], nlohmann::json::array({"api-key", "account-in-vm"}));
 }
 
 image::oci::ImageSummary summary(const std::string& name, const std::string& digest, uint64_t bytes) {
