@@ -12,7 +12,9 @@ namespace airlock::agents {
 
 /// How the agent's program gets into its image: one npm package at a pinned
 /// version, either a native binary copied in, or a JavaScript package run by
-/// a Node runtime that is put into the image with it.
+/// a Node runtime that is put into the image with it. No package (`image:
+/// {}`): the Debian base image alone, for a program it has (the `shell`
+/// agent's bash).
 struct ImageRecipe {
   std::string npmPackage;     ///< the agent's npm package, e.g. "@anthropic-ai/claude-code"
   std::string version;        ///< pinned version of npmPackage
@@ -30,6 +32,8 @@ struct ImageRecipe {
   /// image reference pulled into the image store and booted as it is.
   std::string reference;
 
+  /// True for `image: {}`: the base image, nothing installed.
+  bool baseOnly() const { return reference.empty() && npmPackage.empty(); }
   /// The package the program file is taken from (nativePackage or npmPackage).
   const std::string& programPackage() const { return nativePackage.empty() ? npmPackage : nativePackage; }
   /// The version of programPackage().

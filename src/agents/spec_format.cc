@@ -35,6 +35,8 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   out << YAML::Key << "description" << YAML::Value << spec.description;
   if (!spec.image.reference.empty()) {
     out << YAML::Key << "image" << YAML::Value << spec.image.reference;
+  } else if (spec.image.baseOnly()) {
+    out << YAML::Key << "image" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::EndMap;
   } else {
     out << YAML::Key << "image" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "npm_package" << YAML::Value << YAML::DoubleQuoted << spec.image.npmPackage;

@@ -405,6 +405,12 @@ class SpecReader {
     if (!image.IsMap())
       return error(image, "'image' must be an image reference (ghcr.io/org/agent:tag) or a build recipe mapping");
     if (auto r = checkKeys(image, "image", kImageKeys); !r) return r;
+    if (!child(image, "npm_package").IsDefined()) {  // `image: {}`: the base image alone
+      for (auto key : kImageKeys)
+        if (child(image, std::string(key).c_str()).IsDefined())
+          return error(child(image, std::string(key).c_str()), fmt::format("'{}' needs 'npm_package'", key));
+      return {};
+    }
     struct Field {
       const char* key;
       bool required;

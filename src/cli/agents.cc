@@ -110,7 +110,8 @@ int listAgents(const AgentsArgs& args, const HostContext& host) {
   std::vector<Row> rows = {{"NAME", "VERSION", "LOGIN", "MODEL HOSTS", "IMAGE", "DESCRIPTION"}};
   for (const auto& s : specs) {
     auto bytes = imageBytes(s, host.dirs.cache);
-    rows.push_back({s.name, s.image.reference.empty() ? s.image.version : "-", joined(loginKinds(s)),
+    const std::string logins = joined(loginKinds(s));
+    rows.push_back({s.name, s.image.version.empty() ? "-" : s.image.version, logins.empty() ? "-" : logins,
                     hostsCell(s.egress.modelHosts), bytes ? formatBytes(*bytes) : "not built", s.description});
   }
   size_t w[5] = {};
@@ -149,7 +150,8 @@ Result<agents::AgentRegistry> knownAgents(const HostContext& host) {
 }
 
 std::vector<std::string> loginKinds(const agents::AgentSpec& spec) {
-  std::vector<std::string> kinds = {"api-key"};
+  std::vector<std::string> kinds;
+  if (!spec.envForward.empty()) kinds.push_back("api-key");
   if (!spec.login.format.empty()) kinds.push_back(spec.login.entersVm ? "account-in-vm" : "account");
   return kinds;
 }

@@ -14,7 +14,7 @@
 namespace airlock::cli {
 
 /// How one can sign in to the agent: "api-key" (a key forwarded by value)
-/// for every agent, then "account" (a login kept on the host, the broker
+/// for an agent that forwards variables, then "account" (a login kept on the host, the broker
 /// puts it on the wire) or "account-in-vm" (a login whose file enters the
 /// VM; LoginSpec::entersVm) when the spec has a login.
 std::vector<std::string> loginKinds(const agents::AgentSpec& spec);

@@ -281,6 +281,16 @@ void writeProc(const char* path, const char* text) {
   close(fd);
 }
 
+/// Replaces the file at `path` (a link there is removed, not followed) with
+/// `text`, mode 0644; said on the console when it cannot.
+void replaceFile(const char* path, const std::string& text) {
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    logLine(std::string("cannot write ") + path + ": " + std::strerror(errno));
+  if (fd >= 0) close(fd);
+}
+
 /// Adds `address`/`prefix` to eth0 and a default route via `gateway` (IPv6).
 void setupIpv6(const char* address, unsigned prefix, const char* gateway) {
   int s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -329,19 +339,17 @@ void setupEth0(int s) {
   route.rt_flags = RTF_UP | RTF_GATEWAY;
   if (ioctl(s, SIOCADDRT, &route) != 0) logLine(std::string("cannot add the default route: ") + std::strerror(errno));
   setupIpv6(egress::kGuestV6, egress::kPrefixV6, egress::kGatewayV6);
-  unlink("/etc/resolv.conf");
-  int fd = open("/etc/resolv.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    std::string text = std::string("nameserver ") + egress::kGatewayV4 + "\nnameserver " + egress::kGatewayV6 + "\n";
-    (void)!write(fd, text.data(), text.size());
-    close(fd);
-  }
+  replaceFile("/etc/resolv.conf",
+              std::string("nameserver ") + egress::kGatewayV4 + "\nnameserver " + egress::kGatewayV6 + "\n");
 }
 
 }  // namespace
 
 void setupHost(const BootConfig& config) {
   sethostname("airlock", 7);
+  // localhost and the host name resolve in the guest, never through the
+  // egress DNS (Debian's base has no /etc/hosts; docker writes one too).
+  replaceFile("/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tairlock\n");
   // Dirty pages reach the scratch disk within about 2 s (not the kernel's
   // 30 s): when the host side dies (a detached session's supervisor killed),
   // the disk it keeps holds the agent's work up to then.

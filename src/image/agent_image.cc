@@ -22,6 +22,7 @@ namespace {
 Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
                       const std::string& work, const ProgressFn& progress) {
   const auto& r = spec.image;
+  if (r.baseOnly()) return {};  // `image: {}`: the base image's own programs
   const std::string bin = root + "/usr/local/bin";
   if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
   if (!r.node) {

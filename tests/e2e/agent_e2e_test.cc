@@ -544,6 +544,28 @@ TEST_F(AgentE2E, SecretFileNeverEntersTheVmAndIsUntouched) {
   EXPECT_EQ(log.find("do-not-leak"), std::string::npos) << "the secret's content reached the model";
 }
 
+// The `shell` agent: bash in the Debian base image, no model. A command's
+// edit lands through the review like an agent's; localhost resolves in the
+// guest without a DNS query to the egress firewall.
+TEST_F(AgentE2E, ShellRunsACommandWhoseEditLandsAfterReview) {
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("shell"));
+  MockModel mock("single_edit.json", dir_);  // not asked: the shell has no model
+  auto before = files();
+  auto r = run("shell", mock, {"--review=auto"},
+               {"-c", "printf 'Edited by the agent under airlock.\\n' > AGENT_NOTE.md && getent hosts localhost && "
+                      "git --version && rg --version >/dev/null && echo \"$SHELL $PWD\""});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("localhost"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("git version"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/workspace"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("egress blocked"), std::string::npos) << r.err;
+  auto after = files();
+  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n");
+  after.erase("AGENT_NOTE.md");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+}
+
 /// An agent and its arguments for one scripted task; `heldBack`: files
 /// the agent itself writes into every project it runs in, which the review
 /// holds back (agent configuration: they could steer the agent on the host),

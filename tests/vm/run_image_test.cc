@@ -110,6 +110,15 @@ TEST_F(RunImage, PrintsOutputAndPropagatesExitCode) {
   EXPECT_EQ(r.out, "hi\n");
 }
 
+// localhost and the guest's own name resolve from /etc/hosts, which the
+// guest writes at boot (Debian's base has none: `localhost` was a DNS query
+// to the egress firewall, refused, and a dev server on localhost unreachable).
+TEST_F(RunImage, LocalhostResolvesInTheGuestWithoutDns) {
+  auto r = run({"sh", "-c", "cat /etc/hosts; hostname"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tairlock\nairlock\n");
+}
+
 TEST_F(RunImage, ExitCodesZeroOneAndFortyTwo) {
   for (int code : {0, 1, 42}) {
     auto r = run({"sh", "-c", "exit " + std::to_string(code)});

@@ -13,7 +13,7 @@ namespace airlock::agents {
 namespace {
 
 TEST(BuiltinSpecs, EveryFileParses) {
-  ASSERT_EQ(builtinSpecFiles().size(), 6u);
+  ASSERT_EQ(builtinSpecFiles().size(), 7u);
   for (const auto& file : builtinSpecFiles()) {
     auto spec = parseAgentSpec(file.text, file.fileName);
     EXPECT_TRUE(spec) << file.fileName << ": " << spec.error().message;
@@ -35,7 +35,7 @@ TEST(Registry, BuiltinNames) {
   auto registry = AgentRegistry::builtin();
   ASSERT_TRUE(registry) << registry.error().message;
   EXPECT_EQ(registry->names(),
-            (std::vector<std::string>{"claude-code", "codex", "gemini", "grok", "opencode", "qwen-code"}));
+            (std::vector<std::string>{"claude-code", "codex", "gemini", "grok", "opencode", "qwen-code", "shell"}));
 }
 
 TEST(Registry, BuiltinFacts) {
@@ -78,10 +78,16 @@ TEST(Registry, BuiltinFacts) {
   auto qwenSettings = nlohmann::json::parse(expandFiles(qwen->homeFiles, {}).at(".qwen/settings.json"));
   EXPECT_EQ(qwenSettings["security"]["auth"]["selectedType"], "openai");
   EXPECT_EQ(qwenSettings["telemetry"]["enabled"], false);
+  // The shell: the base image alone, bash as a login shell, nothing forwarded.
+  auto shell = registry->find("shell");
+  ASSERT_TRUE(shell);
+  EXPECT_TRUE(shell->image.baseOnly());
+  EXPECT_EQ(shell->command, (std::vector<std::string>{"bash", "-l"}));
+  EXPECT_TRUE(shell->envForward.empty());
   for (const auto& spec : registry->all()) {
     EXPECT_EQ(spec.cpus, 2) << spec.name;
     EXPECT_EQ(spec.memoryMib, 4096) << spec.name;
-    EXPECT_FALSE(spec.egress.modelHosts.empty()) << spec.name;
+    EXPECT_TRUE(spec.name == "shell" || !spec.egress.modelHosts.empty()) << spec.name;
   }
 }
 
@@ -92,7 +98,7 @@ TEST(Registry, UnknownNameListsKnownNames) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, exit_code::kUsage);
   EXPECT_EQ(missing.error().message,
-            "unknown agent 'cluade'; known agents: claude-code, codex, gemini, grok, opencode, qwen-code");
+            "unknown agent 'cluade'; known agents: claude-code, codex, gemini, grok, opencode, qwen-code, shell");
 }
 
 TEST(Registry, AddRejectsDuplicates) {

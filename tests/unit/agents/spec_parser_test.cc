@@ -468,5 +468,28 @@ command: [team-agent, --yes]
   EXPECT_NE(errorOf(bad, "team-agent.yaml").find("'image' must be an image reference"), std::string::npos);
 }
 
+// `image: {}`: the Debian base image alone (the shell agent's); any recipe
+// field without npm_package is an error naming it.
+TEST(SpecParser, AnEmptyImageIsTheBaseImageAlone) {
+  const std::string yaml = R"(name: sh
+description: A shell
+image: {}
+command: [bash, -l]
+)";
+  auto spec = parseAgentSpec(yaml, "sh.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_TRUE(spec->image.baseOnly());
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "sh.yaml");
+  ASSERT_TRUE(again) << again.error().message << "\n" << formatAgentSpec(*spec);
+  EXPECT_EQ(*again, *spec);
+  std::string bad = yaml;
+  bad.replace(bad.find("{}"), 2, "{version: \"1.0.0\"}");
+  EXPECT_NE(errorOf(bad, "sh.yaml").find("'version' needs 'npm_package'"), std::string::npos);
+  bad = yaml;
+  bad.replace(bad.find("{}"), 2, "{node: true}");
+  EXPECT_NE(errorOf(bad, "sh.yaml").find("'node' needs 'npm_package'"), std::string::npos);
+  EXPECT_FALSE(parseAgentSpec(kMinimal, "demo.yaml")->image.baseOnly());
+}
+
 }  // namespace
 }  // namespace airlock::agents
