@@ -53,24 +53,29 @@ int main(int argc, char** argv) {
     doubleDash = true;
     break;
   }
-  // `airlock AGENT ...` is `airlock run AGENT ...`.
+  // The command line as parsed (`airlock AGENT` spelled `airlock run AGENT`),
+  // for a detached session's supervisor to run again; filled below, before
+  // the parse (the verbs keep a reference).
+  std::vector<std::string> invocation;
+  airlock::cli::addAllCommands(app, exitCode, host, afterDoubleDash, invocation);
+  auto subcommands = app.get_subcommands({});
+  auto isVerb = [&](const char* word) {
+    return std::any_of(subcommands.begin(), subcommands.end(), [&](const CLI::App* sub) { return sub->check_name(word); });
+  };
+  // `airlock AGENT ...` is `airlock run AGENT ...`; a verb of the same name
+  // wins (`airlock shell NAME`; the shell agent is `airlock run shell`).
   std::vector<char*> args(argv, argv + argc);
-  if (argc > 1) {
+  if (argc > 1 && !isVerb(argv[1])) {
     if (auto registry = airlock::cli::knownAgents(host); registry && registry->find(argv[1]))
       args.insert(args.begin() + 1, const_cast<char*>("run"));
   }
-  // The command line as parsed (`airlock AGENT` spelled `airlock run AGENT`),
-  // for a detached session's supervisor to run again.
-  std::vector<std::string> invocation(args.begin(), args.end());
+  invocation.assign(args.begin(), args.end());
   if (doubleDash) {
     invocation.push_back("--");
     invocation.insert(invocation.end(), afterDoubleDash.begin(), afterDoubleDash.end());
   }
-  airlock::cli::addAllCommands(app, exitCode, host, afterDoubleDash, invocation);
   // A first word that is neither a verb nor an agent: say so, with both lists.
-  auto subcommands = app.get_subcommands({});
-  bool known = std::any_of(subcommands.begin(), subcommands.end(),
-                           [&](const CLI::App* sub) { return args.size() > 1 && sub->check_name(args[1]); });
+  const bool known = args.size() > 1 && isVerb(args[1]);
   // A word that starts as a token does is never repeated: it may be one,
   // typed where a name or a flag's value goes.
   auto mayBeToken = [](std::string_view word) {

@@ -295,6 +295,17 @@ TEST_F(SessionReview, BareIdNeverNamesADirectoryOfTheCurrentOne) {
   EXPECT_TRUE(fs::is_empty(victim)) << "flushed into the directory a look-alike session named";
 }
 
+// The built-in agent `shell` shares its name with the verb `airlock shell
+// NAME`: the verb wins (the agent is `airlock run shell`), so `airlock shell
+// job` never starts a session of the shell agent with "job" as its argument.
+TEST_F(SessionReview, AVerbWinsOverAnAgentOfTheSameName) {
+  auto r = airlock({"shell", "no-such-session"}, workspace);
+  EXPECT_EQ(r.exitCode, 64) << r.err;
+  EXPECT_NE(r.err.find("no-such-session"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("snapshot"), std::string::npos) << "a session of the shell agent started: " << r.err;
+  EXPECT_EQ(r.err.find("image for shell"), std::string::npos) << r.err;
+}
+
 // Found by a breaker: `review -s ./` took the project for a session and
 // deleted its pending/ and review-* directories.
 TEST_F(SessionReview, ADirectoryThatIsNoSessionIsRefusedAndLeftAlone) {
