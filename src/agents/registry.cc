@@ -29,6 +29,15 @@ Result<> AgentRegistry::add(AgentSpec spec) {
   return {};
 }
 
+void AgentRegistry::put(AgentSpec spec) {
+  auto at = std::lower_bound(specs_.begin(), specs_.end(), spec.name,
+                             [](const AgentSpec& s, const std::string& name) { return s.name < name; });
+  if (at != specs_.end() && at->name == spec.name)
+    *at = std::move(spec);
+  else
+    specs_.insert(at, std::move(spec));
+}
+
 Result<AgentSpec> AgentRegistry::find(std::string_view name) const {
   for (const auto& spec : specs_) {
     if (spec.name == name) return spec;

@@ -21,6 +21,10 @@ class AgentRegistry {
   /// Adds `spec`; fails (kUsage) when an agent of that name is already known.
   Result<> add(AgentSpec spec);
 
+  /// Puts `spec` in place of the known agent of the same name, or adds it
+  /// when there is none.
+  void put(AgentSpec spec);
+
   /// The spec named `name`; an unknown name is an error (kUsage) listing the
   /// known names: "unknown agent 'cluade'; known agents: claude-code, codex, ...".
   Result<AgentSpec> find(std::string_view name) const;

@@ -56,6 +56,7 @@ json specJson(const agents::AgentSpec& s) {
   if (!s.image.nativePackage.empty()) image["native_package"] = s.image.nativePackage;
   if (!s.image.nativeVersion.empty()) image["native_version"] = s.image.nativeVersion;
   if (!s.image.reference.empty()) image = s.image.reference;
+  if (s.image.baseOnly()) image = json::object();
   return {{"name", s.name},
           {"description", s.description},
           {"image", image},
@@ -78,7 +79,7 @@ json specJson(const agents::AgentSpec& s) {
 /// The size of `spec`'s image in `cacheDir`, or nothing when it is not
 /// built (or comes from a registry, stored by digest).
 std::optional<uint64_t> imageBytes(const agents::AgentSpec& spec, const std::string& cacheDir) {
-  if (!spec.image.reference.empty()) return std::nullopt;
+  if (!spec.image.reference.empty()) return std::nullopt;  // in the OCI image store, by digest
   struct stat st {};
   if (::stat(image::agentImagePath(cacheDir, spec).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   return static_cast<uint64_t>(st.st_size);
@@ -126,8 +127,8 @@ int listAgents(const AgentsArgs& args, const HostContext& host) {
   return 0;
 }
 
-int showAgent(const AgentsArgs& args) {
-  auto registry = agents::AgentRegistry::builtin();
+int showAgent(const AgentsArgs& args, const HostContext& host) {
+  auto registry = knownAgents(host);
   if (!registry) return reportError(registry.error());
   auto spec = registry->find(args.name);
   if (!spec) return reportError(spec.error());
@@ -187,7 +188,7 @@ IMAGE: its root image's size, or "not built" (the first run, or `airlock image b
   auto* show = cmd->add_subcommand("show", "Print one agent's spec as YAML");
   show->add_option("NAME", args->name, "Agent name (see `airlock agents`)")->required();
   show->add_flag("--json", args->showJson, "Print JSON instead of YAML");
-  show->callback([args, &exitCode] { exitCode = showAgent(*args); });
+  show->callback([args, &exitCode, &host] { exitCode = showAgent(*args, host); });
   cmd->callback([args, cmd, &exitCode, &host] {
     if (cmd->get_subcommands().empty()) exitCode = listAgents(*args, host);
   });

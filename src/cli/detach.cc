@@ -15,7 +15,6 @@
 
 #include "cli/report.h"
 #include "common/exit_codes.h"
-#include "common/interrupt.h"
 #include "common/paths.h"
 #include "session/session.h"
 
@@ -40,6 +39,21 @@ int startDetached(const std::vector<std::string>& invocation) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // Ctrl-C (or SIGTERM, SIGHUP) while it starts is passed on: the
+  // supervisor stops preparing, removes what it made and says so, as a
+  // foreground run does; a second one makes it quit at once. The supervisor
+  // is in a session of its own, so only this process hears the terminal.
+  // A signal ignored here (nohup) stays ignored. Blocked before the fork:
+  // one that comes meanwhile waits here instead of ending this process and
+  // leaving the supervisor to start a session nobody was told of (the
+  // supervisor keeps them blocked too: session/supervisor.h).
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaddset(&mask, sig);
+  }
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   int relay[2];
   if (::pipe2(relay, O_CLOEXEC) != 0) return reportError(Error{"cannot make a pipe", exit_code::kInternal});
   std::fflush(nullptr);
@@ -61,18 +75,6 @@ int startDetached(const std::vector<std::string>& invocation) {
   }
   ::close(relay[1]);
   Fd in(relay[0]);
-  // Ctrl-C (or SIGTERM, SIGHUP) while it starts is passed on: the
-  // supervisor stops preparing, removes what it made and says so, as a
-  // foreground run does; a second one makes it quit at once. The supervisor
-  // is in a session of its own, so only this process hears the terminal.
-  // A signal ignored here (nohup) stays ignored.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction current {};
-    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaddset(&mask, sig);
-  }
-  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   Fd signals(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   std::string pending, name;
   char buf[4096];
@@ -86,7 +88,8 @@ int startDetached(const std::vector<std::string>& invocation) {
       while (::read(signals.get(), &info, sizeof info) == sizeof info) {
         ::kill(pid, static_cast<int>(info.ssi_signo));
         if (interrupted != 0) {
-          std::fprintf(stderr, "airlock: interrupted again; the session's supervisor (pid %d) quits at once\n", pid);
+          std::fprintf(stderr, "airlock: interrupted again: no longer waiting for the session's supervisor (pid %d), "
+                       "told twice to stop; `airlock ls -a` shows what is left\n", pid);
           return 128 + interrupted;
         }
         interrupted = static_cast<int>(info.ssi_signo);
@@ -139,7 +142,7 @@ int superviseSession(session::Runner& runner, session::DetachedUi& ui, bool expo
   if (auto r = runner.prepare(); !r) {
     // Said on `run -d`'s terminal; nothing ran, so nothing is kept (an
     // interrupted runner removes its directory itself).
-    if (const std::string dir = runner.sessionDir(); !dir.empty() && !isInterruption(r.error().code)) {
+    if (const std::string dir = runner.sessionDir(); !dir.empty() && !runner.discarded()) {
       session::releaseSessionName(dir.substr(0, dir.rfind("/sessions/")), dir);
       (void)removeTree(dir);
     }

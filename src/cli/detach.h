@@ -31,7 +31,11 @@ void addDetachFlags(CLI::App& cmd, DetachFlags& flags);
 
 /// Starts the supervisor for `invocation` (this process's argv, the
 /// `airlock AGENT` short form already spelled `airlock run AGENT`, with its
-/// `--` part) and relays its start (see the file comment).
+/// `--` part) and relays its start (see the file comment). SIGINT, SIGTERM
+/// or SIGHUP meanwhile is passed on to the supervisor, which stops preparing
+/// and removes what it made; the exit code is then its 128+N. One that came
+/// as the command started stops the session (its changes are kept) and
+/// returns 128+N with the name on stderr; a second signal returns at once.
 int startDetached(const std::vector<std::string>& invocation);
 
 /// The supervisor's part: opens, boots and runs the session through

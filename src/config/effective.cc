@@ -12,9 +12,13 @@ Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<Confi
                                                        const std::string& userPath) {
   auto registry = agents::AgentRegistry::builtin();
   if (!registry || !user) return registry;
+  // The user's own agent of a built-in's name is theirs (one defined before
+  // that built-in came); two of the user's own of one name are an error.
+  agents::AgentRegistry own;
   for (const auto& agent : user->agents) {
-    if (auto r = registry->add(agent); !r)
+    if (auto r = own.add(agent); !r)
       return failWith(exit_code::kUsage, "{}: agents: {}", userPath, r.error().message);
+    registry->put(agent);
   }
   return registry;
 }

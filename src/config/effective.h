@@ -21,8 +21,9 @@ struct EffectiveConfig {
   Resolved resolved;
 };
 
-/// The built-in agents plus the custom agents of `user`. Fails (kUsage)
-/// when a custom agent reuses a known name.
+/// The built-in agents plus the custom agents of `user`; a custom agent
+/// named like a built-in takes its place. Fails (kUsage) when two custom
+/// agents share a name.
 Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<ConfigLayer>& user,
                                                        const std::string& userPath);
 

@@ -93,6 +93,9 @@ class Runner {
   /// command starts fails with 128 + the signal, and the session directory
   /// goes with the runner.
   Result<> prepare();
+  /// True once prepare() was interrupted: the session directory goes with
+  /// the runner.
+  bool discarded() const { return discard_; }
   /// Opens the session (kSnapshot, kDirect): directory, log, workspace lock,
   /// an interrupted flush settled, the snapshot taken. Nothing for other plans.
   Result<> open();

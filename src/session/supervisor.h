@@ -49,8 +49,9 @@ class DetachedUi : public Ui {
   /// of the process's life and reads them from a signalfd: construct it
   /// before any thread exists (before planning), so every thread inherits
   /// the block and `airlock stop` is handled, never fatal. One that comes
-  /// before the command starts reaches it as soon as it does; after it
-  /// exited, the export goes on within its own deadlines.
+  /// while the session is prepared (Runner::prepare(), whose InterruptScope
+  /// unblocks them) ends the preparation and nothing is kept; after the
+  /// command exited, the export goes on within its own deadlines.
   explicit DetachedUi(bool quiet);
   /// The session directory, once Runner::open() made it: lines go to its log
   /// after the start, the output and the attach socket live there.

@@ -8,6 +8,7 @@
 
 #include "common/exit_codes.h"
 #include "common/paths.h"
+#include "config/effective.h"
 #include "config/loader.h"
 
 namespace airlock::config {
@@ -27,6 +28,31 @@ class LoaderTest : public ::testing::Test {
   }
   std::optional<TempDir> dir_;
 };
+
+// A user's own agent named like a built-in that came later (grok, shell)
+// is the user's: every run still works, and that name runs theirs. Two of
+// the user's own of one name are an error naming the file.
+TEST(CustomAgents, TheUsersOwnAgentTakesTheNameOfABuiltIn) {
+  auto layer = parseConfig(R"(
+agents:
+  shell:
+    description: My shell
+    image: ghcr.io/example/my-shell:1
+    command: [zsh]
+)", "config.yaml");
+  ASSERT_TRUE(layer) << layer.error().message;
+  auto registry = registryWithCustomAgents(*layer, "config.yaml");
+  ASSERT_TRUE(registry) << registry.error().message;
+  auto shell = registry->find("shell");
+  ASSERT_TRUE(shell);
+  EXPECT_EQ(shell->description, "My shell");
+  EXPECT_EQ(shell->command, std::vector<std::string>{"zsh"});
+  EXPECT_TRUE(registry->find("claude-code"));
+  EXPECT_EQ(registry->names().size(), agents::AgentRegistry::builtin()->names().size());
+  agents::AgentRegistry twice;
+  ASSERT_TRUE(twice.add(*shell));
+  EXPECT_FALSE(twice.add(*shell));
+}
 
 TEST(ParseConfig, ReadsEveryKey) {
   auto layer = parseConfig(R"(

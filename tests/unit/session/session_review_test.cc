@@ -301,7 +301,8 @@ TEST_F(SessionReview, BareIdNeverNamesADirectoryOfTheCurrentOne) {
 TEST_F(SessionReview, AVerbWinsOverAnAgentOfTheSameName) {
   auto r = airlock({"shell", "no-such-session"}, workspace);
   EXPECT_EQ(r.exitCode, 64) << r.err;
-  EXPECT_NE(r.err.find("no-such-session"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no session 'no-such-session'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("airlock run"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("snapshot"), std::string::npos) << "a session of the shell agent started: " << r.err;
   EXPECT_EQ(r.err.find("image for shell"), std::string::npos) << r.err;
 }
