@@ -263,10 +263,15 @@ Examples:
   });
 
   auto shellName = std::make_shared<std::string>();
-  auto* shell = app.add_subcommand("shell", "A shell in a running session's VM (airlock exec -it NAME -- sh)");
-  shell->add_option("name", *shellName, "Session name or id")->required();
+  auto* shell = app.add_subcommand("shell", "A shell in a running session's VM (airlock exec -it NAME -- bash -l)");
+  shell->footer(R"(bash as a login shell where the image has it, else sh. A new session of its own with
+the shell agent (bash in airlock's Debian image, on a snapshot of this directory) is
+`airlock run shell`.)");
+  shell->add_option("name", *shellName, "Session name or id (`airlock ls`)")->required();
   shell->callback([shellName, &host, &exitCode] {
-    exitCode = execInSession(host, *shellName, {"/bin/sh"}, true, true);
+    exitCode = execInSession(host, *shellName,
+                             {"/bin/sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -l; exec sh -l"}, true,
+                             true);
   });
 
   auto attachName = std::make_shared<std::string>();

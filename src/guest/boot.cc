@@ -349,7 +349,7 @@ void setupHost(const BootConfig& config) {
   sethostname("airlock", 7);
   // localhost and the host name resolve in the guest, never through the
   // egress DNS (Debian's base has no /etc/hosts; docker writes one too).
-  replaceFile("/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tairlock\n");
+  replaceFile("/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback airlock\n127.0.1.1\tairlock\n");
   // Dirty pages reach the scratch disk within about 2 s (not the kernel's
   // 30 s): when the host side dies (a detached session's supervisor killed),
   // the disk it keeps holds the agent's work up to then.

@@ -271,6 +271,8 @@ Result<> Runner::runInGuest(const std::vector<std::string>& argv, const std::str
   if (auto w = (*cmd)->writeStdin(input); !w) return w;
   (void)(*cmd)->closeStdin();
   auto status = waitOrKill(**cmd, kHelperDeadline, [] { return false; });
+  if (!status && interruptSignal() != 0)
+    return std::unexpected(interruptedError(interruptSignal(), fmt::format("while '{}' ran in the guest", argv[0])));
   if (!status) return fail("'{}' did not finish in the guest within {} s", argv[0], kHelperDeadline.count());
   if (!*status) return std::unexpected(status->error());
   if ((**status).shellCode() != 0) {
@@ -314,6 +316,7 @@ Result<> Runner::prepareHome() {
                       guest::kAgentHome, uid, r.error().message);
   }
   auto restored = restoreState();
+  if (!restored && isInterruption(restored.error().code)) return std::unexpected(restored.error());
   if (!restored) deps_.ui.warn("the agent's saved state was not restored: " + restored.error().message);
   auto writeAll = [&]() -> Result<> {
     if (auto r = writeSettings(); !r) return r;
@@ -718,6 +721,15 @@ Result<workspace::GateOutcome> Runner::review() {
         plan_.review.who, commandCode_, plan_.review.modeName);
     s.log(line);
     deps_.ui.say(line);
+  } else if (commandCode_ != 0) {
+    // Before the user decides on its changes: the agent did not finish well.
+    std::string line = commandCode_ > 128 && commandCode_ < 128 + 65
+                           ? fmt::format("{} was killed by SIG{} (exit {}): its changes may be incomplete",
+                                         plan_.review.who, sigabbrev_np(commandCode_ - 128), commandCode_)
+                           : fmt::format("{} exited with {}: its changes may be incomplete", plan_.review.who,
+                                         commandCode_);
+    s.log(line);
+    deps_.ui.warn(line);
   }
   auto reviewed = reviewSession(deps_.host, request, deps_.ui);
   if (!reviewed) return std::unexpected(reviewed.error());

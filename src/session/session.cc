@@ -93,8 +93,11 @@ bool pendingIsFlushable(const SessionLayout& layout) {
 bool sessionHasPending(const std::string& sessionDir) {
   SessionLayout layout{sessionDir};
   auto has = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
-  if (pendingIsFlushable(layout) || has(layout.flushJournal()) || has(layout.keptScratch()) ||
-      (has(layout.changeSet()) && !has(layout.reviewed())))
+  // A kept scratch disk holds changes only once the command ran (its
+  // output file is made as it starts): a supervisor killed while it still
+  // prepared the session left a disk nobody wrote to.
+  if (pendingIsFlushable(layout) || has(layout.flushJournal()) ||
+      (has(layout.keptScratch()) && has(layout.output())) || (has(layout.changeSet()) && !has(layout.reviewed())))
     return true;
   // A flush runs in the review's staging directory (review-XXXXXX/flush).
   for (const auto& name : listDir(sessionDir).value_or(std::vector<std::string>{}))

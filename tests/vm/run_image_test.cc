@@ -116,7 +116,7 @@ TEST_F(RunImage, PrintsOutputAndPropagatesExitCode) {
 TEST_F(RunImage, LocalhostResolvesInTheGuestWithoutDns) {
   auto r = run({"sh", "-c", "cat /etc/hosts; hostname"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(r.out, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tairlock\nairlock\n");
+  EXPECT_EQ(r.out, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback airlock\n127.0.1.1\tairlock\nairlock\n");
 }
 
 TEST_F(RunImage, ExitCodesZeroOneAndFortyTwo) {

@@ -211,6 +211,20 @@ TEST_F(Runner_, FailedAgentUnderAutoFlushesNothingAndExitsWithItsCode) {
   EXPECT_NE(ui_.shown[0].find("review (none): 0 flushed, 1 pending"), std::string::npos) << ui_.shown[0];
 }
 
+// Before any other review the user is told that the agent did not finish
+// well (a crash went straight to the review's questions without a word).
+TEST_F(Runner_, ACrashedAgentIsSaidBeforeTheReview) {
+  script_.agentCode = 128 + SIGSEGV;
+  script_.changeSet = makeTar({{"new.c", 'f', "half done\n"}});
+  auto out = run(plan(ws::ReviewMode::None, "none"));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->exitCode, 139);
+  bool said = false;
+  for (const auto& line : ui_.lines)
+    said |= line.find("warning: ") == 0 && line.find("was killed by SIGSEGV (exit 139)") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(ui_.lines);
+}
+
 // An interactive review asks on the UI's terminal, and the terminal is
 // prepared (reset, type-ahead dropped) after the diff, right before the
 // first question.

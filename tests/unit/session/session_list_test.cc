@@ -167,6 +167,24 @@ TEST_F(SessionList, KeptGitMetadataAloneIsNotPendingReview) {
   EXPECT_EQ(stateText(listSessions(state_.path()).front()), "pending review");
 }
 
+// A detached session's supervisor killed (a second Ctrl-C to `run -d`)
+// while it still prepared the session: its janitor keeps the scratch disk,
+// but no command ever wrote to it. The session is dead, not pending review
+// (rm refused it without -f, and diff booted a VM to find nothing).
+TEST_F(SessionList, AKeptDiskOfACommandThatNeverRanIsNotPendingReview) {
+  auto s = Session::open(state_.path(), workspace_.path(), "job", "shell");
+  ASSERT_TRUE(s) << s.error().message;
+  const std::string dir = (*s)->dir();
+  s->reset();
+  SessionLayout layout{dir};
+  ASSERT_TRUE(writeFileAtomic(layout.keptScratch(), std::string(4096, '\0'), 0600));
+  EXPECT_FALSE(sessionHasPending(dir));
+  EXPECT_EQ(stateText(listSessions(state_.path()).front()), "dead");
+  ASSERT_TRUE(writeFileAtomic(layout.output(), "started\n", 0600));
+  EXPECT_TRUE(sessionHasPending(dir)) << "the disk of a command that ran holds its changes";
+  EXPECT_EQ(stateText(listSessions(state_.path()).front()), "pending review");
+}
+
 TEST(AttachFrames, RoundTripSplitAnywhere) {
   std::string wire = encodeAttachFrame(AttachFrameType::kInput, "keys") + encodeResize(30, 100) +
                      encodeAttachFrame(AttachFrameType::kOutput, std::string(70000 % kMaxFramePayload, 'o')) +
