@@ -723,9 +723,10 @@ Result<workspace::GateOutcome> Runner::review() {
     deps_.ui.say(line);
   } else if (commandCode_ != 0) {
     // Before the user decides on its changes: the agent did not finish well.
-    std::string line = commandCode_ > 128 && commandCode_ < 128 + 65
+    const char* signal = commandCode_ > 128 && commandCode_ < 128 + 32 ? sigabbrev_np(commandCode_ - 128) : nullptr;
+    std::string line = signal != nullptr
                            ? fmt::format("{} was killed by SIG{} (exit {}): its changes may be incomplete",
-                                         plan_.review.who, sigabbrev_np(commandCode_ - 128), commandCode_)
+                                         plan_.review.who, signal, commandCode_)
                            : fmt::format("{} exited with {}: its changes may be incomplete", plan_.review.who,
                                          commandCode_);
     s.log(line);
