@@ -31,6 +31,11 @@ struct ImageRecipe {
   /// Instead of all of the above (custom agents: `image: REFERENCE`): an OCI
   /// image reference pulled into the image store and booted as it is.
   std::string reference;
+  /// Not from the spec but from the user config (agents/mcp.h): the npm
+  /// packages of MCP servers put into the image besides the agent, server
+  /// name -> "PACKAGE@VERSION", each installed under /opt/mcp/<name> with a
+  /// Node runtime and a wrapper mcp-<name> on the PATH.
+  std::map<std::string, std::string> mcpPackages;
 
   /// True for `image: {}`: the base image, nothing installed.
   bool baseOnly() const { return reference.empty() && npmPackage.empty(); }
@@ -133,6 +138,18 @@ struct LoginSpec {
   bool operator==(const LoginSpec&) const = default;
 };
 
+/// Where the agent reads MCP servers from (issue 20, agents/mcp.h): a JSON
+/// file under $HOME whose "mcpServers" object airlock fills with the user's
+/// servers (a home file of the same path is merged into), and the arguments
+/// added after defaultArgs that point the agent at it. Empty file: airlock
+/// gives this agent no MCP servers.
+struct McpConfig {
+  std::string file;               ///< relative to $HOME (".airlock/mcp.json")
+  std::vector<std::string> args;  ///< e.g. ["--mcp-config", "/home/agent/.airlock/mcp.json"]
+
+  bool operator==(const McpConfig&) const = default;
+};
+
 /// One agent: its image recipe, how to start it, its environment, its VM size
 /// and the hosts it talks to.
 struct AgentSpec {
@@ -171,6 +188,7 @@ struct AgentSpec {
   int scratchMib = 8192;    ///< scratch disk (root and /workspace upper layers, $HOME), MiB
   EgressHosts egress;
   LoginSpec login;
+  McpConfig mcp;
 
   bool operator==(const AgentSpec&) const = default;
 };

@@ -112,6 +112,12 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     emitMap(out, "home_files", l.homeFiles);
     out << YAML::EndMap;
   }
+  if (!spec.mcp.file.empty()) {
+    out << YAML::Key << "mcp" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "file" << YAML::Value << spec.mcp.file;
+    emitList(out, "args", spec.mcp.args);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {
     "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
-    "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login"};
+    "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login", "mcp"};
 constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "login_command", "login_hosts", "login_home_files", "login_note", "token_env", "base_url_env", "tls_base_url_env",
                                            "tls_ca_env", "upstream", "paths",
                                            "refresh_url", "client_id", "client_secret", "billing_env",
@@ -24,6 +24,7 @@ constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
 constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
+constexpr std::string_view kMcpKeys[] = {"file", "args"};
 
 bool isLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool isAlnum(char c) { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
@@ -248,6 +249,15 @@ class SpecReader {
       if (auto r = checkKeys(egress, "egress", kEgressKeys); !r) return r;
       if (auto r = list(egress, "model_hosts", isHostName, "a host name", spec.egress.modelHosts); !r) return r;
       if (auto r = list(egress, "extra_hosts", isHostName, "a host name", spec.egress.extraHosts); !r) return r;
+    }
+    YAML::Node mcp = child(root, "mcp");
+    if (mcp.IsDefined()) {
+      if (!mcp.IsMap()) return error(mcp, "'mcp' must be a mapping");
+      if (auto r = checkKeys(mcp, "mcp", kMcpKeys); !r) return r;
+      if (auto r = string(mcp, "file", true, spec.mcp.file); !r) return r;
+      if (!isRelativePath(spec.mcp.file))
+        return error(child(mcp, "file"), "'file' in 'mcp' must be a relative path under $HOME");
+      if (auto r = list(mcp, "args", nullptr, "", spec.mcp.args); !r) return r;
     }
     return readLogin(child(root, "login"), spec.login);
   }

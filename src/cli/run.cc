@@ -41,6 +41,7 @@
 #include "cli/registry_flags.h"
 #include "cli/report.h"
 #include "cli/review_output.h"
+#include "cli/mcp_plan.h"
 #include "cli/run_flags.h"
 #include "cli/run_login.h"
 #include "cli/session_flags.h"
@@ -107,6 +108,7 @@ struct RunSetup {
   state::ImportedSettings imported;  ///< what of the user's settings goes in, and what was left out
   std::unique_ptr<RunLogin> login;   ///< the account login and its broker (none: API keys by value)
   std::string gitSsh;                ///< what --git-ssh-agent forwards, for the user ("" without)
+  McpPlan mcp;                       ///< the MCP servers given to the agent
 };
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
@@ -214,8 +216,12 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);
   setup.imported = std::move(user.imported);
   plan.settings = std::move(user.plan);
+  auto mcp = planMcpServers(settings, plan.image, setup.spec, plan.homeFiles);
+  if (!mcp) return std::unexpected(mcp.error());
+  setup.mcp = std::move(*mcp);
   plan.exec.argv = spec.command;
   plan.exec.argv.insert(plan.exec.argv.end(), spec.defaultArgs.begin(), spec.defaultArgs.end());
+  plan.exec.argv.insert(plan.exec.argv.end(), setup.mcp.args.begin(), setup.mcp.args.end());
   plan.exec.argv.insert(plan.exec.argv.end(), args.agentArgs.begin(), args.agentArgs.end());
   for (const auto& [k, v] : *env) plan.exec.env.push_back(k + "=" + v);
   plan.exec.uid = plan.exec.gid = agentUid;
@@ -245,6 +251,8 @@ void announce(const RunSetup& setup, session::Ui& ui, const std::string& agent) 
   if (setup.login)
     if (std::string warning = setup.login->expiryWarning(); !warning.empty()) ui.notice(warning);
   if (!setup.gitSsh.empty()) ui.progress(setup.gitSsh);
+  if (!setup.mcp.line.empty()) ui.progress(setup.mcp.line);
+  if (!setup.mcp.notice.empty()) ui.notice(setup.mcp.notice);
   if (!setup.imported.imported.empty())
     ui.progress("your settings, read-only: " + fmt::format("{}", fmt::join(setup.imported.imported, ", ")));
   for (const auto& line : setup.imported.dropped) ui.notice("left out of your settings: " + line);

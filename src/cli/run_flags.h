@@ -32,6 +32,8 @@ struct PolicyFlags {
   unsigned cpus = 0;                  ///< --cpus
   unsigned memory = 0;                ///< --memory (MiB)
   std::string image;                  ///< --image: an OCI image reference booted instead of the agent's image
+  std::vector<std::string> mcp;       ///< --mcp NAME: only these MCP servers of the config
+  bool noMcp = false;                 ///< --no-mcp: none of them
 };
 
 /// Adds the flags to `cmd`, storing into `flags`.

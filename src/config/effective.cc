@@ -1,5 +1,6 @@
 #include "config/effective.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -44,6 +45,13 @@ Result<EffectiveConfig> loadEffectiveConfig(const std::string& userPath, const s
   out.sources.repo = std::move(*repo);
   out.sources.flags = flags;
   out.resolved = resolve(out.agent, out.sources);
+  if (flags.onlyMcpServers)
+    for (const auto& name : *flags.onlyMcpServers) {
+      const auto& kept = out.resolved.settings.mcpServers;
+      if (std::none_of(kept.begin(), kept.end(), [&](const auto& s) { return s.value.name == name; }))
+        return failWith(exit_code::kUsage, "--mcp {}: no MCP server of that name in this run (mcp_servers in {}{})",
+                        name, userPath, out.sources.repo ? ", less remove_mcp_servers of the repo config" : "");
+    }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <set>
+#include <tuple>
 
 #include <yaml-cpp/yaml.h>
 
@@ -24,7 +25,8 @@ constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_p
                                       "direct_mode_acknowledged", "image_verify", "image_verify_key",
                                       "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import",
                                       "extra_ca_certs", "git_token", "git_hosts",
-                                      "git_ssh_agent", "git_ssh_keys", "git_ssh_confirm"};
+                                      "git_ssh_agent", "git_ssh_keys", "git_ssh_confirm",
+                                      "mcp_servers", "remove_mcp_servers"};
 
 std::string knownKeys() {
   std::string out;
@@ -120,6 +122,54 @@ class ConfigReader {
     return {};
   }
 
+  /// `mcp_servers`: name -> {npm: PACKAGE@VERSION | command: [PROGRAM, ARGS...], args: [...], env: {...}}.
+  Result<> mcpServers(const YAML::Node& n, std::vector<agents::McpServer>& out) {
+    if (!n.IsMap()) return error(n, "'mcp_servers' must be a mapping of server names to servers");
+    for (const auto& entry : n) {
+      if (!entry.first.IsScalar() || !agents::isMcpServerName(entry.first.Scalar()))
+        return error(entry.first, "MCP server names are 1-32 letters, digits, '-' or '_'");
+      agents::McpServer server;
+      server.name = entry.first.Scalar();
+      const std::string where = "MCP server '" + server.name + "'";
+      const YAML::Node& body = entry.second;
+      if (!body.IsMap()) return error(body, where + " must be a mapping with npm or command");
+      for (const auto& field : body) {
+        const std::string k = field.first.IsScalar() ? field.first.Scalar() : "";
+        const YAML::Node& v = field.second;
+        if (k == "npm") {
+          auto text = word("npm", v);
+          if (!text) return std::unexpected(text.error());
+          auto pin = agents::parseNpmPin(*text);
+          if (!pin) return error(v, where + ": " + pin.error().message);
+          std::tie(server.npmPackage, server.npmVersion) = *pin;
+        } else if (k == "command" || k == "args") {
+          auto& list = k == "command" ? server.command : server.args;
+          if (!v.IsSequence()) return error(v, fmt::format("{}: '{}' must be a list of strings", where, k));
+          for (const auto& item : v) {
+            if (!item.IsScalar()) return error(item, fmt::format("{}: '{}' must be a list of strings", where, k));
+            list.push_back(item.Scalar());
+          }
+        } else if (k == "env") {
+          if (!v.IsMap()) return error(v, where + ": 'env' must be a mapping of variable names to values");
+          for (const auto& var : v) {
+            const std::string name = var.first.IsScalar() ? var.first.Scalar() : "";
+            if (!isEnvPattern(name) || name.ends_with('*') || !var.second.IsScalar())
+              return error(var.first, where + ": 'env' must map variable names to plain values");
+            server.env[name] = var.second.Scalar();
+          }
+        } else {
+          return error(field.first, fmt::format("{}: unknown key '{}' (known: npm, command, args, env)", where, k));
+        }
+      }
+      if (server.npmPackage.empty() == server.command.empty())
+        return error(body, where + " needs exactly one of npm (PACKAGE@VERSION) or command ([PROGRAM, ARGS...])");
+      if (!server.command.empty() && !server.command.front().starts_with('/'))
+        return error(body, where + ": the command's program must be an absolute path in the VM (/usr/bin/...)");
+      out.push_back(std::move(server));
+    }
+    return {};
+  }
+
   Result<> readKey(const std::string& key, const YAML::Node& n, ConfigLayer& layer) {
     if (key == "vcpus" || key == "memory_mib") {
       bool cpus = key == "vcpus";
@@ -155,6 +205,10 @@ class ConfigReader {
     if (key == "direct_mode_acknowledged") return boolean(key, n, layer.directModeAcknowledged);
     if (key == "settings_import") return boolean(key, n, layer.settingsImport);
     if (key == "agents") return agents(n, layer.agents);
+    if (key == "mcp_servers") return mcpServers(n, layer.mcpServers);
+    if (key == "remove_mcp_servers")
+      return strings(key, n, [](std::string_view s) { return agents::isMcpServerName(s); }, "an MCP server name",
+                     layer.removeMcpServers);
     if (key == "image_verify") return named(key, n, parseVerifyMode, "off, warn, require", layer.imageVerify);
     if (key == "git_token") {
       auto value = word(key, n);

@@ -17,6 +17,10 @@
 //   direct_mode_acknowledged: false
 //   agents:                         # custom agents, keyed by name, agent spec schema
 //     my-agent: {description: ..., image: {...}, command: [...]}
+//   mcp_servers:                    # MCP servers the agent starts in the VM (agents/mcp.h)
+//     fs: {npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: [/workspace]}
+//     tool: {command: [/usr/bin/tool, --stdio], env: {LEVEL: "2"}}
+//   remove_mcp_servers: [tool]      # names taken out (what a repo config may say)
 //
 // Unknown or duplicate keys, wrong types and bad values are errors naming the
 // file, line and key (exit_code::kUsage). A file larger than kMaxConfigBytes,

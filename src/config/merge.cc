@@ -16,6 +16,12 @@ void append(std::vector<Sourced<T>>& out, const std::vector<T>& values, Layer la
   }
 }
 
+/// Takes the servers named in `names` out of `s`.
+void removeMcpServers(Settings& s, const std::vector<std::string>& names) {
+  for (const auto& name : names)
+    std::erase_if(s.mcpServers, [&](const auto& known) { return known.value.name == name; });
+}
+
 /// Applies a user or flag layer: every value it sets wins.
 void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   if (l.cpus) s.cpus = {*l.cpus, layer};
@@ -43,6 +49,16 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   append(s.envForward, l.envForward, layer);
   append(s.excludes, l.excludes, layer);
   for (const auto& agent : l.agents) s.customAgents.push_back(agent);
+  for (const auto& server : l.mcpServers) {
+    std::erase_if(s.mcpServers, [&](const auto& known) { return known.value.name == server.name; });
+    s.mcpServers.push_back({server, layer});
+  }
+  removeMcpServers(s, l.removeMcpServers);
+  if (l.onlyMcpServers)
+    std::erase_if(s.mcpServers, [&](const auto& known) {
+      return std::find(l.onlyMcpServers->begin(), l.onlyMcpServers->end(), known.value.name) ==
+             l.onlyMcpServers->end();
+    });
 }
 
 /// Applies the repo layer: only values tighter than the current ones.
@@ -119,6 +135,10 @@ class RepoTightener {
       s_.gitSshConfirm = {true, Layer::kRepo};
     else if (l.gitSshConfirm)
       ignore("git_ssh_confirm: false", "a repo config can only turn git_ssh_confirm on");
+    for (const auto& m : l.mcpServers)
+      ignore("mcp_servers: " + m.name,
+             "a repo config cannot add MCP servers (they run programs the agent talks to); remove_mcp_servers only");
+    removeMcpServers(s_, l.removeMcpServers);
   }
 
  private:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agents/agent_spec.h"
+#include "agents/mcp.h"
 #include "egress/policy.h"
 
 namespace airlock::config {
@@ -73,6 +74,10 @@ struct ConfigLayer {
   std::optional<bool> gitSshAgent;               ///< `git_ssh_agent`: forward your SSH agent (--git-ssh-agent)
   std::vector<std::string> gitSshKeys;           ///< `git_ssh_keys`: the keys it offers, by fingerprint (--git-ssh-key)
   std::optional<bool> gitSshConfirm;             ///< `git_ssh_confirm`: ask before each use (--git-ssh-confirm)
+  std::vector<agents::McpServer> mcpServers;     ///< `mcp_servers`: MCP servers the agent starts in the VM
+  std::vector<std::string> removeMcpServers;     ///< `remove_mcp_servers`: names taken out (a repo config's only say)
+  /// Flags only (--mcp NAME..., --no-mcp: empty): the servers kept, by name.
+  std::optional<std::vector<std::string>> onlyMcpServers;
 };
 
 /// The effective settings of one run, each with the layer that set it.
@@ -110,6 +115,9 @@ struct Settings {
   Sourced<bool> gitSshAgent{false, Layer::kBuiltin};
   std::vector<Sourced<std::string>> gitSshKeys;
   Sourced<bool> gitSshConfirm{false, Layer::kBuiltin};
+  /// The MCP servers the agent is given (agents/mcp.h), by name; user
+  /// config only, which a repo config or a flag may narrow.
+  std::vector<Sourced<agents::McpServer>> mcpServers;
 };
 
 /// "built-in", "user", "repo", "flag".

@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
+#include "agents/mcp.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
@@ -17,34 +20,86 @@
 namespace airlock::image {
 namespace {
 
-/// Puts the agent's program into the tree at `root`: the native binary, or
-/// the Node runtime, the installed package and a wrapper script.
-Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
-                      const std::string& work, const ProgressFn& progress) {
-  const auto& r = spec.image;
-  if (r.baseOnly()) return {};  // `image: {}`: the base image's own programs
-  const std::string bin = root + "/usr/local/bin";
-  if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
-  if (!r.node) {
-    auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
-    if (!tarball) return std::unexpected(tarball.error());
-    report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
-    return extractPackageFile(*tarball, r.binary, bin + "/" + r.installAs, work, 0755);
-  }
+/// Puts the pinned Node.js runtime at /usr/local/bin/node under `root`.
+Result<> addNodeRuntime(const std::string& cacheDir, const std::string& root, const std::string& work,
+                        const ProgressFn& progress) {
   const std::string nodePackage(kNodeRuntimePackage), nodeVersion(kNodeRuntimeVersion);
   auto node = fetchNpmPackage(cacheDir, nodePackage, nodeVersion, progress);
   if (!node) return std::unexpected(node.error());
   report(progress, fmt::format("adding Node.js {} as /usr/local/bin/node", nodeVersion));
-  if (auto done = extractPackageFile(*node, "bin/node", bin + "/node", work, 0755); !done) return done;
-  const std::string prefix = "/opt/" + spec.name;
-  if (auto done = installNpmPackage(cacheDir, root + prefix, r.npmPackage, r.version, progress); !done) return done;
-  const std::string script = fmt::format("{}/node_modules/{}/{}", prefix, r.npmPackage, r.binary);
+  return extractPackageFile(*node, "bin/node", root + "/usr/local/bin/node", work, 0755);
+}
+
+/// Writes `wrapper` (a path in the guest): a script running the Node
+/// program `script` (a path in the guest, which must be a file under
+/// `root`; `what` names it in the error) with the image's Node.
+Result<> writeNodeWrapper(const std::string& root, const std::string& script, const std::string& wrapper,
+                          const std::string& what) {
   struct stat st {};
   if (::stat((root + script).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    return failWith(exit_code::kImage, "{}@{} has no file {}; check `binary` in the agent spec", r.npmPackage,
-                    r.version, r.binary);
-  return writeRootFile(root, "usr/local/bin/" + r.installAs,
+    return failWith(exit_code::kImage, "{} has no file {}", what, script);
+  return writeRootFile(root, wrapper.substr(1),
                        fmt::format("#!/bin/sh\nexec /usr/local/bin/node {} \"$@\"\n", script), 0755);
+}
+
+/// The program an npm package declares (package.json "bin": a string, or
+/// an object with exactly one entry or an entry named like the package).
+Result<std::string> packageBin(const std::string& packageJson, const std::string& package) {
+  auto text = readFile(packageJson);
+  if (!text) return failWith(exit_code::kImage, "cannot read {}: {}", packageJson, text.error().message);
+  auto doc = nlohmann::json::parse(*text, nullptr, false);
+  const auto bin = doc.is_object() ? doc.value("bin", nlohmann::json()) : nlohmann::json();
+  if (bin.is_string()) return bin.get<std::string>();
+  const std::string base = package.substr(package.rfind('/') + 1);
+  if (bin.is_object() && bin.size() == 1 && bin.begin()->is_string()) return bin.begin()->get<std::string>();
+  if (bin.is_object() && bin.contains(base) && bin[base].is_string()) return bin[base].get<std::string>();
+  return failWith(exit_code::kImage, "{} names no single program in package.json \"bin\"; an MCP server from npm "
+                  "must have one", package);
+}
+
+/// Puts the agent's program into the tree at `root`: the native binary, or
+/// the Node runtime, the installed package and a wrapper script; then the
+/// MCP servers' packages, each with its wrapper mcp-<name>.
+Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
+                      const std::string& work, const ProgressFn& progress) {
+  const auto& r = spec.image;
+  const std::string bin = root + "/usr/local/bin";
+  if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
+  if (r.baseOnly()) {
+    // `image: {}`: the base image's own programs
+  } else if (!r.node) {
+    auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
+    if (!tarball) return std::unexpected(tarball.error());
+    report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
+    if (auto done = extractPackageFile(*tarball, r.binary, bin + "/" + r.installAs, work, 0755); !done) return done;
+  } else {
+    if (auto done = addNodeRuntime(cacheDir, root, work, progress); !done) return done;
+    const std::string prefix = "/opt/" + spec.name;
+    if (auto done = installNpmPackage(cacheDir, root + prefix, r.npmPackage, r.version, progress); !done) return done;
+    const std::string what = fmt::format("{}@{} (check `binary` in the agent spec)", r.npmPackage, r.version);
+    if (auto done = writeNodeWrapper(root, fmt::format("{}/node_modules/{}/{}", prefix, r.npmPackage, r.binary),
+                                     "/usr/local/bin/" + r.installAs, what);
+        !done)
+      return done;
+  }
+  if (r.mcpPackages.empty()) return {};
+  if (!r.node)
+    if (auto done = addNodeRuntime(cacheDir, root, work, progress); !done) return done;
+  for (const auto& [name, pin] : r.mcpPackages) {
+    auto parsed = agents::parseNpmPin(pin);
+    if (!parsed) return std::unexpected(parsed.error());
+    const auto& [package, version] = *parsed;
+    const std::string prefix = "/opt/mcp/" + name;
+    report(progress, fmt::format("adding MCP server {} ({})", name, pin));
+    if (auto done = installNpmPackage(cacheDir, root + prefix, package, version, progress); !done) return done;
+    auto script = packageBin(fmt::format("{}{}/node_modules/{}/package.json", root, prefix, package), package);
+    if (!script) return std::unexpected(script.error());
+    if (auto done = writeNodeWrapper(root, fmt::format("{}/node_modules/{}/{}", prefix, package, *script),
+                                     agents::mcpWrapperPath(name), pin + " (its package.json \"bin\")");
+        !done)
+      return done;
+  }
+  return {};
 }
 
 /// Builds the image at `image` (the cache lock is held).

@@ -18,7 +18,8 @@ inline constexpr std::string_view kNodeRuntimeVersion = "22.23.5";
 /// Digest (64 hex characters) of what goes into the agent's image: the base
 /// recipe (baseDigest()), the image format version, the agent's name (it
 /// names /opt/<name>), and its ImageRecipe fields, plus the Node runtime's
-/// package and version when `node` is set. Commands, env, VM size and
+/// package and version when `node` is set, and the MCP server packages
+/// (with the Node runtime) when there are any. Commands, env, VM size and
 /// egress are not part of it: changing them reuses the image.
 std::string recipeDigest(const agents::AgentSpec& spec);
 

@@ -37,6 +37,21 @@ TEST(RecipeDigest, ChangesWithTheImageRecipe) {
   EXPECT_NE(changed([](auto& s) { s.image.npmPackage = "demo"; }), base);
 }
 
+TEST(RecipeDigest, McpServerPackagesChangeItOnlyWhenThereAreAny) {
+  const std::string base = recipeDigest(demoSpec());
+  auto withMcp = [](std::map<std::string, std::string> packages) {
+    auto spec = demoSpec();
+    spec.image.mcpPackages = std::move(packages);
+    return recipeDigest(spec);
+  };
+  EXPECT_EQ(withMcp({}), base);
+  const std::string fs = withMcp({{"fs", "@m/fs@1.0.0"}});
+  EXPECT_NE(fs, base);
+  EXPECT_NE(withMcp({{"fs", "@m/fs@1.0.1"}}), fs);
+  EXPECT_NE(withMcp({{"files", "@m/fs@1.0.0"}}), fs);
+  EXPECT_EQ(withMcp({{"fs", "@m/fs@1.0.0"}}), fs);
+}
+
 TEST(RecipeDigest, IgnoresRunTimeFields) {
   const std::string base = recipeDigest(demoSpec());
   auto changed = [](auto edit) {

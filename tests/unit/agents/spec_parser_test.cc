@@ -72,6 +72,21 @@ egress:
   EXPECT_EQ(spec->egress.modelHosts, std::vector<std::string>{"api.demo.com"});
 }
 
+TEST(SpecParser, McpNamesTheFileAndTheArgumentsThatPointTheAgentAtIt) {
+  auto spec = parseAgentSpec(kMinimal + "mcp: {file: .airlock/mcp.json, args: [--mcp-config, /home/agent/.airlock/mcp.json]}\n",
+                             "demo.yaml");
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->mcp.file, ".airlock/mcp.json");
+  EXPECT_EQ(spec->mcp.args, (std::vector<std::string>{"--mcp-config", "/home/agent/.airlock/mcp.json"}));
+  auto again = parseAgentSpec(formatAgentSpec(*spec), "demo.yaml");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->mcp, spec->mcp);
+  EXPECT_NE(errorOf(kMinimal + "mcp: {file: /etc/x.json}\n").find("relative path"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "mcp: {file: ../x.json}\n").find("relative path"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "mcp: {args: [x]}\n").find("'file'"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "mcp: {file: a.json, servers: {}}\n").find("servers"), std::string::npos);
+}
+
 TEST(SpecParser, UnknownKeyNamesKeyAndFile) {
   std::string msg = errorOf(kMinimal + "imgae: {}\n");
   EXPECT_NE(msg.find("demo.yaml:9:1"), std::string::npos) << msg;

@@ -74,8 +74,20 @@ agents:
     description: Mine
     image: {npm_package: my-agent, version: "1.0.0", binary: bin/my-agent, install_as: my-agent, node: true}
     command: [my-agent]
+mcp_servers:
+  fs: {npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: [/workspace]}
+  tool: {command: [/usr/bin/tool, --stdio], env: {LEVEL: "2"}}
+remove_mcp_servers: [old]
 )", "config.yaml");
   ASSERT_TRUE(layer) << layer.error().message;
+  ASSERT_EQ(layer->mcpServers.size(), 2u);
+  EXPECT_EQ(layer->mcpServers[0].name, "fs");
+  EXPECT_EQ(layer->mcpServers[0].npmPackage, "@modelcontextprotocol/server-filesystem");
+  EXPECT_EQ(layer->mcpServers[0].npmVersion, "2026.8.31");
+  EXPECT_EQ(layer->mcpServers[0].args, std::vector<std::string>{"/workspace"});
+  EXPECT_EQ(layer->mcpServers[1].command, (std::vector<std::string>{"/usr/bin/tool", "--stdio"}));
+  EXPECT_EQ(layer->mcpServers[1].env, (std::map<std::string, std::string>{{"LEVEL", "2"}}));
+  EXPECT_EQ(layer->removeMcpServers, std::vector<std::string>{"old"});
   EXPECT_EQ(layer->cpus, 4u);
   EXPECT_EQ(layer->memoryMib, 2048u);
   EXPECT_EQ(layer->egressProfile, EgressProfile::kLocked);
@@ -92,6 +104,21 @@ agents:
   ASSERT_EQ(layer->agents.size(), 1u);
   EXPECT_EQ(layer->agents[0].name, "my-agent");
   EXPECT_EQ(layer->agents[0].command, std::vector<std::string>{"my-agent"});
+}
+
+TEST_F(LoaderTest, McpNamingAServerTheRunDoesNotHaveIsAUsageError) {
+  const std::string user = write("config.yaml", "mcp_servers: {fs: {command: [/usr/bin/fs-mcp]}}\n");
+  ConfigLayer flags;
+  flags.onlyMcpServers = std::vector<std::string>{"git"};
+  auto effective = loadEffectiveConfig(user, "claude-code", dir_->path(), flags);
+  ASSERT_FALSE(effective);
+  EXPECT_EQ(effective.error().code, exit_code::kUsage);
+  EXPECT_NE(effective.error().message.find("--mcp git: no MCP server of that name"), std::string::npos)
+      << effective.error().message;
+  flags.onlyMcpServers = std::vector<std::string>{"fs"};
+  auto kept = loadEffectiveConfig(user, "claude-code", dir_->path(), flags);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->resolved.settings.mcpServers.size(), 1u);
 }
 
 TEST(ParseConfig, EmptyAndCommentOnlyFilesAreEmptyLayers) {
@@ -136,6 +163,18 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"direct_mode_acknowledged: maybe", "true or false"},
                       BadValue{"settings_import: [yes]", "'settings_import' must be true or false"},
                       BadValue{"agents: [x]", "mapping of agent names"},
+                      BadValue{"mcp_servers: [fs]", "mapping of server names"},
+                      BadValue{"mcp_servers: {\"a b\": {command: [/x]}}", "MCP server names are"},
+                      BadValue{"mcp_servers: {fs: {}}", "exactly one of npm"},
+                      BadValue{"mcp_servers: {fs: {npm: \"a@1.0.0\", command: [/x]}}", "exactly one of npm"},
+                      BadValue{"mcp_servers: {fs: {npm: \"@m/fs@^1.0.0\"}}", "exact version"},
+                      BadValue{"mcp_servers: {fs: {npm: \"@m/fs@latest\"}}", "exact version"},
+                      BadValue{"mcp_servers: {fs: {npm: \"@m/fs\"}}", "exact version"},
+                      BadValue{"mcp_servers: {fs: {npm: \"https://x/y.tgz@1.0.0\"}}", "exact version"},
+                      BadValue{"mcp_servers: {fs: {command: [tool]}}", "absolute path"},
+                      BadValue{"mcp_servers: {fs: {command: [/x], cwd: /}}", "unknown key 'cwd'"},
+                      BadValue{"mcp_servers: {fs: {command: [/x], env: {\"A-B\": 1}}}", "'env' must map"},
+                      BadValue{"remove_mcp_servers: [\"a b\"]", "not an MCP server name"},
                       BadValue{"agents: {x: {description: d}}", "agent 'x'"},
                       BadValue{"vcpus: 2\nvcpus: 3", "duplicate key 'vcpus'"}, BadValue{"[1, 2]", "YAML mapping"},
                       BadValue{"vcpus: [", "c.yaml:"},

@@ -1,0 +1,58 @@
+#pragma once
+// MCP servers the agent starts inside its VM (issue 20): declared in the user
+// config (config/loader.h `mcp_servers`), put into the agent's image when they
+// come from npm, and written into the agent's own MCP configuration (the
+// spec's McpConfig) as stdio servers.
+//
+// Spec: Model Context Protocol, "Transports" (stdio: the client starts the
+// server as a subprocess and speaks JSON-RPC over its stdin and stdout).
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace airlock::agents {
+
+/// One stdio MCP server, run in the VM as the agent user.
+struct McpServer {
+  std::string name;  ///< isMcpServerName(): the agent sees its tools as this server's
+  /// From npm (`npm: "@scope/pkg@1.2.3"`): the package and its exact version,
+  /// installed with its dependencies into the agent's image under
+  /// /opt/mcp/<name> and run by the image's Node runtime. Empty: `command`.
+  std::string npmPackage;
+  std::string npmVersion;
+  /// Or a program the image already has (`command: [/usr/bin/tool, --stdio]`).
+  std::vector<std::string> command;
+  std::vector<std::string> args;            ///< arguments after the program
+  std::map<std::string, std::string> env;   ///< variables set for the server only
+
+  bool operator==(const McpServer&) const = default;
+};
+
+/// A server name: 1-32 of [A-Za-z0-9_-], starting with a letter or digit.
+bool isMcpServerName(std::string_view name);
+
+/// Splits "PACKAGE@VERSION" ("@scope/pkg@1.2.3", "pkg@1.2.3") into the
+/// package and the version, which must be exact (digits, dots, a
+/// pre-release or build suffix: no ranges, tags or URLs). Fails with
+/// exit_code::kUsage naming the expected form.
+Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text);
+
+/// Where an npm server's wrapper is in the image: /usr/local/bin/mcp-<name>.
+std::string mcpWrapperPath(const std::string& name);
+
+/// The program and arguments the agent starts for `server`: the wrapper of
+/// an npm server, else its command; then its args.
+std::vector<std::string> mcpServerArgv(const McpServer& server);
+
+/// `existing` (a JSON object's text; empty: {}) with `servers` set under its
+/// "mcpServers" key as {"command", "args", "env"} entries: the shape Claude
+/// Code's --mcp-config file, Gemini CLI's and Qwen Code's settings.json take.
+/// Servers of the same name already there are replaced; others are kept.
+/// Fails (kUsage) when `existing` is not a JSON object.
+Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers);
+
+}  // namespace airlock::agents

@@ -1,0 +1,53 @@
+#include "cli/mcp_plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/exit_codes.h"
+#include "vm/guest_contract.h"
+
+namespace airlock::cli {
+
+Result<McpPlan> planMcpServers(const config::Settings& settings, const session::ImageSource& image,
+                               agents::AgentSpec& spec, std::vector<session::HomeFile>& homeFiles) {
+  McpPlan out;
+  if (settings.mcpServers.empty()) return out;
+  std::vector<agents::McpServer> servers;
+  std::vector<std::string> names, shown;
+  for (const auto& s : settings.mcpServers) {
+    servers.push_back(s.value);
+    names.push_back(s.value.name);
+    shown.push_back(s.value.npmPackage.empty() ? s.value.name
+                                               : fmt::format("{} ({}@{})", s.value.name, s.value.npmPackage,
+                                                             s.value.npmVersion));
+  }
+  if (spec.mcp.file.empty()) {
+    out.notice = fmt::format("{} takes no MCP servers from airlock; not given: {} (--no-mcp keeps this quiet)",
+                             spec.name, fmt::join(names, ", "));
+    return out;
+  }
+  for (const auto& s : servers) {
+    if (s.npmPackage.empty()) continue;
+    if (image.kind != session::ImageSource::Kind::kAgentBuild)
+      return failWith(exit_code::kUsage,
+                      "MCP server {} comes from npm, which goes into the agent's own image, but this run boots "
+                      "another image; give it as command: [...] from that image, or run with --no-mcp",
+                      s.name);
+    spec.image.mcpPackages[s.name] = s.npmPackage + "@" + s.npmVersion;
+  }
+  auto file = std::find_if(homeFiles.begin(), homeFiles.end(),
+                           [&](const session::HomeFile& f) { return f.path == spec.mcp.file; });
+  if (file == homeFiles.end()) file = homeFiles.insert(homeFiles.end(), {spec.mcp.file, ""});
+  auto merged = agents::withMcpServers(file->content, servers);
+  if (!merged)
+    return failWith(exit_code::kUsage, "cannot add MCP servers to {}/{}: {}", guest::kAgentHome, spec.mcp.file,
+                    merged.error().message);
+  file->content = std::move(*merged);
+  out.args = spec.mcp.args;
+  out.line = fmt::format("MCP servers in the VM: {}", fmt::join(shown, ", "));
+  return out;
+}
+
+}  // namespace airlock::cli

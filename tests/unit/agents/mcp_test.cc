@@ -1,0 +1,85 @@
+// MCP servers as data: names, npm pins, and the "mcpServers" JSON the
+// agents read (agents/mcp.h).
+
+#include "agents/mcp.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace airlock::agents {
+namespace {
+
+TEST(McpServerName, LettersDigitsDashAndUnderscoreUpTo32) {
+  EXPECT_TRUE(isMcpServerName("fs"));
+  EXPECT_TRUE(isMcpServerName("my_server-2"));
+  EXPECT_TRUE(isMcpServerName(std::string(32, 'a')));
+  EXPECT_FALSE(isMcpServerName(""));
+  EXPECT_FALSE(isMcpServerName(std::string(33, 'a')));
+  EXPECT_FALSE(isMcpServerName("-fs"));
+  EXPECT_FALSE(isMcpServerName("a b"));
+  EXPECT_FALSE(isMcpServerName("../x"));
+  EXPECT_FALSE(isMcpServerName("a\x1b[2J"));
+}
+
+TEST(NpmPin, ExactVersionsOfScopedAndPlainPackages) {
+  auto scoped = parseNpmPin("@modelcontextprotocol/server-filesystem@2026.8.31");
+  ASSERT_TRUE(scoped) << scoped.error().message;
+  EXPECT_EQ(scoped->first, "@modelcontextprotocol/server-filesystem");
+  EXPECT_EQ(scoped->second, "2026.8.31");
+  auto plain = parseNpmPin("mcp-tool@1.0.0-beta.2+build.7");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->first, "mcp-tool");
+  EXPECT_EQ(plain->second, "1.0.0-beta.2+build.7");
+}
+
+TEST(NpmPin, RangesTagsUrlsAndOddNamesAreRefused) {
+  for (const char* bad : {"mcp-tool", "mcp-tool@", "@scope/x", "mcp-tool@latest", "mcp-tool@^1.0.0", "mcp-tool@~1.0.0",
+                          "mcp-tool@1.0", "mcp-tool@1.0.0.0", "mcp-tool@1..0", "mcp-tool@>=1.0.0", "Mcp-Tool@1.0.0",
+                          "@/x@1.0.0", "@scope/@1.0.0", "../x@1.0.0", "git+https://x/y@1.0.0", "x y@1.0.0",
+                          "mcp-tool@1.0.0 --foo", "@1.0.0"}) {
+    auto pin = parseNpmPin(bad);
+    EXPECT_FALSE(pin) << bad;
+    if (!pin) {
+      EXPECT_NE(pin.error().message.find("PACKAGE@VERSION"), std::string::npos);
+    }
+  }
+}
+
+TEST(McpServerArgv, AnNpmServerRunsItsWrapperACommandServerItsProgram) {
+  McpServer npm{.name = "fs", .npmPackage = "@m/fs", .npmVersion = "1.0.0", .args = {"/workspace"}};
+  EXPECT_EQ(mcpServerArgv(npm), (std::vector<std::string>{"/usr/local/bin/mcp-fs", "/workspace"}));
+  McpServer cmd{.name = "t", .command = {"/usr/bin/tool", "--stdio"}, .args = {"-v"}};
+  EXPECT_EQ(mcpServerArgv(cmd), (std::vector<std::string>{"/usr/bin/tool", "--stdio", "-v"}));
+}
+
+TEST(WithMcpServers, WritesStdioEntriesAndKeepsTheRestOfTheFile) {
+  McpServer fs{.name = "fs", .npmPackage = "@m/fs", .npmVersion = "1.0.0", .args = {"/workspace"}};
+  McpServer tool{.name = "tool", .command = {"/usr/bin/tool"}, .env = {{"LEVEL", "2"}}};
+  auto fresh = withMcpServers("", {fs});
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  auto doc = nlohmann::json::parse(*fresh);
+  EXPECT_EQ(doc["mcpServers"]["fs"]["command"], "/usr/local/bin/mcp-fs");
+  EXPECT_EQ(doc["mcpServers"]["fs"]["args"], nlohmann::json::array({"/workspace"}));
+  EXPECT_FALSE(doc["mcpServers"]["fs"].contains("env"));
+
+  auto merged = withMcpServers(R"({"general": {"disableAutoUpdate": true}, "mcpServers": {"fs": {"command": "old"},
+                                   "mine": {"command": "/x"}}})",
+                               {fs, tool});
+  ASSERT_TRUE(merged) << merged.error().message;
+  doc = nlohmann::json::parse(*merged);
+  EXPECT_EQ(doc["general"]["disableAutoUpdate"], true);
+  EXPECT_EQ(doc["mcpServers"]["fs"]["command"], "/usr/local/bin/mcp-fs");
+  EXPECT_EQ(doc["mcpServers"]["mine"]["command"], "/x");
+  EXPECT_EQ(doc["mcpServers"]["tool"]["env"]["LEVEL"], "2");
+  EXPECT_EQ(doc["mcpServers"]["tool"]["args"], nlohmann::json::array());
+}
+
+TEST(WithMcpServers, AFileThatIsNotAJsonObjectIsAnError) {
+  McpServer tool{.name = "tool", .command = {"/usr/bin/tool"}};
+  EXPECT_FALSE(withMcpServers("[1]", {tool}));
+  EXPECT_FALSE(withMcpServers("{oops", {tool}));
+}
+
+}  // namespace
+}  // namespace airlock::agents
