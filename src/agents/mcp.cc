@@ -17,8 +17,10 @@ bool isMcpServerName(std::string_view name) {
 
 Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
   auto bad = [&] {
-    return failWith(exit_code::kUsage, "'{}' is not PACKAGE@VERSION with an exact version (e.g. "
-                    "\"@modelcontextprotocol/server-filesystem@2026.8.31\")", text);
+    return failWith(exit_code::kUsage,
+                    "'{}' is not PACKAGE@VERSION with an exact version (e.g. "
+                    "\"@modelcontextprotocol/server-filesystem@2026.8.31\")",
+                    text);
   };
   const size_t at = text.rfind('@');
   if (at == std::string_view::npos || at == 0) return bad();
@@ -51,8 +53,8 @@ Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
     return bad();
   for (; i < version.size(); ++i) {
     char c = version[i];
-    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' ||
-              c == '+';
+    bool ok =
+        (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' || c == '+';
     if (!ok) return bad();
   }
   return std::pair{std::string(package), std::string(version)};

@@ -26,8 +26,8 @@ struct McpServer {
   std::string npmVersion;
   /// Or a program the image already has (`command: [/usr/bin/tool, --stdio]`).
   std::vector<std::string> command;
-  std::vector<std::string> args;            ///< arguments after the program
-  std::map<std::string, std::string> env;   ///< variables set for the server only
+  std::vector<std::string> args;           ///< arguments after the program
+  std::map<std::string, std::string> env;  ///< variables set for the server only
 
   bool operator==(const McpServer&) const = default;
 };

@@ -12,9 +12,10 @@
 namespace airlock::agents {
 namespace {
 
-constexpr std::string_view kTopKeys[] = {
-    "name", "description", "image",      "command",     "default_args", "env",    "env_forward",
-    "home_files", "seed_files", "settings", "state", "state_exclude", "state_max_mib", "cpus",  "memory_mib", "scratch_mib", "egress", "login", "mcp"};
+constexpr std::string_view kTopKeys[] = {"name",        "description",   "image",         "command",    "default_args",
+                                         "env",         "env_forward",   "home_files",    "seed_files", "settings",
+                                         "state",       "state_exclude", "state_max_mib", "cpus",       "memory_mib",
+                                         "scratch_mib", "egress",        "login",         "mcp"};
 constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts", "login_command", "login_hosts", "login_home_files", "login_note", "token_env", "base_url_env", "tls_base_url_env",
                                            "tls_ca_env", "upstream", "paths",
                                            "refresh_url", "client_id", "client_secret", "billing_env",

@@ -19,9 +19,9 @@ Result<McpPlan> planMcpServers(const config::Settings& settings, const session::
   for (const auto& s : settings.mcpServers) {
     servers.push_back(s.value);
     names.push_back(s.value.name);
-    shown.push_back(s.value.npmPackage.empty() ? s.value.name
-                                               : fmt::format("{} ({}@{})", s.value.name, s.value.npmPackage,
-                                                             s.value.npmVersion));
+    shown.push_back(s.value.npmPackage.empty()
+                        ? s.value.name
+                        : fmt::format("{} ({}@{})", s.value.name, s.value.npmPackage, s.value.npmVersion));
   }
   if (spec.mcp.file.empty()) {
     out.notice = fmt::format("{} takes no MCP servers from airlock; not given: {} (--no-mcp keeps this quiet)",

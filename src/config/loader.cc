@@ -19,14 +19,33 @@
 namespace airlock::config {
 namespace {
 
-constexpr std::string_view kKeys[] = {"vcpus",       "memory_mib",     "egress_profile", "allow_hosts",
-                                      "remove_hosts", "host_ports",    "env_forward",    "exclude",
-                                      "workspace_mode", "review",      "image",          "agents",
-                                      "direct_mode_acknowledged", "image_verify", "image_verify_key",
-                                      "image_verify_trusted_root", "image_verify_issuer", "image_verify_subject", "settings_import",
-                                      "extra_ca_certs", "git_token", "git_hosts",
-                                      "git_ssh_agent", "git_ssh_keys", "git_ssh_confirm",
-                                      "mcp_servers", "remove_mcp_servers"};
+constexpr std::string_view kKeys[] = {"vcpus",
+                                      "memory_mib",
+                                      "egress_profile",
+                                      "allow_hosts",
+                                      "remove_hosts",
+                                      "host_ports",
+                                      "env_forward",
+                                      "exclude",
+                                      "workspace_mode",
+                                      "review",
+                                      "image",
+                                      "agents",
+                                      "direct_mode_acknowledged",
+                                      "image_verify",
+                                      "image_verify_key",
+                                      "image_verify_trusted_root",
+                                      "image_verify_issuer",
+                                      "image_verify_subject",
+                                      "settings_import",
+                                      "extra_ca_certs",
+                                      "git_token",
+                                      "git_hosts",
+                                      "git_ssh_agent",
+                                      "git_ssh_keys",
+                                      "git_ssh_confirm",
+                                      "mcp_servers",
+                                      "remove_mcp_servers"};
 
 std::string knownKeys() {
   std::string out;
@@ -207,8 +226,9 @@ class ConfigReader {
     if (key == "agents") return agents(n, layer.agents);
     if (key == "mcp_servers") return mcpServers(n, layer.mcpServers);
     if (key == "remove_mcp_servers")
-      return strings(key, n, [](std::string_view s) { return agents::isMcpServerName(s); }, "an MCP server name",
-                     layer.removeMcpServers);
+      return strings(
+          key, n, [](std::string_view s) { return agents::isMcpServerName(s); }, "an MCP server name",
+          layer.removeMcpServers);
     if (key == "image_verify") return named(key, n, parseVerifyMode, "off, warn, require", layer.imageVerify);
     if (key == "git_token") {
       auto value = word(key, n);

@@ -56,8 +56,7 @@ void applyOver(Settings& s, const ConfigLayer& l, Layer layer) {
   removeMcpServers(s, l.removeMcpServers);
   if (l.onlyMcpServers)
     std::erase_if(s.mcpServers, [&](const auto& known) {
-      return std::find(l.onlyMcpServers->begin(), l.onlyMcpServers->end(), known.value.name) ==
-             l.onlyMcpServers->end();
+      return std::find(l.onlyMcpServers->begin(), l.onlyMcpServers->end(), known.value.name) == l.onlyMcpServers->end();
     });
 }
 

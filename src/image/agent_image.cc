@@ -38,8 +38,8 @@ Result<> writeNodeWrapper(const std::string& root, const std::string& script, co
   struct stat st {};
   if (::stat((root + script).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return failWith(exit_code::kImage, "{} has no file {}", what, script);
-  return writeRootFile(root, wrapper.substr(1),
-                       fmt::format("#!/bin/sh\nexec /usr/local/bin/node {} \"$@\"\n", script), 0755);
+  return writeRootFile(root, wrapper.substr(1), fmt::format("#!/bin/sh\nexec /usr/local/bin/node {} \"$@\"\n", script),
+                       0755);
 }
 
 /// The program an npm package declares (package.json "bin": a string, or
@@ -53,8 +53,10 @@ Result<std::string> packageBin(const std::string& packageJson, const std::string
   const std::string base = package.substr(package.rfind('/') + 1);
   if (bin.is_object() && bin.size() == 1 && bin.begin()->is_string()) return bin.begin()->get<std::string>();
   if (bin.is_object() && bin.contains(base) && bin[base].is_string()) return bin[base].get<std::string>();
-  return failWith(exit_code::kImage, "{} names no single program in package.json \"bin\"; an MCP server from npm "
-                  "must have one", package);
+  return failWith(exit_code::kImage,
+                  "{} names no single program in package.json \"bin\"; an MCP server from npm "
+                  "must have one",
+                  package);
 }
 
 /// Puts the agent's program into the tree at `root`: the native binary, or

@@ -32,8 +32,7 @@ std::string recipeDigest(const agents::AgentSpec& spec) {
   if (r.node) field("node_runtime", fmt::format("{}@{}", kNodeRuntimePackage, kNodeRuntimeVersion));
   // Only when there are any: an image without MCP servers keeps its digest.
   for (const auto& [name, pin] : r.mcpPackages) field("mcp:" + name, pin);
-  if (!r.mcpPackages.empty())
-    field("mcp_node_runtime", fmt::format("{}@{}", kNodeRuntimePackage, kNodeRuntimeVersion));
+  if (!r.mcpPackages.empty()) field("mcp_node_runtime", fmt::format("{}@{}", kNodeRuntimePackage, kNodeRuntimeVersion));
   return h.hex();
 }
 

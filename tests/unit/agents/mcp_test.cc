@@ -34,10 +34,10 @@ TEST(NpmPin, ExactVersionsOfScopedAndPlainPackages) {
 }
 
 TEST(NpmPin, RangesTagsUrlsAndOddNamesAreRefused) {
-  for (const char* bad : {"mcp-tool", "mcp-tool@", "@scope/x", "mcp-tool@latest", "mcp-tool@^1.0.0", "mcp-tool@~1.0.0",
-                          "mcp-tool@1.0", "mcp-tool@1.0.0.0", "mcp-tool@1..0", "mcp-tool@>=1.0.0", "Mcp-Tool@1.0.0",
-                          "@/x@1.0.0", "@scope/@1.0.0", "../x@1.0.0", "git+https://x/y@1.0.0", "x y@1.0.0",
-                          "mcp-tool@1.0.0 --foo", "@1.0.0"}) {
+  for (const char* bad :
+       {"mcp-tool", "mcp-tool@", "@scope/x", "mcp-tool@latest", "mcp-tool@^1.0.0", "mcp-tool@~1.0.0", "mcp-tool@1.0",
+        "mcp-tool@1.0.0.0", "mcp-tool@1..0", "mcp-tool@>=1.0.0", "Mcp-Tool@1.0.0", "@/x@1.0.0", "@scope/@1.0.0",
+        "../x@1.0.0", "git+https://x/y@1.0.0", "x y@1.0.0", "mcp-tool@1.0.0 --foo", "@1.0.0"}) {
     auto pin = parseNpmPin(bad);
     EXPECT_FALSE(pin) << bad;
     if (!pin) {

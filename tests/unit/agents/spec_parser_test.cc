@@ -73,8 +73,8 @@ egress:
 }
 
 TEST(SpecParser, McpNamesTheFileAndTheArgumentsThatPointTheAgentAtIt) {
-  auto spec = parseAgentSpec(kMinimal + "mcp: {file: .airlock/mcp.json, args: [--mcp-config, /home/agent/.airlock/mcp.json]}\n",
-                             "demo.yaml");
+  auto spec = parseAgentSpec(
+      kMinimal + "mcp: {file: .airlock/mcp.json, args: [--mcp-config, /home/agent/.airlock/mcp.json]}\n", "demo.yaml");
   ASSERT_TRUE(spec) << spec.error().message;
   EXPECT_EQ(spec->mcp.file, ".airlock/mcp.json");
   EXPECT_EQ(spec->mcp.args, (std::vector<std::string>{"--mcp-config", "/home/agent/.airlock/mcp.json"}));

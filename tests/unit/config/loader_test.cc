@@ -78,7 +78,8 @@ mcp_servers:
   fs: {npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: [/workspace]}
   tool: {command: [/usr/bin/tool, --stdio], env: {LEVEL: "2"}}
 remove_mcp_servers: [old]
-)", "config.yaml");
+)",
+                           "config.yaml");
   ASSERT_TRUE(layer) << layer.error().message;
   ASSERT_EQ(layer->mcpServers.size(), 2u);
   EXPECT_EQ(layer->mcpServers[0].name, "fs");
@@ -149,46 +150,43 @@ TEST_P(ParseConfigBadValue, IsRefusedWithTheKey) {
 
 INSTANTIATE_TEST_SUITE_P(
     Types, ParseConfigBadValue,
-    ::testing::Values(BadValue{"vcpus: two", "'vcpus' must be a plain decimal integer"}, BadValue{"vcpus: 0", "from 1 to 64"},
-                      BadValue{"vcpus: 65", "from 1 to 64"}, BadValue{"memory_mib: 64", "from 128 to 65536"},
-                      BadValue{"vcpus: [2]", "'vcpus'"}, BadValue{"egress_profile: open", "permissive, standard"},
-                      BadValue{"allow_hosts: evil.example.com", "list of strings"},
-                      BadValue{"allow_hosts: [\"http://x\"]", "not a host name"},
-                      BadValue{"allow_hosts: [\"a.com:99999\"]", "not a host name"},
-                      BadValue{"host_ports: [0]", "from 1 to 65535"}, BadValue{"host_ports: 80", "list of port"},
-                      BadValue{"env_forward: [\"*\"]", "not a variable name"},
-                      BadValue{"env_forward: [\"A-B\"]", "not a variable name"},
-                      BadValue{"workspace_mode: live", "snapshot, direct"}, BadValue{"review: yolo", "interactive"},
-                      BadValue{"image: {a: b}", "'image' must be a non-empty string"},
-                      BadValue{"direct_mode_acknowledged: maybe", "true or false"},
-                      BadValue{"settings_import: [yes]", "'settings_import' must be true or false"},
-                      BadValue{"agents: [x]", "mapping of agent names"},
-                      BadValue{"mcp_servers: [fs]", "mapping of server names"},
-                      BadValue{"mcp_servers: {\"a b\": {command: [/x]}}", "MCP server names are"},
-                      BadValue{"mcp_servers: {fs: {}}", "exactly one of npm"},
-                      BadValue{"mcp_servers: {fs: {npm: \"a@1.0.0\", command: [/x]}}", "exactly one of npm"},
-                      BadValue{"mcp_servers: {fs: {npm: \"@m/fs@^1.0.0\"}}", "exact version"},
-                      BadValue{"mcp_servers: {fs: {npm: \"@m/fs@latest\"}}", "exact version"},
-                      BadValue{"mcp_servers: {fs: {npm: \"@m/fs\"}}", "exact version"},
-                      BadValue{"mcp_servers: {fs: {npm: \"https://x/y.tgz@1.0.0\"}}", "exact version"},
-                      BadValue{"mcp_servers: {fs: {command: [tool]}}", "absolute path"},
-                      BadValue{"mcp_servers: {fs: {command: [/x], cwd: /}}", "unknown key 'cwd'"},
-                      BadValue{"mcp_servers: {fs: {command: [/x], env: {\"A-B\": 1}}}", "'env' must map"},
-                      BadValue{"remove_mcp_servers: [\"a b\"]", "not an MCP server name"},
-                      BadValue{"agents: {x: {description: d}}", "agent 'x'"},
-                      BadValue{"vcpus: 2\nvcpus: 3", "duplicate key 'vcpus'"}, BadValue{"[1, 2]", "YAML mapping"},
-                      BadValue{"vcpus: [", "c.yaml:"},
-                      // Numbers are plain decimal YAML integers only.
-                      BadValue{"vcpus: \"2\"", "c.yaml:1:8: 'vcpus' must be a plain decimal integer from 1 to 64"},
-                      BadValue{"vcpus: '2'", "c.yaml:1:8: 'vcpus'"},
-                      BadValue{"vcpus: !!int 2", "'vcpus' must be a plain decimal integer"},
-                      BadValue{"memory_mib: 0x1000", "'memory_mib' must be a plain decimal integer"},
-                      BadValue{"memory_mib: 0o10000", "'memory_mib'"}, BadValue{"memory_mib: 04096", "'memory_mib'"},
-                      BadValue{"memory_mib: 4096.0", "'memory_mib'"}, BadValue{"memory_mib: 4e3", "'memory_mib'"},
-                      BadValue{"vcpus: +2", "'vcpus'"}, BadValue{"vcpus: 2_0", "'vcpus'"},
-                      BadValue{"vcpus: 99999999999999999999", "'vcpus'"},
-                      BadValue{"vcpus: 1\nhost_ports: [\"8080\"]", "c.yaml:2:14: 'host_ports' must be a plain decimal"},
-                      BadValue{"host_ports: [0x50]", "'host_ports'"}));
+    ::testing::Values(
+        BadValue{"vcpus: two", "'vcpus' must be a plain decimal integer"}, BadValue{"vcpus: 0", "from 1 to 64"},
+        BadValue{"vcpus: 65", "from 1 to 64"}, BadValue{"memory_mib: 64", "from 128 to 65536"},
+        BadValue{"vcpus: [2]", "'vcpus'"}, BadValue{"egress_profile: open", "permissive, standard"},
+        BadValue{"allow_hosts: evil.example.com", "list of strings"},
+        BadValue{"allow_hosts: [\"http://x\"]", "not a host name"},
+        BadValue{"allow_hosts: [\"a.com:99999\"]", "not a host name"}, BadValue{"host_ports: [0]", "from 1 to 65535"},
+        BadValue{"host_ports: 80", "list of port"}, BadValue{"env_forward: [\"*\"]", "not a variable name"},
+        BadValue{"env_forward: [\"A-B\"]", "not a variable name"}, BadValue{"workspace_mode: live", "snapshot, direct"},
+        BadValue{"review: yolo", "interactive"}, BadValue{"image: {a: b}", "'image' must be a non-empty string"},
+        BadValue{"direct_mode_acknowledged: maybe", "true or false"},
+        BadValue{"settings_import: [yes]", "'settings_import' must be true or false"},
+        BadValue{"agents: [x]", "mapping of agent names"}, BadValue{"mcp_servers: [fs]", "mapping of server names"},
+        BadValue{"mcp_servers: {\"a b\": {command: [/x]}}", "MCP server names are"},
+        BadValue{"mcp_servers: {fs: {}}", "exactly one of npm"},
+        BadValue{"mcp_servers: {fs: {npm: \"a@1.0.0\", command: [/x]}}", "exactly one of npm"},
+        BadValue{"mcp_servers: {fs: {npm: \"@m/fs@^1.0.0\"}}", "exact version"},
+        BadValue{"mcp_servers: {fs: {npm: \"@m/fs@latest\"}}", "exact version"},
+        BadValue{"mcp_servers: {fs: {npm: \"@m/fs\"}}", "exact version"},
+        BadValue{"mcp_servers: {fs: {npm: \"https://x/y.tgz@1.0.0\"}}", "exact version"},
+        BadValue{"mcp_servers: {fs: {command: [tool]}}", "absolute path"},
+        BadValue{"mcp_servers: {fs: {command: [/x], cwd: /}}", "unknown key 'cwd'"},
+        BadValue{"mcp_servers: {fs: {command: [/x], env: {\"A-B\": 1}}}", "'env' must map"},
+        BadValue{"remove_mcp_servers: [\"a b\"]", "not an MCP server name"},
+        BadValue{"agents: {x: {description: d}}", "agent 'x'"}, BadValue{"vcpus: 2\nvcpus: 3", "duplicate key 'vcpus'"},
+        BadValue{"[1, 2]", "YAML mapping"}, BadValue{"vcpus: [", "c.yaml:"},
+        // Numbers are plain decimal YAML integers only.
+        BadValue{"vcpus: \"2\"", "c.yaml:1:8: 'vcpus' must be a plain decimal integer from 1 to 64"},
+        BadValue{"vcpus: '2'", "c.yaml:1:8: 'vcpus'"},
+        BadValue{"vcpus: !!int 2", "'vcpus' must be a plain decimal integer"},
+        BadValue{"memory_mib: 0x1000", "'memory_mib' must be a plain decimal integer"},
+        BadValue{"memory_mib: 0o10000", "'memory_mib'"}, BadValue{"memory_mib: 04096", "'memory_mib'"},
+        BadValue{"memory_mib: 4096.0", "'memory_mib'"}, BadValue{"memory_mib: 4e3", "'memory_mib'"},
+        BadValue{"vcpus: +2", "'vcpus'"}, BadValue{"vcpus: 2_0", "'vcpus'"},
+        BadValue{"vcpus: 99999999999999999999", "'vcpus'"},
+        BadValue{"vcpus: 1\nhost_ports: [\"8080\"]", "c.yaml:2:14: 'host_ports' must be a plain decimal"},
+        BadValue{"host_ports: [0x50]", "'host_ports'"}));
 
 TEST(ParseConfig, PlainDecimalNumbersAreAccepted) {
   auto layer = parseConfig("vcpus: 64\nmemory_mib: 65536\nhost_ports: [1, 65535]\n", "c.yaml");
