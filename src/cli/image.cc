@@ -1,5 +1,6 @@
 // `airlock image build AGENT [--force]`: build (or find) an agent's local
-// erofs image: Debian 12 base + the agent CLI at its pinned version. The
+// erofs image: Debian 12 base + the agent CLI at its pinned version (+ the
+// MCP servers of the user config). The
 // registry verbs (pull, ls, rm, prune, inspect) are in image_store_cmd.cc.
 
 #include <sys/stat.h>
@@ -11,11 +12,14 @@
 
 #include "agents/registry.h"
 #include "cli/commands.h"
+#include "cli/mcp_plan.h"
 #include "cli/report.h"
 #include "common/exit_codes.h"
+#include "common/file_lock.h"
+#include "config/effective.h"
+#include "config/loader.h"
 #include "image/agent_image.h"
 #include "image/recipe.h"
-#include "common/file_lock.h"
 
 namespace airlock::cli {
 namespace {
@@ -24,13 +28,29 @@ struct ImageBuildArgs {
   std::string agent;
   bool force = false;
   bool quiet = false;
+  bool noMcp = false;
 };
 
 int buildImage(const HostContext& host, const ImageBuildArgs& args) {
-  auto registry = agents::AgentRegistry::builtin();
+  // The agents and MCP servers of your config, as `airlock run` builds them.
+  const std::string userPath = config::userConfigPath(host.dirs.config);
+  auto user = config::loadConfigFile(userPath);
+  if (!user) return reportError(user.error());
+  auto registry = config::registryWithCustomAgents(*user, userPath);
   if (!registry) return reportError(registry.error());
   auto spec = registry->find(args.agent);
   if (!spec) return reportError(spec.error());
+  if (!spec->image.reference.empty())
+    return reportError(Error{fmt::format("{} runs the OCI image {}, which is pulled, not built: airlock image pull {}",
+                                         spec->name, spec->image.reference, spec->image.reference),
+                             exit_code::kUsage});
+  if (!args.noMcp) {
+    config::ConfigSources sources{.user = *user, .userPath = userPath};
+    std::vector<session::HomeFile> unused;
+    auto mcp = planMcpServers(config::resolve(*spec, sources).settings,
+                              {session::ImageSource::Kind::kAgentBuild, spec->name}, *spec, unused);
+    if (!mcp) return reportError(mcp.error());
+  }
   const bool cached = !args.force && pathExists(image::agentImagePath(host.dirs.cache, *spec));
   auto say = [quiet = args.quiet](const std::string& line) {
     if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
@@ -56,8 +76,9 @@ void addImageCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   cmd->require_subcommand(1);
   auto* build = cmd->add_subcommand("build", "Build an agent's image: Debian 12 + the agent CLI from npm, as erofs");
   build->footer(R"(The image is cached under ~/.cache/airlock/images by the digest of its recipe
-(base packages, agent package and pinned version); the Debian base is built
-once with mmdebstrap and shared by all agents. Prints the image path.
+(base packages, agent package and pinned version, and the npm packages of
+the MCP servers in your config); the Debian base is built once with
+mmdebstrap and shared by all agents. Prints the image path.
 
 Examples:
   airlock image build claude-code
@@ -65,6 +86,7 @@ Examples:
   build->add_option("AGENT", args->agent, "Agent name (see `airlock agents`)")->required();
   build->add_flag("--force", args->force, "Rebuild even when the image is cached");
   build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
+  build->add_flag("--no-mcp", args->noMcp, "Leave out the MCP servers of your config (mcp_servers)");
   build->callback([args, &exitCode, &host] { exitCode = buildImage(host, *args); });
   addImageStoreCommands(*cmd, exitCode, host);
   addImageArchiveCommands(*cmd, exitCode, host);

@@ -115,9 +115,10 @@ class AgentE2E : public testing::Test {
   /// Started by root: builds `agent`'s image as root (a no-op when cached),
   /// makes the unprivileged test user with that image in its cache, and
   /// gives it the test's directory. Later runs go through that user.
-  void runAsTestUser(const std::string& agent) {
+  /// `env`: for `image build` (XDG_CONFIG_HOME of a config with MCP servers).
+  void runAsTestUser(const std::string& agent, const std::map<std::string, std::string>& env = {}) {
     if (geteuid() != 0) return;
-    auto built = runAirlock({"image", "build", "-q", agent}, "", {}, 1500);
+    auto built = runAirlock({"image", "build", "-q", agent}, "", env, 1500);
     ASSERT_EQ(built.exitCode, 0) << built.err;
     std::string image = built.out.substr(0, built.out.find('\n'));
     user_.emplace(defaultCacheDir(), std::vector<std::string>{image});
@@ -225,6 +226,35 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
 
 // airlock started by root keeps working: the changes land owned by the
 // project's owner (root here), not by the guest's uid.
+// MCP (issue 20): the filesystem server from npm, declared in the user's
+// config, goes into the agent's image and runs in the VM. Claude Code loads
+// its tool with ToolSearch and lists /workspace through it: the snapshot,
+// without .env (checked by the mock). A repo config's own MCP server is
+// ignored with its reason, and its tools are never offered to the model.
+TEST_F(AgentE2E, ClaudeCodeUsesAnMcpServerOfTheUsersConfigInTheVm) {
+  writeFile(dir_ + "/config/airlock/config.yaml",
+            "mcp_servers:\n  fs: {npm: \"@modelcontextprotocol/server-filesystem@2026.8.31\", args: [/workspace]}\n");
+  writeFile(project_ + "/.airlock.yaml", "mcp_servers:\n  evil: {command: [/bin/sh, -c, 'echo pwned']}\n");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code", {{"XDG_CONFIG_HOME", dir_ + "/config"}}));
+  MockModel mock("mcp_fs.json", dir_);
+  ASSERT_NE(mock.port(), 0);
+  auto before = files();
+  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  const std::string log = mock.log();
+  EXPECT_NE(log.find("[FILE] README.md"), std::string::npos) << log;
+  EXPECT_EQ(log.find("no usable tool"), std::string::npos) << log;
+  EXPECT_NE(r.err.find("ignored mcp_servers: evil: a repo config cannot add MCP servers"), std::string::npos) << r.err;
+  const std::string requests = mock.requests();
+  EXPECT_NE(requests.find("mcp__fs__list_directory"), std::string::npos);
+  EXPECT_EQ(requests.find("mcp__evil"), std::string::npos);
+  auto after = files();
+  EXPECT_EQ(after["LISTED.md"], "Listed through MCP.\n");
+  after.erase("LISTED.md");
+  EXPECT_EQ(after, before);
+}
+
 TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: this is the path of airlock started by root";
   expectTheSingleEditLands({"--review=auto"});

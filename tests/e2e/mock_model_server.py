@@ -58,9 +58,15 @@ The "model" follows a JSON scenario (--scenario FILE):
       {"write": {"path": "NEW.md", "content": "hello\\n"}},
       {"shell": "printf 'x\\n' >> README.md"},
       {"shell": "rm old.txt"},
-      {"shell": "ls -la", "expect_in_result_not": ".env", "expect_in_result": "README.md"}
+      {"shell": "ls -la", "expect_in_result_not": ".env", "expect_in_result": "README.md"},
+      {"tool": "mcp__fs__list_directory", "input": {"path": "/workspace"},
+       "expect_in_result": "README.md"}
     ]
   }
+
+A "tool" step calls the tool of that exact name with "input" as its
+arguments (an MCP server's tool, as the agent names it); an agent that does
+not offer it gets the "no usable tool" error below.
 
 Any step may also carry "delay": SECONDS and/or "wait_for_file": PATH (relative
 to --gate-dir; "wait_timeout": SECONDS, default 120): the answer that asks for
@@ -145,8 +151,8 @@ class Scenario:
             if k in data:
                 self.final_hold[k[len("final_"):]] = data[k]
         for i, st in enumerate(self.steps):
-            if not isinstance(st, dict) or not ("write" in st or "shell" in st):
-                raise ValueError("step %d: need a \"write\" or \"shell\" key" % i)
+            if not isinstance(st, dict) or not ("write" in st or "shell" in st or "tool" in st):
+                raise ValueError("step %d: need a \"write\", \"shell\" or \"tool\" key" % i)
             if "write" in st:
                 w = st["write"]
                 if not isinstance(w, dict) or "path" not in w or "content" not in w:
@@ -304,6 +310,11 @@ def shell_call(tool, command, step_index, workdir):
 
 def make_call(step, step_index, tools, workdir):
     """Map a scenario step onto one of the tools the agent offers."""
+    if "tool" in step:
+        named = find_tool(tools, [step["tool"]])
+        if named is None:
+            return None
+        return Call(named, fill_required(named, dict(step.get("input", {})), step_index))
     shell = find_tool(tools, SHELL_TOOL_NAMES)
     if "write" in step:
         path = step["write"]["path"]
