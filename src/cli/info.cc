@@ -12,16 +12,17 @@
 #include "cli/agent_home.h"
 #include "cli/commands.h"
 #include "cli/expiry.h"
-#include "cli/host_secrets.h"
 #include "cli/git_info.h"
 #include "cli/git_push.h"
 #include "cli/git_ssh_agent.h"
+#include "cli/host_secrets.h"
 #include "cli/kept_out.h"
 #include "cli/report.h"
 #include "cli/run_flags.h"
 #include "cli/run_login.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
+#include "common/visible_text.h"
 #include "config/effective.h"
 #include "config/loader.h"
 #include "preflight/envelope.h"
@@ -148,6 +149,48 @@ std::string settingsText(const std::optional<state::ImportedSettings>& imported,
   return out;
 }
 
+std::vector<std::string> envNames(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
+  return names;
+}
+
+/// The MCP servers the run gives the agent (none: the line says why).
+std::string mcpText(const config::Settings& settings, const agents::AgentSpec& agent) {
+  if (settings.mcpServers.empty())
+    return fmt::format("  {:<14} none (mcp_servers in your config; --mcp NAME / --no-mcp choose per run)\n",
+                       "mcp servers");
+  if (agent.mcp.file.empty())
+    return fmt::format("  {:<14} none: {} takes no MCP servers from airlock\n", "mcp servers", agent.name);
+  std::string out;
+  for (const auto& s : settings.mcpServers) {
+    const auto argv = agents::mcpServerArgv(s.value);
+    const std::string from = s.value.npmPackage.empty()
+                                 ? "from the image"
+                                 : fmt::format("npm {}@{}", s.value.npmPackage, s.value.npmVersion);
+    const auto env = envNames(s.value.env);
+    out += fmt::format("  {:<14} {}: {}, in the VM: {}{}   [{}]\n", out.empty() ? "mcp servers" : "", s.value.name,
+                       from, visibleText(fmt::format("{}", fmt::join(argv, " "))),
+                       env.empty() ? "" : fmt::format(" (env {})", fmt::join(env, ", ")), config::layerName(s.layer));
+  }
+  return out;
+}
+
+nlohmann::json mcpJson(const config::Settings& settings, const agents::AgentSpec& agent) {
+  nlohmann::json servers = nlohmann::json::array();
+  for (const auto& s : settings.mcpServers)
+    servers.push_back(
+        {{"name", s.value.name},
+         {"where", "vm"},
+         {"npm", s.value.npmPackage.empty() ? nlohmann::json()
+                                            : nlohmann::json(s.value.npmPackage + "@" + s.value.npmVersion)},
+         {"argv", agents::mcpServerArgv(s.value)},
+         {"env_names", envNames(s.value.env)},
+         {"tools", "all"},
+         {"from", config::layerName(s.layer)}});
+  return {{"given", !settings.mcpServers.empty() && !agent.mcp.file.empty()}, {"servers", servers}};
+}
+
 struct InfoArgs : PolicyFlags {
   std::string agent = "claude-code";
   std::string workspace = ".";
@@ -206,6 +249,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   if (!importedSettings) return reportError(importedSettings.error());
   const auto& userSettings = *importedSettings;
   const config::Settings resolved = effective->resolved.settings;
+  const agents::AgentSpec agent = effective->agent;
   auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
   auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
   auto envelope =
@@ -220,6 +264,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     j["git"] = gitEnvelopeJson(git);
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
     j["login"] = loginJson(*login, loginSpec, nowSeconds(host));
+    j["mcp_servers"] = mcpJson(resolved, agent);
     j["agent_state"] = {{"paths", agentState.paths},
                         {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
                         {"restored", agentState.saved.has_value() && !args.fresh},
@@ -236,6 +281,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     std::fputs(gitEnvelopeText(git).c_str(), stdout);
     std::fputs(stateText(agentState, args.fresh).c_str(), stdout);
     std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
+    std::fputs(mcpText(resolved, agent).c_str(), stdout);
     std::fputs(loginText(*login, loginSpec, args.agent, nowSeconds(host)).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }

@@ -86,6 +86,16 @@ const std::string& userConfigTemplate() {
 # git_ssh_keys: [SHA256:0CkLlpZ9hXGhXOzBi3VmDhWQoTVyvNo8OmXVzdxCHwY]
 # git_ssh_confirm: false
 
+# MCP servers the agent starts inside its VM (stdio), as the agent user:
+# from npm (PACKAGE@VERSION, an exact version: installed into the agent's
+# image) or a program the image has (an absolute path). Claude Code takes
+# them; `airlock info AGENT` says which agents do. `env` values enter the
+# VM. --mcp NAME (only these) and --no-mcp choose per run. A repo's
+# .airlock.yaml may only remove them (remove_mcp_servers: [NAME]).
+# mcp_servers:
+#   fs: {npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: [/workspace]}
+#   tool: {command: [/usr/local/bin/tool, --stdio], env: {TOOL_LEVEL: "2"}}
+
 # Custom agents, in the agent spec schema (see `airlock agents show claude-code`).
 # agents:
 #   my-agent:
