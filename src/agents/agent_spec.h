@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "agents/mcp.h"
+
 namespace airlock::agents {
 
 /// How the agent's program gets into its image: one npm package at a pinned
@@ -138,13 +140,14 @@ struct LoginSpec {
   bool operator==(const LoginSpec&) const = default;
 };
 
-/// Where the agent reads MCP servers from (issue 20, agents/mcp.h): a JSON
-/// file under $HOME whose "mcpServers" object airlock fills with the user's
-/// servers (a home file of the same path is merged into), and the arguments
+/// Where the agent reads MCP servers from (issue 20, agents/mcp.h): a file
+/// under $HOME that airlock fills with the user's servers in the agent's
+/// format (a home file of the same path is merged into), and the arguments
 /// added after defaultArgs that point the agent at it. Empty file: airlock
 /// gives this agent no MCP servers.
 struct McpConfig {
   std::string file;               ///< relative to $HOME (".airlock/mcp.json")
+  McpFormat format = McpFormat::kMcpServersJson;  ///< how that file lists servers
   std::vector<std::string> args;  ///< e.g. ["--mcp-config", "/home/agent/.airlock/mcp.json"]
 
   bool operator==(const McpConfig&) const = default;

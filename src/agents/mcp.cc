@@ -1,5 +1,8 @@
 #include "agents/mcp.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
@@ -32,7 +35,7 @@ Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
   std::string_view bare = package;
   if (bare.starts_with('@')) {
     const size_t slash = bare.find('/');
-    if (slash == std::string_view::npos || slash == 1) return bad();
+    if (slash == std::string_view::npos || slash == 1 || bare[1] == '.' || bare[1] == '_') return bad();
     for (char c : bare.substr(1, slash - 1))
       if (!nameChar(c)) return bad();
     bare = bare.substr(slash + 1);
@@ -51,6 +54,13 @@ Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
   if (dots != 2 || version.empty() || version.front() == '.' || version.find("..") != std::string_view::npos ||
       version[i - 1] == '.')
     return bad();
+  // Numeric parts have no leading zeros (semver 2.0.0, item 2).
+  for (size_t start = 0; start < i;) {
+    size_t end = std::min(version.find('.', start), i);
+    if (end - start > 1 && version[start] == '0') return bad();
+    start = end + 1;
+  }
+  if (i + 1 == version.size()) return bad();  // a '-' or '+' with nothing after it
   for (; i < version.size(); ++i) {
     char c = version[i];
     bool ok =
@@ -72,22 +82,107 @@ std::vector<std::string> mcpServerArgv(const McpServer& server) {
   return argv;
 }
 
-Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers) {
+std::optional<McpFormat> parseMcpFormat(std::string_view text) {
+  for (auto f : {McpFormat::kMcpServersJson, McpFormat::kCodexToml, McpFormat::kOpenCodeJson})
+    if (mcpFormatName(f) == text) return f;
+  return std::nullopt;
+}
+
+std::string_view mcpFormatName(McpFormat format) {
+  switch (format) {
+    case McpFormat::kMcpServersJson:
+      return "mcp-servers-json";
+    case McpFormat::kCodexToml:
+      return "codex-toml";
+    case McpFormat::kOpenCodeJson:
+      return "opencode-json";
+  }
+  return "";
+}
+
+namespace {
+
+/// A TOML basic string: quotes, backslashes and control characters escaped
+/// (TOML v1.0.0, "String").
+std::string tomlString(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{:04X}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string tomlArray(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + tomlString(items[i]);
+  return out + "]";
+}
+
+Result<std::string> withCodexTables(const std::string& existing, const std::vector<McpServer>& servers) {
+  std::string out = existing;
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  for (const auto& server : servers) {
+    const std::string header = "[mcp_servers." + server.name + "]";
+    if (existing.find(header) != std::string::npos)
+      return failWith(exit_code::kUsage, "the agent's config already has {}", header);
+    const auto argv = mcpServerArgv(server);
+    // Codex gives a server 10 s to start by default: a Node server under
+    // emulation (no KVM) can take longer.
+    out += fmt::format("\n{}\ncommand = {}\nargs = {}\nstartup_timeout_sec = 60\n", header, tomlString(argv.front()),
+                       tomlArray(std::vector<std::string>(argv.begin() + 1, argv.end())));
+    if (!server.env.empty()) {
+      out += "env = {";
+      bool first = true;
+      for (const auto& [name, value] : server.env) {
+        out += fmt::format("{}{} = {}", first ? " " : ", ", name, tomlString(value));
+        first = false;
+      }
+      out += " }\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers,
+                                   McpFormat format) {
+  for (const auto& server : servers)
+    if (server.npmPackage.empty() && server.command.empty())
+      return failWith(exit_code::kUsage, "MCP server {} has neither npm nor command", server.name);
+  if (format == McpFormat::kCodexToml) return withCodexTables(existing, servers);
   nlohmann::json doc = nlohmann::json::object();
   if (!existing.empty()) {
     doc = nlohmann::json::parse(existing, nullptr, false);
     if (!doc.is_object()) return failWith(exit_code::kUsage, "the agent's MCP configuration file is not a JSON object");
   }
-  nlohmann::json& table = doc["mcpServers"];
+  const bool openCode = format == McpFormat::kOpenCodeJson;
+  nlohmann::json& table = doc[openCode ? "mcp" : "mcpServers"];
   if (!table.is_object()) table = nlohmann::json::object();
   for (const auto& server : servers) {
     const auto argv = mcpServerArgv(server);
-    nlohmann::json entry = {{"command", argv.front()},
-                            {"args", std::vector<std::string>(argv.begin() + 1, argv.end())}};
-    if (!server.env.empty()) entry["env"] = server.env;
+    nlohmann::json entry;
+    if (openCode) {
+      entry = {{"type", "local"}, {"command", argv}, {"enabled", true}};
+      if (!server.env.empty()) entry["environment"] = server.env;
+    } else {
+      entry = {{"command", argv.front()}, {"args", std::vector<std::string>(argv.begin() + 1, argv.end())}};
+      if (!server.env.empty()) entry["env"] = server.env;
+    }
     table[server.name] = std::move(entry);
   }
-  return doc.dump(2) + "\n";
+  try {
+    return doc.dump(2) + "\n";
+  } catch (const nlohmann::json::exception& e) {  // a string that is not UTF-8
+    return failWith(exit_code::kUsage, "cannot write the agent's MCP configuration: {}", e.what());
+  }
 }
 
 }  // namespace airlock::agents

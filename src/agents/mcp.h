@@ -8,6 +8,7 @@
 // server as a subprocess and speaks JSON-RPC over its stdin and stdout).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,11 +49,28 @@ std::string mcpWrapperPath(const std::string& name);
 /// an npm server, else its command; then its args.
 std::vector<std::string> mcpServerArgv(const McpServer& server);
 
-/// `existing` (a JSON object's text; empty: {}) with `servers` set under its
-/// "mcpServers" key as {"command", "args", "env"} entries: the shape Claude
-/// Code's --mcp-config file, Gemini CLI's and Qwen Code's settings.json take.
-/// Servers of the same name already there are replaced; others are kept.
-/// Fails (kUsage) when `existing` is not a JSON object.
-Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers);
+/// How an agent's MCP file lists stdio servers (the spec's `mcp.format`).
+enum class McpFormat {
+  /// JSON, "mcpServers": {NAME: {"command", "args", "env"}}: Claude Code's
+  /// --mcp-config file, Gemini CLI's and Qwen Code's settings.json.
+  kMcpServersJson,
+  /// TOML tables [mcp_servers.NAME] with command, args, env: Codex's config.toml.
+  kCodexToml,
+  /// JSON, "mcp": {NAME: {"type": "local", "command": [argv], "environment"}}:
+  /// OpenCode's opencode.json.
+  kOpenCodeJson,
+};
+
+/// "mcp-servers-json", "codex-toml", "opencode-json"; nullopt for anything else.
+std::optional<McpFormat> parseMcpFormat(std::string_view text);
+std::string_view mcpFormatName(McpFormat format);
+
+/// `existing` (the file's text; empty: a new file) with `servers` added in
+/// `format`. JSON: servers of the same name already there are replaced,
+/// the rest of the file is kept; fails (kUsage) when `existing` is not a
+/// JSON object. TOML: the tables are appended (TOML basic strings, escaped);
+/// fails when `existing` already has a table of one of the servers.
+Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers,
+                                   McpFormat format = McpFormat::kMcpServersJson);
 
 }  // namespace airlock::agents

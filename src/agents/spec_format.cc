@@ -115,6 +115,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   if (!spec.mcp.file.empty()) {
     out << YAML::Key << "mcp" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "file" << YAML::Value << spec.mcp.file;
+    out << YAML::Key << "format" << YAML::Value << std::string(mcpFormatName(spec.mcp.format));
     emitList(out, "args", spec.mcp.args);
     out << YAML::EndMap;
   }

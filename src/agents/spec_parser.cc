@@ -25,7 +25,7 @@ constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
 constexpr std::string_view kImageKeys[] = {
     "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
 constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
-constexpr std::string_view kMcpKeys[] = {"file", "args"};
+constexpr std::string_view kMcpKeys[] = {"file", "format", "args"};
 
 bool isLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool isAlnum(char c) { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
@@ -259,6 +259,14 @@ class SpecReader {
       if (!isRelativePath(spec.mcp.file))
         return error(child(mcp, "file"), "'file' in 'mcp' must be a relative path under $HOME");
       if (auto r = list(mcp, "args", nullptr, "", spec.mcp.args); !r) return r;
+      std::string format;
+      if (auto r = string(mcp, "format", false, format); !r) return r;
+      if (!format.empty()) {
+        auto parsed = parseMcpFormat(format);
+        if (!parsed)
+          return error(child(mcp, "format"), "'format' in 'mcp' must be mcp-servers-json, codex-toml or opencode-json");
+        spec.mcp.format = *parsed;
+      }
     }
     return readLogin(child(root, "login"), spec.login);
   }

@@ -46,10 +46,12 @@ int buildImage(const HostContext& host, const ImageBuildArgs& args) {
                              exit_code::kUsage});
   if (!args.noMcp) {
     config::ConfigSources sources{.user = *user, .userPath = userPath};
+    const auto settings = config::resolve(*spec, sources).settings;
+    config::applyMcpPackages(*spec, settings);
     std::vector<session::HomeFile> unused;
-    auto mcp = planMcpServers(config::resolve(*spec, sources).settings,
-                              {session::ImageSource::Kind::kAgentBuild, spec->name}, *spec, unused);
+    auto mcp = planMcpServers(settings, {session::ImageSource::Kind::kAgentBuild, spec->name}, *spec, unused);
     if (!mcp) return reportError(mcp.error());
+    if (!mcp->notice.empty() && !args.quiet) std::fprintf(stderr, "airlock: %s\n", mcp->notice.c_str());
   }
   const bool cached = !args.force && pathExists(image::agentImagePath(host.dirs.cache, *spec));
   auto say = [quiet = args.quiet](const std::string& line) {

@@ -11,7 +11,7 @@
 namespace airlock::cli {
 
 Result<McpPlan> planMcpServers(const config::Settings& settings, const session::ImageSource& image,
-                               agents::AgentSpec& spec, std::vector<session::HomeFile>& homeFiles) {
+                               const agents::AgentSpec& spec, std::vector<session::HomeFile>& homeFiles) {
   McpPlan out;
   if (settings.mcpServers.empty()) return out;
   std::vector<agents::McpServer> servers;
@@ -35,12 +35,11 @@ Result<McpPlan> planMcpServers(const config::Settings& settings, const session::
                       "MCP server {} comes from npm, which goes into the agent's own image, but this run boots "
                       "another image; give it as command: [...] from that image, or run with --no-mcp",
                       s.name);
-    spec.image.mcpPackages[s.name] = s.npmPackage + "@" + s.npmVersion;
   }
   auto file = std::find_if(homeFiles.begin(), homeFiles.end(),
                            [&](const session::HomeFile& f) { return f.path == spec.mcp.file; });
   if (file == homeFiles.end()) file = homeFiles.insert(homeFiles.end(), {spec.mcp.file, ""});
-  auto merged = agents::withMcpServers(file->content, servers);
+  auto merged = agents::withMcpServers(file->content, servers, spec.mcp.format);
   if (!merged)
     return failWith(exit_code::kUsage, "cannot add MCP servers to {}/{}: {}", guest::kAgentHome, spec.mcp.file,
                     merged.error().message);

@@ -20,13 +20,13 @@ struct McpPlan {
   std::string notice;             ///< said when servers are not given (the agent takes none from airlock)
 };
 
-/// Gives `spec`'s agent the servers of `settings`: their npm packages go
-/// into spec.image.mcpPackages (so the image is built with them), and the
-/// agent's MCP file (spec.mcp.file) is written into `homeFiles`, merged
-/// into a home file of that path when there is one. Fails (kUsage) when a
+/// Gives `spec`'s agent the servers of `settings` (their npm packages are
+/// in its image recipe already: config::applyMcpPackages): the agent's MCP
+/// file (spec.mcp.file) is written into `homeFiles`, merged into a home
+/// file of that path when there is one. Fails (kUsage) when a
 /// server comes from npm but `image` is not the agent's own built image
 /// (--image, the `image` key), or the home file there is not a JSON object.
 Result<McpPlan> planMcpServers(const config::Settings& settings, const session::ImageSource& image,
-                               agents::AgentSpec& spec, std::vector<session::HomeFile>& homeFiles);
+                               const agents::AgentSpec& spec, std::vector<session::HomeFile>& homeFiles);
 
 }  // namespace airlock::cli

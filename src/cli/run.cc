@@ -216,7 +216,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   auto user = importUserSettings(host, spec, setup.settings, *env, plan.homeFiles, plan.seedFiles);
   setup.imported = std::move(user.imported);
   plan.settings = std::move(user.plan);
-  auto mcp = planMcpServers(settings, plan.image, setup.spec, plan.homeFiles);
+  auto mcp = planMcpServers(settings, plan.image, spec, plan.homeFiles);
   if (!mcp) return std::unexpected(mcp.error());
   setup.mcp = std::move(*mcp);
   plan.exec.argv = spec.command;

@@ -24,6 +24,13 @@ Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<Confi
   return registry;
 }
 
+void applyMcpPackages(agents::AgentSpec& agent, const Settings& settings) {
+  if (agent.mcp.file.empty()) return;
+  for (const auto& s : settings.mcpServers)
+    if (!s.value.npmPackage.empty())
+      agent.image.mcpPackages[s.value.name] = s.value.npmPackage + "@" + s.value.npmVersion;
+}
+
 Result<EffectiveConfig> loadEffectiveConfig(const std::string& userPath, const std::string& agentName,
                                             const std::string& workspace, const ConfigLayer& flags) {
   EffectiveConfig out;
@@ -52,6 +59,7 @@ Result<EffectiveConfig> loadEffectiveConfig(const std::string& userPath, const s
         return failWith(exit_code::kUsage, "--mcp {}: no MCP server of that name in this run (mcp_servers in {}{})",
                         name, userPath, out.sources.repo ? ", less remove_mcp_servers of the repo config" : "");
     }
+  applyMcpPackages(out.agent, out.resolved.settings);
   return out;
 }
 

@@ -27,9 +27,15 @@ struct EffectiveConfig {
 Result<agents::AgentRegistry> registryWithCustomAgents(const std::optional<ConfigLayer>& user,
                                                        const std::string& userPath);
 
+/// Puts the npm packages of `settings`' MCP servers into `agent`'s image
+/// recipe (agents/mcp.h: the image is built with them), when the agent
+/// takes MCP servers (a non-empty mcp.file); otherwise a no-op.
+void applyMcpPackages(agents::AgentSpec& agent, const Settings& settings);
+
 /// Loads the user config at `userPath` (userConfigPath()), finds
 /// `agentName`, loads the repo config of `workspace` and resolves them with
-/// `flags`. Errors carry exit_code::kUsage and name the file or agent.
+/// `flags`; the agent's image recipe gets the MCP servers' packages
+/// (applyMcpPackages). Errors carry exit_code::kUsage and name the file or agent.
 Result<EffectiveConfig> loadEffectiveConfig(const std::string& userPath, const std::string& agentName,
                                             const std::string& workspace, const ConfigLayer& flags);
 

@@ -15,6 +15,7 @@
 #include "agents/yaml_number.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/visible_text.h"
 
 namespace airlock::config {
 namespace {
@@ -57,7 +58,8 @@ std::string knownKeys() {
 /// file, line and key.
 class ConfigReader {
  public:
-  explicit ConfigReader(const std::string& file) : file_(file) {}
+  /// `repo`: the file is a repo config (untrusted; see mcpServers()).
+  ConfigReader(const std::string& file, bool repo) : file_(file), repo_(repo) {}
 
   Result<ConfigLayer> read(const YAML::Node& root) {
     ConfigLayer layer;
@@ -74,10 +76,11 @@ class ConfigReader {
   }
 
  private:
+  /// The message is escaped (visibleText): it may quote the file's own text.
   std::unexpected<Error> error(const YAML::Node& at, const std::string& message) const {
     const YAML::Mark mark = at.Mark();
-    if (mark.is_null()) return failWith(exit_code::kUsage, "{}: {}", file_, message);
-    return failWith(exit_code::kUsage, "{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message);
+    if (mark.is_null()) return failWith(exit_code::kUsage, "{}: {}", file_, visibleText(message));
+    return failWith(exit_code::kUsage, "{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, visibleText(message));
   }
 
   /// A plain decimal integer in [min, max] (agents::plainDecimal).
@@ -142,19 +145,30 @@ class ConfigReader {
   }
 
   /// `mcp_servers`: name -> {npm: PACKAGE@VERSION | command: [PROGRAM, ARGS...], args: [...], env: {...}}.
+  /// In a repo config only the names are read: the servers are ignored
+  /// there whatever they say (merge.h), so a typo in one does not fail the run.
   Result<> mcpServers(const YAML::Node& n, std::vector<agents::McpServer>& out) {
     if (!n.IsMap()) return error(n, "'mcp_servers' must be a mapping of server names to servers");
+    std::set<std::string> names;
     for (const auto& entry : n) {
-      if (!entry.first.IsScalar() || !agents::isMcpServerName(entry.first.Scalar()))
+      if (!entry.first.IsScalar() || (!repo_ && !agents::isMcpServerName(entry.first.Scalar())))
         return error(entry.first, "MCP server names are 1-32 letters, digits, '-' or '_'");
+      if (!names.insert(entry.first.Scalar()).second)
+        return error(entry.first, fmt::format("duplicate MCP server '{}'", entry.first.Scalar()));
       agents::McpServer server;
       server.name = entry.first.Scalar();
+      if (repo_) {
+        out.push_back(std::move(server));
+        continue;
+      }
       const std::string where = "MCP server '" + server.name + "'";
       const YAML::Node& body = entry.second;
       if (!body.IsMap()) return error(body, where + " must be a mapping with npm or command");
+      std::set<std::string> fields;
       for (const auto& field : body) {
         const std::string k = field.first.IsScalar() ? field.first.Scalar() : "";
         const YAML::Node& v = field.second;
+        if (!fields.insert(k).second) return error(field.first, fmt::format("{}: duplicate key '{}'", where, k));
         if (k == "npm") {
           auto text = word("npm", v);
           if (!text) return std::unexpected(text.error());
@@ -165,16 +179,20 @@ class ConfigReader {
           auto& list = k == "command" ? server.command : server.args;
           if (!v.IsSequence()) return error(v, fmt::format("{}: '{}' must be a list of strings", where, k));
           for (const auto& item : v) {
-            if (!item.IsScalar()) return error(item, fmt::format("{}: '{}' must be a list of strings", where, k));
+            if (!item.IsScalar() || !plainText(item.Scalar()))
+              return error(item, fmt::format("{}: '{}' must be a list of strings of plain text (UTF-8, no "
+                                             "control characters)",
+                                             where, k));
             list.push_back(item.Scalar());
           }
         } else if (k == "env") {
           if (!v.IsMap()) return error(v, where + ": 'env' must be a mapping of variable names to values");
           for (const auto& var : v) {
             const std::string name = var.first.IsScalar() ? var.first.Scalar() : "";
-            if (!isEnvPattern(name) || name.ends_with('*') || !var.second.IsScalar())
-              return error(var.first, where + ": 'env' must map variable names to plain values");
-            server.env[name] = var.second.Scalar();
+            if (!isEnvPattern(name) || name.ends_with('*') || !var.second.IsScalar() || !plainText(var.second.Scalar()))
+              return error(var.first, where + ": 'env' must map variable names to values of plain text");
+            if (!server.env.emplace(name, var.second.Scalar()).second)
+              return error(var.first, fmt::format("{}: duplicate variable '{}'", where, name));
           }
         } else {
           return error(field.first, fmt::format("{}: unknown key '{}' (known: npm, command, args, env)", where, k));
@@ -187,6 +205,13 @@ class ConfigReader {
       out.push_back(std::move(server));
     }
     return {};
+  }
+
+  /// Valid UTF-8 with nothing visibleText() would escape (no control characters).
+  static bool plainText(const std::string& text) {
+    bool escaped = false;
+    visibleText(text, {}, &escaped);
+    return !escaped;
   }
 
   Result<> readKey(const std::string& key, const YAML::Node& n, ConfigLayer& layer) {
@@ -277,6 +302,7 @@ class ConfigReader {
   }
 
   const std::string& file_;
+  const bool repo_;
 };
 
 /// Reads the regular file `name` in `dirFd` (never through a symlink) up to
@@ -311,10 +337,11 @@ Result<std::optional<std::string>> readConfigText(int dirFd, const std::string& 
   return std::optional<std::string>(std::move(text));
 }
 
-Result<std::optional<ConfigLayer>> parseIfPresent(Result<std::optional<std::string>> text, const std::string& shown) {
+Result<std::optional<ConfigLayer>> parseIfPresent(Result<std::optional<std::string>> text, const std::string& shown,
+                                                  bool repo) {
   if (!text) return std::unexpected(text.error());
   if (!*text) return std::optional<ConfigLayer>{};
-  auto layer = parseConfig(**text, shown);
+  auto layer = parseConfig(**text, shown, repo);
   if (!layer) return std::unexpected(layer.error());
   return std::optional<ConfigLayer>(std::move(*layer));
 }
@@ -323,7 +350,7 @@ Result<std::optional<ConfigLayer>> parseIfPresent(Result<std::optional<std::stri
 
 std::string userConfigPath(const std::string& configDir) { return configDir + "/config.yaml"; }
 
-Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName) {
+Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName, bool repo) {
   if (text.size() > kMaxConfigBytes)
     return failWith(exit_code::kUsage, "{} is larger than {} KiB", fileName, kMaxConfigBytes / 1024);
   YAML::Node root;
@@ -333,7 +360,7 @@ Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileNa
     return failWith(exit_code::kUsage, "{}:{}:{}: {}", fileName, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
   try {
-    return ConfigReader(fileName).read(root);
+    return ConfigReader(fileName, repo).read(root);
   } catch (const YAML::Exception& e) {
     return failWith(exit_code::kUsage, "{}: {}", fileName, e.what());
   }
@@ -347,7 +374,7 @@ Result<std::optional<ConfigLayer>> loadConfigFile(const std::string& path) {
     if (errno == ENOENT) return std::optional<ConfigLayer>{};
     return failWith(exit_code::kUsage, "cannot open {}: {}", dir, errnoText(errno));
   }
-  return parseIfPresent(readConfigText(dirFd.get(), path.substr(slash + 1), path), path);
+  return parseIfPresent(readConfigText(dirFd.get(), path.substr(slash + 1), path), path, false);
 }
 
 Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace, std::string* path) {
@@ -365,7 +392,7 @@ Result<std::optional<ConfigLayer>> loadRepoConfig(const std::string& workspace, 
   std::string name(yml ? kRepoConfigAltName : kRepoConfigName);
   std::string shown = workspace + "/" + name;
   if (path) *path = shown;
-  return parseIfPresent(readConfigText(dirFd.get(), name, shown), shown);
+  return parseIfPresent(readConfigText(dirFd.get(), name, shown), shown, true);
 }
 
 }  // namespace airlock::config

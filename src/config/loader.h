@@ -49,8 +49,10 @@ inline constexpr std::string_view kRepoConfigAltName = ".airlock.yml";
 /// The user config file in `configDir` (HostDirs::config): configDir/config.yaml.
 std::string userConfigPath(const std::string& configDir);
 
-/// Parses the text of one config file; `fileName` names it in errors.
-Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName);
+/// Parses the text of one config file; `fileName` names it in errors (which
+/// escape the file's own text with visibleText()). `repo`: a repo config,
+/// whose `mcp_servers` are read by name only (they are ignored anyway).
+Result<ConfigLayer> parseConfig(std::string_view text, const std::string& fileName, bool repo = false);
 
 /// Reads and parses the config file at `path`; nullopt when it does not exist.
 Result<std::optional<ConfigLayer>> loadConfigFile(const std::string& path);

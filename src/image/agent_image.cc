@@ -6,8 +6,6 @@
 #include <cerrno>
 #include <chrono>
 
-#include <nlohmann/json.hpp>
-
 #include "agents/mcp.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
@@ -40,23 +38,6 @@ Result<> writeNodeWrapper(const std::string& root, const std::string& script, co
     return failWith(exit_code::kImage, "{} has no file {}", what, script);
   return writeRootFile(root, wrapper.substr(1), fmt::format("#!/bin/sh\nexec /usr/local/bin/node {} \"$@\"\n", script),
                        0755);
-}
-
-/// The program an npm package declares (package.json "bin": a string, or
-/// an object with exactly one entry or an entry named like the package).
-Result<std::string> packageBin(const std::string& packageJson, const std::string& package) {
-  auto text = readFile(packageJson);
-  if (!text) return failWith(exit_code::kImage, "cannot read {}: {}", packageJson, text.error().message);
-  auto doc = nlohmann::json::parse(*text, nullptr, false);
-  const auto bin = doc.is_object() ? doc.value("bin", nlohmann::json()) : nlohmann::json();
-  if (bin.is_string()) return bin.get<std::string>();
-  const std::string base = package.substr(package.rfind('/') + 1);
-  if (bin.is_object() && bin.size() == 1 && bin.begin()->is_string()) return bin.begin()->get<std::string>();
-  if (bin.is_object() && bin.contains(base) && bin[base].is_string()) return bin[base].get<std::string>();
-  return failWith(exit_code::kImage,
-                  "{} names no single program in package.json \"bin\"; an MCP server from npm "
-                  "must have one",
-                  package);
 }
 
 /// Puts the agent's program into the tree at `root`: the native binary, or
@@ -94,7 +75,10 @@ Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec
     const std::string prefix = "/opt/mcp/" + name;
     report(progress, fmt::format("adding MCP server {} ({})", name, pin));
     if (auto done = installNpmPackage(cacheDir, root + prefix, package, version, progress); !done) return done;
-    auto script = packageBin(fmt::format("{}{}/node_modules/{}/package.json", root, prefix, package), package);
+    const std::string manifest = fmt::format("{}{}/node_modules/{}/package.json", root, prefix, package);
+    auto text = readFile(manifest);
+    if (!text) return failWith(exit_code::kImage, "cannot read {}: {}", manifest, text.error().message);
+    auto script = npmPackageBin(*text, package);
     if (!script) return std::unexpected(script.error());
     if (auto done = writeNodeWrapper(root, fmt::format("{}/node_modules/{}/{}", prefix, package, *script),
                                      agents::mcpWrapperPath(name), pin + " (its package.json \"bin\")");

@@ -1,5 +1,9 @@
 #include "image/npm_packages.h"
 
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -134,6 +138,38 @@ Result<> extractPackageFile(const std::string& tarball, const std::string& pathI
   if (::rename(extracted.c_str(), dest.c_str()) != 0)
     return failWith(exit_code::kImage, "cannot move {} to {}: {}", extracted, dest, errnoText(errno));
   return {};
+}
+
+Result<std::string> npmPackageBin(const std::string& packageJson, const std::string& package) {
+  auto doc = nlohmann::json::parse(packageJson, nullptr, false);
+  const auto bin = doc.is_object() ? doc.value("bin", nlohmann::json()) : nlohmann::json();
+  const std::string base = package.substr(package.rfind('/') + 1);
+  std::string path;
+  if (bin.is_string())
+    path = bin.get<std::string>();
+  else if (bin.is_object() && bin.size() == 1 && bin.begin()->is_string())
+    path = bin.begin()->get<std::string>();
+  else if (bin.is_object() && bin.contains(base) && bin[base].is_string())
+    path = bin[base].get<std::string>();
+  else
+    return failWith(exit_code::kImage,
+                    "{} names no single program in package.json \"bin\"; an MCP server from npm "
+                    "must have one",
+                    package);
+  while (path.starts_with("./")) path.erase(0, 2);
+  bool plain = !path.empty() && path.front() != '/';
+  for (char c : path)
+    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-' || c == '/');
+  for (size_t start = 0; plain && start <= path.size();) {
+    size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view part(path.data() + start, end - start);
+    plain = part != ".." && part != "." && !part.empty();
+    start = end + 1;
+  }
+  if (!plain)
+    return failWith(exit_code::kImage, "{}: package.json \"bin\" is not a plain path inside the package", package);
+  return path;
 }
 
 }  // namespace airlock::image

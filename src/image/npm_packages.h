@@ -29,6 +29,13 @@ Result<std::string> fetchNpmPackage(const std::string& cacheDir, const std::stri
 Result<> installNpmPackage(const std::string& cacheDir, const std::string& prefix, const std::string& name,
                            const std::string& version, const ProgressFn& progress);
 
+/// The program file an npm package declares, from its package.json text:
+/// "bin" as a string, or an object with one entry or an entry named like
+/// the package (without its scope). The path must stay inside the package:
+/// relative, no "..", only [A-Za-z0-9._/-] ("./" is dropped). Errors carry
+/// exit_code::kImage and name the package.
+Result<std::string> npmPackageBin(const std::string& packageJson, const std::string& package);
+
 /// Extracts `pathInPackage` (relative to the tarball's "package/" folder)
 /// from the npm tarball `tarball` to `dest` (same filesystem as `workDir`,
 /// a scratch directory), with permission bits `mode`.

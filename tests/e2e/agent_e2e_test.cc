@@ -224,22 +224,21 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
   EXPECT_EQ(st.st_uid, user_ ? TestUser::kUid : geteuid());
 }
 
-// airlock started by root keeps working: the changes land owned by the
-// project's owner (root here), not by the guest's uid.
 // MCP (issue 20): the filesystem server from npm, declared in the user's
 // config, goes into the agent's image and runs in the VM. Claude Code loads
 // its tool with ToolSearch and lists /workspace through it: the snapshot,
 // without .env (checked by the mock). A repo config's own MCP server is
 // ignored with its reason, and its tools are never offered to the model.
+// The prompt comes first, alone: airlock's --mcp-config must not take it.
 TEST_F(AgentE2E, ClaudeCodeUsesAnMcpServerOfTheUsersConfigInTheVm) {
   writeFile(dir_ + "/config/airlock/config.yaml",
             "mcp_servers:\n  fs: {npm: \"@modelcontextprotocol/server-filesystem@2026.8.31\", args: [/workspace]}\n");
   writeFile(project_ + "/.airlock.yaml", "mcp_servers:\n  evil: {command: [/bin/sh, -c, 'echo pwned']}\n");
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code", {{"XDG_CONFIG_HOME", dir_ + "/config"}}));
-  MockModel mock("mcp_fs.json", dir_);
+  MockModel mock("mcp_fs_claude.json", dir_);
   ASSERT_NE(mock.port(), 0);
   auto before = files();
-  auto r = run("claude-code", mock, {"--review=auto"}, claudeArgs());
+  auto r = run("claude-code", mock, {"--review=auto"}, {"Do the scripted task.", "-p"});
   ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
   EXPECT_TRUE(mock.completed()) << mock.log();
   const std::string log = mock.log();
@@ -255,6 +254,8 @@ TEST_F(AgentE2E, ClaudeCodeUsesAnMcpServerOfTheUsersConfigInTheVm) {
   EXPECT_EQ(after, before);
 }
 
+// airlock started by root keeps working: the changes land owned by the
+// project's owner (root here), not by the guest's uid.
 TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: this is the path of airlock started by root";
   expectTheSingleEditLands({"--review=auto"});

@@ -27,6 +27,8 @@ TEST(NpmPin, ExactVersionsOfScopedAndPlainPackages) {
   ASSERT_TRUE(scoped) << scoped.error().message;
   EXPECT_EQ(scoped->first, "@modelcontextprotocol/server-filesystem");
   EXPECT_EQ(scoped->second, "2026.8.31");
+  EXPECT_TRUE(parseNpmPin("mcp-tool@0.10.0"));
+  EXPECT_TRUE(parseNpmPin("mcp-tool@10.0.100"));
   auto plain = parseNpmPin("mcp-tool@1.0.0-beta.2+build.7");
   ASSERT_TRUE(plain) << plain.error().message;
   EXPECT_EQ(plain->first, "mcp-tool");
@@ -73,6 +75,36 @@ TEST(WithMcpServers, WritesStdioEntriesAndKeepsTheRestOfTheFile) {
   EXPECT_EQ(doc["mcpServers"]["mine"]["command"], "/x");
   EXPECT_EQ(doc["mcpServers"]["tool"]["env"]["LEVEL"], "2");
   EXPECT_EQ(doc["mcpServers"]["tool"]["args"], nlohmann::json::array());
+}
+
+TEST(WithMcpServers, CodexTablesAreAppendedWithTomlEscapes) {
+  McpServer odd{.name = "odd", .command = {"/usr/bin/t\"ool"}, .args = {"a\\b", "line\nbreak"}, .env = {{"K", "v\"1"}}};
+  auto toml = withMcpServers("model = \"x\"\n\n[projects.\"/workspace\"]\ntrust_level = \"trusted\"", {odd},
+                             McpFormat::kCodexToml);
+  ASSERT_TRUE(toml) << toml.error().message;
+  EXPECT_EQ(*toml,
+            "model = \"x\"\n\n[projects.\"/workspace\"]\ntrust_level = \"trusted\"\n"
+            "\n[mcp_servers.odd]\ncommand = \"/usr/bin/t\\\"ool\"\nargs = [\"a\\\\b\", \"line\\u000Abreak\"]\n"
+            "startup_timeout_sec = 60\nenv = { K = \"v\\\"1\" }\n");
+  EXPECT_FALSE(withMcpServers(*toml, {odd}, McpFormat::kCodexToml)) << "a second table of one name";
+}
+
+TEST(WithMcpServers, OpenCodeGetsLocalServersUnderMcp) {
+  McpServer fs{.name = "fs", .npmPackage = "@m/fs", .npmVersion = "1.0.0", .args = {"/workspace"}, .env = {{"A", "1"}}};
+  auto json = withMcpServers(R"({"model": "airlock/x"})", {fs}, McpFormat::kOpenCodeJson);
+  ASSERT_TRUE(json) << json.error().message;
+  auto doc = nlohmann::json::parse(*json);
+  EXPECT_EQ(doc["model"], "airlock/x");
+  EXPECT_EQ(doc["mcp"]["fs"]["type"], "local");
+  EXPECT_EQ(doc["mcp"]["fs"]["command"], nlohmann::json::array({"/usr/local/bin/mcp-fs", "/workspace"}));
+  EXPECT_EQ(doc["mcp"]["fs"]["environment"]["A"], "1");
+  EXPECT_EQ(doc["mcp"]["fs"]["enabled"], true);
+}
+
+TEST(McpFormat, NamesRoundTrip) {
+  for (auto f : {McpFormat::kMcpServersJson, McpFormat::kCodexToml, McpFormat::kOpenCodeJson})
+    EXPECT_EQ(parseMcpFormat(mcpFormatName(f)), f);
+  EXPECT_FALSE(parseMcpFormat("yaml"));
 }
 
 TEST(WithMcpServers, AFileThatIsNotAJsonObjectIsAnError) {

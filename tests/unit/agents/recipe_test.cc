@@ -52,6 +52,22 @@ TEST(RecipeDigest, McpServerPackagesChangeItOnlyWhenThereAreAny) {
   EXPECT_EQ(withMcp({{"fs", "@m/fs@1.0.0"}}), fs);
 }
 
+// An MCP server's program, from the package.json npm installed on this
+// host: the forms npm allows, and nothing that leaves the package.
+TEST(NpmPackageBin, TheProgramTheManifestNames) {
+  EXPECT_EQ(*npmPackageBin(R"({"bin": "dist/index.js"})", "@m/fs"), "dist/index.js");
+  EXPECT_EQ(*npmPackageBin(R"({"bin": "./dist/index.js"})", "@m/fs"), "dist/index.js");
+  EXPECT_EQ(*npmPackageBin(R"({"bin": {"mcp-server-fs": "dist/index.js"}})", "@m/fs"), "dist/index.js");
+  EXPECT_EQ(*npmPackageBin(R"({"bin": {"fs": "bin/fs.js", "other": "bin/o.js"}})", "@m/fs"), "bin/fs.js");
+  for (const char* bad : {R"({"bin": {"a": "a.js", "b": "b.js"}})", R"({})", R"({"bin": 3})", R"([1])", R"(oops)",
+                          R"({"bin": "../../../etc/passwd"})", R"({"bin": "/etc/passwd"})",
+                          R"({"bin": "dist/../../x.js"})", R"({"bin": "dist/$(id).js"})", R"({"bin": "dist/a b.js"})",
+                          R"({"bin": "it's.js"})", R"({"bin": ""})", R"({"bin": "dist//x.js"})"}) {
+    auto bin = npmPackageBin(bad, "@m/fs");
+    EXPECT_FALSE(bin) << bad << " gave " << (bin ? *bin : "");
+  }
+}
+
 TEST(RecipeDigest, IgnoresRunTimeFields) {
   const std::string base = recipeDigest(demoSpec());
   auto changed = [](auto edit) {

@@ -85,6 +85,10 @@ TEST(SpecParser, McpNamesTheFileAndTheArgumentsThatPointTheAgentAtIt) {
   EXPECT_NE(errorOf(kMinimal + "mcp: {file: ../x.json}\n").find("relative path"), std::string::npos);
   EXPECT_NE(errorOf(kMinimal + "mcp: {args: [x]}\n").find("'file'"), std::string::npos);
   EXPECT_NE(errorOf(kMinimal + "mcp: {file: a.json, servers: {}}\n").find("servers"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "mcp: {file: a.json, format: yaml}\n").find("codex-toml"), std::string::npos);
+  auto toml = parseAgentSpec(kMinimal + "mcp: {file: .codex/config.toml, format: codex-toml}\n", "demo.yaml");
+  ASSERT_TRUE(toml) << toml.error().message;
+  EXPECT_EQ(toml->mcp.format, McpFormat::kCodexToml);
 }
 
 TEST(SpecParser, UnknownKeyNamesKeyAndFile) {

@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "agents/registry.h"
 #include "common/exit_codes.h"
+#include "config/effective.h"
 
 namespace airlock::cli {
 namespace {
@@ -29,13 +32,13 @@ agents::AgentSpec builtin(const std::string& name) {
 
 session::ImageSource agentImage() { return {session::ImageSource::Kind::kAgentBuild, "claude-code"}; }
 
-TEST(PlanMcpServers, ClaudeCodeGetsItsFileItsFlagAndTheNpmPackageInItsImage) {
+TEST(PlanMcpServers, ClaudeCodeGetsItsFileAndItsFlag) {
   auto spec = builtin("claude-code");
   std::vector<session::HomeFile> home{{".gitconfig", "[user]\n"}};
   auto plan = planMcpServers(withServers({kFs, kTool}), agentImage(), spec, home);
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_EQ(plan->args, (std::vector<std::string>{"--mcp-config", "/home/agent/.airlock/mcp.json"}));
-  EXPECT_EQ(spec.image.mcpPackages, (std::map<std::string, std::string>{{"fs", "@m/fs@1.0.0"}}));
+  // One argument: --mcp-config takes several values and would swallow a prompt after it.
+  EXPECT_EQ(plan->args, std::vector<std::string>{"--mcp-config=/home/agent/.airlock/mcp.json"});
   ASSERT_EQ(home.size(), 2u);
   EXPECT_EQ(home[1].path, ".airlock/mcp.json");
   auto doc = nlohmann::json::parse(home[1].content);
@@ -43,6 +46,43 @@ TEST(PlanMcpServers, ClaudeCodeGetsItsFileItsFlagAndTheNpmPackageInItsImage) {
   EXPECT_EQ(doc["mcpServers"]["tool"]["command"], "/usr/bin/tool");
   EXPECT_NE(plan->line.find("fs (@m/fs@1.0.0), tool"), std::string::npos) << plan->line;
   EXPECT_TRUE(plan->notice.empty());
+}
+
+// Each built-in agent that takes MCP servers gets them in its own file and
+// format, merged into airlock's own home file of that path (which keeps its
+// provider settings).
+TEST(PlanMcpServers, EachAgentGetsThemInItsOwnFormat) {
+  struct Case {
+    const char* agent;
+    const char* file;
+    const char* mustHave;
+  };
+  for (const Case& c : {Case{"gemini", ".gemini/settings.json", "\"mcpServers\""},
+                        Case{"qwen-code", ".qwen/settings.json", "\"mcpServers\""},
+                        Case{"codex", ".codex/config.toml", "[mcp_servers.fs]\ncommand = \"/usr/local/bin/mcp-fs\""},
+                        Case{"opencode", ".config/opencode/opencode.json", "\"type\": \"local\""}}) {
+    auto spec = builtin(c.agent);
+    ASSERT_EQ(spec.mcp.file, c.file) << c.agent;
+    std::vector<session::HomeFile> home;
+    for (const auto& [path, content] : spec.homeFiles) home.push_back({path, content});
+    const size_t before = home.size();
+    auto plan = planMcpServers(withServers({kFs}), agentImage(), spec, home);
+    ASSERT_TRUE(plan) << c.agent << ": " << plan.error().message;
+    EXPECT_EQ(home.size(), before) << c.agent << ": merged into airlock's own file";
+    auto file = std::find_if(home.begin(), home.end(), [&](const auto& f) { return f.path == c.file; });
+    ASSERT_NE(file, home.end());
+    EXPECT_NE(file->content.find(c.mustHave), std::string::npos) << c.agent << ":\n" << file->content;
+    EXPECT_NE(file->content.find("/workspace"), std::string::npos);
+  }
+}
+
+TEST(ApplyMcpPackages, NpmServersGoIntoTheImageOfAnAgentThatTakesThem) {
+  auto claude = builtin("claude-code");
+  config::applyMcpPackages(claude, withServers({kFs, kTool}));
+  EXPECT_EQ(claude.image.mcpPackages, (std::map<std::string, std::string>{{"fs", "@m/fs@1.0.0"}}));
+  auto grok = builtin("grok");
+  config::applyMcpPackages(grok, withServers({kFs}));
+  EXPECT_TRUE(grok.image.mcpPackages.empty()) << "grok takes none: its image stays the same";
 }
 
 TEST(PlanMcpServers, NoServersChangeNothing) {
@@ -58,14 +98,13 @@ TEST(PlanMcpServers, NoServersChangeNothing) {
 }
 
 TEST(PlanMcpServers, AnAgentWithoutAnMcpFileIsToldNotGiven) {
-  auto spec = builtin("codex");
+  auto spec = builtin("grok");
   ASSERT_TRUE(spec.mcp.file.empty());
   std::vector<session::HomeFile> home;
   auto plan = planMcpServers(withServers({kFs}), agentImage(), spec, home);
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->args.empty());
-  EXPECT_TRUE(spec.image.mcpPackages.empty());
-  EXPECT_NE(plan->notice.find("codex takes no MCP servers from airlock; not given: fs"), std::string::npos)
+  EXPECT_NE(plan->notice.find("grok takes no MCP servers from airlock; not given: fs"), std::string::npos)
       << plan->notice;
 }
 

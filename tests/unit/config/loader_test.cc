@@ -122,6 +122,24 @@ TEST_F(LoaderTest, McpNamingAServerTheRunDoesNotHaveIsAUsageError) {
   EXPECT_EQ(kept->resolved.settings.mcpServers.size(), 1u);
 }
 
+// A repo config's servers are ignored whatever they say (merge.h), so only
+// their names are read: a server kind airlock does not have yet is no error.
+TEST(ParseConfig, ARepoConfigsMcpServersAreReadByNameOnly) {
+  auto repo = parseConfig("mcp_servers: {remote: {url: \"https://mcp.example.com\"}, \"odd name\": 1}\n", "r", true);
+  ASSERT_TRUE(repo) << repo.error().message;
+  ASSERT_EQ(repo->mcpServers.size(), 2u);
+  EXPECT_EQ(repo->mcpServers[0].name, "remote");
+  EXPECT_FALSE(parseConfig("mcp_servers: {remote: {url: \"https://mcp.example.com\"}}\n", "u"));
+}
+
+// A hostile repo config's own text in an error reaches the terminal escaped.
+TEST(ParseConfig, AnErrorQuotingTheFileIsEscaped) {
+  auto layer = parseConfig("\"\\e]0;PWNED\\a\\e[2J\": 1\n", "r", true);
+  ASSERT_FALSE(layer);
+  EXPECT_EQ(layer.error().message.find('\x1b'), std::string::npos) << layer.error().message;
+  EXPECT_NE(layer.error().message.find("\\x1b]0;PWNED"), std::string::npos) << layer.error().message;
+}
+
 TEST(ParseConfig, EmptyAndCommentOnlyFilesAreEmptyLayers) {
   EXPECT_TRUE(parseConfig("", "c.yaml"));
   EXPECT_TRUE(parseConfig("# nothing\n", "c.yaml"));

@@ -40,7 +40,7 @@ struct Row {
 std::ostream& operator<<(std::ostream& os, const Row& row) { return os << row.name; }
 
 Resolved resolveRow(const Row& row) {
-  auto layer = parseConfig(row.yaml, "layer.yaml");
+  auto layer = parseConfig(row.yaml, "layer.yaml", row.layer == Layer::kRepo);
   EXPECT_TRUE(layer) << layer.error().message;
   ConfigSources sources;
   sources.userPath = "/home/u/.config/airlock/config.yaml";
@@ -349,6 +349,9 @@ const Row kRows[] = {
     {"mcp_servers_repo_replaces_users", Layer::kRepo, "mcp_servers: {fs: {command: [/bin/evil]}}",
      [](const Settings& s) { return s.mcpServers.size() == 1 && s.mcpServers[0].value.npmPackage == "@m/fs"; },
      "cannot add MCP servers", "mcp_servers: {fs: {npm: \"@m/fs@1.0.0\"}}"},
+    // Ignored whatever it says (a server kind airlock does not have yet, a typo): not an error.
+    {"mcp_servers_repo_unknown_kind", Layer::kRepo, "mcp_servers: {remote: {url: \"https://mcp.example.com\"}}",
+     [](const Settings& s) { return s.mcpServers.empty(); }, "cannot add MCP servers"},
     {"mcp_servers_repo_removes", Layer::kRepo, "remove_mcp_servers: [fs]",
      [](const Settings& s) { return s.mcpServers.size() == 1 && s.mcpServers[0].value.name == "git"; }, nullptr,
      "mcp_servers: {fs: {npm: \"@m/fs@1.0.0\"}, git: {command: [/usr/bin/git-mcp]}}"},
