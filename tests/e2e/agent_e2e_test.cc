@@ -224,36 +224,6 @@ TEST_F(AgentE2E, ClaudeCodeChangesLandAfterAutoReview) {
   EXPECT_EQ(st.st_uid, user_ ? TestUser::kUid : geteuid());
 }
 
-// MCP (issue 20): the filesystem server from npm, declared in the user's
-// config, goes into the agent's image and runs in the VM. Claude Code loads
-// its tool with ToolSearch and lists /workspace through it: the snapshot,
-// without .env (checked by the mock). A repo config's own MCP server is
-// ignored with its reason, and its tools are never offered to the model.
-// The prompt comes first, alone: airlock's --mcp-config must not take it.
-TEST_F(AgentE2E, ClaudeCodeUsesAnMcpServerOfTheUsersConfigInTheVm) {
-  writeFile(dir_ + "/config/airlock/config.yaml",
-            "mcp_servers:\n  fs: {npm: \"@modelcontextprotocol/server-filesystem@2026.8.31\", args: [/workspace]}\n");
-  writeFile(project_ + "/.airlock.yaml", "mcp_servers:\n  evil: {command: [/bin/sh, -c, 'echo pwned']}\n");
-  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code", {{"XDG_CONFIG_HOME", dir_ + "/config"}}));
-  MockModel mock("mcp_fs_claude.json", dir_);
-  ASSERT_NE(mock.port(), 0);
-  auto before = files();
-  auto r = run("claude-code", mock, {"--review=auto"}, {"Do the scripted task.", "-p"});
-  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
-  EXPECT_TRUE(mock.completed()) << mock.log();
-  const std::string log = mock.log();
-  EXPECT_NE(log.find("[FILE] README.md"), std::string::npos) << log;
-  EXPECT_EQ(log.find("no usable tool"), std::string::npos) << log;
-  EXPECT_NE(r.err.find("ignored mcp_servers: evil: a repo config cannot add MCP servers"), std::string::npos) << r.err;
-  const std::string requests = mock.requests();
-  EXPECT_NE(requests.find("mcp__fs__list_directory"), std::string::npos);
-  EXPECT_EQ(requests.find("mcp__evil"), std::string::npos);
-  auto after = files();
-  EXPECT_EQ(after["LISTED.md"], "Listed through MCP.\n");
-  after.erase("LISTED.md");
-  EXPECT_EQ(after, before);
-}
-
 // airlock started by root keeps working: the changes land owned by the
 // project's owner (root here), not by the guest's uid.
 TEST_F(AgentE2E, ClaudeCodeChangesLandWhenRootRunsAirlock) {
@@ -657,6 +627,66 @@ INSTANTIATE_TEST_SUITE_P(Agents, OtherAgents,
                                          // servers) at its first start, on the host too.
                                          ScriptedCase{"grok", {"-p", "Do the scripted task."}, {".grok/settings.json"}, true},
                                          ScriptedCase{"qwen-code", {"Do the scripted task."}, {}}),
+                         [](const auto& p) {
+                           std::string name = p.param.agent;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+/// An agent that takes MCP servers, its arguments for one scripted task,
+/// and the scenario that lists /workspace through the filesystem server's
+/// tool as that agent names and reaches it.
+struct McpCase {
+  std::string agent;
+  std::vector<std::string> args;
+  std::string scenario;
+};
+
+void PrintTo(const McpCase& c, std::ostream* os) { *os << c.agent; }
+
+class McpAgents : public AgentE2E, public testing::WithParamInterface<McpCase> {};
+
+// MCP (issue 20): the filesystem server from npm, declared in the user's
+// config, goes into the agent's image and runs in the VM; the agent lists
+// /workspace through it: the snapshot, without .env (checked by the mock).
+// A repo config's own MCP server is ignored with its reason, and its tools
+// are never offered to the model. Claude Code's prompt comes first, alone:
+// airlock's --mcp-config must not take it.
+TEST_P(McpAgents, ListTheWorkspaceThroughAnMcpServerOfTheUsersConfigInTheVm) {
+  const McpCase& c = GetParam();
+  writeFile(dir_ + "/config/airlock/config.yaml",
+            "mcp_servers:\n  fs: {npm: \"@modelcontextprotocol/server-filesystem@2026.8.31\", args: [/workspace]}\n");
+  writeFile(project_ + "/.airlock.yaml", "mcp_servers:\n  evil: {command: [/bin/sh, -c, 'echo pwned']}\n");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser(c.agent, {{"XDG_CONFIG_HOME", dir_ + "/config"}}));
+  MockModel mock(c.scenario, dir_);
+  ASSERT_NE(mock.port(), 0);
+  auto before = files();
+  auto r = run(c.agent, mock, {"--review=auto"}, c.args);
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  const std::string log = mock.log();
+  EXPECT_NE(log.find("[FILE] README.md"), std::string::npos) << log;
+  EXPECT_EQ(log.find("no usable tool"), std::string::npos) << log;
+  EXPECT_NE(r.err.find("ignored mcp_servers: evil: a repo config cannot add MCP servers"), std::string::npos) << r.err;
+  const std::string requests = mock.requests();
+  EXPECT_NE(requests.find("list_directory"), std::string::npos);
+  EXPECT_EQ(requests.find("evil"), std::string::npos);
+  auto after = files();
+  EXPECT_EQ(after["LISTED.md"], "Listed through MCP.\n");
+  after.erase("LISTED.md");
+  EXPECT_EQ(after, before);
+}
+
+// Claude Code and Qwen Code defer MCP tools: the model loads the tool by
+// name with the agent's tool search first (Qwen then calls it through its
+// tool_call). Codex also writes its [mcp_servers] table, but reaches MCP
+// tools through the Responses API's client tool_search, which the mock
+// model does not speak yet.
+INSTANTIATE_TEST_SUITE_P(Agents, McpAgents,
+                         testing::Values(McpCase{"claude-code", {"Do the scripted task.", "-p"}, "mcp_fs_claude.json"},
+                                         McpCase{"gemini", {"-p", "Do the scripted task."}, "mcp_fs_gemini.json"},
+                                         McpCase{"qwen-code", {"Do the scripted task."}, "mcp_fs_qwen.json"},
+                                         McpCase{"opencode", {"Do the scripted task."}, "mcp_fs_opencode.json"}),
                          [](const auto& p) {
                            std::string name = p.param.agent;
                            std::replace(name.begin(), name.end(), '-', '_');
