@@ -44,8 +44,8 @@ void addPolicyFlags(CLI::App& cmd, PolicyFlags& flags) {
   cmd.add_option("--cpus", flags.cpus, "vCPUs (default: the agent's)")->check(CLI::Range(1, 64));
   cmd.add_option("--memory", flags.memory, "Guest memory in MiB (default: the agent's)")->check(CLI::Range(128, 65536));
   cmd.add_option("--image", flags.image, "Boot this OCI image (a registry reference) instead of the agent's image");
-  auto* mcp = repeatable(cmd.add_option(
-      "--mcp", flags.mcp, "Give the agent only this MCP server of your config (mcp_servers); repeatable"))
+  auto* mcp = repeatable(cmd.add_option("--mcp", flags.mcp,
+                                        "Give the agent only this MCP server of your config (mcp_servers); repeatable"))
                   ->type_name("NAME");
   cmd.add_flag("--no-mcp", flags.noMcp, "Give the agent none of the MCP servers of your config")->excludes(mcp);
 }
