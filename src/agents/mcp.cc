@@ -18,6 +18,47 @@ bool isMcpServerName(std::string_view name) {
   return true;
 }
 
+namespace {
+
+/// Dot-separated identifiers of [0-9A-Za-z-], none empty; `numeric`: digits
+/// only. `noLeadingZero`: a numeric identifier has no leading zero.
+bool identifiers(std::string_view text, bool numeric, bool noLeadingZero) {
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find('.', start), text.size());
+    const std::string_view id = text.substr(start, end - start);
+    if (id.empty()) return false;
+    bool digits = true;
+    for (char c : id) {
+      const bool digit = c >= '0' && c <= '9';
+      digits = digits && digit;
+      if (!digit && (numeric || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))) return false;
+    }
+    if (noLeadingZero && digits && id.size() > 1 && id.front() == '0') return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+/// A version in semver 2.0.0's grammar: MAJOR.MINOR.PATCH without leading
+/// zeros, then an optional -PRE.RELEASE and +BUILD (npm takes anything else
+/// after "@" as a range or a dist-tag, which can move).
+bool isExactSemver(std::string_view version) {
+  std::string_view core = version, pre, build;
+  if (const size_t plus = core.find('+'); plus != std::string_view::npos) {
+    build = core.substr(plus + 1);
+    core = core.substr(0, plus);
+    if (!identifiers(build, false, false)) return false;
+  }
+  if (const size_t dash = core.find('-'); dash != std::string_view::npos) {
+    pre = core.substr(dash + 1);
+    core = core.substr(0, dash);
+    if (!identifiers(pre, false, true)) return false;
+  }
+  return std::count(core.begin(), core.end(), '.') == 2 && identifiers(core, true, true);
+}
+
+}  // namespace
+
 Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
   auto bad = [&] {
     return failWith(exit_code::kUsage,
@@ -43,30 +84,7 @@ Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
   if (bare.empty() || bare.front() == '.' || bare.front() == '_') return bad();
   for (char c : bare)
     if (!nameChar(c)) return bad();
-  // An exact semver: MAJOR.MINOR.PATCH, then -pre.release or +build of [0-9A-Za-z.-].
-  size_t dots = 0, i = 0;
-  for (; i < version.size() && version[i] != '-' && version[i] != '+'; ++i) {
-    if (version[i] == '.')
-      ++dots;
-    else if (version[i] < '0' || version[i] > '9')
-      return bad();
-  }
-  if (dots != 2 || version.empty() || version.front() == '.' || version.find("..") != std::string_view::npos ||
-      version[i - 1] == '.')
-    return bad();
-  // Numeric parts have no leading zeros (semver 2.0.0, item 2).
-  for (size_t start = 0; start < i;) {
-    size_t end = std::min(version.find('.', start), i);
-    if (end - start > 1 && version[start] == '0') return bad();
-    start = end + 1;
-  }
-  if (i + 1 == version.size()) return bad();  // a '-' or '+' with nothing after it
-  for (; i < version.size(); ++i) {
-    char c = version[i];
-    bool ok =
-        (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' || c == '+';
-    if (!ok) return bad();
-  }
+  if (!isExactSemver(version)) return bad();
   return std::pair{std::string(package), std::string(version)};
 }
 

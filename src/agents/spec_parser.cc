@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <set>
 #include <span>
 
@@ -259,6 +260,17 @@ class SpecReader {
       if (!isRelativePath(spec.mcp.file))
         return error(child(mcp, "file"), "'file' in 'mcp' must be a relative path under $HOME");
       if (auto r = list(mcp, "args", nullptr, "", spec.mcp.args); !r) return r;
+      // airlock writes the file at each run, with the servers' env values:
+      // never a seed file (kept from the agent's own state), never saved.
+      if (spec.seedFiles.contains(spec.mcp.file))
+        return error(child(mcp, "file"), "'file' in 'mcp' cannot be one of the seed_files");
+      const std::string& f = spec.mcp.file;
+      const bool saved = std::any_of(spec.state.begin(), spec.state.end(),
+                                     [&](const std::string& p) { return f == p || f.starts_with(p + "/"); });
+      if (saved && std::find(spec.stateExclude.begin(), spec.stateExclude.end(), f) == spec.stateExclude.end())
+        return error(child(mcp, "file"),
+                     "'file' in 'mcp' is under 'state': add it to 'state_exclude' (airlock "
+                     "writes it at each run, with the servers' env values)");
       std::string format;
       if (auto r = string(mcp, "format", false, format); !r) return r;
       if (!format.empty()) {

@@ -17,6 +17,7 @@
 #include "cli/git_ssh_agent.h"
 #include "cli/host_secrets.h"
 #include "cli/kept_out.h"
+#include "cli/mcp_plan.h"
 #include "cli/report.h"
 #include "cli/run_flags.h"
 #include "cli/run_login.h"
@@ -155,13 +156,15 @@ std::vector<std::string> envNames(const std::map<std::string, std::string>& env)
   return names;
 }
 
-/// The MCP servers the run gives the agent (none: the line says why).
-std::string mcpText(const config::Settings& settings, const agents::AgentSpec& agent) {
+/// The MCP servers the run gives the agent (none: the line says why);
+/// `problem`: why the run would refuse them ("" when it would not).
+std::string mcpText(const config::Settings& settings, const agents::AgentSpec& agent, const std::string& problem) {
   if (settings.mcpServers.empty())
     return fmt::format("  {:<14} none (mcp_servers in your config; --mcp NAME / --no-mcp choose per run)\n",
                        "mcp servers");
   if (agent.mcp.file.empty())
     return fmt::format("  {:<14} none: {} takes no MCP servers from airlock\n", "mcp servers", agent.name);
+  if (!problem.empty()) return fmt::format("  {:<14} refused: {}\n", "mcp servers", problem);
   std::string out;
   for (const auto& s : settings.mcpServers) {
     const auto argv = agents::mcpServerArgv(s.value);
@@ -176,7 +179,7 @@ std::string mcpText(const config::Settings& settings, const agents::AgentSpec& a
   return out;
 }
 
-nlohmann::json mcpJson(const config::Settings& settings, const agents::AgentSpec& agent) {
+nlohmann::json mcpJson(const config::Settings& settings, const agents::AgentSpec& agent, const std::string& problem) {
   nlohmann::json servers = nlohmann::json::array();
   for (const auto& s : settings.mcpServers)
     servers.push_back(
@@ -188,7 +191,9 @@ nlohmann::json mcpJson(const config::Settings& settings, const agents::AgentSpec
          {"env_names", envNames(s.value.env)},
          {"tools", "all"},
          {"from", config::layerName(s.layer)}});
-  return {{"given", !settings.mcpServers.empty() && !agent.mcp.file.empty()}, {"servers", servers}};
+  return {{"given", !settings.mcpServers.empty() && !agent.mcp.file.empty() && problem.empty()},
+          {"problem", problem.empty() ? nlohmann::json() : nlohmann::json(problem)},
+          {"servers", servers}};
 }
 
 struct InfoArgs : PolicyFlags {
@@ -250,6 +255,12 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
   const auto& userSettings = *importedSettings;
   const config::Settings resolved = effective->resolved.settings;
   const agents::AgentSpec agent = effective->agent;
+  std::string mcpProblem, unusedLine;
+  {
+    std::vector<session::HomeFile> unused;
+    auto mcp = planMcpServers(resolved, imageSource(args.image, resolved, agent, unusedLine), agent, unused);
+    if (!mcp) mcpProblem = mcp.error().message;
+  }
   auto backend = preflight::describeBackend(host.dirs.cache, facts, accel);
   auto image = preflight::describeImage(host.dirs.cache, *effective, args.image);
   auto envelope =
@@ -264,7 +275,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     j["git"] = gitEnvelopeJson(git);
     j["secrets"] = {{"stored", *secrets}, {"file_store", fileStore}, {"in_vm", nlohmann::json::array()}};
     j["login"] = loginJson(*login, loginSpec, nowSeconds(host));
-    j["mcp_servers"] = mcpJson(resolved, agent);
+    j["mcp_servers"] = mcpJson(resolved, agent, mcpProblem);
     j["agent_state"] = {{"paths", agentState.paths},
                         {"saved_bytes", agentState.saved ? nlohmann::json(agentState.saved->bytes) : nlohmann::json()},
                         {"restored", agentState.saved.has_value() && !args.fresh},
@@ -281,7 +292,7 @@ int runInfo(const HostContext& host, const InfoArgs& args) {
     std::fputs(gitEnvelopeText(git).c_str(), stdout);
     std::fputs(stateText(agentState, args.fresh).c_str(), stdout);
     std::fputs(settingsText(userSettings, resolved).c_str(), stdout);
-    std::fputs(mcpText(resolved, agent).c_str(), stdout);
+    std::fputs(mcpText(resolved, agent, mcpProblem).c_str(), stdout);
     std::fputs(loginText(*login, loginSpec, args.agent, nowSeconds(host)).c_str(), stdout);
     std::fputs(secretsText(*secrets, fileStore).c_str(), stdout);
   }

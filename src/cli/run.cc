@@ -77,29 +77,6 @@ struct RunArgs : PolicyFlags {
   DetachFlags detached;    ///< -d, --name
 };
 
-/// Where the root filesystem comes from: --image (a registry reference),
-/// else the configured `image` (a path when it starts with '/' or '.'),
-/// else the agent's (pulled when its spec names a reference, else built).
-session::ImageSource imageSource(const RunArgs& args, const config::Settings& settings, const agents::AgentSpec& spec,
-                                 std::string& line) {
-  using Kind = session::ImageSource::Kind;
-  if (!args.image.empty()) {
-    line = "image " + args.image;
-    return {Kind::kReference, args.image};
-  }
-  if (settings.image) {
-    const std::string& image = settings.image->value;
-    line = "image " + image;
-    return {image.starts_with('/') || image.starts_with('.') ? Kind::kPath : Kind::kReference, image};
-  }
-  if (!spec.image.reference.empty()) {
-    line = "image " + spec.image.reference;
-    return {Kind::kReference, spec.image.reference};
-  }
-  line = "image for " + spec.name;
-  return {Kind::kAgentBuild, spec.name};
-}
-
 /// `airlock run`'s plan: config merged, the envelope's checks passed.
 struct RunSetup {
   session::Plan plan;
@@ -171,7 +148,7 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   if (!vm::parseAccel(args.accel, plan.machine.accel))
     return failWith(exit_code::kUsage, "--accel must be auto, kvm or tcg (got '{}')", args.accel);
 
-  plan.image = imageSource(args, settings, spec, plan.imageLine);
+  plan.image = imageSource(args.image, settings, spec, plan.imageLine);
   // The agent's own image already gives its home to the agent user.
   // In direct mode the agent runs as the workspace's owner, so what it
   // writes keeps your ownership; its home then becomes that uid's too.

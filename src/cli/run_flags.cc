@@ -73,4 +73,24 @@ config::ConfigLayer flagLayer(const PolicyFlags& args) {
   return flags;
 }
 
+session::ImageSource imageSource(const std::string& imageFlag, const config::Settings& settings,
+                                 const agents::AgentSpec& spec, std::string& line) {
+  using Kind = session::ImageSource::Kind;
+  if (!imageFlag.empty()) {
+    line = "image " + imageFlag;
+    return {Kind::kReference, imageFlag};
+  }
+  if (settings.image) {
+    const std::string& image = settings.image->value;
+    line = "image " + image;
+    return {image.starts_with('/') || image.starts_with('.') ? Kind::kPath : Kind::kReference, image};
+  }
+  if (!spec.image.reference.empty()) {
+    line = "image " + spec.image.reference;
+    return {Kind::kReference, spec.image.reference};
+  }
+  line = "image for " + spec.name;
+  return {Kind::kAgentBuild, spec.name};
+}
+
 }  // namespace airlock::cli

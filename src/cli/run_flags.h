@@ -12,6 +12,7 @@
 
 #include "cli/egress_flags.h"
 #include "config/settings.h"
+#include "session/plan.h"
 
 namespace airlock::cli {
 
@@ -48,5 +49,12 @@ void addGitFlag(CLI::App& cmd, std::string& mode);
 /// --image are not config keys: callers pass them on (config::RunPorts,
 /// config::describeImage).
 config::ConfigLayer flagLayer(const PolicyFlags& flags);
+
+/// Where the run's root filesystem comes from: --image (`imageFlag`, a
+/// registry reference), else the configured `image` (a path when it starts
+/// with '/' or '.'), else the agent's (pulled when its spec names a
+/// reference, else built). `line` gets the progress line ("image for codex").
+session::ImageSource imageSource(const std::string& imageFlag, const config::Settings& settings,
+                                 const agents::AgentSpec& spec, std::string& line);
 
 }  // namespace airlock::cli

@@ -33,11 +33,12 @@ Result<> addNodeRuntime(const std::string& cacheDir, const std::string& root, co
 /// `root`; `what` names it in the error) with the image's Node.
 Result<> writeNodeWrapper(const std::string& root, const std::string& script, const std::string& wrapper,
                           const std::string& what) {
-  struct stat st {};
-  if (::stat((root + script).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  struct stat st {};  // lstat: a link there could lead out of the tree, on this host
+  if (::lstat((root + script).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return failWith(exit_code::kImage, "{} has no file {}", what, script);
-  return writeRootFile(root, wrapper.substr(1), fmt::format("#!/bin/sh\nexec /usr/local/bin/node {} \"$@\"\n", script),
-                       0755);
+  if (script.find('\'') != std::string::npos) return failWith(exit_code::kImage, "{}: odd file name {}", what, script);
+  return writeRootFile(root, wrapper.substr(1),
+                       fmt::format("#!/bin/sh\nexec /usr/local/bin/node '{}' \"$@\"\n", script), 0755);
 }
 
 /// Puts the agent's program into the tree at `root`: the native binary, or

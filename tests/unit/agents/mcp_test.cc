@@ -29,6 +29,7 @@ TEST(NpmPin, ExactVersionsOfScopedAndPlainPackages) {
   EXPECT_EQ(scoped->second, "2026.8.31");
   EXPECT_TRUE(parseNpmPin("mcp-tool@0.10.0"));
   EXPECT_TRUE(parseNpmPin("mcp-tool@10.0.100"));
+  EXPECT_TRUE(parseNpmPin("mcp-tool@1.0.0-rc-1.0a+001"));
   auto plain = parseNpmPin("mcp-tool@1.0.0-beta.2+build.7");
   ASSERT_TRUE(plain) << plain.error().message;
   EXPECT_EQ(plain->first, "mcp-tool");

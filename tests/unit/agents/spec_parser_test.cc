@@ -86,6 +86,12 @@ TEST(SpecParser, McpNamesTheFileAndTheArgumentsThatPointTheAgentAtIt) {
   EXPECT_NE(errorOf(kMinimal + "mcp: {args: [x]}\n").find("'file'"), std::string::npos);
   EXPECT_NE(errorOf(kMinimal + "mcp: {file: a.json, servers: {}}\n").find("servers"), std::string::npos);
   EXPECT_NE(errorOf(kMinimal + "mcp: {file: a.json, format: yaml}\n").find("codex-toml"), std::string::npos);
+  EXPECT_NE(errorOf(kMinimal + "state: [.demo]\nmcp: {file: .demo/mcp.json}\n").find("state_exclude"),
+            std::string::npos);
+  EXPECT_TRUE(parseAgentSpec(
+      kMinimal + "state: [.demo]\nstate_exclude: [.demo/mcp.json]\nmcp: {file: .demo/mcp.json}\n", "demo.yaml"));
+  EXPECT_NE(errorOf(kMinimal + "seed_files: {a.json: '{}'}\nmcp: {file: a.json}\n").find("seed_files"),
+            std::string::npos);
   auto toml = parseAgentSpec(kMinimal + "mcp: {file: .codex/config.toml, format: codex-toml}\n", "demo.yaml");
   ASSERT_TRUE(toml) << toml.error().message;
   EXPECT_EQ(toml->mcp.format, McpFormat::kCodexToml);
