@@ -24,7 +24,8 @@
 //   agents:     .mcp.json, .claude/, .gemini/, .codex/, .cursor/, .opencode/,
 //               opencode.json(c), .continue/, .aider.conf.yml, .qwen/, .grok/, .kiro/,
 //               .roo/, (.)crush.json, .amazonq/, .windsurf/, .claude.json,
-//               .opencode.json
+//               .opencode.json, and Copilot's .github/hooks/ (hook commands),
+//               .github/copilot/ (settings) and .github/mcp.json
 //   more:       .lintstagedrc.{js,cjs,mjs}, lint-staged.config.* (run on commit),
 //               .direnv/, .devbox/ (activation scripts), .bazelrc
 //   airlock:    .airlock.yaml, .airlock.yml, .airlockignore

@@ -154,13 +154,22 @@ class AgentE2E : public testing::Test {
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--");
     args.insert(args.end(), agentArgs.begin(), agentArgs.end());
-    std::map<std::string, std::string> env = {
-        {"XDG_STATE_HOME", state_},           {"XDG_CONFIG_HOME", dir_ + "/config"},
-        {"XDG_DATA_HOME", dir_ + "/data"},    {"ANTHROPIC_BASE_URL", mock.guestUrl()},
-        {"ANTHROPIC_API_KEY", "airlock-e2e"}, {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
-        {"OPENAI_API_KEY", "airlock-e2e"},    {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
-        {"GEMINI_API_KEY", "airlock-e2e"},    {"GROK_BASE_URL", mock.guestUrl() + "/v1"},
-        {"GROK_API_KEY", "airlock-e2e"}};
+    std::map<std::string, std::string> env = {{"XDG_STATE_HOME", state_},
+                                              {"XDG_CONFIG_HOME", dir_ + "/config"},
+                                              {"XDG_DATA_HOME", dir_ + "/data"},
+                                              {"ANTHROPIC_BASE_URL", mock.guestUrl()},
+                                              {"ANTHROPIC_API_KEY", "airlock-e2e"},
+                                              {"OPENAI_BASE_URL", mock.guestUrl() + "/v1"},
+                                              {"OPENAI_API_KEY", "airlock-e2e"},
+                                              {"GOOGLE_GEMINI_BASE_URL", mock.guestUrl()},
+                                              {"GEMINI_API_KEY", "airlock-e2e"},
+                                              {"GROK_BASE_URL", mock.guestUrl() + "/v1"},
+                                              {"GROK_API_KEY", "airlock-e2e"},
+                                              // Copilot with the mock as its own provider (BYOK), GitHub left alone.
+                                              {"COPILOT_PROVIDER_BASE_URL", mock.guestUrl() + "/v1"},
+                                              {"COPILOT_PROVIDER_API_KEY", "airlock-e2e"},
+                                              {"COPILOT_OFFLINE", "true"},
+                                              {"COPILOT_MODEL", "gpt-4.1"}};
     if (!home.empty()) {
       env["HOME"] = home;
       if (!user_) env["AIRLOCK_CACHE_DIR"] = defaultCacheDir();  // the invoker's images, not a new cache under `home`
@@ -625,8 +634,10 @@ INSTANTIATE_TEST_SUITE_P(Agents, OtherAgents,
                                          ScriptedCase{"opencode", {"Do the scripted task."}, {}},
                                          // Grok writes its project settings (which may name MCP
                                          // servers) at its first start, on the host too.
-                                         ScriptedCase{"grok", {"-p", "Do the scripted task."}, {".grok/settings.json"}, true},
-                                         ScriptedCase{"qwen-code", {"Do the scripted task."}, {}}),
+                                         ScriptedCase{
+                                             "grok", {"-p", "Do the scripted task."}, {".grok/settings.json"}, true},
+                                         ScriptedCase{"qwen-code", {"Do the scripted task."}, {}},
+                                         ScriptedCase{"copilot", {"-p", "Do the scripted task."}, {}}),
                          [](const auto& p) {
                            std::string name = p.param.agent;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -686,7 +697,8 @@ INSTANTIATE_TEST_SUITE_P(Agents, McpAgents,
                          testing::Values(McpCase{"claude-code", {"Do the scripted task.", "-p"}, "mcp_fs_claude.json"},
                                          McpCase{"gemini", {"-p", "Do the scripted task."}, "mcp_fs_gemini.json"},
                                          McpCase{"qwen-code", {"Do the scripted task."}, "mcp_fs_qwen.json"},
-                                         McpCase{"opencode", {"Do the scripted task."}, "mcp_fs_opencode.json"}),
+                                         McpCase{"opencode", {"Do the scripted task."}, "mcp_fs_opencode.json"},
+                                         McpCase{"copilot", {"-p", "Do the scripted task."}, "mcp_fs_copilot.json"}),
                          [](const auto& p) {
                            std::string name = p.param.agent;
                            std::replace(name.begin(), name.end(), '-', '_');

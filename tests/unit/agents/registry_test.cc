@@ -97,8 +97,9 @@ TEST(Registry, UnknownNameListsKnownNames) {
   auto missing = registry->find("cluade");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, exit_code::kUsage);
-  EXPECT_EQ(missing.error().message,
-            "unknown agent 'cluade'; known agents: claude-code, codex, gemini, grok, opencode, qwen-code, shell");
+  EXPECT_EQ(
+      missing.error().message,
+      "unknown agent 'cluade'; known agents: claude-code, codex, copilot, gemini, grok, opencode, qwen-code, shell");
 }
 
 TEST(Registry, AddRejectsDuplicates) {

@@ -221,14 +221,15 @@ TEST(Gate, HeldBackListCoversEveryHostToolConfig) {
         "eslint.config.mjs", "web/eslint.config.ts", ".eslintrc.js", ".eslintrc.cjs", ".eslintrc.mjs",
         "prettier.config.js", "prettier.config.cjs", ".prettierrc.js", ".prettierrc.cjs", ".prettierrc.mjs",
         ".lintstagedrc.js", "lint-staged.config.mjs", ".direnv/python/bin/activate", ".devbox/gen/x", ".bazelrc",
-        ".amazonq/mcp.json", ".windsurf/rules.md", ".claude.json", ".opencode.json",
+        ".amazonq/mcp.json", ".windsurf/rules.md", ".claude.json", ".opencode.json", ".github/hooks/hooks.json",
+        ".github/copilot/settings.json", ".github/copilot/settings.local.json", ".github/mcp.json",
         // case variants: folded, so the review is only ever stricter
         ".VSCode/tasks.json", ".Claude/settings.json", ".GitHub/Workflows/x.yml", ".ENVRC"})
     EXPECT_TRUE(isHeldBackPath(p)) << p;
-  for (const char* p : {"src/main.c", ".github/CODEOWNERS", ".gitignore", "docs/git.md", "gradle.properties",
-                        "claude.md", "src/vscode/x.ts", "cargo/config.toml",
-                        ".yarn/cache/x.zip", "node_modules/lodash/index.js", ".config/other.toml", ".eslintrc.json",
-                        ".prettierrc", "mise/other.toml"})
+  for (const char* p :
+       {"src/main.c", ".github/CODEOWNERS", ".github/copilot-instructions.md", ".gitignore", "docs/git.md",
+        "gradle.properties", "claude.md", "src/vscode/x.ts", "cargo/config.toml", ".yarn/cache/x.zip",
+        "node_modules/lodash/index.js", ".config/other.toml", ".eslintrc.json", ".prettierrc", "mise/other.toml"})
     EXPECT_FALSE(isHeldBackPath(p)) << p;
   for (const char* p : {".github", ".cargo", "x/.cargo", "gradle", ".bundle", ".vscode", ".claude", ".git", ".yarn",
                         "node_modules", ".config", "mise"})
