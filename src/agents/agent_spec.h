@@ -30,6 +30,11 @@ struct ImageRecipe {
   /// its dependencies under /opt/<agent name>, and /usr/local/bin/<installAs>
   /// is a wrapper script running `binary` with it.
   bool node = false;
+  /// Without `node`: the program is not in the npm package but in a release
+  /// archive its package.json "archives" names for this platform (only
+  /// "linux-x64"), with URL and SHA-256 (image/release_archive.h); `binary`
+  /// is the path inside the archive's top folder.
+  std::string archive;
   /// Instead of all of the above (custom agents: `image: REFERENCE`): an OCI
   /// image reference pulled into the image store and booted as it is.
   std::string reference;

@@ -48,6 +48,7 @@ std::string formatAgentSpec(const AgentSpec& spec) {
     out << YAML::Key << "binary" << YAML::Value << spec.image.binary;
     out << YAML::Key << "install_as" << YAML::Value << spec.image.installAs;
     out << YAML::Key << "node" << YAML::Value << spec.image.node;
+    if (!spec.image.archive.empty()) out << YAML::Key << "archive" << YAML::Value << spec.image.archive;
     out << YAML::EndMap;
   }
   emitList(out, "command", spec.command);

@@ -23,8 +23,8 @@ constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts"
                                            "account_file", "account_key", "account_hosts", "env",
                                            "home_files"};
 constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
-constexpr std::string_view kImageKeys[] = {
-    "npm_package", "version", "native_package", "native_version", "binary", "install_as", "node"};
+constexpr std::string_view kImageKeys[] = {"npm_package", "version",    "native_package", "native_version",
+                                           "binary",      "install_as", "node",           "archive"};
 constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
 constexpr std::string_view kMcpKeys[] = {"file", "format", "args"};
 
@@ -464,7 +464,13 @@ class SpecReader {
     }
     if (!recipe.nativeVersion.empty() && recipe.nativePackage.empty())
       return error(child(image, "native_version"), "'native_version' needs 'native_package'");
-    return boolean(image, "node", recipe.node);
+    if (auto r = boolean(image, "node", recipe.node); !r) return r;
+    if (auto r = string(image, "archive", false, recipe.archive); !r) return r;
+    if (!recipe.archive.empty() && recipe.archive != "linux-x64")
+      return error(child(image, "archive"), "'archive' must be linux-x64 (the platform airlock's VMs run)");
+    if (!recipe.archive.empty() && recipe.node)
+      return error(child(image, "archive"), "'archive' and 'node: true' exclude each other");
+    return {};
   }
 
   std::string file_;

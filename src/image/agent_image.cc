@@ -13,6 +13,7 @@
 #include "image/base_rootfs.h"
 #include "image/npm_packages.h"
 #include "image/recipe.h"
+#include "image/release_archive.h"
 #include "image/rootfs_staging.h"
 
 namespace airlock::image {
@@ -41,11 +42,31 @@ Result<> writeNodeWrapper(const std::string& root, const std::string& script, co
                        fmt::format("#!/bin/sh\nexec /usr/local/bin/node '{}' \"$@\"\n", script), 0755);
 }
 
+/// Puts the program of an `archive:` recipe at `dest`: the release archive
+/// that the npm package's package.json names (downloaded, or taken from
+/// `archiveDir`), checked against the SHA-256 given there.
+Result<> installFromReleaseArchive(const std::string& cacheDir, const agents::AgentSpec& spec,
+                                   const std::string& tarball, const std::string& dest, const std::string& work,
+                                   const std::string& archiveDir, const ProgressFn& progress) {
+  const auto& r = spec.image;
+  const std::string manifest = work + "/package.json";
+  if (auto done = extractPackageFile(tarball, "package.json", manifest, work, 0644); !done) return done;
+  auto text = readFile(manifest);
+  if (!text) return failWith(exit_code::kImage, "cannot read {}: {}", manifest, text.error().message);
+  auto archive = parseReleaseArchive(*text, r.archive, r.programPackage() + "@" + r.programVersion());
+  if (!archive) return std::unexpected(archive.error());
+  auto file = fetchReleaseArchive(cacheDir, *archive, archiveDir, spec.name, progress);
+  if (!file) return std::unexpected(file.error());
+  const std::string member = archive->wrappedIn.empty() ? r.binary : archive->wrappedIn + "/" + r.binary;
+  report(progress, fmt::format("copying {} from {} to /usr/local/bin/{}", member, archive->name, r.installAs));
+  return extractTarMember(*file, member, dest, work, 0755, "check `binary` in the agent spec");
+}
+
 /// Puts the agent's program into the tree at `root`: the native binary, or
 /// the Node runtime, the installed package and a wrapper script; then the
 /// MCP servers' packages, each with its wrapper mcp-<name>.
 Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
-                      const std::string& work, const ProgressFn& progress) {
+                      const std::string& work, const ImageBuildOptions& options, const ProgressFn& progress) {
   const auto& r = spec.image;
   const std::string bin = root + "/usr/local/bin";
   if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
@@ -54,8 +75,15 @@ Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec
   } else if (!r.node) {
     auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
     if (!tarball) return std::unexpected(tarball.error());
-    report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
-    if (auto done = extractPackageFile(*tarball, r.binary, bin + "/" + r.installAs, work, 0755); !done) return done;
+    if (!r.archive.empty()) {
+      if (auto done = installFromReleaseArchive(cacheDir, spec, *tarball, bin + "/" + r.installAs, work,
+                                                options.archiveDir, progress);
+          !done)
+        return done;
+    } else {
+      report(progress, fmt::format("copying {} to /usr/local/bin/{}", r.binary, r.installAs));
+      if (auto done = extractPackageFile(*tarball, r.binary, bin + "/" + r.installAs, work, 0755); !done) return done;
+    }
   } else {
     if (auto done = addNodeRuntime(cacheDir, root, work, progress); !done) return done;
     const std::string prefix = "/opt/" + spec.name;
@@ -91,7 +119,7 @@ Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec
 
 /// Builds the image at `image` (the cache lock is held).
 Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& dir,
-                         const std::string& image, const ProgressFn& progress) {
+                         const std::string& image, const ImageBuildOptions& options, const ProgressFn& progress) {
   if (auto r = removeStaleBuilds(dir); !r) return r;
   for (const char* tool : {"tar", "mkfs.erofs"}) {
     if (findProgram(tool).empty())
@@ -106,7 +134,7 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
     return failWith(exit_code::kImage, "cannot create {}: {}", root, errnoText(errno));
   report(progress, "unpacking the base rootfs");
   if (auto r = unpackBase(*base, root); !r) return r;
-  if (auto r = installAgent(cacheDir, spec, root, work->path(), progress); !r) return r;
+  if (auto r = installAgent(cacheDir, spec, root, work->path(), options, progress); !r) return r;
   if (auto r = addAgentUser(root); !r) return r;
   report(progress, "writing the erofs image");
   const std::string built = work->path() + "/image.erofs";
@@ -137,7 +165,7 @@ Result<std::string> ensureAgentImage(const std::string& cacheDir, const agents::
   auto lock = FileLock::acquire(dir + "/.lock", "building agent images", timed);
   if (!lock) return failWith(exit_code::kImage, "{}", lock.error().message);
   if (!options.force && pathExists(image)) return image;
-  auto built = buildAgentImage(cacheDir, spec, dir, image, timed);
+  auto built = buildAgentImage(cacheDir, spec, dir, image, options, timed);
   if (!built) {
     Error e = built.error();
     if (e.code == Error{}.code) e.code = exit_code::kImage;

@@ -18,6 +18,10 @@ struct ImageBuildOptions {
   /// Rebuild the agent image even when the cache holds it (the base tarball
   /// and npm downloads are reused).
   bool force = false;
+  /// A directory holding the agent's release archive (an `archive:` recipe,
+  /// e.g. Crush) under its own file name, instead of downloading it; empty:
+  /// download. Checked against the SHA-256 its npm package names either way.
+  std::string archiveDir;
 };
 
 /// Returns the path of the agent's erofs image, building it when the cache

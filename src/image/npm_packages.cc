@@ -12,6 +12,7 @@
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "image/release_archive.h"
 
 namespace airlock::image {
 namespace {
@@ -119,25 +120,7 @@ Result<> installNpmPackage(const std::string& cacheDir, const std::string& prefi
 
 Result<> extractPackageFile(const std::string& tarball, const std::string& pathInPackage, const std::string& dest,
                             const std::string& workDir, unsigned mode) {
-  auto scratch = TempDir::create(workDir, "npm-");
-  if (!scratch) return std::unexpected(scratch.error());
-  const std::string member = "package/" + pathInPackage;
-  auto run = runCommand({"tar", "--extract", "--gzip", "--file", tarball, "--directory", scratch->path(),
-                         "--no-same-owner", "--no-same-permissions", member});
-  if (!run) return failWith(exit_code::kImage, "cannot start tar: {}", run.error().message);
-  if (run->exitCode != 0)
-    return failWith(exit_code::kImage, "{} has no file {} (tar: {}); check `binary` in the agent spec", tarball,
-                    member, run->stderrText.substr(0, run->stderrText.find('\n')));
-  const std::string extracted = scratch->path() + "/" + member;
-  struct stat st {};
-  if (::lstat(extracted.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    return failWith(exit_code::kImage, "{} in {} is not a regular file; check `binary` in the agent spec", member,
-                    tarball);
-  if (::chmod(extracted.c_str(), mode) != 0)
-    return failWith(exit_code::kImage, "cannot chmod {}: {}", extracted, errnoText(errno));
-  if (::rename(extracted.c_str(), dest.c_str()) != 0)
-    return failWith(exit_code::kImage, "cannot move {} to {}: {}", extracted, dest, errnoText(errno));
-  return {};
+  return extractTarMember(tarball, "package/" + pathInPackage, dest, workDir, mode, "check `binary` in the agent spec");
 }
 
 Result<std::string> npmPackageBin(const std::string& packageJson, const std::string& package) {

@@ -29,6 +29,7 @@ std::string recipeDigest(const agents::AgentSpec& spec) {
   field("binary", r.binary);
   field("install_as", r.installAs);
   field("node", r.node ? "true" : "false");
+  if (!r.archive.empty()) field("archive", r.archive);  // only then: other images keep their digests
   if (r.node) field("node_runtime", fmt::format("{}@{}", kNodeRuntimePackage, kNodeRuntimeVersion));
   // Only when there are any: an image without MCP servers keeps its digest.
   for (const auto& [name, pin] : r.mcpPackages) field("mcp:" + name, pin);

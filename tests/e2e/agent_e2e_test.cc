@@ -577,6 +577,29 @@ TEST_F(AgentE2E, ShellRunsACommandWhoseEditLandsAfterReview) {
   EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
 
+// Crush (issue 20): its program is a release archive on GitHub that its npm
+// package names with a SHA-256; airlock fetches and checks it. Where it
+// cannot be fetched (a build machine that reaches only the npm registry)
+// the test says why and is skipped, never passed (the package.json entry,
+// the SHA-256 check and `--from DIR` are unit-tested).
+TEST_F(AgentE2E, CrushScriptedEditLandsAfterReview) {
+  auto built = runAirlock({"image", "build", "-q", "crush"}, "", {}, 1500);
+  if (built.exitCode != 0 && built.err.find("cannot download") != std::string::npos)
+    GTEST_SKIP() << "Crush's release archive cannot be fetched on this machine: " << built.err;
+  ASSERT_EQ(built.exitCode, 0) << built.err;
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("crush"));
+  MockModel mock("single_edit.json", dir_);
+  auto before = files();
+  auto r = run("crush", mock, {"--review=auto"}, {"run", "Do the scripted task."});
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nagent's output:\n" << r.out << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  auto after = files();
+  EXPECT_EQ(after["AGENT_NOTE.md"], "Edited by the agent under airlock.\n") << mock.log();
+  after.erase("AGENT_NOTE.md");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+}
+
 /// An agent and its arguments for one scripted task; `heldBack`: files
 /// the agent itself writes into every project it runs in, which the review
 /// holds back (agent configuration: they could steer the agent on the host),

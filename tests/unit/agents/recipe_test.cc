@@ -35,6 +35,7 @@ TEST(RecipeDigest, ChangesWithTheImageRecipe) {
   EXPECT_NE(changed([](auto& s) { s.image.installAs = "other"; }), base);
   EXPECT_NE(changed([](auto& s) { s.image.node = true; }), base);
   EXPECT_NE(changed([](auto& s) { s.image.npmPackage = "demo"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.archive = "linux-x64"; }), base);
 }
 
 TEST(RecipeDigest, McpServerPackagesChangeItOnlyWhenThereAreAny) {

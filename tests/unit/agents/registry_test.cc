@@ -13,7 +13,7 @@ namespace airlock::agents {
 namespace {
 
 TEST(BuiltinSpecs, EveryFileParses) {
-  ASSERT_EQ(builtinSpecFiles().size(), 7u);
+  ASSERT_EQ(builtinSpecFiles().size(), 9u);
   for (const auto& file : builtinSpecFiles()) {
     auto spec = parseAgentSpec(file.text, file.fileName);
     EXPECT_TRUE(spec) << file.fileName << ": " << spec.error().message;
@@ -34,8 +34,8 @@ TEST(BuiltinSpecs, FormatRoundTrips) {
 TEST(Registry, BuiltinNames) {
   auto registry = AgentRegistry::builtin();
   ASSERT_TRUE(registry) << registry.error().message;
-  EXPECT_EQ(registry->names(),
-            (std::vector<std::string>{"claude-code", "codex", "gemini", "grok", "opencode", "qwen-code", "shell"}));
+  EXPECT_EQ(registry->names(), (std::vector<std::string>{"claude-code", "codex", "copilot", "crush", "gemini", "grok",
+                                                         "opencode", "qwen-code", "shell"}));
 }
 
 TEST(Registry, BuiltinFacts) {
@@ -97,9 +97,9 @@ TEST(Registry, UnknownNameListsKnownNames) {
   auto missing = registry->find("cluade");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, exit_code::kUsage);
-  EXPECT_EQ(
-      missing.error().message,
-      "unknown agent 'cluade'; known agents: claude-code, codex, copilot, gemini, grok, opencode, qwen-code, shell");
+  EXPECT_EQ(missing.error().message,
+            "unknown agent 'cluade'; known agents: claude-code, codex, copilot, crush, gemini, grok, opencode, "
+            "qwen-code, shell");
 }
 
 TEST(Registry, AddRejectsDuplicates) {

@@ -142,6 +142,19 @@ TEST(SpecParser, NumbersArePlainDecimalIntegers) {
   std::string yaml = kMinimal;
   yaml.replace(yaml.find("  binary:"), 0, "  node: maybe\n");
   EXPECT_NE(errorOf(yaml).find("'node' must be true or false"), std::string::npos);
+  // A release archive named by the package (Crush): only for this platform,
+  // and not with a Node program.
+  yaml = kMinimal;
+  yaml.replace(yaml.find("  binary:"), 0, "  archive: linux-x64\n");
+  auto archived = parseAgentSpec(yaml, "demo.yaml");
+  ASSERT_TRUE(archived) << archived.error().message;
+  EXPECT_EQ(archived->image.archive, "linux-x64");
+  yaml = kMinimal;
+  yaml.replace(yaml.find("  binary:"), 0, "  archive: darwin-arm64\n");
+  EXPECT_NE(errorOf(yaml).find("'archive' must be linux-x64"), std::string::npos);
+  yaml = kMinimal;
+  yaml.replace(yaml.find("  binary:"), 0, "  archive: linux-x64\n  node: true\n");
+  EXPECT_NE(errorOf(yaml).find("'archive' and 'node: true' exclude each other"), std::string::npos);
   yaml = kMinimal;
   yaml.replace(yaml.find("\"1.2.3\""), 7, "[1]");
   EXPECT_NE(errorOf(yaml).find("'version' must be a non-empty string"), std::string::npos);
