@@ -31,8 +31,34 @@ std::string resolvedPath(const std::string& path) {
   return out;
 }
 
+namespace {
+
+/// Gives the directories of the tree at `path` (not followed through
+/// symlinks) mode 0700, top down, where we may: a directory that we own
+/// but cannot list or write (0000 from an unpacked tarball) blocks removal.
+void openUpDirectories(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  if ((st.st_mode & 0700) != 0700) (void)::chmod(path.c_str(), 0700);
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return;
+  std::vector<std::string> children;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") children.push_back(path + "/" + std::string(name));
+  }
+  ::closedir(d);
+  for (const auto& child : children) openUpDirectories(child);
+}
+
+}  // namespace
+
 Result<> removeTree(const std::string& path) {
   std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (!ec) return {};
+  openUpDirectories(path);
+  ec.clear();
   std::filesystem::remove_all(path, ec);
   if (ec) return fail("cannot remove {}: {}", path, ec.message());
   return {};

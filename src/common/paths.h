@@ -18,6 +18,8 @@ Result<> makeDirs(const std::string& path, unsigned mode = 0755);
 std::string resolvedPath(const std::string& path);
 
 /// Removes a directory tree (never follows symlinks). Missing is not an error.
+/// Directories of ours that we cannot list or write (mode 0000, as a hostile
+/// tarball leaves them) are given 0700 first.
 Result<> removeTree(const std::string& path);
 
 /// True when `path` is `dir` or lies below it, compared as text by whole

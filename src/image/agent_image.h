@@ -18,10 +18,12 @@ struct ImageBuildOptions {
   /// Rebuild the agent image even when the cache holds it (the base tarball
   /// and npm downloads are reused).
   bool force = false;
-  /// A directory holding the agent's release archive (an `archive:` recipe,
-  /// e.g. Crush) under its own file name, instead of downloading it; empty:
-  /// download. Checked against the SHA-256 its npm package names either way.
-  std::string archiveDir;
+  /// A directory holding what the build would otherwise download from
+  /// outside the npm registry: the release archive of an `archive:` recipe
+  /// (Crush) under its own file name, checked against the SHA-256 its npm
+  /// package names; or the wheels of a `pypi_package:` recipe (Hermes).
+  /// Empty: download.
+  std::string fromDir;
 };
 
 /// Returns the path of the agent's erofs image, building it when the cache

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +52,7 @@ struct Download {
   int fd = -1;
   Sha256 hash;
   curl_off_t bytes = 0;
-  bool writeFailed = false;
+  int writeErrno = 0;  ///< errno of a failed write, 0 when none failed
   ProgressFn progress;
   curl_off_t reported = 0;
 };
@@ -64,7 +66,7 @@ size_t onBody(char* data, size_t size, size_t count, void* user) {
     ssize_t w = ::write(d->fd, data + done, n - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      d->writeFailed = true;
+      d->writeErrno = w < 0 ? errno : ENOSPC;
       return 0;
     }
     done += static_cast<size_t>(w);
@@ -92,6 +94,8 @@ struct CurlFree {
 Result<std::string> download(const std::string& url, const std::string& dest, const ProgressFn& progress) {
   Fd fd(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd) return failWith(exit_code::kImage, "cannot create {}: {}", dest, errnoText(errno));
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
   if (!curl) return failWith(exit_code::kInternal, "cannot initialize libcurl");
   Download d;
@@ -107,7 +111,7 @@ Result<std::string> download(const std::string& url, const std::string& dest, co
   curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, kMaxArchiveBytes);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);  // bytes/s over LOW_SPEED_TIME: no endless trickle
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "airlock/0.1");
@@ -120,7 +124,7 @@ Result<std::string> download(const std::string& url, const std::string& dest, co
   const CURLcode code = curl_easy_perform(c);
   if (int sig = interruptSignal(); sig != 0)
     return std::unexpected(interruptedError(sig, "during the download from " + url));
-  if (d.writeFailed) return failWith(exit_code::kImage, "cannot write {}: {}", dest, errnoText(errno));
+  if (d.writeErrno != 0) return failWith(exit_code::kImage, "cannot write {}: {}", dest, errnoText(d.writeErrno));
   if (d.bytes > kMaxArchiveBytes) return failWith(exit_code::kImage, "{} is larger than 1 GiB", url);
   if (code != CURLE_OK) return failWith(exit_code::kImage, "{}", *errbuf ? errbuf : curl_easy_strerror(code));
   if (::fsync(fd.get()) != 0) return failWith(exit_code::kImage, "cannot sync {}: {}", dest, errnoText(errno));
@@ -139,12 +143,15 @@ Result<std::string> copyIn(const std::string& from, const std::string& dest) {
   Fd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!out) return failWith(exit_code::kImage, "cannot create {}: {}", dest, errnoText(errno));
   Sha256 hash;
+  curl_off_t copied = 0;
   std::string buf(1 << 20, '\0');
   for (;;) {
     ssize_t n = ::read(in.get(), buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return failWith(exit_code::kImage, "cannot read {}: {}", from, errnoText(errno));
     if (n == 0) break;
+    copied += n;
+    if (copied > kMaxArchiveBytes) return failWith(exit_code::kImage, "{} is larger than 1 GiB", from);
     hash.update(std::string_view(buf.data(), static_cast<size_t>(n)));
     for (ssize_t done = 0; done < n;) {
       ssize_t w = ::write(out.get(), buf.data() + done, static_cast<size_t>(n - done));
@@ -172,7 +179,8 @@ Result<ReleaseArchive> parseReleaseArchive(std::string_view packageJson, std::st
   if (entry == archives.end() || !entry->is_object()) return fail(fmt::format("has no entry for {}", platform));
   ReleaseArchive a{text(*entry, "name"), text(*entry, "url"), "", text(*entry, "wrappedIn")};
   if (!isPlainName(a.name)) return fail(fmt::format("{}: \"name\" is not a plain file name", platform));
-  if (!a.url.starts_with("https://") || a.url.find_first_of(" \t\r\n") != std::string::npos)
+  const bool printable = std::all_of(a.url.begin(), a.url.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  if (!a.url.starts_with("https://") || !printable)
     return fail(fmt::format("{}: \"url\" is not an https URL", platform));
   if (text(*entry, "format") != "tar.gz") return fail(fmt::format("{}: \"format\" is not tar.gz", platform));
   if (!a.wrappedIn.empty() && !isPlainName(a.wrappedIn))
@@ -186,7 +194,7 @@ Result<ReleaseArchive> parseReleaseArchive(std::string_view packageJson, std::st
 }
 
 std::string releaseArchivePath(const std::string& cacheDir, const ReleaseArchive& archive) {
-  return fmt::format("{}/downloads/{}-{}", cacheDir, archive.sha256, archive.name);
+  return fmt::format("{}/downloads/archives/{}-{}", cacheDir, archive.sha256, archive.name);
 }
 
 Result<std::string> fetchReleaseArchive(const std::string& cacheDir, const ReleaseArchive& archive,
@@ -194,8 +202,12 @@ Result<std::string> fetchReleaseArchive(const std::string& cacheDir, const Relea
                                         const ProgressFn& progress) {
   const std::string cached = releaseArchivePath(cacheDir, archive);
   if (pathExists(cached)) return cached;
-  const std::string dir = cacheDir + "/downloads";
+  const std::string dir = cacheDir + "/downloads/archives";
   if (auto r = makeDirs(dir); !r) return failWith(exit_code::kImage, "{}", r.error().message);
+  auto lock = FileLock::acquire(dir + "/.lock", "downloading release archives", progress);
+  if (!lock) return failWith(exit_code::kImage, "{}", lock.error().message);
+  if (pathExists(cached)) return cached;
+  if (auto r = removeStaleBuilds(dir); !r) return std::unexpected(r.error());
   auto work = TempDir::create(dir, "tmp-");
   if (!work) return std::unexpected(work.error());
   const std::string part = work->path() + "/" + archive.name;

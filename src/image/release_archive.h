@@ -5,7 +5,7 @@
 // package script: it reads the entry for linux-x64 from the package.json of
 // the pinned version, downloads the archive itself (or takes it from a
 // directory the user names) and checks it against the SHA-256 the package
-// gives. Verified archives are cached under <cache>/downloads/.
+// gives. Verified archives are cached under <cache>/downloads/archives/.
 
 #include <string>
 #include <string_view>
@@ -19,7 +19,7 @@ namespace airlock::image {
 /// "format", "checksum": {"algorithm": "sha256", "digest"}, "wrappedIn"}}.
 struct ReleaseArchive {
   std::string name;       ///< a plain file name ([A-Za-z0-9._+-], no "..")
-  std::string url;        ///< https:// only
+  std::string url;        ///< https:// only, printable ASCII
   std::string sha256;     ///< 64 lowercase hex digits
   std::string wrappedIn;  ///< the archive's top folder, or empty: a plain name too
 };
@@ -31,7 +31,7 @@ struct ReleaseArchive {
 Result<ReleaseArchive> parseReleaseArchive(std::string_view packageJson, std::string_view platform,
                                            std::string_view package);
 
-/// Where a verified archive is cached: `cacheDir`/downloads/<sha256>-<name>.
+/// Where a verified archive is cached: `cacheDir`/downloads/archives/<sha256>-<name>.
 std::string releaseArchivePath(const std::string& cacheDir, const ReleaseArchive& archive);
 
 /// Returns the cached archive, verified against archive.sha256. When not

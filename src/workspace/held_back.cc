@@ -13,8 +13,8 @@ namespace {
 constexpr std::string_view kHeldBack =
     ".git\n.gitmodules\n.gitattributes\n.husky\n.pre-commit-config.yaml\nlefthook*.yml\nlefthook*.yaml\n"
     ".lefthook*.yml\n.lefthook*.yaml\n.lefthook\n"
-    "**/.github/workflows\n**/.github/actions\n**/.github/hooks\n**/.github/copilot\n**/.github/"
-    "mcp.json\n.gitlab-ci.yml\n.gitlab\n.circleci\n.travis.yml\n.buildkite\n"
+    "**/.github/workflows\n**/.github/actions\n**/.github/hooks\n**/.github/copilot\n**/.github/mcp.json\n"
+    "**/.github/lsp.json\n**/.github/extensions\n.gitlab-ci.yml\n.gitlab\n.circleci\n.travis.yml\n.buildkite\n"
     "azure-pipelines.yml\nbitbucket-pipelines.yml\n.drone.yml\n"
     ".devcontainer\n.devcontainer.json\n.vscode\n.idea\n.zed\n.nvim.lua\n.exrc\n.vimrc\n.dir-locals.el\n"
     ".envrc\n.tool-versions\n.mise.toml\nmise.toml\n.mise\n.mise.*.toml\nmise.*.toml\n"

@@ -25,7 +25,8 @@
 //               opencode.json(c), .continue/, .aider.conf.yml, .qwen/, .grok/, .kiro/,
 //               .roo/, (.)crush.json, .amazonq/, .windsurf/, .claude.json,
 //               .opencode.json, and Copilot's .github/hooks/ (hook commands),
-//               .github/copilot/ (settings) and .github/mcp.json
+//               .github/copilot/ (settings), .github/mcp.json, .github/lsp.json
+//               (language servers it starts) and .github/extensions/ (Node code)
 //   more:       .lintstagedrc.{js,cjs,mjs}, lint-staged.config.* (run on commit),
 //               .direnv/, .devbox/ (activation scripts), .bazelrc
 //   airlock:    .airlock.yaml, .airlock.yml, .airlockignore

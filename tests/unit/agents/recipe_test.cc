@@ -86,11 +86,12 @@ TEST(RecipeDigest, IgnoresRunTimeFields) {
 TEST(RecipeDigest, ImagePathIsUnderImagesDir) {
   const std::string cache = "/tmp/airlock-cache-test";
   EXPECT_EQ(agentImagePath(cache, demoSpec()), cache + "/images/" + recipeDigest(demoSpec()) + ".erofs");
-  EXPECT_EQ(baseTarballPath(imagesDir(cache)), cache + "/images/base-" + baseDigest() + ".tar");
+  EXPECT_EQ(baseTarballPath(imagesDir(cache), {}), cache + "/images/base-" + baseDigest({}) + ".tar");
 }
 
 TEST(BaseRecipe, PackagesAndDigest) {
-  EXPECT_EQ(baseDigest(), baseDigest());
+  EXPECT_EQ(baseDigest({}), baseDigest({}));
+  EXPECT_NE(baseDigest({"python3"}), baseDigest({}));
   for (const char* p : {"ca-certificates", "git", "curl", "ripgrep", "procps", "passwd", "openssh-client"}) {
     EXPECT_NE(std::find(basePackages().begin(), basePackages().end(), p), basePackages().end()) << p;
   }

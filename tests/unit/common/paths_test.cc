@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,29 @@ TEST_F(PathsTest, RemoveTreeNeverFollowsSymlinks) {
   EXPECT_NE(::access(path("tree").c_str(), F_OK), 0);
   EXPECT_EQ(readFile(path("outside/keep")).value_or(""), "kept");
   EXPECT_TRUE(removeTree(path("tree")));  // missing is not an error
+}
+
+// A tarball from npm or GitHub can leave a directory of mode 0000: as its
+// owner (not root, who is never refused) removeTree opens it up and removes
+// it, so no stale build directory blocks the next build. Run in a child as
+// nobody when the test runs as root.
+TEST_F(PathsTest, RemoveTreeRemovesDirectoriesOfModeZero) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
+    char tmpl[] = "/tmp/airlock-mode0-XXXXXX";
+    if (!::mkdtemp(tmpl)) ::_exit(3);
+    const std::string top = tmpl;
+    if (!makeDirs(top + "/a/b") || !writeFileAtomic(top + "/a/b/f", "x")) ::_exit(4);
+    if (::chmod((top + "/a/b").c_str(), 0) != 0 || ::chmod((top + "/a").c_str(), 0) != 0) ::_exit(5);
+    auto removed = removeTree(top);
+    ::_exit(removed && ::access(top.c_str(), F_OK) != 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST_F(PathsTest, TempDirIsRemovedWithItsContents) {

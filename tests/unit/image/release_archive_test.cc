@@ -55,6 +55,7 @@ TEST(ReleaseArchive, RefusesAnEntryThatIsNotPlain) {
       {manifest(entry("x.tar.gz", "http://github.com/x.tar.gz")), "\"url\" is not an https URL"},
       {manifest(entry("x.tar.gz", "file:///etc/passwd")), "\"url\" is not an https URL"},
       {manifest(entry("x.tar.gz", "https://a/x\\n.tar.gz")), "\"url\" is not an https URL"},
+      {manifest(entry("x.tar.gz", "https://a/\\u001b]0;owned\\u0007.tar.gz")), "\"url\" is not an https URL"},
       {manifest(entry("x.tar.gz", https, std::string(63, 'a'))), "\"checksum\" is not a sha256 digest"},
       {manifest(entry("x.tar.gz", https, std::string(64, 'A'))), "\"checksum\" is not a sha256 digest"},
       {manifest(entry("x.tar.gz", https, kDigest, "w", "tar.gz", "md5")), "\"checksum\" is not a sha256 digest"},
@@ -130,9 +131,9 @@ TEST_F(ReleaseArchiveFiles, AFileWithAnotherDigestIsRefusedAndNotKept) {
             std::string::npos)
       << got.error().message;
   EXPECT_FALSE(pathExists(releaseArchivePath((dir_ / "cache").string(), other)));
-  auto left = listDir((dir_ / "cache/downloads").string());
+  auto left = listDir((dir_ / "cache/downloads/archives").string());
   ASSERT_TRUE(left.has_value());
-  EXPECT_TRUE(left->empty()) << (*left)[0];
+  EXPECT_EQ(*left, std::vector<std::string>{".lock"});
 }
 
 TEST_F(ReleaseArchiveFiles, ASymlinkOrAMissingFileInTheDirectoryIsRefused) {

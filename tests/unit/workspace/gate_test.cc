@@ -222,7 +222,8 @@ TEST(Gate, HeldBackListCoversEveryHostToolConfig) {
         "prettier.config.js", "prettier.config.cjs", ".prettierrc.js", ".prettierrc.cjs", ".prettierrc.mjs",
         ".lintstagedrc.js", "lint-staged.config.mjs", ".direnv/python/bin/activate", ".devbox/gen/x", ".bazelrc",
         ".amazonq/mcp.json", ".windsurf/rules.md", ".claude.json", ".opencode.json", ".github/hooks/hooks.json",
-        ".github/copilot/settings.json", ".github/copilot/settings.local.json", ".github/mcp.json",
+        ".github/copilot/settings.json", ".github/copilot/settings.local.json", ".github/mcp.json", ".github/lsp.json",
+        ".github/extensions/x/extension.mjs",
         // case variants: folded, so the review is only ever stricter
         ".VSCode/tasks.json", ".Claude/settings.json", ".GitHub/Workflows/x.yml", ".ENVRC"})
     EXPECT_TRUE(isHeldBackPath(p)) << p;
