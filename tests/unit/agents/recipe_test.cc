@@ -36,6 +36,16 @@ TEST(RecipeDigest, ChangesWithTheImageRecipe) {
   EXPECT_NE(changed([](auto& s) { s.image.node = true; }), base);
   EXPECT_NE(changed([](auto& s) { s.image.npmPackage = "demo"; }), base);
   EXPECT_NE(changed([](auto& s) { s.image.archive = "linux-x64"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.pypiPackage = "demo"; }), base);
+}
+
+// A PyPI agent's image starts from a base with python3; the others keep
+// the common base (and their digests).
+TEST(RecipeDigest, APypiAgentsBaseAddsPython) {
+  auto spec = demoSpec();
+  EXPECT_TRUE(baseExtraPackages(spec.image).empty());
+  spec.image = {.version = "0.19.0", .binary = "hermes", .installAs = "hermes", .pypiPackage = "hermes-agent"};
+  EXPECT_EQ(baseExtraPackages(spec.image), std::vector<std::string>{"python3"});
 }
 
 TEST(RecipeDigest, McpServerPackagesChangeItOnlyWhenThereAreAny) {
