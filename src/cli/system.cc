@@ -9,6 +9,8 @@
 //   boot assets         the guest kernel and initramfs
 //   npm downloads       agent CLI packages and npm's cache (<cache>/npm)
 //   kernel downloads    the kernel package the boot assets are built from
+//   release archives    agent programs an npm package names (Crush; <cache>/downloads/archives)
+//   PyPI downloads      the wheels of PyPI agents (Hermes; <cache>/pypi)
 //   agent state         each agent's saved state per project (`airlock state rm`)
 //
 // prune removes finished sessions without pending changes, snapshots left by
@@ -156,7 +158,7 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
     Usage u{type, 0, 0, 0, dir};
     const bool busy = lockHeld(dir + "/.lock");
     for (const auto& f : entries(dir)) {
-      if (f.ends_with("/.lock")) continue;
+      if (f.ends_with("/.lock") || f == dir + "/archives") continue;  // archives: a row of its own
       uint64_t b = bytesOf(f);
       ++u.count;
       u.bytes += b;
@@ -172,6 +174,8 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
 
   downloads("npm downloads", dirs.cache + "/npm", "npm download");
   downloads("kernel downloads", dirs.cache + "/downloads", "kernel download");
+  downloads("release archives", dirs.cache + "/downloads/archives", "release archive");
+  downloads("PyPI downloads", dirs.cache + "/pypi", "PyPI download");
   return inv;
 }
 
