@@ -45,9 +45,9 @@ int buildImage(const HostContext& host, const ImageBuildArgs& args) {
     return reportError(Error{fmt::format("{} runs the OCI image {}, which is pulled, not built: airlock image pull {}",
                                          spec->name, spec->image.reference, spec->image.reference),
                              exit_code::kUsage});
-  if (!args.from.empty() && spec->image.archive.empty() && spec->image.pypiPackage.empty())
-    return reportError(Error{fmt::format("--from is for agents built from a release archive (crush) or PyPI "
-                                         "(hermes); {} is built from npm alone",
+  if (!args.from.empty() && spec->image.archive.empty())
+    return reportError(Error{fmt::format("--from is for agents built from a release archive (crush); {} is built "
+                                         "from npm alone",
                                          spec->name),
                              exit_code::kUsage});
   if (!args.noMcp) {
@@ -91,16 +91,15 @@ mmdebstrap and shared by all agents. Prints the image path.
 Examples:
   airlock image build claude-code
   airlock image build gemini --force
-  airlock image build crush --from ~/Downloads   # its release archive, fetched elsewhere
-  airlock image build hermes --from ~/wheels     # wheels from `pip download`, made elsewhere)");
+  airlock image build crush --from ~/Downloads   # its release archive, fetched elsewhere)");
   build->add_option("AGENT", args->agent, "Agent name (see `airlock agents`)")->required();
   build->add_flag("--force", args->force, "Rebuild even when the image is cached");
   build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
   build->add_flag("--no-mcp", args->noMcp, "Leave out the MCP servers of your config (mcp_servers)");
   build
       ->add_option("--from", args->from,
-                   "For a host that cannot download them: a directory holding the agent's release archive "
-                   "(crush; checked against the SHA-256 its npm package names) or its wheels (hermes)")
+                   "For a host that cannot download it: a directory holding the agent's release archive "
+                   "(crush), checked against the SHA-256 its npm package names")
       ->check(CLI::ExistingDirectory);
   build->callback([args, &exitCode, &host] { exitCode = buildImage(host, *args); });
   addImageStoreCommands(*cmd, exitCode, host);

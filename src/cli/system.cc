@@ -10,7 +10,6 @@
 //   npm downloads       agent CLI packages and npm's cache (<cache>/npm)
 //   kernel downloads    the kernel package the boot assets are built from
 //   release archives    agent programs an npm package names (Crush; <cache>/downloads/archives)
-//   PyPI downloads      the wheels of PyPI agents (Hermes; <cache>/pypi)
 //   agent state         each agent's saved state per project (`airlock state rm`)
 //
 // prune removes finished sessions without pending changes, snapshots left by
@@ -175,7 +174,6 @@ Inventory takeInventory(const HostDirs& dirs, bool all) {
   downloads("npm downloads", dirs.cache + "/npm", "npm download");
   downloads("kernel downloads", dirs.cache + "/downloads", "kernel download");
   downloads("release archives", dirs.cache + "/downloads/archives", "release archive");
-  downloads("PyPI downloads", dirs.cache + "/pypi", "PyPI download");
   return inv;
 }
 

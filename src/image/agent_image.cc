@@ -12,7 +12,6 @@
 #include "common/subprocess.h"
 #include "image/base_rootfs.h"
 #include "image/npm_packages.h"
-#include "image/pypi_packages.h"
 #include "image/recipe.h"
 #include "image/release_archive.h"
 #include "image/rootfs_staging.h"
@@ -67,18 +66,12 @@ Result<> installFromReleaseArchive(const std::string& cacheDir, const agents::Ag
 /// the Node runtime, the installed package and a wrapper script; then the
 /// MCP servers' packages, each with its wrapper mcp-<name>.
 Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& root,
-                      const std::string& work, const ImageBuildOptions& options, const std::string& wheels,
-                      const ProgressFn& progress) {
+                      const std::string& work, const ImageBuildOptions& options, const ProgressFn& progress) {
   const auto& r = spec.image;
   const std::string bin = root + "/usr/local/bin";
   if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
   if (r.baseOnly()) {
     // `image: {}`: the base image's own programs
-  } else if (!r.pypiPackage.empty()) {
-    if (auto done =
-            installWheels(root, "/opt/" + spec.name, wheels, r.pypiPackage, r.version, r.binary, r.installAs, progress);
-        !done)
-      return done;
   } else if (!r.node) {
     auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
     if (!tarball) return std::unexpected(tarball.error());
@@ -132,14 +125,7 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
     if (findProgram(tool).empty())
       return failWith(exit_code::kHostNotReady, "{} is not installed; run scripts/setup", tool);
   }
-  // A PyPI agent's wheels first: an unreachable PyPI fails before the base is built.
-  std::string wheels;
-  if (const auto& r = spec.image; !r.pypiPackage.empty()) {
-    auto fetched = fetchWheels(cacheDir, r.pypiPackage, r.version, options.fromDir, spec.name, progress);
-    if (!fetched) return std::unexpected(fetched.error());
-    wheels = *fetched;
-  }
-  auto base = ensureBaseTarball(dir, baseExtraPackages(spec.image), progress);
+  auto base = ensureBaseTarball(dir, progress);
   if (!base) return std::unexpected(base.error());
   auto work = TempDir::create(dir, "tmp-");
   if (!work) return std::unexpected(work.error());
@@ -148,7 +134,7 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
     return failWith(exit_code::kImage, "cannot create {}: {}", root, errnoText(errno));
   report(progress, "unpacking the base rootfs");
   if (auto r = unpackBase(*base, root); !r) return r;
-  if (auto r = installAgent(cacheDir, spec, root, work->path(), options, wheels, progress); !r) return r;
+  if (auto r = installAgent(cacheDir, spec, root, work->path(), options, progress); !r) return r;
   if (auto r = addAgentUser(root); !r) return r;
   report(progress, "writing the erofs image");
   const std::string built = work->path() + "/image.erofs";

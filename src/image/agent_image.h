@@ -18,11 +18,9 @@ struct ImageBuildOptions {
   /// Rebuild the agent image even when the cache holds it (the base tarball
   /// and npm downloads are reused).
   bool force = false;
-  /// A directory holding what the build would otherwise download from
-  /// outside the npm registry: the release archive of an `archive:` recipe
-  /// (Crush) under its own file name, checked against the SHA-256 its npm
-  /// package names; or the wheels of a `pypi_package:` recipe (Hermes).
-  /// Empty: download.
+  /// A directory holding the release archive of an `archive:` recipe
+  /// (Crush) under its own file name, instead of downloading it; checked
+  /// against the SHA-256 its npm package names either way. Empty: download.
   std::string fromDir;
 };
 

@@ -566,7 +566,6 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   writeFile(cache + "/npm/pkg@1.0.0.tgz", std::string(400, 'n'));
   writeFile(cache + "/downloads/linux-image.deb", std::string(800, 'k'));
   writeFile(cache + "/downloads/archives/" + std::string(64, 'a') + "-crush.tar.gz", std::string(300, 'c'));
-  writeFile(cache + "/pypi/hermes_agent-0.19.0/hermes_agent-0.19.0-py3-none-any.whl", std::string(200, 'p'));
   const std::string data = root + "/data";
   env["XDG_DATA_HOME"] = data;
   writeFile(data + "/airlock/state/claude-code/0123456789abcdef/home/.claude/history.jsonl", std::string(900, 'h'));
@@ -590,7 +589,6 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   EXPECT_EQ(byType["npm downloads"]["bytes"], 600 + 400);
   EXPECT_EQ(byType["kernel downloads"]["bytes"], 800);
   EXPECT_EQ(byType["release archives"]["bytes"], 300);
-  EXPECT_EQ(byType["PyPI downloads"]["bytes"], 200);
   EXPECT_EQ(byType["agent state"]["count"], 1);
   EXPECT_EQ(byType["agent state"]["bytes"], 900);
 
@@ -623,7 +621,6 @@ TEST_F(SessionReview, SystemDfAndPruneKeepRunningAndPendingSessions) {
   EXPECT_FALSE(fs::exists(cache + "/images/base-abcd.tar"));
   EXPECT_FALSE(fs::exists(cache + "/downloads/linux-image.deb"));
   EXPECT_FALSE(fs::exists(cache + "/downloads/archives/" + std::string(64, 'a') + "-crush.tar.gz"));
-  EXPECT_FALSE(fs::exists(cache + "/pypi/hermes_agent-0.19.0"));
   EXPECT_TRUE(fs::exists(cache + "/npm/pkg@1.0.0.tgz")) << "pruned while a build held the lock";
   npmLock.reset();
   all = airlock({"system", "prune", "--all", "-f"}, elsewhere);
