@@ -95,7 +95,10 @@ Result<std::string> download(const std::string& url, const std::string& dest, co
   Fd fd(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd) return failWith(exit_code::kImage, "cannot create {}: {}", dest, errnoText(errno));
   static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  static CURLcode init = CURLE_OK;
+  std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (init != CURLE_OK)
+    return failWith(exit_code::kInternal, "cannot initialize libcurl: {}", curl_easy_strerror(init));
   std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
   if (!curl) return failWith(exit_code::kInternal, "cannot initialize libcurl");
   Download d;
@@ -113,6 +116,7 @@ Result<std::string> download(const std::string& url, const std::string& dest, co
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);  // bytes/s over LOW_SPEED_TIME: no endless trickle
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 3600L);  // a ceiling: a server cannot hold a build for days
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "airlock/0.1");
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onBody);
