@@ -40,15 +40,9 @@ void openUpDirectories(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
   if ((st.st_mode & 0700) != 0700) (void)::chmod(path.c_str(), 0700);
-  DIR* d = ::opendir(path.c_str());
-  if (!d) return;
-  std::vector<std::string> children;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") children.push_back(path + "/" + std::string(name));
-  }
-  ::closedir(d);
-  for (const auto& child : children) openUpDirectories(child);
+  auto names = listDir(path);
+  if (!names) return;
+  for (const auto& name : *names) openUpDirectories(path + "/" + name);
 }
 
 }  // namespace

@@ -62,14 +62,9 @@ size_t onBody(char* data, size_t size, size_t count, void* user) {
   const size_t n = size * count;
   d->bytes += static_cast<curl_off_t>(n);
   if (d->bytes > kMaxArchiveBytes) return 0;
-  for (size_t done = 0; done < n;) {
-    ssize_t w = ::write(d->fd, data + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      d->writeErrno = w < 0 ? errno : ENOSPC;
-      return 0;
-    }
-    done += static_cast<size_t>(w);
+  if (!writeAll(d->fd, std::string_view(data, n))) {
+    d->writeErrno = errno;
+    return 0;
   }
   d->hash.update(std::string_view(data, n));
   return n;
@@ -156,13 +151,9 @@ Result<std::string> copyIn(const std::string& from, const std::string& dest) {
     if (n == 0) break;
     copied += n;
     if (copied > kMaxArchiveBytes) return failWith(exit_code::kImage, "{} is larger than 1 GiB", from);
-    hash.update(std::string_view(buf.data(), static_cast<size_t>(n)));
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = ::write(out.get(), buf.data() + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return failWith(exit_code::kImage, "cannot write {}: {}", dest, errnoText(errno));
-      done += w;
-    }
+    const std::string_view chunk(buf.data(), static_cast<size_t>(n));
+    hash.update(chunk);
+    if (!writeAll(out.get(), chunk)) return failWith(exit_code::kImage, "cannot write {}: {}", dest, errnoText(errno));
   }
   if (::fsync(out.get()) != 0) return failWith(exit_code::kImage, "cannot sync {}: {}", dest, errnoText(errno));
   return hash.hex();
