@@ -18,7 +18,7 @@ bash "$root/tests/vm/make-test-rootfs.sh" "$work/rootfs" >/dev/null
 kernel=$(ls -d "${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}"/assets/kernel-*/vmlinux | head -1)
 initramfs=$(ls -t "${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}"/assets/initramfs-*/initramfs.cpio | head -1)
 tsc=$(awk -F: '/^cpu MHz/ {printf "%d", $2*1000; exit}' /proc/cpuinfo)
-accel="-accel tcg,tb-size=256 -cpu max"
+accel="-accel tcg,tb-size=256,thread=single -cpu max"   # as airlock runs it
 # Without -q: the TCG fallback is a notice, which -q drops.
 [ "$("$airlock" run-image --rootfs "$work/rootfs" -- true 2>&1 | grep -c TCG)" -eq 0 ] && accel="-accel kvm -cpu host"
 bare="qemu-system-x86_64 -M microvm,pit=on,pic=on,rtc=on,acpi=on $accel -m 512M -smp 1 -nodefaults \

@@ -27,7 +27,7 @@ std::vector<std::string> buildQemuArgs(const VmConfig& c) {
   if (c.accel == Accel::kKvm)
     add({"-accel", "kvm", "-cpu", "host"});
   else
-    add({"-accel", "tcg,tb-size=256", "-cpu", "max"});
+    add({"-accel", "tcg,tb-size=256,thread=single", "-cpu", "max"});
   add({"-smp", std::to_string(c.cpus), "-m", fmt::format("{}M", c.memoryMiB)});
   add({"-object", fmt::format("memory-backend-memfd,id=mem,size={}M,share=on", c.memoryMiB)});
   add({"-nodefaults", "-no-user-config", "-nographic", "-no-reboot"});
