@@ -22,7 +22,7 @@
 //               .pnpmfile.cjs, .npmrc, node_modules/.bin, .bundle/config, .mvn/,
 //               gradle/wrapper/, gradlew, mvnw, .lfsconfig
 //   agents:     .mcp.json, .claude/, .gemini/, .codex/, .cursor/, .opencode/,
-//               opencode.json(c), .continue/, .aider.conf.yml, .qwen/, .grok/, .kiro/,
+//               opencode.json(c), .continue/, .aider.conf.yml, .qwen/, .grok/, .pi/, .agents/, .kiro/,
 //               .roo/, (.)crush.json, .amazonq/, .windsurf/, .claude.json,
 //               .opencode.json, and Copilot's .github/hooks/ (hook commands),
 //               .github/copilot/ (settings), .github/mcp.json, .github/lsp.json

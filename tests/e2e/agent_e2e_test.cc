@@ -643,6 +643,7 @@ INSTANTIATE_TEST_SUITE_P(Agents, OtherAgents,
                                          // servers) at its first start, on the host too.
                                          ScriptedCase{"grok", {"-p", "Do the scripted task."}, {".grok/settings.json"}},
                                          ScriptedCase{"qwen-code", {"Do the scripted task."}, {}},
+                                         ScriptedCase{"pi", {"-p", "Do the scripted task."}, {}},
                                          ScriptedCase{"copilot", {"-p", "Do the scripted task."}, {}}),
                          [](const auto& p) {
                            std::string name = p.param.agent;
@@ -751,7 +752,8 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(ResumeCase{"codex", {"Do the scripted task."}, {"resume", "--last", "Go on."}},
                     ResumeCase{"gemini", {"-p", "Do the scripted task."}, {"-r", "latest", "-p", "Go on."}},
                     ResumeCase{"opencode", {"Do the scripted task."}, {"--continue", "Go on."}},
-                    ResumeCase{"qwen-code", {"Do the scripted task."}, {"--continue", "Go on."}}),
+                    ResumeCase{"qwen-code", {"Do the scripted task."}, {"--continue", "Go on."}},
+                    ResumeCase{"pi", {"-p", "Do the scripted task."}, {"--continue", "-p", "Go on."}}),
     [](const auto& p) {
       std::string name = p.param.agent;
       std::replace(name.begin(), name.end(), '-', '_');

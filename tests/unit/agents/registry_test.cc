@@ -13,7 +13,7 @@ namespace airlock::agents {
 namespace {
 
 TEST(BuiltinSpecs, EveryFileParses) {
-  ASSERT_EQ(builtinSpecFiles().size(), 9u);
+  ASSERT_EQ(builtinSpecFiles().size(), 10u);
   for (const auto& file : builtinSpecFiles()) {
     auto spec = parseAgentSpec(file.text, file.fileName);
     EXPECT_TRUE(spec) << file.fileName << ": " << spec.error().message;
@@ -35,7 +35,7 @@ TEST(Registry, BuiltinNames) {
   auto registry = AgentRegistry::builtin();
   ASSERT_TRUE(registry) << registry.error().message;
   EXPECT_EQ(registry->names(), (std::vector<std::string>{"claude-code", "codex", "copilot", "crush", "gemini", "grok",
-                                                         "opencode", "qwen-code", "shell"}));
+                                                         "opencode", "pi", "qwen-code", "shell"}));
 }
 
 TEST(Registry, BuiltinFacts) {
@@ -99,7 +99,7 @@ TEST(Registry, UnknownNameListsKnownNames) {
   EXPECT_EQ(missing.error().code, exit_code::kUsage);
   EXPECT_EQ(missing.error().message,
             "unknown agent 'cluade'; known agents: claude-code, codex, copilot, crush, gemini, grok, opencode, "
-            "qwen-code, shell");
+            "pi, qwen-code, shell");
 }
 
 TEST(Registry, AddRejectsDuplicates) {
