@@ -15,6 +15,7 @@
 #include "image/recipe.h"
 #include "image/release_archive.h"
 #include "image/rootfs_staging.h"
+#include "image/tar_member.h"
 
 namespace airlock::image {
 namespace {

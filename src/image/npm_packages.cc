@@ -12,7 +12,7 @@
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
-#include "image/release_archive.h"
+#include "image/tar_member.h"
 
 namespace airlock::image {
 namespace {

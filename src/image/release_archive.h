@@ -45,10 +45,4 @@ Result<std::string> fetchReleaseArchive(const std::string& cacheDir, const Relea
                                         const std::string& fromDir, const std::string& agent,
                                         const ProgressFn& progress);
 
-/// Extracts the regular file `member` (a path inside the .tar.gz `tarball`)
-/// to `dest` (same filesystem as `workDir`, a scratch directory) with
-/// permission bits `mode`. `hint` ends the error when the member is missing.
-Result<> extractTarMember(const std::string& tarball, const std::string& member, const std::string& dest,
-                          const std::string& workDir, unsigned mode, std::string_view hint);
-
 }  // namespace airlock::image

@@ -106,10 +106,12 @@ struct VmConfig {
 /// virtio-mmio.force-legacy=false (else virtiofsd panics), memfd shared
 /// memory so virtiofsd can map guest RAM.
 /// Under TCG the vCPUs share one host thread (thread=single): with one
-/// thread per vCPU, QEMU 7.2 let a JIT's code that one vCPU patched while
-/// another ran it (V8's WebAssembly tier-up) execute torn, so Node agents
-/// crashed at random (3 of 10 `node` runs of tiktoken with 2 vCPUs, 0 of 10
-/// single-threaded; each such run 1.9x slower, an agent's e2e 1.25x).
+/// thread per vCPU (QEMU 7.2), Node crashed at random in V8's WebAssembly
+/// tier-up (SIGSEGV, SIGTRAP, "unreachable" and out-of-bounds traps: 6 of 26
+/// `node` runs of grok's tiktoken with 2 vCPUs, none of 10 with 1 vCPU nor
+/// of 10 single-threaded); code patched on one vCPU while another runs it
+/// is the likely cause. The price: such a run 1.9x slower, an agent's e2e
+/// run 1.25x.
 std::vector<std::string> buildQemuArgs(const VmConfig& config);
 
 /// The kernel command line buildQemuArgs passes (-append).

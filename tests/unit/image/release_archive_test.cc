@@ -1,4 +1,5 @@
 #include "image/release_archive.h"
+#include "image/tar_member.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
