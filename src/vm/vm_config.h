@@ -109,9 +109,11 @@ struct VmConfig {
 /// thread per vCPU (QEMU 7.2), Node crashed at random in V8's WebAssembly
 /// tier-up (SIGSEGV, SIGTRAP, "unreachable" and out-of-bounds traps: 6 of 26
 /// `node` runs of grok's tiktoken with 2 vCPUs, none of 10 with 1 vCPU nor
-/// of 10 single-threaded); code patched on one vCPU while another runs it
-/// is the likely cause. The price: such a run 1.9x slower, an agent's e2e
-/// run 1.25x.
+/// of 10 single-threaded; none of 8 with V8's background WebAssembly
+/// compilation off, while -pku, -avx* and --no-wasm-tier-up changed
+/// nothing): code compiled on one vCPU while another runs it is the likely
+/// cause. The price: such a run 1.9x slower; an agent's scripted e2e run
+/// 1.0x (OpenCode) to 1.25x (Gemini CLI, Grok).
 std::vector<std::string> buildQemuArgs(const VmConfig& config);
 
 /// The kernel command line buildQemuArgs passes (-append).
