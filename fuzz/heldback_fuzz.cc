@@ -237,7 +237,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Tree concrete = base;
   std::map<std::string, const ws::DiffItem*> chosen;  // items whose agent state is in `concrete`
   for (const auto& it : items) {
-    if (!(in.next() & 1)) continue;
+    // A flush never writes git metadata, whatever the reviewer says.
+    if (!(in.next() & 1) || it.gitMetadata || ws::isGitMetadataPath(it.path)) continue;
     chosen[it.path] = &it;
     auto a = agent.find(it.path);
     if (a == agent.end()) concrete.erase(it.path);
