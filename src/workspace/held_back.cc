@@ -24,9 +24,8 @@ constexpr std::string_view kHeldBack =
     ".airlock.yaml\n.airlock.yml\n.airlockignore\n"
     "**/.yarn/releases\n**/.yarn/plugins\n.pnp.cjs\n.pnp.loader.mjs\n.venv\n**/node_modules/.bin\n"
     "flake.nix\nshell.nix\ndevenv.nix\ndevbox.json\n**/.config/mise.toml\n**/.config/mise\n**/mise/config.toml\n"
-    ".rtx.toml\n.helix\n.nvimrc\n.dir-locals-2.el\n.aider.conf.yml\n.qwen\n.grok\n.pi\n.agents\n.kiro\n.roo\ncrush."
-    "json\n.crush."
-    "json\n"
+    ".rtx.toml\n.helix\n.nvimrc\n.dir-locals-2.el\n.aider.conf.yml\n.qwen\n.grok\n.pi\n.agents\n.kiro\n.roo\n"
+    "crush.json\n.crush.json\n"
     ".lfsconfig\ngradlew\nmvnw\neslint.config.*\n.eslintrc.js\n.eslintrc.cjs\n.eslintrc.mjs\nprettier.config.*\n"
     ".prettierrc.js\n.prettierrc.cjs\n.prettierrc.mjs\n.lintstagedrc.js\n.lintstagedrc.cjs\n.lintstagedrc.mjs\n"
     "lint-staged.config.*\n.direnv\n.devbox\n.bazelrc\n.amazonq\n.windsurf\n.claude.json\n.opencode.json\n";

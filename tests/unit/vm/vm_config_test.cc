@@ -53,7 +53,7 @@ TEST(QemuArgs, AcceleratorSelectsCpuModel) {
   c.accel = Accel::kTcg;
   a = buildQemuArgs(c);
   EXPECT_TRUE(hasPair(a, "-cpu", "max"));
-  // One host thread for all vCPUs: MTTCG ran V8's patched code torn.
+  // One host thread for all vCPUs: with one per vCPU, Node crashed at random (vm_config.h).
   EXPECT_TRUE(hasPair(a, "-accel", "tcg,tb-size=256,thread=single"));
 }
 
