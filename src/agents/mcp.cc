@@ -101,7 +101,8 @@ std::vector<std::string> mcpServerArgv(const McpServer& server) {
 }
 
 std::optional<McpFormat> parseMcpFormat(std::string_view text) {
-  for (auto f : {McpFormat::kMcpServersJson, McpFormat::kCodexToml, McpFormat::kOpenCodeJson})
+  for (auto f :
+       {McpFormat::kMcpServersJson, McpFormat::kCodexToml, McpFormat::kOpenCodeJson, McpFormat::kQwenSettingsJson})
     if (mcpFormatName(f) == text) return f;
   return std::nullopt;
 }
@@ -114,6 +115,8 @@ std::string_view mcpFormatName(McpFormat format) {
       return "codex-toml";
     case McpFormat::kOpenCodeJson:
       return "opencode-json";
+    case McpFormat::kQwenSettingsJson:
+      return "qwen-settings-json";
   }
   return "";
 }
@@ -143,13 +146,18 @@ std::string tomlArray(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-Result<std::string> withCodexTables(const std::string& existing, const std::vector<McpServer>& servers) {
+Result<std::string> withCodexTables(const std::string& existing, const std::vector<McpServer>& servers,
+                                    const std::map<std::string, std::string>& endpoints) {
   std::string out = existing;
   if (!out.empty() && out.back() != '\n') out += '\n';
   for (const auto& server : servers) {
     const std::string header = "[mcp_servers." + server.name + "]";
     if (existing.find(header) != std::string::npos)
       return failWith(exit_code::kUsage, "the agent's config already has {}", header);
+    if (server.host) {  // streamable HTTP: Codex refuses stdio keys (env, command) next to url
+      out += fmt::format("\n{}\nurl = {}\n", header, tomlString(endpoints.at(server.name)));
+      continue;
+    }
     const auto argv = mcpServerArgv(server);
     // Codex gives a server 10 s to start by default: a Node server under
     // emulation (no KVM) can take longer.
@@ -170,12 +178,15 @@ Result<std::string> withCodexTables(const std::string& existing, const std::vect
 
 }  // namespace
 
-Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers,
-                                   McpFormat format) {
-  for (const auto& server : servers)
+Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers, McpFormat format,
+                                   const std::map<std::string, std::string>& endpoints) {
+  for (const auto& server : servers) {
     if (server.npmPackage.empty() && server.command.empty())
       return failWith(exit_code::kUsage, "MCP server {} has neither npm nor command", server.name);
-  if (format == McpFormat::kCodexToml) return withCodexTables(existing, servers);
+    if (server.host && !endpoints.contains(server.name))
+      return failWith(exit_code::kInternal, "MCP server {} runs on the host but has no endpoint", server.name);
+  }
+  if (format == McpFormat::kCodexToml) return withCodexTables(existing, servers, endpoints);
   nlohmann::json doc = nlohmann::json::object();
   if (!existing.empty()) {
     doc = nlohmann::json::parse(existing, nullptr, false);
@@ -185,8 +196,19 @@ Result<std::string> withMcpServers(const std::string& existing, const std::vecto
   nlohmann::json& table = doc[openCode ? "mcp" : "mcpServers"];
   if (!table.is_object()) table = nlohmann::json::object();
   for (const auto& server : servers) {
-    const auto argv = mcpServerArgv(server);
     nlohmann::json entry;
+    if (server.host) {
+      const std::string& url = endpoints.at(server.name);
+      if (openCode)
+        entry = {{"type", "remote"}, {"url", url}, {"enabled", true}, {"oauth", false}};
+      else if (format == McpFormat::kQwenSettingsJson)
+        entry = {{"httpUrl", url}};
+      else
+        entry = {{"type", "http"}, {"url", url}};
+      table[server.name] = std::move(entry);
+      continue;
+    }
+    const auto argv = mcpServerArgv(server);
     if (openCode) {
       entry = {{"type", "local"}, {"command", argv}, {"enabled", true}};
       if (!server.env.empty()) entry["environment"] = server.env;

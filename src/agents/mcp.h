@@ -29,6 +29,12 @@ struct McpServer {
   std::vector<std::string> command;
   std::vector<std::string> args;           ///< arguments after the program
   std::map<std::string, std::string> env;  ///< variables set for the server only
+  /// `host: true`: `command` runs on the host, as the user running airlock,
+  /// behind airlock's MCP proxy (mcp/host_proxy.h); the agent reaches it
+  /// over streamable HTTP at the gateway and may call only `tools`.
+  bool host = false;
+  /// With `host`: the tools the agent may call (never empty).
+  std::vector<std::string> tools;
 
   bool operator==(const McpServer&) const = default;
 };
@@ -59,18 +65,26 @@ enum class McpFormat {
   /// JSON, "mcp": {NAME: {"type": "local", "command": [argv], "environment"}}:
   /// OpenCode's opencode.json.
   kOpenCodeJson,
+  /// As kMcpServersJson, but a streamable-HTTP server is {"httpUrl": URL}:
+  /// Qwen Code's settings.json (it takes a "url" for SSE, whatever "type" says).
+  kQwenSettingsJson,
 };
 
-/// "mcp-servers-json", "codex-toml", "opencode-json"; nullopt for anything else.
+/// "mcp-servers-json", "codex-toml", "opencode-json", "qwen-settings-json";
+/// nullopt for anything else.
 std::optional<McpFormat> parseMcpFormat(std::string_view text);
 std::string_view mcpFormatName(McpFormat format);
 
 /// `existing` (the file's text; empty: a new file) with `servers` added in
-/// `format`. JSON: servers of the same name already there are replaced,
-/// the rest of the file is kept; fails (kUsage) when `existing` is not a
-/// JSON object. TOML: the tables are appended (TOML basic strings, escaped);
-/// fails when `existing` already has a table of one of the servers.
+/// `format`: a host server (`host`) as a streamable-HTTP server at its URL
+/// in `endpoints` (name -> "http://10.0.2.2:4183/mcp/NAME"; fails with
+/// kInternal when it has none), the others as stdio servers. HTTP entries:
+/// {"type": "http", "url"} (Claude Code, Gemini CLI, Copilot), {"httpUrl"}
+/// (Qwen Code), {"type": "remote", "url"} (OpenCode), `url = ` (Codex). JSON: servers of the same name already there
+/// are replaced, the rest of the file is kept; fails (kUsage) when `existing` is not a JSON object. TOML: the tables
+/// are appended (TOML basic strings, escaped); fails when `existing` already has a table of one of the servers.
 Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers,
-                                   McpFormat format = McpFormat::kMcpServersJson);
+                                   McpFormat format = McpFormat::kMcpServersJson,
+                                   const std::map<std::string, std::string>& endpoints = {});
 
 }  // namespace airlock::agents

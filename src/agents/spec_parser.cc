@@ -276,7 +276,9 @@ class SpecReader {
       if (!format.empty()) {
         auto parsed = parseMcpFormat(format);
         if (!parsed)
-          return error(child(mcp, "format"), "'format' in 'mcp' must be mcp-servers-json, codex-toml or opencode-json");
+          return error(child(mcp, "format"),
+                       "'format' in 'mcp' must be mcp-servers-json, codex-toml, opencode-json or "
+                       "qwen-settings-json");
         spec.mcp.format = *parsed;
       }
     }

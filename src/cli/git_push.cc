@@ -121,7 +121,9 @@ Result<> applyGitPush(const HostContext& host, const config::Settings& settings,
   options.limits.timeoutMs = 600'000;
   auto broker = std::make_shared<secrets::CredentialBroker>(std::move(route), *tokens, options);
   plan.machine.egressNetwork.gatewayServices[secrets::kGitBrokerPort] =
-      [broker, tokens](Fd guest, const egress::EgressLogFn& log) { broker->serve(std::move(guest), log); };
+      [broker, tokens](Fd guest, const egress::EgressLogFn& log, const egress::EgressLogFn&) {
+        broker->serve(std::move(guest), log);
+      };
   auto gitconfig = std::find_if(plan.homeFiles.begin(), plan.homeFiles.end(),
                                 [](const session::HomeFile& f) { return f.path == ".gitconfig"; });
   if (gitconfig == plan.homeFiles.end()) gitconfig = plan.homeFiles.insert(plan.homeFiles.end(), {".gitconfig", ""});

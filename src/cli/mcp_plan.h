@@ -18,12 +18,19 @@ struct McpPlan {
   std::vector<std::string> args;  ///< after the agent's default arguments (the spec's mcp.args; none without servers)
   std::string line;               ///< progress line for the user ("" without servers)
   std::string notice;             ///< said when servers are not given (the agent takes none from airlock)
+  /// The servers given that run on the host (`host: true`), for
+  /// startHostMcpServers() (cli/mcp_host.h).
+  std::vector<agents::McpServer> hostServers;
 };
+
+/// Where the guest reaches host server `name`: "http://10.0.2.2:4183/mcp/NAME".
+std::string hostMcpUrl(const std::string& name);
 
 /// Gives `spec`'s agent the servers of `settings` (their npm packages are
 /// in its image recipe already: config::applyMcpPackages): the agent's MCP
 /// file (spec.mcp.file) is written into `homeFiles`, merged into a home
-/// file of that path when there is one. Fails (kUsage) when a
+/// file of that path when there is one; a host server is written as a
+/// streamable-HTTP server at hostMcpUrl(). Fails (kUsage) when a
 /// server comes from npm but `image` is not the agent's own built image
 /// (--image, the `image` key), or the home file there is not a JSON object.
 Result<McpPlan> planMcpServers(const config::Settings& settings, const session::ImageSource& image,

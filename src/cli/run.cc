@@ -38,6 +38,7 @@
 #include "cli/git_push.h"
 #include "cli/git_ssh_agent.h"
 #include "cli/image_provider.h"
+#include "cli/mcp_host.h"
 #include "cli/mcp_plan.h"
 #include "cli/registry_flags.h"
 #include "cli/report.h"
@@ -86,6 +87,7 @@ struct RunSetup {
   std::unique_ptr<RunLogin> login;   ///< the account login and its broker (none: API keys by value)
   std::string gitSsh;                ///< what --git-ssh-agent forwards, for the user ("" without)
   McpPlan mcp;                       ///< the MCP servers given to the agent
+  std::shared_ptr<mcp::HostMcpProxy> hostMcp;  ///< the servers of mcp.hostServers, running (none: null)
 };
 
 Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
@@ -196,6 +198,9 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
   auto mcp = planMcpServers(settings, plan.image, spec, plan.homeFiles);
   if (!mcp) return std::unexpected(mcp.error());
   setup.mcp = std::move(*mcp);
+  auto hostMcp = startHostMcpServers(host, setup.mcp.hostServers, plan.workspace, plan);
+  if (!hostMcp) return std::unexpected(hostMcp.error());
+  setup.hostMcp = std::move(*hostMcp);
   plan.exec.argv = spec.command;
   plan.exec.argv.insert(plan.exec.argv.end(), spec.defaultArgs.begin(), spec.defaultArgs.end());
   plan.exec.argv.insert(plan.exec.argv.end(), setup.mcp.args.begin(), setup.mcp.args.end());
@@ -258,13 +263,17 @@ int runAgent(const HostContext& host, RunArgs args, const std::vector<std::strin
     announce(*setup, *detached, args.agent);
     CliImageProvider images(host, args.registry, setup->settings, setup->spec, *detached, args.quiet);
     session::Runner runner(setup->plan, {host, *detached, launchMachine(host), images});
-    return superviseSession(runner, *detached, setup->plan.workspaceMode == session::WorkspaceMode::kSnapshot);
+    const int code =
+        superviseSession(runner, *detached, setup->plan.workspaceMode == session::WorkspaceMode::kSnapshot);
+    if (setup->hostMcp) setup->hostMcp->shutdown();
+    return code;
   }
   TerminalUi ui(host, args.quiet);
   announce(*setup, ui, args.agent);
   CliImageProvider images(host, args.registry, setup->settings, setup->spec, ui, args.quiet);
   session::Runner runner(setup->plan, {host, ui, launchMachine(host), images});
   auto outcome = runner.run();
+  if (setup->hostMcp) setup->hostMcp->shutdown();  // the host servers end with the session
   std::fflush(stdout);
   if (args.timings) std::fprintf(stderr, "airlock: timings\n%s", runner.timings().c_str());
   if (!outcome) return reportError(outcome.error());

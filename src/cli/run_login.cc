@@ -210,10 +210,12 @@ Result<> RunLogin::applyToPlan(session::Plan& plan) const {
     seed->content = secrets::withAccount(seed->content, spec_.accountKey, login());
   }
   plan.machine.egressNetwork.gatewayServices[secrets::kBrokerPort] =
-      [broker = broker_](Fd guest, const egress::EgressLogFn& log) { broker->serve(std::move(guest), log); };
+      [broker = broker_](Fd guest, const egress::EgressLogFn& log, const egress::EgressLogFn&) {
+        broker->serve(std::move(guest), log);
+      };
   if (tls_)
     plan.machine.egressNetwork.gatewayServices[secrets::kBrokerTlsPort] =
-        [broker = broker_, tls = tls_](Fd guest, const egress::EgressLogFn& log) {
+        [broker = broker_, tls = tls_](Fd guest, const egress::EgressLogFn& log, const egress::EgressLogFn&) {
           tls->serve(std::move(guest), [&](Fd plain) { broker->serve(std::move(plain), log); });
         };
   return {};

@@ -198,7 +198,7 @@ Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions
   Fd outFd(openSink(options.stdoutPath)), errFd(openSink(options.stderrPath));
   if (!outFd || !errFd) return fail("cannot open the log file for '{}': {}", argv[0], errnoText(errno));
   auto args = toArgv(argv);
-  auto envStorage = minimalEnvironment();
+  auto envStorage = options.environment.empty() ? minimalEnvironment() : options.environment;
   auto envp = toArgv(envStorage);
   // clone(2) without a new stack returns twice, like fork(2); the child
   // makes system calls only until exec.

@@ -50,14 +50,17 @@ struct SpawnOptions {
   /// see, signal or trace no process outside it. Its parent's pid reads 0
   /// there (getppid(2)).
   bool newPidNamespace = false;
+  /// The child's whole environment ("NAME=value"); empty: minimalEnvironment().
+  std::vector<std::string> environment;
 };
 
 /// Starts argv[0] (absolute path) as a child that receives SIGKILL when the
 /// calling thread's process dies (PR_SET_PDEATHSIG, set again after
 /// beforeExec, whose change of credentials clears it), in its own process
 /// group, with all other file descriptors closed, and an environment
-/// holding only PATH (airlock's environment may carry API keys: they never
-/// reach QEMU, virtiofsd or any other helper). A child whose parent died
+/// holding only PATH unless options.environment says otherwise (airlock's
+/// environment may carry API keys: they never reach QEMU, virtiofsd or any
+/// other helper). A child whose parent died
 /// before the signal was armed exits instead of running. Returns the pid.
 /// Call it from the main thread: PDEATHSIG fires when the forking thread exits.
 Result<pid_t> spawnTied(const std::vector<std::string>& argv, const SpawnOptions& options);

@@ -144,7 +144,8 @@ class ConfigReader {
     return {};
   }
 
-  /// `mcp_servers`: name -> {npm: PACKAGE@VERSION | command: [PROGRAM, ARGS...], args: [...], env: {...}}.
+  /// `mcp_servers`: name -> {npm: PACKAGE@VERSION | command: [PROGRAM, ARGS...], args: [...], env: {...},
+  /// host: true, tools: [NAME...]}.
   /// In a repo config only the names are read: the servers are ignored
   /// there whatever they say (merge.h), so a typo in one does not fail the run.
   Result<> mcpServers(const YAML::Node& n, std::vector<agents::McpServer>& out) {
@@ -194,14 +195,42 @@ class ConfigReader {
             if (!server.env.emplace(name, var.second.Scalar()).second)
               return error(var.first, fmt::format("{}: duplicate variable '{}'", where, name));
           }
+        } else if (k == "host") {
+          if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false"))
+            return error(v, where + ": 'host' must be true or false");
+          server.host = v.Scalar() == "true";
+        } else if (k == "tools") {
+          if (!v.IsSequence()) return error(v, where + ": 'tools' must be a list of tool names");
+          for (const auto& item : v) {
+            if (!item.IsScalar() || item.Scalar().empty() || !plainText(item.Scalar()))
+              return error(item, where + ": 'tools' must be a list of tool names of plain text");
+            server.tools.push_back(item.Scalar());
+          }
         } else {
-          return error(field.first, fmt::format("{}: unknown key '{}' (known: npm, command, args, env)", where, k));
+          return error(field.first,
+                       fmt::format("{}: unknown key '{}' (known: npm, command, args, env, host, tools)", where, k));
         }
       }
       if (server.npmPackage.empty() == server.command.empty())
         return error(body, where + " needs exactly one of npm (PACKAGE@VERSION) or command ([PROGRAM, ARGS...])");
-      if (!server.command.empty() && !server.command.front().starts_with('/'))
-        return error(body, where + ": the command's program must be an absolute path in the VM (/usr/bin/...)");
+      if (server.host) {
+        if (!server.npmPackage.empty())
+          return error(body, where +
+                                 ": npm installs a server into the VM's image; a host server is command: "
+                                 "[PROGRAM, ARGS...] on your host");
+        const std::string& program = server.command.front();
+        if (program.empty() || (!program.starts_with('/') && program.find('/') != std::string::npos))
+          return error(body, where + ": the command's program must be an absolute path or a name on your PATH");
+        if (server.tools.empty())
+          return error(body, where + " runs on your host: list the tools the agent may call (tools: [NAME, ...])");
+      } else {
+        if (!server.tools.empty())
+          return error(body, where +
+                                 ": 'tools' (the allowlist) needs host: true; in the VM the agent starts the "
+                                 "server itself and gets all its tools");
+        if (!server.command.empty() && !server.command.front().starts_with('/'))
+          return error(body, where + ": the command's program must be an absolute path in the VM (/usr/bin/...)");
+      }
       out.push_back(std::move(server));
     }
     return {};

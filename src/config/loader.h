@@ -20,6 +20,7 @@
 //   mcp_servers:                    # MCP servers the agent starts in the VM (agents/mcp.h)
 //     fs: {npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: [/workspace]}
 //     tool: {command: [/usr/bin/tool, --stdio], env: {LEVEL: "2"}}
+//     notes: {host: true, command: [notes-mcp], tools: [search]}   # on the host, behind the proxy
 //   remove_mcp_servers: [tool]      # names taken out (what a repo config may say)
 //
 // Unknown or duplicate keys, wrong types and bad values are errors naming the

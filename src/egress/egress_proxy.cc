@@ -31,6 +31,7 @@ struct EgressProxy::Shared {
   std::shared_ptr<BlockedLog> blocked;
   int maxConnections = EgressProxy::kDefaultMaxConnections;
   std::map<uint16_t, GatewayService> services;
+  EgressLogFn sessionLog;  ///< never empty
   std::atomic<int> active{0};
   Fd listener;
   void note(const std::string& line) const {
@@ -126,7 +127,8 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
                                                         std::shared_ptr<const AddressBook> book,
                                                         std::set<IpAddress> hostAddresses, EgressLogFn log,
                                                         std::shared_ptr<BlockedLog> blocked, int maxConnections,
-                                                        std::map<uint16_t, GatewayService> services) {
+                                                        std::map<uint16_t, GatewayService> services,
+                                                        EgressLogFn sessionLog) {
   auto shared = std::make_shared<Shared>();
   shared->policy = std::move(policy);
   shared->book = std::move(book);
@@ -135,6 +137,7 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
   shared->blocked = std::move(blocked);
   shared->maxConnections = maxConnections;
   shared->services = std::move(services);
+  shared->sessionLog = sessionLog ? std::move(sessionLog) : EgressLogFn([](const std::string&) {});
   auto bound = netns.run([&]() -> Result<> {
     Fd s(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int zero = 0, one = 1;
@@ -175,7 +178,6 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(const NetNamespace& netn
   return proxy;
 }
 
-
 EgressProxy::~EgressProxy() {
   shutdown(shared_->listener.get(), SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
@@ -193,7 +195,7 @@ void handle(const std::shared_ptr<EgressProxy::Shared>& shared, Fd guest) {
   if (isGateway(dest->address)) {
     if (auto service = shared->services.find(dest->port); service != shared->services.end()) {
       shared->note(fmt::format("tcp {} to a host service", label));
-      service->second(std::move(guest), shared->log);
+      service->second(std::move(guest), shared->log, shared->sessionLog);
       return;
     }
     upstreamPort = shared->policy.hostPortFor(dest->port);

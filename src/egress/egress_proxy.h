@@ -31,8 +31,10 @@ namespace airlock::egress {
 
 /// A host-side service the guest reaches at gateway:PORT (nothing else
 /// reaches it): called on a connection thread with the guest's connection,
-/// which it owns until it returns, and the session's egress log.
-using GatewayService = std::function<void(Fd guest, const EgressLogFn& log)>;
+/// which it owns until it returns, the session's egress log, and its
+/// session log (for what the service did for the guest; either log may be
+/// a function that does nothing).
+using GatewayService = std::function<void(Fd guest, const EgressLogFn& log, const EgressLogFn& sessionLog)>;
 
 class EgressProxy {
  public:
@@ -47,14 +49,15 @@ class EgressProxy {
   /// to `blocked` (may be null). At most `maxConnections` guest connections
   /// are handled at once; beyond that a new one is closed at once, logged
   /// and counted as blocked. `services`: gateway ports served on the host
-  /// (they win over a --host-port mapping of the same port). Errors carry
-  /// kEgress.
+  /// (they win over a --host-port mapping of the same port); `sessionLog`
+  /// is given to them. Errors carry kEgress.
   static Result<std::unique_ptr<EgressProxy>> start(const NetNamespace& netns, Policy policy,
                                                     std::shared_ptr<const AddressBook> book,
                                                     std::set<IpAddress> hostAddresses, EgressLogFn log,
                                                     std::shared_ptr<BlockedLog> blocked = nullptr,
                                                     int maxConnections = kDefaultMaxConnections,
-                                                    std::map<uint16_t, GatewayService> services = {});
+                                                    std::map<uint16_t, GatewayService> services = {},
+                                                    EgressLogFn sessionLog = {});
   /// Stops accepting (new connections are refused: fail closed); connections
   /// in flight end with the session.
   ~EgressProxy();

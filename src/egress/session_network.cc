@@ -79,8 +79,9 @@ Result<std::unique_ptr<SessionNetwork>> SessionNetwork::start(Policy policy, Net
   auto dns = DnsServer::start(net->netns_, *net->answerer_, log, net->blocked_);
   if (!dns) return std::unexpected(dns.error());
   net->dns_ = std::move(*dns);
-  auto proxy = EgressProxy::start(net->netns_, net->policy_, net->book_, host, log, net->blocked_,
-                                  options.maxConnections, std::move(options.gatewayServices));
+  auto proxy =
+      EgressProxy::start(net->netns_, net->policy_, net->book_, host, log, net->blocked_, options.maxConnections,
+                         std::move(options.gatewayServices), std::move(options.sessionLog));
   if (!proxy) return std::unexpected(proxy.error());
   net->proxy_ = std::move(*proxy);
   return net;

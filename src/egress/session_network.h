@@ -36,8 +36,10 @@ struct NetworkOptions {
   /// Guest TCP connections the egress proxy handles at once; beyond it new
   /// ones are refused (and listed by blocked()).
   int maxConnections = EgressProxy::kDefaultMaxConnections;
-  /// Host-side services at gateway ports (the credential broker).
+  /// Host-side services at gateway ports (the credential broker, the MCP proxy).
   std::map<uint16_t, GatewayService> gatewayServices;
+  /// Appends a line to the session log, for the gateway services; may be empty.
+  EgressLogFn sessionLog;
 };
 
 class SessionNetwork {

@@ -20,8 +20,8 @@
 
 namespace airlock::secrets {
 
-/// The gateway port of the broker's HTTPS side (https://10.0.2.2:4181).
-inline constexpr uint16_t kBrokerTlsPort = 4181;
+/// The gateway port of the broker's HTTPS side (https://10.0.2.2:4182).
+inline constexpr uint16_t kBrokerTlsPort = 4182;
 
 class SessionTls {
  public:

@@ -222,7 +222,10 @@ Result<> Runner::boot() {
       launch.workspaceReadWrite = true;
       break;
   }
-  if (session_) launch.egressNetwork.logPath = layout.egressLog();
+  if (session_) {
+    launch.egressNetwork.logPath = layout.egressLog();
+    launch.egressNetwork.sessionLog = session_->logger();
+  }
   // A detached session's supervisor may be killed: its janitor then keeps
   // the scratch disk (the agent's changes) in the session, and a later
   // review boots the recorded image with it to export them (dead_session.h).

@@ -17,6 +17,7 @@
 #include "common/file_lock.h"
 #include "common/paths.h"
 #include "common/sha256.h"
+#include "common/visible_text.h"
 #include "session/layout.h"
 #include "workspace/changeset.h"
 #include "workspace/review.h"
@@ -330,6 +331,13 @@ void Session::endPhase() {
 
 void Session::log(const std::string& line) {
   if (log_) writeAll(log_.get(), stampedLine(line));
+}
+
+std::function<void(const std::string&)> Session::logger() const {
+  auto file = std::make_shared<Fd>(log_ ? fcntl(log_.get(), F_DUPFD_CLOEXEC, 0) : -1);
+  return [file](const std::string& line) {
+    if (*file) writeAll(file->get(), stampedLine(visibleText(line)));
+  };
 }
 
 std::string Session::timings() const {

@@ -106,6 +106,10 @@ class Session {
   void endPhase();
   /// Appends a line to the session log (session.log).
   void log(const std::string& line);
+  /// A function that appends a line to the session log, usable from any
+  /// thread and after the session is gone (it holds its own descriptor);
+  /// control characters in the line are escaped.
+  std::function<void(const std::string&)> logger() const;
   /// Per-phase durations: "  snapshot   0.12 s" lines and a total.
   std::string timings() const;
   /// Removes `path` (a tree under dir(), e.g. the snapshot) when the session

@@ -103,9 +103,36 @@ TEST(WithMcpServers, OpenCodeGetsLocalServersUnderMcp) {
 }
 
 TEST(McpFormat, NamesRoundTrip) {
-  for (auto f : {McpFormat::kMcpServersJson, McpFormat::kCodexToml, McpFormat::kOpenCodeJson})
+  for (auto f :
+       {McpFormat::kMcpServersJson, McpFormat::kCodexToml, McpFormat::kOpenCodeJson, McpFormat::kQwenSettingsJson})
     EXPECT_EQ(parseMcpFormat(mcpFormatName(f)), f);
   EXPECT_FALSE(parseMcpFormat("yaml"));
+}
+
+// A host server (`host: true`) is a streamable-HTTP server at the proxy, in
+// each agent's own words (measured on the pinned versions: Qwen Code reads a
+// "url" as SSE whatever "type" says; Codex refuses stdio keys beside "url").
+TEST(WithMcpServers, AHostServerIsAnHttpEndpointInEachFormat) {
+  McpServer notes{.name = "notes", .command = {"notes-mcp"}, .env = {{"K", "v"}}, .host = true, .tools = {"search"}};
+  const std::map<std::string, std::string> at = {{"notes", "http://10.0.2.2:4183/mcp/notes"}};
+  auto json = withMcpServers("", {notes}, McpFormat::kMcpServersJson, at);
+  ASSERT_TRUE(json) << json.error().message;
+  EXPECT_EQ(nlohmann::json::parse(*json)["mcpServers"]["notes"],
+            nlohmann::json({{"type", "http"}, {"url", "http://10.0.2.2:4183/mcp/notes"}}))
+      << "no env, command or tools enter the VM";
+  auto qwen = withMcpServers("", {notes}, McpFormat::kQwenSettingsJson, at);
+  ASSERT_TRUE(qwen);
+  EXPECT_EQ(nlohmann::json::parse(*qwen)["mcpServers"]["notes"],
+            nlohmann::json({{"httpUrl", "http://10.0.2.2:4183/mcp/notes"}}));
+  auto openCode = withMcpServers("", {notes}, McpFormat::kOpenCodeJson, at);
+  ASSERT_TRUE(openCode);
+  EXPECT_EQ(nlohmann::json::parse(*openCode)["mcp"]["notes"],
+            nlohmann::json(
+                {{"type", "remote"}, {"url", "http://10.0.2.2:4183/mcp/notes"}, {"enabled", true}, {"oauth", false}}));
+  auto codex = withMcpServers("", {notes}, McpFormat::kCodexToml, at);
+  ASSERT_TRUE(codex);
+  EXPECT_EQ(*codex, "\n[mcp_servers.notes]\nurl = \"http://10.0.2.2:4183/mcp/notes\"\n");
+  EXPECT_FALSE(withMcpServers("", {notes}, McpFormat::kMcpServersJson)) << "no endpoint";
 }
 
 TEST(WithMcpServers, AFileThatIsNotAJsonObjectIsAnError) {

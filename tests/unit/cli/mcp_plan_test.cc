@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "agents/registry.h"
 #include "common/exit_codes.h"
 #include "config/effective.h"
+#include "mcp/host_proxy.h"
+#include "secrets/credential_broker.h"
+#include "secrets/session_tls.h"
 
 namespace airlock::cli {
 namespace {
@@ -120,6 +124,49 @@ TEST(PlanMcpServers, AnNpmServerNeedsTheAgentsOwnImage) {
   auto own = planMcpServers(withServers({kTool}), {session::ImageSource::Kind::kReference, "registry.example/img:1"},
                             spec, home);
   EXPECT_TRUE(own) << own.error().message;
+}
+
+}  // namespace
+}  // namespace airlock::cli
+
+namespace airlock::cli {
+namespace {
+
+// `host: true` (issue 20): the agent's file points at the proxy on the
+// gateway; the run learns which servers to start; another image is fine
+// (nothing goes into it); Qwen Code gets its own key.
+TEST(PlanMcpServers, AHostServerIsGivenAsTheProxysEndpoint) {
+  agents::McpServer notes{.name = "notes", .command = {"notes-mcp"}, .host = true, .tools = {"search", "read"}};
+  std::vector<session::HomeFile> home;
+  auto plan = planMcpServers(withServers({kTool, notes}), {session::ImageSource::Kind::kReference, "debian:12"},
+                             builtin("claude-code"), home);
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->hostServers.size(), 1u);
+  EXPECT_EQ(plan->hostServers[0].name, "notes");
+  auto doc = nlohmann::json::parse(home.at(0).content);
+  EXPECT_EQ(doc["mcpServers"]["notes"]["url"], "http://10.0.2.2:4183/mcp/notes");
+  EXPECT_EQ(
+      plan->line,
+      "MCP servers in the VM: tool; MCP servers on this host, through airlock's proxy: notes (tools: search, read)");
+  std::vector<session::HomeFile> qwenHome;
+  ASSERT_TRUE(planMcpServers(withServers({notes}), agentImage(), builtin("qwen-code"), qwenHome));
+  EXPECT_EQ(nlohmann::json::parse(qwenHome.at(0).content)["mcpServers"]["notes"]["httpUrl"],
+            "http://10.0.2.2:4183/mcp/notes");
+  // An agent without an MCP client starts none of them.
+  std::vector<session::HomeFile> none;
+  auto grok = planMcpServers(withServers({notes}), agentImage(), builtin("grok"), none);
+  ASSERT_TRUE(grok);
+  EXPECT_TRUE(grok->hostServers.empty());
+  EXPECT_FALSE(grok->notice.empty());
+}
+
+// Each host service the guest reaches at the gateway has a port of its own
+// (the Copilot/Codex broker's HTTPS side and the git broker once shared 4181:
+// one of them silently replaced the other).
+TEST(GatewayPorts, AreDistinct) {
+  const std::set<uint16_t> ports = {secrets::kBrokerPort, secrets::kGitBrokerPort, secrets::kBrokerTlsPort,
+                                    mcp::kMcpProxyPort};
+  EXPECT_EQ(ports.size(), 4u);
 }
 
 }  // namespace

@@ -238,10 +238,10 @@ TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessi
   EXPECT_EQ(env.count("CODEX_API_KEY"), 0u);
   EXPECT_EQ(env.count("OPENAI_API_KEY"), 0u);
   EXPECT_EQ(env.at("OPENAI_BASE_URL"), "http://10.0.2.2:4180");
-  EXPECT_EQ(env.at("AIRLOCK_BROKER_TLS_URL"), "https://10.0.2.2:4181");
+  EXPECT_EQ(env.at("AIRLOCK_BROKER_TLS_URL"), "https://10.0.2.2:4182");
   EXPECT_EQ(env.at("CODEX_CA_CERTIFICATE"), "/home/agent/.airlock/broker-ca.pem");
   auto files = agents::expandFiles(run.homeFiles, env);
-  EXPECT_NE(files.at(".codex/config.toml").find(R"(chatgpt_base_url = "https://10.0.2.2:4181/backend-api/")"),
+  EXPECT_NE(files.at(".codex/config.toml").find(R"(chatgpt_base_url = "https://10.0.2.2:4182/backend-api/")"),
             std::string::npos);
 
   session::Plan plan;
@@ -260,7 +260,7 @@ TEST_F(RunLoginTest, AChatGptLoginGivesCodexTheBrokerOverHttpAndHttpsUnderASessi
   taken.machine.egress->hostPorts.push_back({8443, secrets::kBrokerTlsPort});
   auto r = (*login)->applyToPlan(taken);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("--host-port 4181"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("--host-port 4182"), std::string::npos) << r.error().message;
 }
 
 // Issue 15, item 4, custom agents: a `token` login (a long-lived token

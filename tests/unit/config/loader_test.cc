@@ -132,6 +132,35 @@ TEST(ParseConfig, ARepoConfigsMcpServersAreReadByNameOnly) {
   EXPECT_FALSE(parseConfig("mcp_servers: {remote: {url: \"https://mcp.example.com\"}}\n", "u"));
 }
 
+// `host: true` (issue 20): a program on the host, with the tools the agent
+// may call; an allowlist means nothing for a server the agent starts itself.
+TEST(ParseConfig, AHostMcpServerNeedsACommandAndItsAllowedTools) {
+  auto ok =
+      parseConfig("mcp_servers: {notes: {host: true, command: [notes-mcp, --stdio], tools: [search, read]}}\n", "u");
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_EQ(ok->mcpServers.size(), 1u);
+  EXPECT_TRUE(ok->mcpServers[0].host);
+  EXPECT_EQ(ok->mcpServers[0].tools, (std::vector<std::string>{"search", "read"}));
+  EXPECT_EQ(ok->mcpServers[0].command.front(), "notes-mcp") << "a name on the host's PATH";
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"{host: true, command: [notes-mcp]}", "list the tools the agent may call"},
+           Case{"{host: true, command: [notes-mcp], tools: []}", "list the tools the agent may call"},
+           Case{"{host: true, npm: \"@m/notes@1.0.0\", tools: [a]}", "a host server is command"},
+           Case{"{host: true, command: [bin/notes], tools: [a]}", "an absolute path or a name on your PATH"},
+           Case{"{command: [/usr/bin/notes], tools: [a]}", "'tools' (the allowlist) needs host: true"},
+           Case{"{host: yes-please, command: [/usr/bin/notes], tools: [a]}", "'host' must be true or false"},
+           Case{"{host: true, command: [/usr/bin/notes], tools: [[a]]}", "'tools' must be a list of tool names"},
+       }) {
+    auto layer = parseConfig(std::string("mcp_servers: {notes: ") + c.yaml + "}\n", "u");
+    ASSERT_FALSE(layer) << c.yaml;
+    EXPECT_NE(layer.error().message.find(c.message), std::string::npos) << c.yaml << ": " << layer.error().message;
+  }
+}
+
 // A hostile repo config's own text in an error reaches the terminal escaped.
 TEST(ParseConfig, AnErrorQuotingTheFileIsEscaped) {
   auto layer = parseConfig("\"\\e]0;PWNED\\a\\e[2J\": 1\n", "r", true);
