@@ -172,9 +172,16 @@ std::string mcpText(const config::Settings& settings, const agents::AgentSpec& a
                                  ? "from the image"
                                  : fmt::format("npm {}@{}", s.value.npmPackage, s.value.npmVersion);
     const auto env = envNames(s.value.env);
+    const std::string envText = env.empty() ? "" : fmt::format(" (env {})", fmt::join(env, ", "));
+    if (s.value.host) {
+      out += fmt::format("  {:<14} {}: on this host, through airlock's proxy: {}{}; tools: {}   [{}]\n",
+                         out.empty() ? "mcp servers" : "", s.value.name,
+                         visibleText(fmt::format("{}", fmt::join(argv, " "))), envText,
+                         visibleText(fmt::format("{}", fmt::join(s.value.tools, ", "))), config::layerName(s.layer));
+      continue;
+    }
     out += fmt::format("  {:<14} {}: {}, in the VM: {}{}   [{}]\n", out.empty() ? "mcp servers" : "", s.value.name,
-                       from, visibleText(fmt::format("{}", fmt::join(argv, " "))),
-                       env.empty() ? "" : fmt::format(" (env {})", fmt::join(env, ", ")), config::layerName(s.layer));
+                       from, visibleText(fmt::format("{}", fmt::join(argv, " "))), envText, config::layerName(s.layer));
   }
   return out;
 }
@@ -184,12 +191,12 @@ nlohmann::json mcpJson(const config::Settings& settings, const agents::AgentSpec
   for (const auto& s : settings.mcpServers)
     servers.push_back(
         {{"name", s.value.name},
-         {"where", "vm"},
+         {"where", s.value.host ? "host" : "vm"},
          {"npm", s.value.npmPackage.empty() ? nlohmann::json()
                                             : nlohmann::json(s.value.npmPackage + "@" + s.value.npmVersion)},
          {"argv", agents::mcpServerArgv(s.value)},
          {"env_names", envNames(s.value.env)},
-         {"tools", "all"},
+         {"tools", s.value.host ? nlohmann::json(s.value.tools) : nlohmann::json("all")},
          {"from", config::layerName(s.layer)}});
   return {{"given", !settings.mcpServers.empty() && !agent.mcp.file.empty() && problem.empty()},
           {"problem", problem.empty() ? nlohmann::json() : nlohmann::json(problem)},

@@ -84,7 +84,7 @@ Result<std::shared_ptr<HostMcpProxy>> HostMcpProxy::start(std::vector<HostServer
     json params = {{"protocolVersion", kProtocolVersion},
                    {"capabilities", json::object()},
                    {"clientInfo", {{"name", "airlock"}, {"version", "1"}}}};
-    auto init = (*process)->request("initialize", params, limits.start);
+    auto init = (*process)->requestInline("initialize", params, limits.start);
     if (!init) return fail(init.error().message);
     if (!init->contains("result") || !(*init)["result"].is_object())
       return fail("it answered initialize with " + loggedArguments(init->value("error", json())));

@@ -71,7 +71,7 @@ class HostMcpProxy {
  public:
   /// Starts every server and initializes it (initialize, then
   /// notifications/initialized). Call from the main thread (the servers die
-  /// with it). Errors: kUsage naming the server that did not start or
+  /// with it); starts no thread. Errors: kUsage naming the server that did not start or
   /// answer ("MCP server notes (on the host) did not start: ...").
   static Result<std::shared_ptr<HostMcpProxy>> start(std::vector<HostServerConfig> servers,
                                                      HostProxyLimits limits = {});

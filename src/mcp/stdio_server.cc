@@ -48,7 +48,6 @@ Result<std::unique_ptr<StdioServer>> StdioServer::start(const StdioServerOptions
   if (!pid) return failWith(exit_code::kUsage, "{}", pid.error().message);
   server->pid_ = *pid;
   // SIGPIPE is ignored by airlock (a write to a server that exited fails with EPIPE).
-  server->reader_ = std::thread([s = server.get()] { s->readLoop(); });
   return server;
 }
 
@@ -86,8 +85,18 @@ void StdioServer::stop(std::chrono::milliseconds grace) {
   if (wake_[1]) (void)!::write(wake_[1].get(), "x", 1);
 }
 
+bool StdioServer::take(const char* data, size_t size) {
+  buffer_.append(data, size);
+  size_t start = 0;
+  for (size_t nl; (nl = buffer_.find('\n', start)) != std::string::npos; start = nl + 1)
+    onLine(buffer_.substr(start, nl - start));
+  buffer_.erase(0, start);
+  if (buffer_.size() <= maxMessageBytes_) return true;
+  ::kill(-pid_, SIGKILL);
+  return false;
+}
+
 void StdioServer::readLoop() {
-  std::string buffer;
   char chunk[65536];
   std::string why = "it exited";
   for (;;) {
@@ -101,14 +110,8 @@ void StdioServer::readLoop() {
     const ssize_t n = ::read(stdout_.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    buffer.append(chunk, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1)
-      onLine(buffer.substr(start, nl - start));
-    buffer.erase(0, start);
-    if (buffer.size() > maxMessageBytes_) {
+    if (!take(chunk, static_cast<size_t>(n))) {
       why = "it sent a message over the limit";
-      ::kill(-pid_, SIGKILL);
       break;
     }
   }
@@ -151,7 +154,7 @@ Result<> StdioServer::send(const json& message) {
   return {};
 }
 
-Result<json> StdioServer::request(const std::string& method, const json& params, std::chrono::milliseconds timeout) {
+Result<int64_t> StdioServer::begin(const std::string& method, const json& params) {
   int64_t id = 0;
   {
     std::lock_guard lock(mutex_);
@@ -161,16 +164,57 @@ Result<json> StdioServer::request(const std::string& method, const json& params,
   }
   json message = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
   if (!params.is_null()) message["params"] = params;
-  auto sent = send(message);
+  if (auto sent = send(message); !sent) {
+    std::lock_guard lock(mutex_);
+    pending_.erase(id);
+    return failWith(exit_code::kInternal, "{} is gone: its input is closed", program_);
+  }
+  return id;
+}
+
+Result<json> StdioServer::finish(int64_t id, const std::string& method, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  auto done = [&] { return pending_[id].has_value() || !gone_.empty(); };
-  if (sent) answered_.wait_for(lock, timeout, done);
+  answered_.wait_for(lock, timeout, [&] { return pending_[id].has_value() || !gone_.empty(); });
   std::optional<json> answer = std::move(pending_[id]);
   pending_.erase(id);
   if (answer) return std::move(*answer);
   if (!gone_.empty()) return failWith(exit_code::kInternal, "{} is gone: {}", program_, gone_);
-  if (!sent) return failWith(exit_code::kInternal, "{} is gone: its input is closed", program_);
   return failWith(exit_code::kInternal, "{} did not answer {} within {} s", program_, method, timeout.count() / 1000);
+}
+
+Result<json> StdioServer::request(const std::string& method, const json& params, std::chrono::milliseconds timeout) {
+  std::call_once(readerStarted_, [this] { reader_ = std::thread([this] { readLoop(); }); });
+  auto id = begin(method, params);
+  if (!id) return std::unexpected(id.error());
+  return finish(*id, method, timeout);
+}
+
+Result<json> StdioServer::requestInline(const std::string& method, const json& params,
+                                        std::chrono::milliseconds timeout) {
+  auto id = begin(method, params);
+  if (!id) return std::unexpected(id.error());
+  const auto deadline = Clock::now() + timeout;
+  char chunk[65536];
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (pending_[*id] || !gone_.empty()) break;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd fd = {stdout_.get(), POLLIN, 0};
+    const int ready = ::poll(&fd, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    const ssize_t n = ::read(stdout_.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || !take(chunk, static_cast<size_t>(n))) {
+      std::lock_guard lock(mutex_);
+      if (gone_.empty()) gone_ = n <= 0 ? "it exited" : "it sent a message over the limit";
+      break;
+    }
+  }
+  return finish(*id, method, std::chrono::milliseconds(0));
 }
 
 Result<> StdioServer::notify(const std::string& method, const json& params) {

@@ -42,8 +42,11 @@ struct StdioServerOptions {
 class StdioServer {
  public:
   /// Starts the server: in its own process group, killed if airlock dies
-  /// (common/subprocess.h spawnTied: call from the main thread). Errors:
-  /// kUsage naming the program (not found, not executable).
+  /// (common/subprocess.h spawnTied: call from the main thread). Starts no
+  /// thread (a run creates its jail's user namespace later, which
+  /// unshare(2) refuses to a multi-threaded process): the reader thread
+  /// starts with the first request(). Errors: kUsage naming the program
+  /// (not found, not executable).
   static Result<std::unique_ptr<StdioServer>> start(const StdioServerOptions& options);
   /// stop(), then waits for the reader thread.
   ~StdioServer();
@@ -57,6 +60,10 @@ class StdioServer {
   /// or did not answer in time. Thread-safe.
   Result<nlohmann::json> request(const std::string& method, const nlohmann::json& params,
                                  std::chrono::milliseconds timeout);
+  /// As request(), but reads the answer on the calling thread; only before
+  /// the first request() (the server's initialize at start).
+  Result<nlohmann::json> requestInline(const std::string& method, const nlohmann::json& params,
+                                       std::chrono::milliseconds timeout);
   /// Sends notification `method`. Thread-safe.
   Result<> notify(const std::string& method, const nlohmann::json& params);
 
@@ -69,13 +76,22 @@ class StdioServer {
  private:
   StdioServer() = default;
   void readLoop();
+  /// Appends `data` to buffer_ and handles each whole line; false when the
+  /// unfinished line is over the limit (the server is killed).
+  bool take(const char* data, size_t size);
   void onLine(const std::string& line);
+  /// Registers a request and sends it; its id.
+  Result<int64_t> begin(const std::string& method, const nlohmann::json& params);
+  /// The answer to `id` once there (or why there is none), unregistered.
+  Result<nlohmann::json> finish(int64_t id, const std::string& method, std::chrono::milliseconds timeout);
   Result<> send(const nlohmann::json& message);
 
   pid_t pid_ = -1;
   std::string program_;
   size_t maxMessageBytes_ = 0;
   Fd stdin_, stdout_, wake_[2];
+  std::string buffer_;  ///< the unfinished line (the reader's, or requestInline's before it)
+  std::once_flag readerStarted_;
   std::mutex writeMutex_;
   std::mutex mutex_;  // guards what follows
   std::condition_variable answered_;

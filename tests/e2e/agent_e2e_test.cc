@@ -712,6 +712,51 @@ INSTANTIATE_TEST_SUITE_P(Agents, McpAgents,
                            return name;
                          });
 
+// MCP on the host (issue 20, `host: true`): a stdio server written by the
+// test runs on the host, as the user who ran airlock, behind airlock's
+// proxy; Claude Code in the VM calls its allowed tool and the result reaches
+// the model. The model then asks the proxy itself, with curl, for the tool
+// the allowlist leaves out: refused, the host file it would read never
+// shows, and the refusal is in the session log. The server is gone after
+// the run.
+TEST_F(AgentE2E, ClaudeCodeCallsAnAllowedToolOfAHostMcpServerThroughTheProxy) {
+  const std::string server = dir_ + "/host_tool_server.py";
+  fs::copy_file(std::string(AIRLOCK_SOURCE_DIR) + "/tests/unit/mcp/host_tool_server.py", server);
+  writeFile(dir_ + "/host-secret", "the host's secret\n");
+  writeFile(dir_ + "/config/airlock/config.yaml", "mcp_servers:\n  notes:\n    host: true\n    command: [python3, " +
+                                                      server + "]\n    tools: [echo]\n    env: {MCP_TEST_PID: " + dir_ +
+                                                      "/server.pid, MCP_TEST_LOG: " + dir_ +
+                                                      "/server.calls, HOST_SECRET_FILE: " + dir_ + "/host-secret}\n");
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code", {{"XDG_CONFIG_HOME", dir_ + "/config"}}));
+  MockModel mock("mcp_host_claude.json", dir_);
+  ASSERT_NE(mock.port(), 0);
+  auto before = files();
+  auto r = run("claude-code", mock, {"--review=auto"}, {"Do the scripted task.", "-p"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
+  EXPECT_TRUE(mock.completed()) << mock.log();
+  EXPECT_EQ(mock.log().find("violations"), std::string::npos) << mock.log();
+  EXPECT_NE(mock.log().find("echo: from the guest"), std::string::npos) << mock.log();
+  // The server ran on the host as the user who ran airlock, and is gone.
+  const std::string pidText = slurp(dir_ + "/server.pid");
+  ASSERT_FALSE(pidText.empty()) << "the host server never started";
+  EXPECT_EQ(::kill(std::stoi(pidText), 0), -1);
+  EXPECT_EQ(errno, ESRCH) << "the host server outlived the session";
+  const std::string calls = slurp(dir_ + "/server.calls");
+  EXPECT_NE(calls.find("from the guest"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find("host_secret"), std::string::npos) << "the refused call reached the server:\n" << calls;
+  std::string sessionLog;
+  for (const auto& e : fs::directory_iterator(state_ + "/airlock/sessions"))
+    sessionLog += slurp(e.path().string() + "/session.log");
+  EXPECT_NE(sessionLog.find("mcp notes: tools/call echo {\"text\":\"from the guest\"}: ok"), std::string::npos)
+      << sessionLog;
+  EXPECT_NE(sessionLog.find("mcp notes: refused tools/call host_secret {}: not in the allowlist"), std::string::npos)
+      << sessionLog;
+  auto after = files();
+  EXPECT_EQ(after["SERVED.md"], "Served from the host through MCP.\n");
+  after.erase("SERVED.md");
+  EXPECT_EQ(after, before);
+}
+
 /// An agent, its arguments for one scripted task, and for going on with
 /// its last conversation.
 struct ResumeCase {

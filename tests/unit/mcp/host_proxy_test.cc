@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -210,6 +211,23 @@ TEST_F(HostProxyTest, ShutdownEndsTheServerAndLaterCallsFail) {
   json j = call(*proxy, "tools/call", {{"name", "echo"}});
   ASSERT_TRUE(j.contains("error")) << j.dump();
   EXPECT_EQ(j["error"]["code"], -32603);
+}
+
+size_t threadCount() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// A run starts its host servers before it creates the jail's user
+// namespace, which unshare(2) refuses to a multi-threaded process (EINVAL):
+// starting them must not start a thread.
+TEST_F(HostProxyTest, StartingTheServersStartsNoThread) {
+  const size_t before = threadCount();
+  auto proxy = start();
+  ASSERT_TRUE(proxy);
+  EXPECT_EQ(threadCount(), before);
+  EXPECT_EQ(call(*proxy, "tools/list")["result"]["tools"].size(), 1u) << "the reader starts with the first request";
 }
 
 TEST_F(HostProxyTest, AServerThatDoesNotStartFailsTheRunNamingIt) {
