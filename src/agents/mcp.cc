@@ -88,6 +88,32 @@ Result<std::pair<std::string, std::string>> parseNpmPin(std::string_view text) {
   return std::pair{std::string(package), std::string(version)};
 }
 
+bool isRemoteMcpUrl(std::string_view url) {
+  for (unsigned char c : url)
+    if (c <= 0x20 || c == 0x7f) return false;
+  if (url.find('#') != std::string_view::npos) return false;
+  std::string_view rest;
+  const bool https = url.starts_with("https://");
+  if (https)
+    rest = url.substr(8);
+  else if (url.starts_with("http://"))
+    rest = url.substr(7);
+  else
+    return false;
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+  if (authority.empty() || authority.find('@') != std::string_view::npos) return false;
+  if (https) return true;
+  std::string_view hostPart = authority;
+  if (hostPart.starts_with('['))
+    hostPart = hostPart.substr(0, hostPart.find(']') + 1);
+  else
+    hostPart = hostPart.substr(0, hostPart.find(':'));
+  std::string lowered(hostPart);
+  for (char& c : lowered)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return lowered == "127.0.0.1" || lowered == "[::1]" || lowered == "localhost";
+}
+
 std::string mcpWrapperPath(const std::string& name) { return "/usr/local/bin/mcp-" + name; }
 
 std::vector<std::string> mcpServerArgv(const McpServer& server) {
@@ -154,7 +180,7 @@ Result<std::string> withCodexTables(const std::string& existing, const std::vect
     const std::string header = "[mcp_servers." + server.name + "]";
     if (existing.find(header) != std::string::npos)
       return failWith(exit_code::kUsage, "the agent's config already has {}", header);
-    if (server.host) {  // streamable HTTP: Codex refuses stdio keys (env, command) next to url
+    if (server.viaProxy()) {  // streamable HTTP: Codex refuses stdio keys (env, command) next to url
       out += fmt::format("\n{}\nurl = {}\n", header, tomlString(endpoints.at(server.name)));
       continue;
     }
@@ -181,9 +207,9 @@ Result<std::string> withCodexTables(const std::string& existing, const std::vect
 Result<std::string> withMcpServers(const std::string& existing, const std::vector<McpServer>& servers, McpFormat format,
                                    const std::map<std::string, std::string>& endpoints) {
   for (const auto& server : servers) {
-    if (server.npmPackage.empty() && server.command.empty())
-      return failWith(exit_code::kUsage, "MCP server {} has neither npm nor command", server.name);
-    if (server.host && !endpoints.contains(server.name))
+    if (server.npmPackage.empty() && server.command.empty() && server.url.empty())
+      return failWith(exit_code::kUsage, "MCP server {} has none of npm, command or url", server.name);
+    if (server.viaProxy() && !endpoints.contains(server.name))
       return failWith(exit_code::kInternal, "MCP server {} runs on the host but has no endpoint", server.name);
   }
   if (format == McpFormat::kCodexToml) return withCodexTables(existing, servers, endpoints);
@@ -197,7 +223,7 @@ Result<std::string> withMcpServers(const std::string& existing, const std::vecto
   if (!table.is_object()) table = nlohmann::json::object();
   for (const auto& server : servers) {
     nlohmann::json entry;
-    if (server.host) {
+    if (server.viaProxy()) {
       const std::string& url = endpoints.at(server.name);
       if (openCode)
         entry = {{"type", "remote"}, {"url", url}, {"enabled", true}, {"oauth", false}};

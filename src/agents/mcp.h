@@ -33,11 +33,25 @@ struct McpServer {
   /// behind airlock's MCP proxy (mcp/host_proxy.h); the agent reaches it
   /// over streamable HTTP at the gateway and may call only `tools`.
   bool host = false;
-  /// With `host`: the tools the agent may call (never empty).
+  /// Or a remote streamable-HTTP server (`url:`), reached by the same
+  /// proxy from the host: isRemoteMcpUrl(). Empty: npm or command.
+  std::string url;
+  /// With `url`: where its bearer token is, "env:NAME" or "secret:NAME"
+  /// (read on the host; the proxy sends it; never the VM). "" for none.
+  std::string token;
+  /// With `host` or `url`: the tools the agent may call (never empty).
   std::vector<std::string> tools;
+
+  /// The agent reaches it through airlock's proxy (`host` or `url`).
+  bool viaProxy() const { return host || !url.empty(); }
 
   bool operator==(const McpServer&) const = default;
 };
+
+/// True for a URL a remote server may have: https://HOST[:PORT]/..., or
+/// http:// to 127.0.0.1, [::1] or localhost (this machine); no user info,
+/// no fragment, no whitespace or control characters.
+bool isRemoteMcpUrl(std::string_view url);
 
 /// A server name: 1-32 of [A-Za-z0-9_-], starting with a letter or digit.
 bool isMcpServerName(std::string_view name);

@@ -41,24 +41,7 @@ Result<> checkTokenSource(const std::string& source) {
 
 Result<std::string> readGitToken(const HostContext& host, const std::string& source) {
   if (auto r = checkTokenSource(source); !r) return std::unexpected(r.error());
-  if (source.starts_with("env:")) {
-    const std::string name = source.substr(4);
-    std::string value = host.getEnv(name);
-    if (value.empty())
-      return failWith(exit_code::kUsage,
-                      "--git-token {}: {} is not set in this environment; export it, or store the "
-                      "token with `airlock secret set NAME` and pass --git-token secret:NAME",
-                      source, name);
-    return value;
-  }
-  const std::string name = source.substr(7);  // secret:NAME
-  HostSecrets secrets(host, true);
-  auto value = secrets.store().get(name);
-  if (!value) return failWith(exit_code::kUsage, "--git-token {}: {}", source, value.error().message);
-  if (!*value || (*value)->empty())
-    return failWith(exit_code::kUsage, "--git-token {}: no secret named {}; store it with `airlock secret set {}`",
-                    source, name, name);
-  return std::move(**value);
+  return readTokenSource(host, source, "--git-token");
 }
 
 Result<std::vector<std::string>> gitPushHosts(const config::Settings& settings) {

@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "common/exit_codes.h"
 #include "common/visible_text.h"
 
 namespace airlock::cli {
@@ -53,6 +56,29 @@ HostSecrets::HostSecrets(const HostContext& host, bool values) : file_(host.dirs
 std::string HostSecrets::where() const {
   if (preferred_->id() != "file") return preferred_->describe();
   return "file store " + preferred_->describe() + (serviceProblem_.empty() ? "" : " (" + serviceProblem_ + ")");
+}
+
+Result<std::string> readTokenSource(const HostContext& host, const std::string& source, const std::string& what) {
+  if (source.starts_with("env:") && source.size() > 4) {
+    const std::string name = source.substr(4);
+    std::string value = host.getEnv(name);
+    if (value.empty())
+      return failWith(exit_code::kUsage,
+                      "{} {}: {} is not set in this environment; export it, or store the token with `airlock secret "
+                      "set NAME` and use secret:NAME",
+                      what, source, name);
+    return value;
+  }
+  if (!source.starts_with("secret:") || source.size() <= 7)
+    return failWith(exit_code::kUsage, "{} takes env:NAME or secret:NAME, never the token itself", what);
+  const std::string name = source.substr(7);
+  HostSecrets secrets(host, true);
+  auto value = secrets.store().get(name);
+  if (!value) return failWith(exit_code::kUsage, "{} {}: {}", what, source, value.error().message);
+  if (!*value || (*value)->empty())
+    return failWith(exit_code::kUsage, "{} {}: no secret named {}; store it with `airlock secret set {}`", what, source,
+                    name, name);
+  return std::move(**value);
 }
 
 }  // namespace airlock::cli

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/error.h"
 #include "common/host_context.h"
 #include "secrets/file_backend.h"
 #include "secrets/secret_service_backend.h"
@@ -21,6 +22,12 @@ namespace airlock::cli {
 /// Why AIRLOCK_SECRET_STORE names no store (unset, "" and "file" are
 /// fine), as a line naming the fix; "" when it is fine.
 std::string secretStoreChoiceError(const HostContext& host);
+
+/// The token `source` names: "env:NAME" (that variable of airlock's
+/// environment) or "secret:NAME" (the secret store); `what` names the
+/// setting in errors ("--git-token"). Errors (kUsage) name the fix and
+/// never hold a value.
+Result<std::string> readTokenSource(const HostContext& host, const std::string& source, const std::string& what);
 
 class HostSecrets {
  public:

@@ -173,11 +173,15 @@ std::string mcpText(const config::Settings& settings, const agents::AgentSpec& a
                                  : fmt::format("npm {}@{}", s.value.npmPackage, s.value.npmVersion);
     const auto env = envNames(s.value.env);
     const std::string envText = env.empty() ? "" : fmt::format(" (env {})", fmt::join(env, ", "));
-    if (s.value.host) {
-      out += fmt::format("  {:<14} {}: on this host, through airlock's proxy: {}{}; tools: {}   [{}]\n",
-                         out.empty() ? "mcp servers" : "", s.value.name,
-                         visibleText(fmt::format("{}", fmt::join(argv, " "))), envText,
-                         visibleText(fmt::format("{}", fmt::join(s.value.tools, ", "))), config::layerName(s.layer));
+    if (s.value.viaProxy()) {
+      const std::string what = s.value.host
+                                   ? fmt::format("on this host, through airlock's proxy: {}{}",
+                                                 fmt::format("{}", fmt::join(argv, " ")), envText)
+                                   : fmt::format("remote, through airlock's proxy: {}{}", s.value.url,
+                                                 s.value.token.empty() ? "" : " (token " + s.value.token + ")");
+      out += fmt::format("  {:<14} {}: {}; tools: {}   [{}]\n", out.empty() ? "mcp servers" : "", s.value.name,
+                         visibleText(what), visibleText(fmt::format("{}", fmt::join(s.value.tools, ", "))),
+                         config::layerName(s.layer));
       continue;
     }
     out += fmt::format("  {:<14} {}: {}, in the VM: {}{}   [{}]\n", out.empty() ? "mcp servers" : "", s.value.name,
@@ -191,12 +195,16 @@ nlohmann::json mcpJson(const config::Settings& settings, const agents::AgentSpec
   for (const auto& s : settings.mcpServers)
     servers.push_back(
         {{"name", s.value.name},
-         {"where", s.value.host ? "host" : "vm"},
+         {"where", s.value.host           ? "host"
+                   : !s.value.url.empty() ? "remote"
+                                          : "vm"},
+         {"url", s.value.url.empty() ? nlohmann::json() : nlohmann::json(s.value.url)},
+         {"token", s.value.token.empty() ? nlohmann::json() : nlohmann::json(s.value.token)},
          {"npm", s.value.npmPackage.empty() ? nlohmann::json()
                                             : nlohmann::json(s.value.npmPackage + "@" + s.value.npmVersion)},
          {"argv", agents::mcpServerArgv(s.value)},
          {"env_names", envNames(s.value.env)},
-         {"tools", s.value.host ? nlohmann::json(s.value.tools) : nlohmann::json("all")},
+         {"tools", s.value.viaProxy() ? nlohmann::json(s.value.tools) : nlohmann::json("all")},
          {"from", config::layerName(s.layer)}});
   return {{"given", !settings.mcpServers.empty() && !agent.mcp.file.empty() && problem.empty()},
           {"problem", problem.empty() ? nlohmann::json() : nlohmann::json(problem)},

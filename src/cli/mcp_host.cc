@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/host_secrets.h"
 #include "common/exit_codes.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
@@ -39,6 +40,19 @@ Result<std::shared_ptr<mcp::HostMcpProxy>> startHostMcpServers(const HostContext
     mcp::HostServerConfig config;
     config.name = server.name;
     config.tools.insert(server.tools.begin(), server.tools.end());
+    if (!server.url.empty()) {
+      mcp::RemoteServerOptions remote;
+      remote.url = server.url;
+      remote.caFile = host.getEnv("SSL_CERT_FILE");
+      if (!server.token.empty()) {
+        auto token = readTokenSource(host, server.token, fmt::format("MCP server {}: token", server.name));
+        if (!token) return std::unexpected(token.error());
+        remote.token = std::move(*token);
+      }
+      config.remote = std::move(remote);
+      configs.push_back(std::move(config));
+      continue;
+    }
     const std::string program = server.command.front();
     config.process.argv = server.command;
     config.process.argv.front() = findProgram(program);

@@ -1,7 +1,8 @@
 #pragma once
-// The user's MCP servers that run on the host (`host: true`, issue 20):
-// started for one run behind airlock's MCP proxy (mcp/host_proxy.h), which
-// the guest reaches at its gateway.
+// The user's MCP servers the agent reaches through airlock's MCP proxy
+// (mcp/host_proxy.h) at its gateway (issue 20): those that run on the host
+// (`host: true`), started for one run, and remote ones (`url:`), whose
+// token is read here and stays on the host.
 
 #include <memory>
 #include <string>
@@ -20,13 +21,16 @@ namespace airlock::cli {
 /// Nothing else: airlock's environment may hold API keys.
 std::vector<std::string> hostMcpEnvironment(const HostContext& host, const agents::McpServer& server);
 
-/// Starts `servers` (McpPlan::hostServers) in `cwd` (the workspace) and
-/// serves them to the guest at mcp::kMcpProxyPort (a gateway service of
-/// `plan`). Each one's stderr goes to STATE/mcp/NAME.log. The proxy logs
+/// Starts `servers` (McpPlan::hostServers): a host server in `cwd` (the
+/// workspace), its stderr to STATE/mcp/NAME.log; a remote one initialized
+/// with its token (SSL_CERT_FILE: the CAs it is checked against, else the
+/// system's); and serves them to the guest at mcp::kMcpProxyPort (a
+/// gateway service of `plan`). The proxy logs
 /// each call to the session log; the servers stop when the returned proxy
 /// is shut down or destroyed, or airlock exits. nullptr for no servers.
-/// Errors (kUsage): a program not found on the PATH, a server that did not
-/// start, a --host-port mapping of the proxy's port.
+/// Errors (kUsage): a program not found on the PATH, a token not found, a
+/// server that did not start or answer, a --host-port mapping of the
+/// proxy's port.
 Result<std::shared_ptr<mcp::HostMcpProxy>> startHostMcpServers(const HostContext& host,
                                                                const std::vector<agents::McpServer>& servers,
                                                                const std::string& cwd, session::Plan& plan);

@@ -26,8 +26,9 @@ Result<McpPlan> planMcpServers(const config::Settings& settings, const session::
   for (const auto& s : settings.mcpServers) {
     servers.push_back(s.value);
     names.push_back(s.value.name);
-    if (s.value.host) {
-      onHost.push_back(fmt::format("{} (tools: {})", s.value.name, fmt::join(s.value.tools, ", ")));
+    if (s.value.viaProxy()) {
+      onHost.push_back(fmt::format("{} ({}; tools: {})", s.value.name, s.value.host ? "on this host" : s.value.url,
+                                   fmt::join(s.value.tools, ", ")));
       endpoints[s.value.name] = hostMcpUrl(s.value.name);
       continue;
     }
@@ -59,10 +60,10 @@ Result<McpPlan> planMcpServers(const config::Settings& settings, const session::
   out.args = spec.mcp.args;
   if (!shown.empty()) out.line = fmt::format("MCP servers in the VM: {}", fmt::join(shown, ", "));
   if (!onHost.empty())
-    out.line += fmt::format("{}MCP servers on this host, through airlock's proxy: {}", out.line.empty() ? "" : "; ",
-                            fmt::join(onHost, "; "));
+    out.line +=
+        fmt::format("{}MCP servers through airlock's proxy: {}", out.line.empty() ? "" : "; ", fmt::join(onHost, "; "));
   for (const auto& s : servers)
-    if (s.host) out.hostServers.push_back(s);
+    if (s.viaProxy()) out.hostServers.push_back(s);
   return out;
 }
 

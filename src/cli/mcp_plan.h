@@ -18,8 +18,8 @@ struct McpPlan {
   std::vector<std::string> args;  ///< after the agent's default arguments (the spec's mcp.args; none without servers)
   std::string line;               ///< progress line for the user ("" without servers)
   std::string notice;             ///< said when servers are not given (the agent takes none from airlock)
-  /// The servers given that run on the host (`host: true`), for
-  /// startHostMcpServers() (cli/mcp_host.h).
+  /// The servers given that the agent reaches through airlock's proxy
+  /// (`host: true`, `url:`), for startHostMcpServers() (cli/mcp_host.h).
   std::vector<agents::McpServer> hostServers;
 };
 

@@ -29,4 +29,10 @@ std::string formatBytes(uint64_t bytes);
 /// `unixSeconds` as an RFC 3339 UTC timestamp: "2026-12-04T13:00:00Z".
 std::string formatUtcTime(int64_t unixSeconds);
 
+/// The deepest nesting of [ and { in JSON text, outside strings (in
+/// comments too: only ever an overestimate). nlohmann::json parses any
+/// depth, but copying or dumping a value recurses: untrusted JSON deeper
+/// than a few hundred levels is refused before it is parsed.
+size_t jsonDepth(std::string_view text);
+
 }  // namespace airlock

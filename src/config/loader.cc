@@ -144,8 +144,8 @@ class ConfigReader {
     return {};
   }
 
-  /// `mcp_servers`: name -> {npm: PACKAGE@VERSION | command: [PROGRAM, ARGS...], args: [...], env: {...},
-  /// host: true, tools: [NAME...]}.
+  /// `mcp_servers`: name -> {npm: PACKAGE@VERSION | command: [PROGRAM, ARGS...] | url: URL, args: [...],
+  /// env: {...}, host: true, tools: [NAME...], token: env:NAME | secret:NAME}.
   /// In a repo config only the names are read: the servers are ignored
   /// there whatever they say (merge.h), so a typo in one does not fail the run.
   Result<> mcpServers(const YAML::Node& n, std::vector<agents::McpServer>& out) {
@@ -195,6 +195,10 @@ class ConfigReader {
             if (!server.env.emplace(name, var.second.Scalar()).second)
               return error(var.first, fmt::format("{}: duplicate variable '{}'", where, name));
           }
+        } else if (k == "url" || k == "token") {
+          auto text = word(k, v);
+          if (!text) return std::unexpected(text.error());
+          (k == "url" ? server.url : server.token) = *text;
         } else if (k == "host") {
           if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false"))
             return error(v, where + ": 'host' must be true or false");
@@ -207,13 +211,34 @@ class ConfigReader {
             server.tools.push_back(item.Scalar());
           }
         } else {
-          return error(field.first,
-                       fmt::format("{}: unknown key '{}' (known: npm, command, args, env, host, tools)", where, k));
+          return error(
+              field.first,
+              fmt::format("{}: unknown key '{}' (known: npm, command, url, args, env, host, tools, token)", where, k));
         }
       }
-      if (server.npmPackage.empty() == server.command.empty())
-        return error(body, where + " needs exactly one of npm (PACKAGE@VERSION) or command ([PROGRAM, ARGS...])");
-      if (server.host) {
+      if (!server.npmPackage.empty() + !server.command.empty() + !server.url.empty() != 1)
+        return error(body, where + " needs exactly one of npm (PACKAGE@VERSION), command ([PROGRAM, ARGS...]) or url");
+      if (!server.token.empty() && server.url.empty())
+        return error(body, where + ": 'token' goes with url (a remote server)");
+      if (!server.url.empty()) {
+        if (!agents::isRemoteMcpUrl(server.url))
+          return error(body, where +
+                                 ": url must be https://HOST/..., or http:// to this machine (127.0.0.1, [::1], "
+                                 "localhost)");
+        if (server.host)
+          return error(body, where + ": host: true is for a command; a url server is reached from the host already");
+        if (!server.args.empty() || !server.env.empty())
+          return error(body, where + ": args and env are for a command; a url server takes url, token and tools");
+        if (!server.token.empty() && !((server.token.starts_with("env:") && server.token.size() > 4) ||
+                                       (server.token.starts_with("secret:") && server.token.size() > 7)))
+          return error(body, where +
+                                 ": token takes env:NAME or secret:NAME (airlock secret set NAME), never the "
+                                 "token itself");
+        if (server.tools.empty())
+          return error(body, where +
+                                 " is reached through airlock's proxy: list the tools the agent may call (tools: "
+                                 "[NAME, ...])");
+      } else if (server.host) {
         if (!server.npmPackage.empty())
           return error(body, where +
                                  ": npm installs a server into the VM's image; a host server is command: "
@@ -226,8 +251,8 @@ class ConfigReader {
       } else {
         if (!server.tools.empty())
           return error(body, where +
-                                 ": 'tools' (the allowlist) needs host: true; in the VM the agent starts the "
-                                 "server itself and gets all its tools");
+                                 ": 'tools' (the allowlist) needs host: true or url; in the VM the agent starts "
+                                 "the server itself and gets all its tools");
         if (!server.command.empty() && !server.command.front().starts_with('/'))
           return error(body, where + ": the command's program must be an absolute path in the VM (/usr/bin/...)");
       }

@@ -21,6 +21,7 @@
 //     fs: {npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: [/workspace]}
 //     tool: {command: [/usr/bin/tool, --stdio], env: {LEVEL: "2"}}
 //     notes: {host: true, command: [notes-mcp], tools: [search]}   # on the host, behind the proxy
+//     docs: {url: "https://mcp.example.com/mcp", token: secret:DOCS, tools: [search]}   # remote, same proxy
 //   remove_mcp_servers: [tool]      # names taken out (what a repo config may say)
 //
 // Unknown or duplicate keys, wrong types and bad values are errors naming the

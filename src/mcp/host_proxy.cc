@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "mcp/guest_view.h"
 #include "secrets/http_request.h"
@@ -59,6 +60,16 @@ void respondJson(int fd, int status, const json& body) {
   respond(fd, status, text);
 }
 
+/// A tool's name for the log: as is when it is a plain name, else quoted
+/// as a JSON string (a guest's name must not pass for the rest of a line).
+std::string quotedName(const std::string& name) {
+  bool plain = !name.empty();
+  for (char c : name)
+    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '-' || c == '.' || c == '/');
+  return plain ? name : json(name).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 /// A call's arguments for the log: their JSON, cut at kLoggedArgumentBytes.
 std::string loggedArguments(const json& arguments) {
   std::string text = arguments.is_null() ? "{}" : arguments.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -77,19 +88,28 @@ Result<std::shared_ptr<HostMcpProxy>> HostMcpProxy::start(std::vector<HostServer
   for (auto& config : servers) {
     auto fail = [&](const std::string& why) {
       proxy->shutdown();
+      if (config.remote)
+        return failWith(exit_code::kUsage, "MCP server {} ({}) did not answer: {}", config.name, config.remote->url,
+                        why);
       return failWith(exit_code::kUsage, "MCP server {} (on the host) did not start: {}", config.name, why);
     };
-    auto process = StdioServer::start(config.process);
-    if (!process) return fail(process.error().message);
+    std::unique_ptr<Upstream> process;
+    if (config.remote) {
+      process = std::make_unique<RemoteServer>(*config.remote);
+    } else {
+      auto started = StdioServer::start(config.process);
+      if (!started) return fail(started.error().message);
+      process = std::move(*started);
+    }
     json params = {{"protocolVersion", kProtocolVersion},
                    {"capabilities", json::object()},
                    {"clientInfo", {{"name", "airlock"}, {"version", "1"}}}};
-    auto init = (*process)->requestInline("initialize", params, limits.start);
+    auto init = process->initialize(params, limits.start);
     if (!init) return fail(init.error().message);
     if (!init->contains("result") || !(*init)["result"].is_object())
       return fail("it answered initialize with " + loggedArguments(init->value("error", json())));
-    if (auto r = (*process)->notify("notifications/initialized", nullptr); !r) return fail(r.error().message);
-    Server server{config.name, std::move(config.tools), std::move(*process), std::move((*init)["result"])};
+    if (auto r = process->notify("notifications/initialized", nullptr); !r) return fail(r.error().message);
+    Server server{config.name, std::move(config.tools), std::move(process), std::move((*init)["result"])};
     proxy->servers_.emplace(config.name, std::move(server));
   }
   return proxy;
@@ -116,10 +136,17 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
     if (!got)
       return errorResponse(id, kInternalError, fmt::format("MCP server {}: {}", server.name, got.error().message));
     json out = {{"jsonrpc", "2.0"}, {"id", id}};
-    if (got->contains("result"))
-      out["result"] = (*got)["result"];
-    else
-      out["error"] = got->value("error", json{{"code", kInternalError}, {"message", "no result"}});
+    if (got->contains("result")) {
+      out["result"] = std::move((*got)["result"]);
+    } else {
+      json& error = (*got)["error"];
+      const bool wellFormed = error.is_object() && error.contains("code") && error["code"].is_number_integer() &&
+                              error.contains("message") && error["message"].is_string();
+      out["error"] = wellFormed
+                         ? std::move(error)
+                         : json{{"code", kInternalError},
+                                {"message", fmt::format("MCP server {} answered without a result", server.name)}};
+    }
     return out;
   };
   if (method == "initialize")
@@ -152,8 +179,12 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
     if (!arguments.is_null() && !arguments.is_object())
       return errorResponse(id, kInvalidParams, "tools/call's params.arguments must be an object");
     if (!server.tools.contains(tool)) {
-      log(fmt::format("mcp {}: refused tools/call {} {}: not in the allowlist", server.name, tool,
-                      loggedArguments(arguments)));
+      const unsigned refused = ++refusals_;
+      if (refused <= limits_.maxLoggedRefusals)
+        log(fmt::format("mcp {}: refused tools/call {} {}: not in the allowlist", server.name, quotedName(tool),
+                        loggedArguments(arguments)));
+      else if (refused == limits_.maxLoggedRefusals + 1)
+        log(fmt::format("mcp: more than {} refused calls; the rest are not logged", limits_.maxLoggedRefusals));
       return errorResponse(id, kInvalidParams,
                            fmt::format("tool '{}' of MCP server {} is not allowed here (airlock config: "
                                        "mcp_servers.{}.tools)",
@@ -169,8 +200,8 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
       outcome = "error: " + loggedArguments(out["error"].value("message", json()));
     else if (out["result"].is_object() && out["result"].value("isError", false))
       outcome = "the tool reported an error";
-    log(fmt::format("mcp {}: tools/call {} {}: {} in {:.2f} s", server.name, tool, loggedArguments(arguments), outcome,
-                    seconds));
+    log(fmt::format("mcp {}: tools/call {} {}: {} in {:.2f} s", server.name, quotedName(tool),
+                    loggedArguments(arguments), outcome, seconds));
     return out;
   }
   return errorResponse(id, kMethodNotFound,
@@ -178,31 +209,53 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
 }
 
 void HostMcpProxy::serve(Fd guest, const ProxyLogFn& log) const {
+  if (++inFlight_ > limits_.maxInFlight) {
+    --inFlight_;
+    respond(guest.get(), 503, "too many MCP requests at once\n", "text/plain");
+    return;
+  }
+  struct Release {
+    std::atomic<unsigned>& count;
+    ~Release() { --count; }
+  } release{inFlight_};
+  try {
+    serveOne(guest.get(), log);
+  } catch (const std::exception& e) {  // a value of an unexpected type: answered, never airlock's end
+    respond(guest.get(), 500, std::string("MCP proxy: ") + e.what() + "\n", "text/plain");
+  }
+}
+
+void HostMcpProxy::serveOne(int fd, const ProxyLogFn& log) const {
   secrets::HttpRequestLimits httpLimits;
   httpLimits.maxBodyBytes = limits_.maxBodyBytes;
   httpLimits.timeoutMs = limits_.requestTimeoutMs;
-  auto request = secrets::readHttpRequest(guest.get(), httpLimits);
+  auto request = secrets::readHttpRequest(fd, httpLimits);
   if (!request) {
-    respond(guest.get(), request.error().code, request.error().message + "\n", "text/plain");
+    respond(fd, request.error().code, request.error().message + "\n", "text/plain");
     return;
   }
   std::string path = request->target.substr(0, request->target.find('?'));
   auto it = path.starts_with("/mcp/") ? servers_.find(path.substr(5)) : servers_.end();
   if (it == servers_.end()) {
-    respond(guest.get(), 404, "no MCP server at " + path + "\n", "text/plain");
+    respond(fd, 404, "no MCP server at " + path + "\n", "text/plain");
     return;
   }
   if (request->method != "POST") {
-    respond(guest.get(), 405, "POST one JSON-RPC message\n", "text/plain", "Allow: POST\r\n");
+    respond(fd, 405, "POST one JSON-RPC message\n", "text/plain", "Allow: POST\r\n");
+    return;
+  }
+  if (jsonDepth(request->body) > kMaxMessageDepth) {
+    respondJson(fd, 400,
+                errorResponse(nullptr, kInvalidRequest, fmt::format("nested deeper than {} levels", kMaxMessageDepth)));
     return;
   }
   json message = json::parse(request->body, nullptr, false);
   if (message.is_discarded()) {
-    respondJson(guest.get(), 400, errorResponse(nullptr, kParseError, "not JSON"));
+    respondJson(fd, 400, errorResponse(nullptr, kParseError, "not JSON"));
     return;
   }
   if (!message.is_object() || message.value("jsonrpc", json()) != "2.0") {
-    respondJson(guest.get(), 400,
+    respondJson(fd, 400,
                 errorResponse(nullptr, kInvalidRequest,
                               message.is_array() ? "batches are not accepted" : "not a JSON-RPC 2.0 message"));
     return;
@@ -211,18 +264,18 @@ void HostMcpProxy::serve(Fd guest, const ProxyLogFn& log) const {
   const bool hasMethod = message.contains("method");
   if (!hasMethod || !hasId) {  // a notification or a response: nothing goes to the server
     if (hasMethod && !message["method"].is_string()) {
-      respondJson(guest.get(), 400, errorResponse(nullptr, kInvalidRequest, "method must be a string"));
+      respondJson(fd, 400, errorResponse(nullptr, kInvalidRequest, "method must be a string"));
       return;
     }
-    respond(guest.get(), 202, "");
+    respond(fd, 202, "");
     return;
   }
   const json& id = message["id"];
   if (!(id.is_string() || id.is_number_integer()) || !message["method"].is_string()) {
-    respondJson(guest.get(), 400, errorResponse(nullptr, kInvalidRequest, "id must be a string or an integer"));
+    respondJson(fd, 400, errorResponse(nullptr, kInvalidRequest, "id must be a string or an integer"));
     return;
   }
-  respondJson(guest.get(), 200, answer(it->second, message, log));
+  respondJson(fd, 200, answer(it->second, message, log));
 }
 
 }  // namespace airlock::mcp

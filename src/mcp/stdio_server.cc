@@ -8,6 +8,9 @@
 
 #include <cerrno>
 
+#include <fmt/format.h>
+
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/subprocess.h"
 
@@ -17,6 +20,9 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+/// The longest a message may take to go into the server's input.
+constexpr std::chrono::seconds kSendTimeout{30};
 
 }  // namespace
 
@@ -29,10 +35,12 @@ Result<std::unique_ptr<StdioServer>> StdioServer::start(const StdioServerOptions
   std::unique_ptr<StdioServer> server(new StdioServer());
   Fd childIn(in[0]), childOut(out[1]);
   server->stdin_ = Fd(in[1]);
+  // Written with a deadline (send()): a server that stops reading must not
+  // hold a proxy thread, or stop(), forever.
+  fcntl(in[1], F_SETFL, fcntl(in[1], F_GETFL) | O_NONBLOCK);
   server->stdout_ = Fd(out[0]);
   server->wake_[0] = Fd(wake[0]);
   server->wake_[1] = Fd(wake[1]);
-  server->program_ = options.argv.front();
   server->maxMessageBytes_ = options.maxMessageBytes;
   SpawnOptions spawn;
   spawn.stderrPath = options.stderrPath;
@@ -56,7 +64,8 @@ StdioServer::~StdioServer() {
   if (reader_.joinable()) reader_.join();
 }
 
-void StdioServer::stop(std::chrono::milliseconds grace) {
+void StdioServer::stop() {
+  constexpr std::chrono::milliseconds grace{2000};
   {
     std::lock_guard lock(mutex_);
     if (reaped_) return;
@@ -64,12 +73,14 @@ void StdioServer::stop(std::chrono::milliseconds grace) {
     if (gone_.empty()) gone_ = "it was stopped";
     answered_.notify_all();
   }
+  // Signalled first: a sender blocked on a full pipe (holding writeMutex_)
+  // gets EPIPE once the server is gone.
+  if (pid_ > 0) ::kill(-pid_, SIGTERM);
   {
     std::lock_guard lock(writeMutex_);
     stdin_.reset();
   }
   if (pid_ > 0) {
-    ::kill(-pid_, SIGTERM);
     const auto deadline = Clock::now() + grace;
     int status = 0;
     pid_t done = 0;
@@ -92,7 +103,8 @@ bool StdioServer::take(const char* data, size_t size) {
     onLine(buffer_.substr(start, nl - start));
   buffer_.erase(0, start);
   if (buffer_.size() <= maxMessageBytes_) return true;
-  ::kill(-pid_, SIGKILL);
+  std::lock_guard lock(mutex_);
+  if (!reaped_) ::kill(-pid_, SIGKILL);  // once reaped, the group id may be another's
   return false;
 }
 
@@ -121,6 +133,13 @@ void StdioServer::readLoop() {
 }
 
 void StdioServer::onLine(const std::string& line) {
+  if (jsonDepth(line) > kMaxMessageDepth) {  // copying such a value would overflow the stack
+    std::lock_guard lock(mutex_);
+    if (gone_.empty()) gone_ = fmt::format("it sent a message nested deeper than {} levels", kMaxMessageDepth);
+    if (!reaped_) ::kill(-pid_, SIGKILL);
+    answered_.notify_all();
+    return;
+  }
   json message = json::parse(line, nullptr, false);
   if (!message.is_object()) return;  // not a message (a server's stray output)
   const bool hasMethod = message.contains("method");
@@ -150,7 +169,24 @@ Result<> StdioServer::send(const json& message) {
     return failWith(exit_code::kInternal, "cannot encode a message: {}", e.what());
   }
   std::lock_guard lock(writeMutex_);
-  if (!stdin_ || !writeAll(stdin_.get(), line)) return failWith(exit_code::kInternal, "the server is gone");
+  const auto deadline = Clock::now() + kSendTimeout;
+  std::string_view left = line;
+  while (!left.empty()) {
+    if (!stdin_) return failWith(exit_code::kInternal, "the server is gone");
+    const ssize_t n = ::write(stdin_.get(), left.data(), left.size());
+    if (n > 0) {
+      left.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) return failWith(exit_code::kInternal, "the server is gone: {}", errnoText(errno));
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd fd = {stdin_.get(), POLLOUT, 0};
+    if (wait <= 0 || ::poll(&fd, 1, static_cast<int>(std::min<int64_t>(wait, 1000))) < 0) {
+      if (wait > 0 && errno == EINTR) continue;
+      return failWith(exit_code::kInternal, "the server does not read its input");
+    }
+  }
   return {};
 }
 
@@ -158,7 +194,7 @@ Result<int64_t> StdioServer::begin(const std::string& method, const json& params
   int64_t id = 0;
   {
     std::lock_guard lock(mutex_);
-    if (!gone_.empty()) return failWith(exit_code::kInternal, "{} is gone: {}", program_, gone_);
+    if (!gone_.empty()) return failWith(exit_code::kInternal, "the server is gone: {}", gone_);
     id = nextId_++;
     pending_[id];
   }
@@ -167,7 +203,7 @@ Result<int64_t> StdioServer::begin(const std::string& method, const json& params
   if (auto sent = send(message); !sent) {
     std::lock_guard lock(mutex_);
     pending_.erase(id);
-    return failWith(exit_code::kInternal, "{} is gone: its input is closed", program_);
+    return failWith(exit_code::kInternal, "the server is gone: its input is closed");
   }
   return id;
 }
@@ -178,8 +214,8 @@ Result<json> StdioServer::finish(int64_t id, const std::string& method, std::chr
   std::optional<json> answer = std::move(pending_[id]);
   pending_.erase(id);
   if (answer) return std::move(*answer);
-  if (!gone_.empty()) return failWith(exit_code::kInternal, "{} is gone: {}", program_, gone_);
-  return failWith(exit_code::kInternal, "{} did not answer {} within {} s", program_, method, timeout.count() / 1000);
+  if (!gone_.empty()) return failWith(exit_code::kInternal, "the server is gone: {}", gone_);
+  return failWith(exit_code::kInternal, "the server did not answer {} within {} s", method, timeout.count() / 1000);
 }
 
 Result<json> StdioServer::request(const std::string& method, const json& params, std::chrono::milliseconds timeout) {
@@ -189,8 +225,8 @@ Result<json> StdioServer::request(const std::string& method, const json& params,
   return finish(*id, method, timeout);
 }
 
-Result<json> StdioServer::requestInline(const std::string& method, const json& params,
-                                        std::chrono::milliseconds timeout) {
+Result<json> StdioServer::initialize(const json& params, std::chrono::milliseconds timeout) {
+  const std::string method = "initialize";
   auto id = begin(method, params);
   if (!id) return std::unexpected(id.error());
   const auto deadline = Clock::now() + timeout;

@@ -27,6 +27,7 @@
 
 #include "common/error.h"
 #include "common/fd.h"
+#include "mcp/upstream.h"
 
 namespace airlock::mcp {
 
@@ -39,7 +40,7 @@ struct StdioServerOptions {
   size_t maxMessageBytes = 16u * 1024 * 1024;  ///< a longer line ends the server
 };
 
-class StdioServer {
+class StdioServer : public Upstream {
  public:
   /// Starts the server: in its own process group, killed if airlock dies
   /// (common/subprocess.h spawnTied: call from the main thread). Starts no
@@ -49,7 +50,7 @@ class StdioServer {
   /// (not found, not executable).
   static Result<std::unique_ptr<StdioServer>> start(const StdioServerOptions& options);
   /// stop(), then waits for the reader thread.
-  ~StdioServer();
+  ~StdioServer() override;
   StdioServer(const StdioServer&) = delete;
   StdioServer& operator=(const StdioServer&) = delete;
 
@@ -59,19 +60,18 @@ class StdioServer {
   /// Errors: the server exited or was stopped, sent a line over the limit,
   /// or did not answer in time. Thread-safe.
   Result<nlohmann::json> request(const std::string& method, const nlohmann::json& params,
-                                 std::chrono::milliseconds timeout);
-  /// As request(), but reads the answer on the calling thread; only before
-  /// the first request() (the server's initialize at start).
-  Result<nlohmann::json> requestInline(const std::string& method, const nlohmann::json& params,
-                                       std::chrono::milliseconds timeout);
+                                 std::chrono::milliseconds timeout) override;
+  /// `initialize` as request(), but read on the calling thread; only before
+  /// the first request().
+  Result<nlohmann::json> initialize(const nlohmann::json& params, std::chrono::milliseconds timeout) override;
   /// Sends notification `method`. Thread-safe.
-  Result<> notify(const std::string& method, const nlohmann::json& params);
+  Result<> notify(const std::string& method, const nlohmann::json& params) override;
 
   /// Ends the server: its stdin closed, SIGTERM to its process group, then
-  /// SIGKILL after `grace`; reaped. Waiting requests fail at once.
+  /// SIGKILL 2 s later; reaped. Waiting requests fail at once.
   /// Idempotent, thread-safe.
-  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
-  pid_t pid() const { return pid_; }
+  void stop() override;
+  pid_t pid() const override { return pid_; }
 
  private:
   StdioServer() = default;
@@ -87,7 +87,6 @@ class StdioServer {
   Result<> send(const nlohmann::json& message);
 
   pid_t pid_ = -1;
-  std::string program_;
   size_t maxMessageBytes_ = 0;
   Fd stdin_, stdout_, wake_[2];
   std::string buffer_;  ///< the unfinished line (the reader's, or requestInline's before it)

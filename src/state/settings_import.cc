@@ -90,31 +90,6 @@ bool anyStringMayHoldSecret(const nlohmann::json& value) {
   return false;
 }
 
-/// The deepest nesting of [ and { in JSON text outside strings (comments
-/// counted too: only ever an overestimate).
-size_t jsonDepth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool inString = false, escaped = false;
-  for (char c : text) {
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"')
-      inString = true;
-    else if (c == '[' || c == '{')
-      deepest = std::max(deepest, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0)
-      --depth;
-  }
-  return deepest;
-}
-
 constexpr size_t kMaxJsonDepth = 64;
 
 /// Walks one settings path, filling `out` within `limits`. Every check is

@@ -148,8 +148,10 @@ class AgentE2E : public testing::Test {
     return out;
   }
   /// `home`: the $HOME airlock gets (its user's agent settings), instead of the invoker's.
+  /// `extraEnv`: more variables for airlock.
   ProcessResult run(const std::string& agent, const MockModel& mock, const std::vector<std::string>& flags,
-                    const std::vector<std::string>& agentArgs, const std::string& home = "") {
+                    const std::vector<std::string>& agentArgs, const std::string& home = "",
+                    const std::map<std::string, std::string>& extraEnv = {}) {
     std::vector<std::string> args = {"run", agent, "-q", "-w", project_, "--host-port", std::to_string(mock.port())};
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--");
@@ -170,6 +172,7 @@ class AgentE2E : public testing::Test {
                                               {"COPILOT_PROVIDER_API_KEY", "airlock-e2e"},
                                               {"COPILOT_OFFLINE", "true"},
                                               {"COPILOT_MODEL", "gpt-4.1"}};
+    for (const auto& [k, v] : extraEnv) env[k] = v;
     if (!home.empty()) {
       env["HOME"] = home;
       if (!user_) env["AIRLOCK_CACHE_DIR"] = defaultCacheDir();  // the invoker's images, not a new cache under `home`
@@ -712,26 +715,64 @@ INSTANTIATE_TEST_SUITE_P(Agents, McpAgents,
                            return name;
                          });
 
-// MCP on the host (issue 20, `host: true`): a stdio server written by the
-// test runs on the host, as the user who ran airlock, behind airlock's
-// proxy; Claude Code in the VM calls its allowed tool and the result reaches
-// the model. The model then asks the proxy itself, with curl, for the tool
-// the allowlist leaves out: refused, the host file it would read never
-// shows, and the refusal is in the session log. The server is gone after
-// the run.
+/// remote_tool_server.py (a streamable-HTTP MCP server demanding a bearer
+/// token) on the host's 127.0.0.1, stopped with the test.
+class RemoteMcpServer {
+ public:
+  RemoteMcpServer(const std::string& dir, const std::string& token) : log_(dir + "/remote.log") {
+    const std::string out = dir + "/remote.out";
+    const std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/unit/mcp/remote_tool_server.py";
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (!freopen(out.c_str(), "w", stdout)) _exit(127);
+      execl("/usr/bin/python3", "python3", script.c_str(), token.c_str(), log_.c_str(), nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && port_ == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string text = slurp(out);
+      if (auto at = text.find("PORT "); at != std::string::npos) port_ = std::atoi(text.c_str() + at + 5);
+    }
+  }
+  ~RemoteMcpServer() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  int port() const { return port_; }
+  std::string log() const { return slurp(log_); }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// MCP through airlock's proxy (issue 20). `host: true`: a stdio server
+// written by the test runs on the host, as the user who ran airlock; Claude
+// Code in the VM calls its allowed tool and the result reaches the model.
+// The model then asks the proxy itself, with curl, for the tool the
+// allowlist leaves out: refused, the host file it would read never shows,
+// and the refusal is in the session log. The server is gone after the run.
+// `url:`: a remote streamable-HTTP server (on the host's loopback, where the
+// guest cannot go) is called the same way, with a token taken from
+// airlock's environment that never enters the VM.
 TEST_F(AgentE2E, ClaudeCodeCallsAnAllowedToolOfAHostMcpServerThroughTheProxy) {
   const std::string server = dir_ + "/host_tool_server.py";
   fs::copy_file(std::string(AIRLOCK_SOURCE_DIR) + "/tests/unit/mcp/host_tool_server.py", server);
   writeFile(dir_ + "/host-secret", "the host's secret\n");
-  writeFile(dir_ + "/config/airlock/config.yaml", "mcp_servers:\n  notes:\n    host: true\n    command: [python3, " +
-                                                      server + "]\n    tools: [echo]\n    env: {MCP_TEST_PID: " + dir_ +
-                                                      "/server.pid, MCP_TEST_LOG: " + dir_ +
-                                                      "/server.calls, HOST_SECRET_FILE: " + dir_ + "/host-secret}\n");
+  RemoteMcpServer remote(dir_, "remote-token-e2e");
+  ASSERT_NE(remote.port(), 0);
+  writeFile(dir_ + "/config/airlock/config.yaml",
+            "mcp_servers:\n  notes:\n    host: true\n    command: [python3, " + server +
+                "]\n    tools: [echo]\n    env: {MCP_TEST_PID: " + dir_ + "/server.pid, MCP_TEST_LOG: " + dir_ +
+                "/server.calls, HOST_SECRET_FILE: " + dir_ + "/host-secret}\n  docs: {url: \"http://127.0.0.1:" +
+                std::to_string(remote.port()) + "/mcp\", token: \"env:DOCS_TOKEN\", tools: [echo]}\n");
   ASSERT_NO_FATAL_FAILURE(runAsTestUser("claude-code", {{"XDG_CONFIG_HOME", dir_ + "/config"}}));
   MockModel mock("mcp_host_claude.json", dir_);
   ASSERT_NE(mock.port(), 0);
   auto before = files();
-  auto r = run("claude-code", mock, {"--review=auto"}, {"Do the scripted task.", "-p"});
+  auto r = run("claude-code", mock, {"--review=auto"}, {"Do the scripted task.", "-p"}, "",
+               {{"DOCS_TOKEN", "remote-token-e2e"}});
   ASSERT_EQ(r.exitCode, 0) << r.err << "\nmock log:\n" << mock.log();
   EXPECT_TRUE(mock.completed()) << mock.log();
   EXPECT_EQ(mock.log().find("violations"), std::string::npos) << mock.log();
@@ -750,6 +791,11 @@ TEST_F(AgentE2E, ClaudeCodeCallsAnAllowedToolOfAHostMcpServerThroughTheProxy) {
   EXPECT_NE(sessionLog.find("mcp notes: tools/call echo {\"text\":\"from the guest\"}: ok"), std::string::npos)
       << sessionLog;
   EXPECT_NE(sessionLog.find("mcp notes: refused tools/call host_secret {}: not in the allowlist"), std::string::npos)
+      << sessionLog;
+  EXPECT_NE(mock.log().find("remote echo: from the guest too"), std::string::npos) << mock.log();
+  EXPECT_NE(remote.log().find("Bearer remote-token-e2e"), std::string::npos) << remote.log();
+  EXPECT_EQ(mock.requests().find("remote-token-e2e"), std::string::npos) << "the token reached the agent";
+  EXPECT_NE(sessionLog.find("mcp docs: tools/call echo {\"text\":\"from the guest too\"}: ok"), std::string::npos)
       << sessionLog;
   auto after = files();
   EXPECT_EQ(after["SERVED.md"], "Served from the host through MCP.\n");

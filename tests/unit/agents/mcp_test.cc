@@ -135,6 +135,16 @@ TEST(WithMcpServers, AHostServerIsAnHttpEndpointInEachFormat) {
   EXPECT_FALSE(withMcpServers("", {notes}, McpFormat::kMcpServersJson)) << "no endpoint";
 }
 
+TEST(RemoteMcpUrl, HttpsAnywhereHttpOnlyToThisMachine) {
+  for (const char* ok : {"https://mcp.example.com/mcp", "https://mcp.example.com:8443/v1/mcp?x=1",
+                         "http://127.0.0.1:8080/mcp", "http://localhost/mcp", "http://[::1]:9/mcp"})
+    EXPECT_TRUE(isRemoteMcpUrl(ok)) << ok;
+  for (const char* bad : {"http://mcp.example.com/mcp", "http://127.0.0.1.evil.example/mcp",
+                          "http://localhost.evil.example/", "https://user:pw@mcp.example.com/", "ftp://x/", "https://",
+                          "https://x.example/a b", "https://x.example/#frag", "mcp.example.com"})
+    EXPECT_FALSE(isRemoteMcpUrl(bad)) << bad;
+}
+
 TEST(WithMcpServers, AFileThatIsNotAJsonObjectIsAnError) {
   McpServer tool{.name = "tool", .command = {"/usr/bin/tool"}};
   EXPECT_FALSE(withMcpServers("[1]", {tool}));

@@ -147,7 +147,7 @@ TEST(PlanMcpServers, AHostServerIsGivenAsTheProxysEndpoint) {
   EXPECT_EQ(doc["mcpServers"]["notes"]["url"], "http://10.0.2.2:4183/mcp/notes");
   EXPECT_EQ(
       plan->line,
-      "MCP servers in the VM: tool; MCP servers on this host, through airlock's proxy: notes (tools: search, read)");
+      "MCP servers in the VM: tool; MCP servers through airlock's proxy: notes (on this host; tools: search, read)");
   std::vector<session::HomeFile> qwenHome;
   ASSERT_TRUE(planMcpServers(withServers({notes}), agentImage(), builtin("qwen-code"), qwenHome));
   EXPECT_EQ(nlohmann::json::parse(qwenHome.at(0).content)["mcpServers"]["notes"]["httpUrl"],

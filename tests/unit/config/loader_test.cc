@@ -161,6 +161,35 @@ TEST(ParseConfig, AHostMcpServerNeedsACommandAndItsAllowedTools) {
   }
 }
 
+// `url:` (issue 20): a remote server, reached by the proxy from the host
+// with a token named (never given) in the config.
+TEST(ParseConfig, ARemoteMcpServerNeedsAnHttpsUrlItsToolsAndATokenByName) {
+  auto ok = parseConfig(
+      "mcp_servers: {docs: {url: \"https://mcp.example.com/mcp\", token: \"secret:DOCS\", tools: [search]}}\n", "u");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->mcpServers[0].url, "https://mcp.example.com/mcp");
+  EXPECT_EQ(ok->mcpServers[0].token, "secret:DOCS");
+  EXPECT_TRUE(ok->mcpServers[0].viaProxy());
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"{url: \"http://mcp.example.com/mcp\", tools: [a]}", "url must be https://"},
+           Case{"{url: \"https://mcp.example.com/mcp\"}", "list the tools the agent may call"},
+           Case{"{url: \"https://x.example/mcp\", token: \"ghp_abc\", tools: [a]}", "never the token itself"},
+           Case{"{command: [/usr/bin/x], token: \"env:T\"}", "'token' goes with url"},
+           Case{"{url: \"https://x.example/mcp\", command: [/usr/bin/x], tools: [a]}", "exactly one of"},
+           Case{"{url: \"https://x.example/mcp\", host: true, tools: [a]}", "host: true is for a command"},
+           Case{"{url: \"https://x.example/mcp\", env: {A: b}, tools: [a]}", "args and env are for a command"},
+       }) {
+    auto layer = parseConfig(std::string("mcp_servers: {docs: ") + c.yaml + "}\n", "u");
+    ASSERT_FALSE(layer) << c.yaml;
+    EXPECT_NE(layer.error().message.find(c.message), std::string::npos) << c.yaml << ": " << layer.error().message;
+    EXPECT_EQ(layer.error().message.find("ghp_abc"), std::string::npos) << layer.error().message;
+  }
+}
+
 // A hostile repo config's own text in an error reaches the terminal escaped.
 TEST(ParseConfig, AnErrorQuotingTheFileIsEscaped) {
   auto layer = parseConfig("\"\\e]0;PWNED\\a\\e[2J\": 1\n", "r", true);

@@ -6,14 +6,17 @@
 
 #include "mcp/guest_view.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -68,8 +71,11 @@ class HostProxyTest : public ::testing::Test {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     Fd guest(fds[0]);
-    EXPECT_TRUE(writeAll(guest.get(), raw));
+    // Written from another thread: a request larger than the socket's buffer
+    // is read by serve() as it arrives.
+    std::thread writer([&] { (void)writeAll(guest.get(), raw); });
     proxy.serve(Fd(fds[1]), [&](const std::string& line) { log_.push_back(line); });
+    writer.join();
     std::string text;
     char buf[4096];
     for (ssize_t n; (n = ::read(guest.get(), buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
@@ -241,6 +247,142 @@ TEST_F(HostProxyTest, AServerThatDoesNotStartFailsTheRunNamingIt) {
   proxy = HostMcpProxy::start({c});
   ASSERT_FALSE(proxy);
   EXPECT_NE(proxy.error().message.find("/nonexistent/server"), std::string::npos) << proxy.error().message;
+}
+
+// A guest's JSON nested deeper than the proxy takes would overflow a
+// connection thread's stack when copied or written: refused before it is
+// parsed, and airlock lives on.
+TEST_F(HostProxyTest, DeeplyNestedJsonIsRefusedBeforeItIsParsed) {
+  auto proxy = start();
+  ASSERT_TRUE(proxy);
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":)" + deep + "}}}";
+  Answer a = exchange(*proxy,
+                      "POST /mcp/notes HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(a.status, 400) << a.body;
+  EXPECT_NE(a.body.find("nested deeper than 64 levels"), std::string::npos) << a.body;
+  EXPECT_EQ(call(*proxy, "ping")["result"], json::object()) << "still serving";
+}
+
+TEST_F(HostProxyTest, BeyondTheRequestsAtOnceTheAnswerIs503) {
+  auto started = HostMcpProxy::start({config()}, HostProxyLimits{.maxInFlight = 0});
+  ASSERT_TRUE(started);
+  EXPECT_EQ(post(**started, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}}).status, 503);
+}
+
+// A server's error that is not a JSON-RPC error object reaches the guest as
+// the proxy's own error, and airlock does not fall over on it.
+TEST_F(HostProxyTest, AServersMalformedErrorIsReplaced) {
+  auto proxy = start({"MCP_TEST_BAD_ERROR=1"});
+  ASSERT_TRUE(proxy);
+  json j = call(*proxy, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "x"}}}});
+  ASSERT_TRUE(j.contains("error")) << j.dump();
+  EXPECT_EQ(j["error"]["code"], -32603);
+  EXPECT_NE(logText().find("tools/call echo"), std::string::npos) << logText();
+}
+
+// A guest's tool name cannot pass for the rest of a log line.
+TEST_F(HostProxyTest, AnOddToolNameIsQuotedInTheLog) {
+  auto proxy = start();
+  ASSERT_TRUE(proxy);
+  call(*proxy, "tools/call", {{"name", "x {}: ok in 0.01 s"}});
+  EXPECT_NE(logText().find(R"(refused tools/call "x {}: ok in 0.01 s" {}: not in the allowlist)"), std::string::npos)
+      << logText();
+}
+
+/// remote_tool_server.py on 127.0.0.1, killed with the test.
+class RemoteToolServer {
+ public:
+  RemoteToolServer(const std::string& dir, const std::string& token) : log_(dir + "/remote.log") {
+    const std::string out = dir + "/remote.out";
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(fd, 1);
+      execl("/usr/bin/python3", "python3", MCP_TEST_REMOTE_SERVER, token.c_str(), log_.c_str(), nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && port_ == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string text = readFile(out);
+      if (auto at = text.find("PORT "); at != std::string::npos) port_ = std::atoi(text.c_str() + at + 5);
+    }
+  }
+  ~RemoteToolServer() {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/mcp"; }
+  int port() const { return port_; }
+  /// What it received, one JSON object per request.
+  std::vector<json> requests() const {
+    std::vector<json> out;
+    std::istringstream in(readFile(log_));
+    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+    return out;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+HostServerConfig remoteConfig(const std::string& url, const std::string& token) {
+  HostServerConfig c;
+  c.name = "docs";
+  c.tools = {"echo"};
+  c.remote = RemoteServerOptions{.url = url, .token = token};
+  return c;
+}
+
+// `url:` (issue 20): the proxy reaches a remote streamable-HTTP server from
+// the host with the token, keeps its session, reads its SSE answer (the
+// stream stays open: the proxy stops reading once the answer is in), and
+// the guest gets the allowed tools only and never the token.
+TEST_F(HostProxyTest, ARemoteServerIsReachedWithTheTokenTheGuestNeverSees) {
+  RemoteToolServer remote(dir_.path(), "remote-token-123");
+  ASSERT_NE(remote.port(), 0);
+  auto started = HostMcpProxy::start({remoteConfig(remote.url(), "remote-token-123")});
+  ASSERT_TRUE(started) << started.error().message;
+  const HostMcpProxy& proxy = **started;
+  auto guest = [&](const std::string& method, const json& params) {
+    Answer a = post(proxy, {{"jsonrpc", "2.0"}, {"id", 3}, {"method", method}, {"params", params}}, "/mcp/docs");
+    EXPECT_EQ(a.body.find("remote-token-123"), std::string::npos) << a.body;
+    return json::parse(a.body, nullptr, false);
+  };
+  json tools = guest("tools/list", json::object());
+  ASSERT_EQ(tools["result"]["tools"].size(), 1u) << tools.dump();
+  EXPECT_EQ(tools["result"]["tools"][0]["name"], "echo");
+  const auto began = std::chrono::steady_clock::now();
+  json echo = guest("tools/call", {{"name", "echo"}, {"arguments", {{"text", "hi"}}}});
+  EXPECT_EQ(echo["result"]["content"][0]["text"], "remote echo: hi") << echo.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10)) << "waited for the stream to close";
+  json refused = guest("tools/call", {{"name", "delete_everything"}});
+  EXPECT_EQ(refused["error"]["code"], -32602) << refused.dump();
+  (*started)->shutdown();
+  auto got = remote.requests();
+  ASSERT_GE(got.size(), 5u);
+  for (const auto& r : got) EXPECT_EQ(r["authorization"], "Bearer remote-token-123") << r.dump();
+  EXPECT_EQ(got[0]["session"], nullptr) << "initialize has no session yet";
+  for (size_t i = 1; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["session"], "session-42") << got[i].dump();
+    EXPECT_EQ(got[i]["version"], kProtocolVersion) << got[i].dump();
+  }
+  EXPECT_EQ(got.back()["method"], "DELETE") << "the session is ended";
+  for (const auto& r : got) EXPECT_EQ(r.dump().find("delete_everything"), std::string::npos) << r.dump();
+}
+
+TEST_F(HostProxyTest, ARemoteServerThatRefusesTheTokenFailsTheStartNamingIt) {
+  RemoteToolServer remote(dir_.path(), "right");
+  ASSERT_NE(remote.port(), 0);
+  auto started = HostMcpProxy::start({remoteConfig(remote.url(), "wrong")});
+  ASSERT_FALSE(started);
+  EXPECT_NE(started.error().message.find("MCP server docs (" + remote.url() + ") did not answer"), std::string::npos)
+      << started.error().message;
+  EXPECT_NE(started.error().message.find("HTTP 401"), std::string::npos) << started.error().message;
+  EXPECT_EQ(started.error().message.find("wrong"), std::string::npos) << "the token is never in a message";
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ file named by HOST_SECRET_FILE: what a tool the allowlist leaves out could
 leak). Every message it receives is appended, one JSON line each, to the file
 named by MCP_TEST_LOG; its pid is written to MCP_TEST_PID. With
 MCP_TEST_ASK_ROOTS=1 it asks the client for roots/list before answering a
-tools/call (the proxy must answer that itself).
+tools/call (the proxy must answer that itself); with MCP_TEST_BAD_ERROR=1 it
+answers echo with an error that is not a JSON-RPC error object.
 """
 import json
 import os
@@ -55,6 +56,9 @@ def main():
                         f.write(json.dumps(answer) + "\n")
             name = msg["params"]["name"]
             args = msg["params"].get("arguments", {})
+            if name == "echo" and os.environ.get("MCP_TEST_BAD_ERROR") == "1":
+                send({"jsonrpc": "2.0", "id": rid, "error": "oops"})
+                continue
             if name == "echo":
                 text = "echo: " + str(args.get("text", ""))
             elif name == "host_secret":
