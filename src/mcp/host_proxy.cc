@@ -1,5 +1,8 @@
 #include "mcp/host_proxy.h"
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -60,9 +63,16 @@ void respondJson(int fd, int status, const json& body) {
   respond(fd, status, text);
 }
 
-/// A tool's name for the log: as is when it is a plain name, else quoted
-/// as a JSON string (a guest's name must not pass for the rest of a line).
-std::string quotedName(const std::string& name) {
+/// The most of a tool's name written to the log.
+constexpr size_t kLoggedNameBytes = 200;
+/// The most names of tools left out written by one tools/list line.
+constexpr size_t kLoggedHiddenTools = 20;
+
+/// A tool's name for the log (cut at kLoggedNameBytes): as is when it is a
+/// plain name, else quoted as a JSON string (a guest's name must not pass
+/// for the rest of a line).
+std::string quotedName(std::string name) {
+  if (name.size() > kLoggedNameBytes) name = name.substr(0, kLoggedNameBytes) + "...";
   bool plain = !name.empty();
   for (char c : name)
     plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -133,8 +143,11 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
   const json params = request.value("params", json());
   auto forwarded = [&](const std::string& name, const json& p, std::chrono::milliseconds timeout) -> json {
     auto got = server.process->request(name, p, timeout);
-    if (!got)
-      return errorResponse(id, kInternalError, fmt::format("MCP server {}: {}", server.name, got.error().message));
+    if (!got) {  // the details (a URL with its query, a host path) are for the user, not the guest
+      log(fmt::format("mcp {}: {} failed: {}", server.name, name, got.error().message));
+      return errorResponse(id, kInternalError,
+                           fmt::format("MCP server {} did not answer (the session log says why)", server.name));
+    }
     json out = {{"jsonrpc", "2.0"}, {"id", id}};
     if (got->contains("result")) {
       out["result"] = std::move((*got)["result"]);
@@ -157,34 +170,45 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
     if (params.is_object() && params.contains("cursor") && params["cursor"].is_string()) p["cursor"] = params["cursor"];
     json out = forwarded(method, p, limits_.list);
     if (!out.contains("result")) return out;
-    size_t offered = 0;
-    std::vector<std::string> hidden;
+    size_t offered = 0, hidden = 0;
+    std::vector<std::string> shown;
     if (out["result"].is_object() && out["result"].contains("tools") && out["result"]["tools"].is_array())
       for (const auto& tool : out["result"]["tools"]) {
         ++offered;
         if (tool.is_object() && tool.contains("name") && tool["name"].is_string() &&
-            !server.tools.contains(tool["name"].get<std::string>()))
-          hidden.push_back(tool["name"].get<std::string>());
+            !server.tools.contains(tool["name"].get<std::string>()) && ++hidden <= kLoggedHiddenTools)
+          shown.push_back(quotedName(tool["name"].get<std::string>()));
       }
     out["result"] = allowedTools(std::move(out["result"]), server.tools);
-    log(fmt::format("mcp {}: tools/list: {} of {} tools given{}", server.name, out["result"]["tools"].size(), offered,
-                    hidden.empty() ? "" : fmt::format(" (not allowed: {})", fmt::join(hidden, ", "))));
+    if (++lists_ <= limits_.maxLoggedLists)
+      log(fmt::format(
+          "mcp {}: tools/list: {} of {} tools given{}", server.name, out["result"]["tools"].size(), offered,
+          hidden == 0 ? ""
+                      : fmt::format(" (not allowed: {}{})", fmt::join(shown, ", "),
+                                    hidden > shown.size() ? fmt::format(" and {} more", hidden - shown.size()) : "")));
     return out;
   }
   if (method == "tools/call") {
-    if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
-      return errorResponse(id, kInvalidParams, "tools/call needs params.name");
-    const std::string tool = params["name"].get<std::string>();
-    const json arguments = params.value("arguments", json());
-    if (!arguments.is_null() && !arguments.is_object())
-      return errorResponse(id, kInvalidParams, "tools/call's params.arguments must be an object");
-    if (!server.tools.contains(tool)) {
+    auto refuse = [&](const std::string& tool, const json& arguments, const std::string& why) {
       const unsigned refused = ++refusals_;
       if (refused <= limits_.maxLoggedRefusals)
-        log(fmt::format("mcp {}: refused tools/call {} {}: not in the allowlist", server.name, quotedName(tool),
-                        loggedArguments(arguments)));
+        log(fmt::format("mcp {}: refused tools/call {} {}: {}", server.name, quotedName(tool),
+                        loggedArguments(arguments), why));
       else if (refused == limits_.maxLoggedRefusals + 1)
         log(fmt::format("mcp: more than {} refused calls; the rest are not logged", limits_.maxLoggedRefusals));
+    };
+    if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+      refuse("(no name)", params, "no params.name");
+      return errorResponse(id, kInvalidParams, "tools/call needs params.name");
+    }
+    const std::string tool = params["name"].get<std::string>();
+    const json arguments = params.value("arguments", json());
+    if (!arguments.is_null() && !arguments.is_object()) {
+      refuse(tool, arguments, "arguments not an object");
+      return errorResponse(id, kInvalidParams, "tools/call's params.arguments must be an object");
+    }
+    if (!server.tools.contains(tool)) {
+      refuse(tool, arguments, "not in the allowlist");
       return errorResponse(id, kInvalidParams,
                            fmt::format("tool '{}' of MCP server {} is not allowed here (airlock config: "
                                        "mcp_servers.{}.tools)",
@@ -198,7 +222,8 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
     std::string outcome = "ok";
     if (out.contains("error"))
       outcome = "error: " + loggedArguments(out["error"].value("message", json()));
-    else if (out["result"].is_object() && out["result"].value("isError", false))
+    else if (auto error = out["result"].find("isError");
+             out["result"].is_object() && error != out["result"].end() && error->is_boolean() && error->get<bool>())
       outcome = "the tool reported an error";
     log(fmt::format("mcp {}: tools/call {} {}: {} in {:.2f} s", server.name, quotedName(tool),
                     loggedArguments(arguments), outcome, seconds));
@@ -209,6 +234,10 @@ json HostMcpProxy::answer(const Server& server, const json& request, const Proxy
 }
 
 void HostMcpProxy::serve(Fd guest, const ProxyLogFn& log) const {
+  // A guest that does not read its answer must not hold the thread (and a
+  // slot) for ever.
+  const timeval sendTimeout{limits_.guestWriteTimeoutSeconds, 0};
+  setsockopt(guest.get(), SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
   if (++inFlight_ > limits_.maxInFlight) {
     --inFlight_;
     respond(guest.get(), 503, "too many MCP requests at once\n", "text/plain");

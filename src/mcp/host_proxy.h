@@ -71,6 +71,8 @@ struct HostProxyLimits {
   size_t maxBodyBytes = 1024 * 1024;       ///< the guest's JSON-RPC message
   unsigned maxInFlight = 16;               ///< requests served at once; more get HTTP 503
   unsigned maxLoggedRefusals = 1000;       ///< refused calls logged; then one line says the rest are not
+  unsigned maxLoggedLists = 1000;          ///< tools/list lines logged
+  int guestWriteTimeoutSeconds = 30;       ///< the longest an answer waits for the guest to read it
 };
 
 /// Writes one line to the session log.
@@ -114,6 +116,7 @@ class HostMcpProxy {
   HostProxyLimits limits_;
   mutable std::atomic<unsigned> inFlight_{0};
   mutable std::atomic<unsigned> refusals_{0};
+  mutable std::atomic<unsigned> lists_{0};
 };
 
 }  // namespace airlock::mcp

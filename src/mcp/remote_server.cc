@@ -151,6 +151,13 @@ Result<json> RemoteServer::post(const json& message, const json* id, std::chrono
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Exchange::onBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+  // stop() ends a call in flight (a stream of progress events without the answer).
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(
+      c, CURLOPT_XFERINFOFUNCTION, +[](void* stopped, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+        return static_cast<std::atomic<bool>*>(stopped)->load() ? 1 : 0;
+      });
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &stopped_);
   if (!options_.caFile.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.caFile.c_str());
   const CURLcode code = curl_easy_perform(c);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
@@ -158,8 +165,7 @@ Result<json> RemoteServer::post(const json& message, const json* id, std::chrono
   if (x.tooDeep || jsonDepth(x.body) > kMaxMessageDepth)
     return failWith(exit_code::kInternal, "{} sent a message nested deeper than {} levels", options_.url,
                     kMaxMessageDepth);
-  if (x.answer) return std::move(*x.answer);  // the SSE transfer was ended on purpose
-  if (code != CURLE_OK)
+  if (code != CURLE_OK && !x.answer)
     return failWith(exit_code::kInternal, "cannot reach {}: {}", options_.url, curl_easy_strerror(code));
   if (x.status == 404 && !initializing)
     return failWith(exit_code::kInternal, "{} ended the session (HTTP 404)", options_.url);
@@ -172,6 +178,7 @@ Result<json> RemoteServer::post(const json& message, const json* id, std::chrono
     std::lock_guard lock(mutex_);
     sessionId_ = x.sessionId;
   }
+  if (x.answer) return std::move(*x.answer);
   if (x.contentType.starts_with("text/event-stream")) {
     x.events += "\n\n";  // a last event without its blank line
     x.onSse();

@@ -66,6 +66,7 @@ StdioServer::~StdioServer() {
 
 void StdioServer::stop() {
   constexpr std::chrono::milliseconds grace{2000};
+  stopping_ = true;  // senders waiting for the server to read give up at once
   {
     std::lock_guard lock(mutex_);
     if (reaped_) return;
@@ -182,7 +183,8 @@ Result<> StdioServer::send(const json& message) {
     if (n < 0 && errno != EAGAIN) return failWith(exit_code::kInternal, "the server is gone: {}", errnoText(errno));
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     pollfd fd = {stdin_.get(), POLLOUT, 0};
-    if (wait <= 0 || ::poll(&fd, 1, static_cast<int>(std::min<int64_t>(wait, 1000))) < 0) {
+    if (stopping_) return failWith(exit_code::kInternal, "the server is gone: it was stopped");
+    if (wait <= 0 || ::poll(&fd, 1, static_cast<int>(std::min<int64_t>(wait, 100))) < 0) {
       if (wait > 0 && errno == EINTR) continue;
       return failWith(exit_code::kInternal, "the server does not read its input");
     }

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -92,6 +93,7 @@ class StdioServer : public Upstream {
   std::string buffer_;  ///< the unfinished line (the reader's, or requestInline's before it)
   std::once_flag readerStarted_;
   std::mutex writeMutex_;
+  std::atomic<bool> stopping_{false};
   std::mutex mutex_;  // guards what follows
   std::condition_variable answered_;
   std::map<int64_t, std::optional<nlohmann::json>> pending_;
