@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/host_secrets.h"
@@ -29,10 +31,11 @@ Result<std::shared_ptr<mcp::HostMcpProxy>> startHostMcpServers(const HostContext
   if (plan.machine.egress)
     for (const auto& mapping : plan.machine.egress->hostPorts)
       if (mapping.guestPort == mcp::kMcpProxyPort)
-        return failWith(exit_code::kUsage,
-                        "--host-port {} takes the gateway port of airlock's MCP proxy (host: true servers); map "
-                        "another port, or run with --no-mcp",
-                        mapping.guestPort);
+        return failWith(
+            exit_code::kUsage,
+            "--host-port {} takes the gateway port of airlock's MCP proxy (host: true and url: servers); map "
+            "another port, or run with --no-mcp",
+            mapping.guestPort);
   const std::string logDir = host.dirs.state + "/mcp";
   if (auto r = makeDirs(logDir, 0700); !r) return std::unexpected(r.error());
   std::vector<mcp::HostServerConfig> configs;
@@ -66,7 +69,11 @@ Result<std::shared_ptr<mcp::HostMcpProxy>> startHostMcpServers(const HostContext
     configs.push_back(std::move(config));
   }
   auto proxy = mcp::HostMcpProxy::start(std::move(configs));
-  if (!proxy) return std::unexpected(proxy.error());
+  if (!proxy) {
+    const bool onHost = std::any_of(servers.begin(), servers.end(), [](const auto& s) { return s.host; });
+    if (!onHost) return std::unexpected(proxy.error());
+    return failWith(proxy.error().code, "{} (a host server's stderr: {}/NAME.log)", proxy.error().message, logDir);
+  }
   plan.machine.egressNetwork.gatewayServices[mcp::kMcpProxyPort] =
       [proxy = *proxy](Fd guest, const egress::EgressLogFn&, const egress::EgressLogFn& sessionLog) {
         proxy->serve(std::move(guest), sessionLog);
