@@ -29,6 +29,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/listening_process.h"
 #include "../vm/airlock_process.h"
 
 namespace airlock::test {
@@ -719,32 +720,17 @@ INSTANTIATE_TEST_SUITE_P(Agents, McpAgents,
 /// token) on the host's 127.0.0.1, stopped with the test.
 class RemoteMcpServer {
  public:
-  RemoteMcpServer(const std::string& dir, const std::string& token) : log_(dir + "/remote.log") {
-    const std::string out = dir + "/remote.out";
-    const std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/unit/mcp/remote_tool_server.py";
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (!freopen(out.c_str(), "w", stdout)) _exit(127);
-      execl("/usr/bin/python3", "python3", script.c_str(), token.c_str(), log_.c_str(), nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 100 && port_ == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string text = slurp(out);
-      if (auto at = text.find("PORT "); at != std::string::npos) port_ = std::atoi(text.c_str() + at + 5);
-    }
-  }
-  ~RemoteMcpServer() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  int port() const { return port_; }
+  RemoteMcpServer(const std::string& dir, const std::string& token)
+      : log_(dir + "/remote.log"),
+        process_({"/usr/bin/python3", std::string(AIRLOCK_SOURCE_DIR) + "/tests/unit/mcp/remote_tool_server.py", token,
+                  log_},
+                 dir + "/remote.out") {}
+  int port() const { return process_.port(); }
   std::string log() const { return slurp(log_); }
 
  private:
   std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  airlock::test::ListeningProcess process_;
 };
 
 // MCP through airlock's proxy (issue 20). `host: true`: a stdio server

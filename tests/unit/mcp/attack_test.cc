@@ -22,6 +22,7 @@
 #include "common/fd.h"
 #include "mcp/guest_view.h"
 #include "mcp/host_proxy.h"
+#include "support/listening_process.h"
 #include "support/scratch.h"
 
 namespace airlock::mcp {
@@ -62,34 +63,17 @@ std::string rpc(const std::string& method, const json& params, const json& id = 
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
 }
 
+/// attack_remote_server.py in one of its modes.
 class RemoteAttacker {
  public:
-  RemoteAttacker(const std::string& dir, const std::string& token, const std::string& mode) {
-    const std::string out = dir + "/remote-" + mode + ".out";
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 1);
-      execl("/usr/bin/python3", "python3", ATTACK_REMOTE_SERVER, token.c_str(), mode.c_str(), nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 100 && port_ == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string text = slurp(out);
-      if (auto at = text.find("PORT "); at != std::string::npos) port_ = std::atoi(text.c_str() + at + 5);
-    }
-  }
-  ~RemoteAttacker() {
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  RemoteAttacker(const std::string& dir, const std::string& token, const std::string& mode)
+      : process_({"/usr/bin/python3", ATTACK_REMOTE_SERVER, token, mode}, dir + "/remote-" + mode + ".out") {}
   std::string url(const std::string& query = "") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + "/mcp" + query;
+    return "http://127.0.0.1:" + std::to_string(process_.port()) + "/mcp" + query;
   }
 
  private:
-  pid_t pid_ = -1;
-  int port_ = 0;
+  test::ListeningProcess process_;
 };
 
 class McpAttack : public ::testing::Test {

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fd.h"
+#include "support/listening_process.h"
 #include "support/scratch.h"
 
 namespace airlock::mcp {
@@ -294,27 +295,11 @@ TEST_F(HostProxyTest, AnOddToolNameIsQuotedInTheLog) {
 /// remote_tool_server.py on 127.0.0.1, killed with the test.
 class RemoteToolServer {
  public:
-  RemoteToolServer(const std::string& dir, const std::string& token) : log_(dir + "/remote.log") {
-    const std::string out = dir + "/remote.out";
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 1);
-      execl("/usr/bin/python3", "python3", MCP_TEST_REMOTE_SERVER, token.c_str(), log_.c_str(), nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 100 && port_ == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string text = readFile(out);
-      if (auto at = text.find("PORT "); at != std::string::npos) port_ = std::atoi(text.c_str() + at + 5);
-    }
-  }
-  ~RemoteToolServer() {
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/mcp"; }
-  int port() const { return port_; }
+  RemoteToolServer(const std::string& dir, const std::string& token)
+      : log_(dir + "/remote.log"),
+        process_({"/usr/bin/python3", MCP_TEST_REMOTE_SERVER, token, log_}, dir + "/remote.out") {}
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/mcp"; }
+  int port() const { return process_.port(); }
   /// What it received, one JSON object per request.
   std::vector<json> requests() const {
     std::vector<json> out;
@@ -325,8 +310,7 @@ class RemoteToolServer {
 
  private:
   std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  test::ListeningProcess process_;
 };
 
 HostServerConfig remoteConfig(const std::string& url, const std::string& token) {
