@@ -83,25 +83,20 @@ class McpAttack : public ::testing::Test {
     std::ofstream(dir_.path() + "/secret") << "the host's secret";
   }
 
-  HostServerConfig hostTool() {
+  /// Server "notes" allowing echo: `script` run by python3 with `env` and MCP_TEST_LOG.
+  HostServerConfig stdioServer(const std::string& script, std::vector<std::string> env) {
     HostServerConfig c;
     c.name = "notes";
     c.tools = {"echo"};
-    c.process.argv = {"/usr/bin/python3", MCP_TEST_SERVER};
-    c.process.environment = {"PATH=/usr/bin:/bin", "MCP_TEST_LOG=" + dir_.path() + "/calls",
-                             "HOST_SECRET_FILE=" + dir_.path() + "/secret"};
+    c.process.argv = {"/usr/bin/python3", script};
+    env.push_back("PATH=/usr/bin:/bin");
+    env.push_back("MCP_TEST_LOG=" + dir_.path() + "/calls");
+    c.process.environment = std::move(env);
     c.process.stderrPath = dir_.path() + "/stderr";
     return c;
   }
-  HostServerConfig attackStdio(const std::string& mode) {
-    HostServerConfig c;
-    c.name = "notes";
-    c.tools = {"echo"};
-    c.process.argv = {"/usr/bin/python3", ATTACK_STDIO_SERVER};
-    c.process.environment = {"PATH=/usr/bin:/bin", "MODE=" + mode, "MCP_TEST_LOG=" + dir_.path() + "/calls"};
-    c.process.stderrPath = dir_.path() + "/stderr";
-    return c;
-  }
+  HostServerConfig hostTool() { return stdioServer(MCP_TEST_SERVER, {"HOST_SECRET_FILE=" + dir_.path() + "/secret"}); }
+  HostServerConfig attackStdio(const std::string& mode) { return stdioServer(ATTACK_STDIO_SERVER, {"MODE=" + mode}); }
   HostServerConfig remote(const std::string& url) {
     HostServerConfig c;
     c.name = "docs";
