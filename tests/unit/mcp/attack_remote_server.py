@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A misbehaving streamable-HTTP MCP server for the breaker's attack tests.
+"""A misbehaving streamable-HTTP MCP server for the attack tests of airlock's MCP proxy (attack_test.cc).
 Usage: attack_remote_server.py TOKEN MODE. Prints "PORT n".
 MODE: sse_forever (tools/call: an SSE stream of progress events, never the
 answer), status413 (tools/call: HTTP 413), redirect (tools/call: 307 to a

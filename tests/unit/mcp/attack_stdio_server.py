@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A misbehaving stdio MCP server for the breaker's attack tests.
+"""A misbehaving stdio MCP server for the attack tests of airlock's MCP proxy (attack_test.cc).
 
 MODE (env): isError_null (echo answers with "isError": null), longline (a
 tools/call is answered with a 20 MiB line), noread (after initialize: SIGTERM

@@ -209,8 +209,8 @@ TEST_F(McpAttack, AllowlistBypassAttemptsNeverReachTheServer) {
   std::cerr << "LOG:\n" << logText().substr(0, 4000);
 }
 
-// Claim: "Every tools/call, allowed or refused, is logged". Refusals for a
-// bad shape are not.
+// "Every tools/call, allowed or refused, is logged": refusals for a bad
+// shape (no name, arguments that are not an object) too.
 TEST_F(McpAttack, EveryRefusedToolsCallIsLogged) {
   auto proxy = start({hostTool()});
   ASSERT_TRUE(proxy);
@@ -263,17 +263,24 @@ TEST_F(McpAttack, HttpTricks) {
 
 // Slots held by connections that send nothing: bounded by the request timeout.
 TEST_F(McpAttack, SlowlorisHoldsSlotsOnlyUntilTheRequestTimeout) {
-  auto proxy = start({hostTool()}, HostProxyLimits{.requestTimeoutMs = 1500, .maxInFlight = 2});
+  auto proxy = start({hostTool()}, HostProxyLimits{.requestTimeoutMs = 4000, .maxInFlight = 2});
   ASSERT_TRUE(proxy);
   std::vector<std::thread> held;
   std::vector<Fd> guests;
+  std::atomic<int> started{0};
   for (int i = 0; i < 2; ++i) {
     int fds[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     guests.emplace_back(fds[0]);
     (void)writeAll(fds[0], "POST /mcp/notes HTTP/1.1\r\n");  // and never more
-    held.emplace_back([&, fd = fds[1]] { proxy->serve(Fd(fd), logFn()); });
+    held.emplace_back([&, fd = fds[1]] {
+      ++started;
+      proxy->serve(Fd(fd), logFn());
+    });
   }
+  // Once both threads are in serve() (a busy machine may start them late),
+  // a third request is turned away.
+  while (started < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(exchange(*proxy, httpPost(R"({"jsonrpc":"2.0","id":1,"method":"ping"})")).status, 503);
   for (auto& t : held) t.join();
@@ -393,9 +400,8 @@ TEST_F(McpAttack, ARemoteSseStreamWithoutTheAnswerIsBoundedByTheCallTimeout) {
   EXPECT_EQ(j["error"]["code"], -32603) << j.dump();
 }
 
-// Upstream::stop(): "requests in flight fail soon". RemoteServer::stop()
-// only sets a flag and DELETEs: a call in flight runs to its timeout
-// (600 s in airlock).
+// Upstream::stop(): "requests in flight fail soon", not at their timeout
+// (600 s in airlock), even while the server streams progress events.
 TEST_F(McpAttack, ShutdownEndsARemoteCallInFlight) {
   RemoteAttacker server(dir_.path(), kToken, "sse_forever");
   auto proxy = start({remote(server.url())}, HostProxyLimits{.call = std::chrono::milliseconds(20000)});
@@ -436,8 +442,9 @@ TEST_F(McpAttack, ARemoteServersNonBooleanIsErrorIsNotA500) {
   EXPECT_EQ(r.body.find(kToken), std::string::npos);
 }
 
-// MCP allows the initialize answer as an SSE stream; the proxy returns as
-// soon as the answer is in, before it keeps the Mcp-Session-Id.
+// MCP allows the initialize answer as an SSE stream (which may stay open):
+// the proxy stops reading once the answer is in, and keeps the
+// Mcp-Session-Id that came with it (the server demands it afterwards).
 TEST_F(McpAttack, ASessionIdGivenWithAnSseInitializeIsKept) {
   RemoteAttacker server(dir_.path(), kToken, "sse_init");
   auto proxy = HostMcpProxy::start({remote(server.url())});
