@@ -413,7 +413,7 @@ TEST_F(McpAttack, ShutdownEndsARemoteCallInFlight) {
   const auto t = Clock::now();
   proxy->shutdown();
   inFlight.wait();
-  EXPECT_LT(since(t), 3.0) << "the call in flight ended " << since(t) << " s after shutdown()";
+  EXPECT_LT(since(t), 5.0) << "the call in flight ended " << since(t) << " s after shutdown() (its limit: 20 s)";
 }
 
 TEST_F(McpAttack, TheTokenAndTheUrlsSecretsNeverReachTheGuest) {
