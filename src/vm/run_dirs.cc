@@ -13,9 +13,13 @@
 namespace airlock::vm {
 
 Result<Fd> lockRunDir(const std::string& dir) {
-  const std::string path = dir + "/" + kRunDirLock;
-  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return fail("cannot lock {}: {}", path, errnoText(errno));
+  // Made and locked under another name, then renamed: a sweep that finds
+  // kRunDirLock always finds it locked (between an open and a flock of the
+  // lock itself, a sweep took the lock and removed a new machine's directory).
+  const std::string path = dir + "/" + kRunDirLock, staging = path + ".new";
+  Fd fd(::open(staging.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 || ::rename(staging.c_str(), path.c_str()) != 0)
+    return fail("cannot lock {}: {}", path, errnoText(errno));
   return fd;
 }
 

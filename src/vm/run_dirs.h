@@ -20,7 +20,8 @@ inline constexpr const char* kRunDirLock = "owner.lock";
 inline constexpr const char* kRunDirKeep = "keep-scratch";
 
 /// Locks the run directory `dir` for the calling machine's life (the
-/// returned descriptor holds the flock).
+/// returned descriptor holds the flock). The lock file appears already
+/// locked: a concurrent sweep never finds it free.
 Result<Fd> lockRunDir(const std::string& dir);
 
 /// Removes the run directories in `vmsDir` whose machine is gone: the lock

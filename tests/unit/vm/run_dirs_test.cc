@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +94,27 @@ TEST(RunDirs, ANoteNamingAnythingButASessionsDiskMovesNothing) {
   fs::create_symlink("/etc/passwd", dir + "/scratch.ext4");
   EXPECT_EQ(sweepStaleRunDirs(s.vms, s.sessions), 1u);
   EXPECT_FALSE(fs::exists(fs::symlink_status(s.sessions + "/s1/scratch.ext4")));
+}
+
+// Race: machines launching while another launch sweeps. A directory whose
+// lock is made but not yet taken must never look stale (three VMs at once
+// lost a run directory this way: "cannot create the scratch disk").
+TEST(RunDirs, ADirectoryIsNeverSweptBetweenItsLockFileAndItsLock) {
+  StateDir s;
+  std::atomic<bool> done{false};
+  std::thread sweeper([&] {
+    while (!done) sweepStaleRunDirs(s.vms, s.sessions);
+  });
+  int lost = 0;
+  for (int i = 0; i < 3000; ++i) {
+    auto dir = TempDir::create(s.vms, "vm-");
+    ASSERT_TRUE(dir) << dir.error().message;
+    auto lock = lockRunDir(dir->path());
+    if (!lock || !fs::exists(dir->path() + "/" + kRunDirLock)) ++lost;
+  }
+  done = true;
+  sweeper.join();
+  EXPECT_EQ(lost, 0);
 }
 
 }  // namespace
