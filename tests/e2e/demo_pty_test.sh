@@ -44,8 +44,9 @@ wait_for() {
   done
   fail "waited $2 s for '$1'"
 }
-# RUN_SERIAL: no other test runs a VM meanwhile, so any QEMU is the demo's.
-qemu_count() { pgrep -c -f "^[^ ]*qemu-system-x86_64 " || true; }
+. "$SRC/tests/e2e/processes.sh"
+# The QEMUs of the demo whose sample project (and state) is in $dir.
+qemu_count() { qemu_of "$dir" | wc -l; }
 
 # run_demo [OWNER_PID]: starts scripts/demo in a fresh 200x50 pane; the pane
 # stays after the demo ends and shows its exit code. The tmux server is a

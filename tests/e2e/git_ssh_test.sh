@@ -20,6 +20,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/e2e/fake_internet.sh"
 . "$SRC/tests/e2e/test_user.sh"
 . "$SRC/tests/e2e/git_ssh_server.sh"
+. "$SRC/tests/e2e/processes.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-gitssh-e2e.XXXXXX")
 INET=airlock-gitssh-inet-$$
 HOST=airlock-gitssh-host-$$
@@ -139,5 +140,5 @@ echo "$state" | grep -q 'term-test' || fail "run 3: no session term-test: $state
 if echo "$state" | grep 'term-test' | grep -q dead; then
   fail "run 3: SIGTERM killed airlock (the session is dead): $state; $(cat airlock-3.err)"
 fi
-if pgrep -u "$test_user_uid" -f qemu-system >/dev/null; then fail "run 3: QEMU is still running"; fi
+[ -z "$(qemu_of "$WORK")" ] || fail "run 3: QEMU is still running"
 echo "PASS: git push over SSH through the forwarded agent"

@@ -548,7 +548,9 @@ TEST_F(PermissiveFakeInternetTest, ReportsConnectionSetupLatencyPermissive) {
 /// all owned by the user, under a fresh directory in /tmp.
 class UnprivilegedHome {
  public:
-  static constexpr uid_t kUser = 4242;
+  /// Not the VM and e2e tests' 4242: those run beside these (the test
+  /// lanes, tests/CMakeLists.txt) and processes are counted by uid here.
+  static constexpr uid_t kUser = 4244;
 
   explicit UnprivilegedHome(uid_t uid = kUser, bool subordinateIds = true)
       : uid_(uid), subordinateIds_(subordinateIds) {}
