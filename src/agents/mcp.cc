@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 
 namespace airlock::agents {
@@ -108,9 +109,7 @@ bool isRemoteMcpUrl(std::string_view url) {
     hostPart = hostPart.substr(0, hostPart.find(']') + 1);
   else
     hostPart = hostPart.substr(0, hostPart.find(':'));
-  std::string lowered(hostPart);
-  for (char& c : lowered)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  const std::string lowered = asciiLower(hostPart);
   return lowered == "127.0.0.1" || lowered == "[::1]" || lowered == "localhost";
 }
 

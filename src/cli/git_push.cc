@@ -7,6 +7,7 @@
 
 #include "cli/host_secrets.h"
 #include "common/exit_codes.h"
+#include "config/settings.h"
 #include "egress/addresses.h"
 #include "egress/policy.h"
 #include "secrets/credential_broker.h"
@@ -30,8 +31,7 @@ bool validHost(const std::string& host) {
 
 /// "env:NAME" or "secret:NAME"; the error never holds `source` (a token given by mistake).
 Result<> checkTokenSource(const std::string& source) {
-  if ((source.starts_with("env:") && source.size() > 4) || (source.starts_with("secret:") && source.size() > 7))
-    return {};
+  if (config::isTokenSource(source)) return {};
   return failWith(exit_code::kUsage,
                   "--git-token (git_token) takes env:NAME (a variable holding the token) or secret:NAME (airlock secret "
                   "set NAME), never the token itself");

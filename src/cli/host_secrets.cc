@@ -7,6 +7,7 @@
 
 #include "common/exit_codes.h"
 #include "common/visible_text.h"
+#include "config/settings.h"
 
 namespace airlock::cli {
 namespace {
@@ -59,7 +60,9 @@ std::string HostSecrets::where() const {
 }
 
 Result<std::string> readTokenSource(const HostContext& host, const std::string& source, const std::string& what) {
-  if (source.starts_with("env:") && source.size() > 4) {
+  if (!config::isTokenSource(source))
+    return failWith(exit_code::kUsage, "{} takes env:NAME or secret:NAME, never the token itself", what);
+  if (source.starts_with("env:")) {
     const std::string name = source.substr(4);
     std::string value = host.getEnv(name);
     if (value.empty())
@@ -69,8 +72,6 @@ Result<std::string> readTokenSource(const HostContext& host, const std::string& 
                       what, source, name);
     return value;
   }
-  if (!source.starts_with("secret:") || source.size() <= 7)
-    return failWith(exit_code::kUsage, "{} takes env:NAME or secret:NAME, never the token itself", what);
   const std::string name = source.substr(7);
   HostSecrets secrets(host, true);
   auto value = secrets.store().get(name);

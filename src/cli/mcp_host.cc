@@ -1,7 +1,5 @@
 #include "cli/mcp_host.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 
 #include <fmt/format.h>

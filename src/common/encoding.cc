@@ -76,6 +76,13 @@ std::string formatUtcTime(int64_t unixSeconds) {
   return buf;
 }
 
+std::string asciiLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 size_t jsonDepth(std::string_view text) {
   size_t depth = 0, deepest = 0;
   bool inString = false, escaped = false;

@@ -29,6 +29,10 @@ std::string formatBytes(uint64_t bytes);
 /// `unixSeconds` as an RFC 3339 UTC timestamp: "2026-12-04T13:00:00Z".
 std::string formatUtcTime(int64_t unixSeconds);
 
+/// `text` with A-Z mapped to a-z and every other byte as it is (the case
+/// folding of DNS names, HTTP field names and git's path checks; no locale).
+std::string asciiLower(std::string_view text);
+
 /// The deepest nesting of [ and { in JSON text, outside strings (in
 /// comments too: only ever an overestimate). nlohmann::json parses any
 /// depth, but copying or dumping a value recurses: untrusted JSON deeper

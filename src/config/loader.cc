@@ -229,8 +229,7 @@ class ConfigReader {
           return error(body, where + ": host: true is for a command; a url server is reached from the host already");
         if (!server.args.empty() || !server.env.empty())
           return error(body, where + ": args and env are for a command; a url server takes url, token and tools");
-        if (!server.token.empty() && !((server.token.starts_with("env:") && server.token.size() > 4) ||
-                                       (server.token.starts_with("secret:") && server.token.size() > 7)))
+        if (!server.token.empty() && !isTokenSource(server.token))
           return error(body, where +
                                  ": token takes env:NAME or secret:NAME (airlock secret set NAME), never the "
                                  "token itself");

@@ -76,4 +76,8 @@ bool isEnvPattern(std::string_view text) {
   return true;
 }
 
+bool isTokenSource(std::string_view text) {
+  return (text.starts_with("env:") && text.size() > 4) || (text.starts_with("secret:") && text.size() > 7);
+}
+
 }  // namespace airlock::config

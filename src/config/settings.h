@@ -140,5 +140,9 @@ std::optional<VerifyMode> parseVerifyMode(std::string_view text);
 bool isHostPattern(std::string_view text);
 /// An environment variable name, or a prefix ending in '*'.
 bool isEnvPattern(std::string_view text);
+/// Where a token is held on the host: "env:NAME" (a variable of airlock's
+/// environment) or "secret:NAME" (airlock's secret store), NAME not empty
+/// (`git_token`, an MCP server's `token`). A token written in place is not.
+bool isTokenSource(std::string_view text);
 
 }  // namespace airlock::config

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/encoding.h"
 #include "common/fd.h"
 #include "common/paths.h"
 
@@ -44,8 +45,7 @@ std::string stripSlash(std::string uri) {
 void addStanza(const std::vector<std::pair<std::string, std::string>>& fields, std::vector<AptSource>& out) {
   std::vector<std::string> types, uris, suites;
   for (const auto& [name, value] : fields) {
-    std::string lower = name;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string lower = asciiLower(name);
     if (lower == "types") types = words(value);
     if (lower == "uris") uris = words(value);
     if (lower == "suites") suites = words(value);

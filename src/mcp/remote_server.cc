@@ -15,12 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string text) {
-  for (char& c : text)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return text;
-}
-
 std::string trimmed(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == '\r' || text.back() == '\n' || text.back() == ' ' || text.back() == '\t'))
@@ -82,8 +76,8 @@ struct RemoteServer::Exchange {
     }
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) return size * count;
-    const std::string name = lower(std::string(line.substr(0, colon)));
-    if (name == "content-type") x->contentType = lower(trimmed(line.substr(colon + 1)));
+    const std::string name = asciiLower(line.substr(0, colon));
+    if (name == "content-type") x->contentType = asciiLower(trimmed(line.substr(colon + 1)));
     if (name == "mcp-session-id") x->sessionId = trimmed(line.substr(colon + 1));
     return size * count;
   }

@@ -12,17 +12,11 @@
 #include <set>
 #include <string_view>
 
+#include "common/encoding.h"
 #include "workspace/relpath.h"
 
 namespace airlock::workspace {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 /// `path` (absolute, or relative to the absolute directory `base`) as a
 /// normalized workspace-relative path; false when it is outside the
@@ -164,7 +158,7 @@ std::vector<std::string> gitConfigNamedPaths(const std::string& workspace) {
             for (const auto& w : words(cmd))
               if (w.find('/') != std::string::npos) add(w, c.root);
           };
-          switch (kindOf(lower(e->name))) {
+          switch (kindOf(asciiLower(e->name))) {
             case Kind::None: break;
             case Kind::Path: add(v, c.root); break;
             case Kind::Include:

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "common/c_ptr.h"
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/visible_text.h"
@@ -610,8 +611,7 @@ bool isDotGitAlias(const std::string& name) {
     if (size_t colon = part.find(':'); colon != std::string::npos) part.resize(colon);
     if (part == "." || part == "..") return true;
     while (!part.empty() && (part.back() == '.' || part.back() == ' ')) part.pop_back();
-    std::transform(part.begin(), part.end(), part.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    part = asciiLower(part);
     if (part == ".git" || part == "git~1") return true;
     start = end + 1;
   }
@@ -622,7 +622,7 @@ bool isGitmodulesName(const std::string& name) {
   std::string s = withoutHfsIgnorables(name);
   if (size_t colon = s.find(':'); colon != std::string::npos) s.resize(colon);
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  s = asciiLower(s);
   return s == ".gitmodules" || s == "gitmod~1";
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/encoding.h"
 #include "workspace/ignore.h"
 
 namespace airlock::workspace {
@@ -63,13 +64,6 @@ const std::vector<std::vector<std::string>>& anchoredPatterns() {
   return v;
 }
 
-std::string folded(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 std::vector<std::string_view> components(std::string_view rel) {
   std::vector<std::string_view> out;
   for (size_t s = 0; s < rel.size();) {
@@ -83,11 +77,11 @@ std::vector<std::string_view> components(std::string_view rel) {
 
 }  // namespace
 
-bool isHeldBackPath(std::string_view rel) { return rules().match(folded(rel), false) != IgnoreVerdict::Included; }
+bool isHeldBackPath(std::string_view rel) { return rules().match(asciiLower(rel), false) != IgnoreVerdict::Included; }
 
 bool couldHoldBackBelow(std::string_view rel) {
   if (isHeldBackPath(rel)) return true;
-  std::string low = folded(rel);
+  std::string low = asciiLower(rel);
   auto comps = components(low);
   for (const auto& pat : anchoredPatterns()) {
     bool anyDepth = !pat.empty() && pat.front() == "**";
@@ -106,7 +100,7 @@ bool couldHoldBackBelow(std::string_view rel) {
 
 bool isGitMetadataPath(std::string_view rel) {
   for (std::string_view c : components(rel))
-    if (c.size() == 4 && folded(c) == ".git") return true;
+    if (c.size() == 4 && asciiLower(c) == ".git") return true;
   return false;
 }
 

@@ -95,15 +95,14 @@ Result<AuthChallenge> parseChallenge(std::string_view header) {
   while (i < header.size() && std::isspace(static_cast<unsigned char>(header[i]))) ++i;
   size_t start = i;
   while (i < header.size() && !std::isspace(static_cast<unsigned char>(header[i]))) ++i;
-  for (char ch : header.substr(start, i - start)) c.scheme += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  c.scheme = asciiLower(header.substr(start, i - start));
   if (c.scheme.empty()) return fail("the registry sent an empty WWW-Authenticate challenge");
   while (i < header.size()) {
     while (i < header.size() && (header[i] == ',' || std::isspace(static_cast<unsigned char>(header[i])))) ++i;
     size_t keyStart = i;
     while (i < header.size() && header[i] != '=' && header[i] != ',') ++i;
     if (i >= header.size() || header[i] != '=') break;
-    std::string key(header.substr(keyStart, i - keyStart));
-    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::string key = asciiLower(header.substr(keyStart, i - keyStart));
     ++i;
     std::string value;
     if (i < header.size() && header[i] == '"') {

@@ -51,11 +51,6 @@ bool isTlsFailure(CURLcode c) {
 
 bool isTransientStatus(long s) { return s == 408 || s == 429 || s >= 500; }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 std::string trim(std::string_view s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -88,7 +83,7 @@ size_t onHeader(char* data, size_t size, size_t n, void* user) {
   }
   auto colon = line.find(':');
   if (colon != std::string_view::npos) {
-    std::string key = lower(std::string(line.substr(0, colon)));
+    std::string key = asciiLower(line.substr(0, colon));
     if (key == "content-type") t->contentType = trim(line.substr(colon + 1));
     if (key == "www-authenticate") t->wwwAuthenticate = trim(line.substr(colon + 1));
   }

@@ -51,5 +51,15 @@ TEST(FormatUtcTime, IsRfc3339InUtc) {
   EXPECT_EQ(formatUtcTime(1796389200), "2026-12-04T13:00:00Z");
 }
 
+// Only A-Z changes: a locale's tolower would fold bytes of UTF-8 names (and
+// the dotless i of tr_TR) that git and DNS compare as they are.
+TEST(AsciiLower, FoldsOnlyAsciiLetters) {
+  EXPECT_EQ(asciiLower("Content-Type: TEXT/Event-Stream"), "content-type: text/event-stream");
+  EXPECT_EQ(asciiLower(".GIT"), ".git");
+  EXPECT_EQ(asciiLower("\xc3\x89T\xc3\xa9"), "\xc3\x89t\xc3\xa9");
+  EXPECT_EQ(asciiLower(std::string_view("A\0B", 3)), std::string("a\0b", 3));
+  EXPECT_EQ(asciiLower("@[`{"), "@[`{");
+}
+
 }  // namespace
 }  // namespace airlock

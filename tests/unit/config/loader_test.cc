@@ -10,6 +10,7 @@
 #include "common/paths.h"
 #include "config/effective.h"
 #include "config/loader.h"
+#include "config/settings.h"
 
 namespace airlock::config {
 namespace {
@@ -345,6 +346,14 @@ TEST_F(LoaderTest, DirectoryInsteadOfFileIsRefused) {
 // readHostContext's call (tests/unit/common/host_context_test.cc).
 TEST(UserConfigPath, IsConfigYamlInTheConfigDir) {
   EXPECT_EQ(userConfigPath("/home/someone/.config/airlock"), "/home/someone/.config/airlock/config.yaml");
+}
+
+// git_token and an MCP server's token name where the token is, never the
+// token: a pasted token must not pass as a source (and be logged as one).
+TEST(TokenSource, IsEnvOrSecretWithAName) {
+  for (const char* ok : {"env:GITHUB_TOKEN", "secret:gh", "env:X"}) EXPECT_TRUE(isTokenSource(ok)) << ok;
+  for (const char* bad : {"", "env:", "secret:", "ghp_0123456789abcdef", "ENV:X", "file:/tmp/t", " env:X", "secret"})
+    EXPECT_FALSE(isTokenSource(bad)) << bad;
 }
 
 }  // namespace

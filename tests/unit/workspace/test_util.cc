@@ -50,10 +50,14 @@ std::string sh(const std::string& cmd) {
 }
 
 std::string git(const std::string& dir, const std::string& args) {
-  return sh("cd '" + dir +
-            "' && GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c user.name=Agent "
-            "-c user.email=agent@example.com -c init.defaultBranch=main -c advice.detachedHead=false " +
-            args + " 2>&1");
+  // Exported: `args` may chain more git commands ("add x && git commit"),
+  // which must not read the user's or the system's config either (a machine
+  // without a git identity failed their commits).
+  return sh(
+      "export GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent GIT_CONFIG_COUNT=3 GIT_CONFIG_KEY_0=user.name "
+      "GIT_CONFIG_VALUE_0=Agent GIT_CONFIG_KEY_1=user.email GIT_CONFIG_VALUE_1=agent@example.com "
+      "GIT_CONFIG_KEY_2=init.defaultBranch GIT_CONFIG_VALUE_2=main && cd '" +
+      dir + "' && git -c advice.detachedHead=false " + args + " 2>&1");
 }
 
 uint64_t diskBytes(const std::string& path) {
