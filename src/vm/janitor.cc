@@ -19,7 +19,7 @@
 
 namespace airlock::vm {
 
-Result<Janitor> Janitor::start(const std::string& selfExe) {
+Result<Janitor> Janitor::start(const std::string& selfExe, int heldLock) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return fail("cannot create the janitor pipe: {}", errnoText(errno));
   auto env = minimalEnvironment();
@@ -30,15 +30,16 @@ Result<Janitor> Janitor::start(const std::string& selfExe) {
     // Double fork: the janitor must not be our child (no zombie, no SIGCHLD).
     if (fork() != 0) _exit(0);
     setsid();
-    if (p[0] == 3)
-      fcntl(3, F_SETFD, 0);
-    else
-      dup2(p[0], 3);
+    // Out of the way first (either may be 3 or 4), then to 3 and 4 without FD_CLOEXEC.
+    const int pipeFd = fcntl(p[0], F_DUPFD_CLOEXEC, 10);
+    const int lockFd = heldLock >= 0 ? fcntl(heldLock, F_DUPFD_CLOEXEC, 10) : -1;
+    dup2(pipeFd, 3);
+    if (lockFd >= 0) dup2(lockFd, 4);
     int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, 0);
     dup2(devnull, 1);
     dup2(devnull, 2);
-    for (int fd = 4; fd < 1024; ++fd) close(fd);
+    for (int fd = lockFd >= 0 ? 5 : 4; fd < 1024; ++fd) close(fd);
     const char* argv[] = {selfExe.c_str(), "__janitor", nullptr};
     execve(selfExe.c_str(), const_cast<char**>(argv), const_cast<char**>(envp));
     _exit(127);

@@ -17,7 +17,10 @@ namespace airlock::vm {
 class Janitor {
  public:
   /// Starts `<selfExe> __janitor` with the read end of a pipe on fd 3.
-  static Result<Janitor> start(const std::string& selfExe);
+  /// With `heldLock` (a descriptor holding an flock), the janitor shares
+  /// that lock on fd 4 from its start to its exit: when airlock dies the
+  /// lock is never free until the cleanup is done.
+  static Result<Janitor> start(const std::string& selfExe, int heldLock = -1);
   Janitor(Janitor&&) = default;
   Janitor& operator=(Janitor&&) = default;
   /// Registers a process to kill if airlock dies.

@@ -107,9 +107,9 @@ Result<std::unique_ptr<Machine>> Machine::launch(const HostContext& host, const 
   // The janitor is `airlock __janitor`; $AIRLOCK_EXE names the binary when the
   // caller is not airlock itself (the VM tests).
   std::string exe = host.getEnv("AIRLOCK_EXE");
-  auto janitor = Janitor::start(!exe.empty() ? exe : "/proc/self/exe");
+  // It shares the run directory's lock: no sweep while it cleans up.
+  auto janitor = Janitor::start(!exe.empty() ? exe : "/proc/self/exe", ownerLock->get());
   if (!janitor) return std::unexpected(janitor.error());
-  janitor->holdLock(runDir->path() + "/" + kRunDirLock);  // no sweep while it cleans up
   if (!options.cleanupLock.empty()) janitor->holdLock(options.cleanupLock);
   janitor->watchDir(runDir->path());
   // The session's snapshot is a full copy of the workspace: if airlock dies

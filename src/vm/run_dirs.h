@@ -1,8 +1,9 @@
 #pragma once
 // The run directories of VMs ($XDG_STATE_HOME/airlock/vms/vm-XXXXXX: QEMU's
 // sockets and jail, the scratch disk, the workspace image). A running
-// Machine holds the flock of its directory's kRunDirLock for its life; the
-// janitor removes the directory when airlock dies. What a reboot or a killed
+// Machine holds the flock of its directory's kRunDirLock for its life, and
+// its janitor shares it: when airlock dies the janitor removes the
+// directory before the lock is free. What a reboot or a killed
 // janitor leaves is swept by the next launch (and by `airlock doctor`).
 
 #include <cstddef>

@@ -93,21 +93,25 @@ std::string ensureTestAccount(uid_t uid, bool subordinateIds) {
     script += "  grep -E \"^($user|" + id + "):\" /etc/sub$kind 2>/dev/null | while IFS=: read -r who start count; do "
               "usermod --del-sub${kind}s \"$start-$((start + count - 1))\" \"$user\"; done\n";
   script += "done\n";
-  const std::string output = "/tmp/airlock-test-account-" + id + ".log";
+  // A file of its own: tests in both lanes (tests/CMakeLists.txt) make the account at once.
+  char output[] = "/tmp/airlock-test-account-XXXXXX";
+  const int out = mkstemp(output);
+  if (out < 0) return "cannot make a temporary file for the test account";
   pid_t pid = fork();
   if (pid == 0) {
-    int out = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (out >= 0) dup2(out, 1), dup2(out, 2);
+    dup2(out, 1), dup2(out, 2);
     execl("/usr/bin/flock", "flock", "/tmp/airlock-test-account.lock", "sh", "-c", script.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
+  close(out);
   int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return "cannot run flock for the test account";
+  const bool waited = pid > 0 && waitpid(pid, &status, 0) == pid;
   std::ifstream in(output);
   std::stringstream text;
   text << in.rdbuf();
-  unlink(output.c_str());
+  unlink(output);
+  if (!waited) return "cannot run flock for the test account";
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "cannot make the test account " + name + ": " + text.str();
   return "";
 }
