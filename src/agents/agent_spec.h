@@ -35,6 +35,10 @@ struct ImageRecipe {
   /// "linux-x64"), with URL and SHA-256 (image/release_archive.h); `binary`
   /// is the path inside the archive's top folder.
   std::string archive;
+  /// Instead of npmPackage: a PyPI project, installed with `version` into a
+  /// venv under /opt/<agent name> with Debian's python3; `binary` names its
+  /// console script (entry_points.txt), run as /usr/local/bin/<installAs>.
+  std::string pypiPackage;
   /// Instead of all of the above (custom agents: `image: REFERENCE`): an OCI
   /// image reference pulled into the image store and booted as it is.
   std::string reference;
@@ -45,7 +49,7 @@ struct ImageRecipe {
   std::map<std::string, std::string> mcpPackages;
 
   /// True for `image: {}`: the base image, nothing installed.
-  bool baseOnly() const { return reference.empty() && npmPackage.empty(); }
+  bool baseOnly() const { return reference.empty() && npmPackage.empty() && pypiPackage.empty(); }
   /// The package the program file is taken from (nativePackage or npmPackage).
   const std::string& programPackage() const { return nativePackage.empty() ? npmPackage : nativePackage; }
   /// The version of programPackage().

@@ -35,6 +35,13 @@ std::string formatAgentSpec(const AgentSpec& spec) {
   out << YAML::Key << "description" << YAML::Value << spec.description;
   if (!spec.image.reference.empty()) {
     out << YAML::Key << "image" << YAML::Value << spec.image.reference;
+  } else if (!spec.image.pypiPackage.empty()) {
+    out << YAML::Key << "image" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "pypi_package" << YAML::Value << spec.image.pypiPackage;
+    out << YAML::Key << "version" << YAML::Value << YAML::DoubleQuoted << spec.image.version;
+    out << YAML::Key << "binary" << YAML::Value << spec.image.binary;
+    out << YAML::Key << "install_as" << YAML::Value << spec.image.installAs;
+    out << YAML::EndMap;
   } else if (spec.image.baseOnly()) {
     out << YAML::Key << "image" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::EndMap;
   } else {

@@ -23,8 +23,8 @@ constexpr std::string_view kLoginKeys[] = {"format", "file", "delivery", "hosts"
                                            "account_file", "account_key", "account_hosts", "env",
                                            "home_files"};
 constexpr std::string_view kSettingsKeys[] = {"path", "keys"};
-constexpr std::string_view kImageKeys[] = {"npm_package", "version",    "native_package", "native_version",
-                                           "binary",      "install_as", "node",           "archive"};
+constexpr std::string_view kImageKeys[] = {"npm_package", "version", "native_package", "native_version", "binary",
+                                           "install_as",  "node",    "archive",        "pypi_package"};
 constexpr std::string_view kEgressKeys[] = {"model_hosts", "extra_hosts"};
 constexpr std::string_view kMcpKeys[] = {"file", "format", "args"};
 
@@ -50,6 +50,13 @@ bool isNpmName(std::string_view s) {
   if (!s.starts_with('@')) return part(s);
   size_t slash = s.find('/');
   return slash != std::string_view::npos && part(s.substr(1, slash - 1)) && part(s.substr(slash + 1));
+}
+
+/// PyPI project names (PEP 508): letters, digits, '.', '_', '-', starting
+/// and ending with a letter or digit.
+bool isPypiName(std::string_view s) {
+  return allOf(s, [](char c) { return isAlnum(c) || c == '.' || c == '_' || c == '-'; }) && isAlnum(s.front()) &&
+         isAlnum(s.back());
 }
 
 /// An exact version: digits, letters, '.', '-', '+' (no ranges, tags or "latest").
@@ -427,6 +434,29 @@ class SpecReader {
     return {};
   }
 
+  /// `image: {pypi_package, version, binary, install_as}`: a PyPI program
+  /// in a venv (image/pypi_packages.h); `binary` names its console script.
+  Result<> readPypiImage(const YAML::Node& image, ImageRecipe& recipe) {
+    for (auto key : {"npm_package", "native_package", "native_version", "node", "archive"})
+      if (child(image, key).IsDefined())
+        return error(child(image, key), fmt::format("'{}' is for npm packages, not with 'pypi_package'", key));
+    if (auto r = string(image, "pypi_package", true, recipe.pypiPackage); !r) return r;
+    if (!isPypiName(recipe.pypiPackage))
+      return error(child(image, "pypi_package"),
+                   fmt::format("'pypi_package' = '{}' is not a PyPI project name", recipe.pypiPackage));
+    if (auto r = string(image, "version", true, recipe.version); !r) return r;
+    if (!isPinnedVersion(recipe.version))
+      return error(child(image, "version"),
+                   fmt::format("'version' = '{}' is not an exact version (no ranges or tags)", recipe.version));
+    if (auto r = string(image, "binary", true, recipe.binary); !r) return r;
+    if (!isFileName(recipe.binary))
+      return error(child(image, "binary"), fmt::format("'binary' = '{}' is not a console script name", recipe.binary));
+    if (auto r = string(image, "install_as", true, recipe.installAs); !r) return r;
+    if (!isFileName(recipe.installAs))
+      return error(child(image, "install_as"), fmt::format("'install_as' = '{}' is not a file name", recipe.installAs));
+    return {};
+  }
+
   Result<> readImage(const YAML::Node& image, ImageRecipe& recipe) {
     if (image.IsScalar()) {
       recipe.reference = image.Scalar();
@@ -438,6 +468,7 @@ class SpecReader {
     if (!image.IsMap())
       return error(image, "'image' must be an image reference (ghcr.io/org/agent:tag) or a build recipe mapping");
     if (auto r = checkKeys(image, "image", kImageKeys); !r) return r;
+    if (child(image, "pypi_package").IsDefined()) return readPypiImage(image, recipe);
     if (!child(image, "npm_package").IsDefined()) {  // `image: {}`: the base image alone
       for (auto key : kImageKeys)
         if (child(image, std::string(key).c_str()).IsDefined())

@@ -1,6 +1,6 @@
 // `airlock image build AGENT [--force]`: build (or find) an agent's local
 // erofs image: Debian 12 base + the agent CLI at its pinned version (+ the
-// MCP servers of the user config). The
+// MCP servers of the user config); a PyPI agent's through a build VM. The
 // registry verbs (pull, ls, rm, prune, inspect) are in image_store_cmd.cc.
 
 #include <sys/stat.h>
@@ -12,8 +12,10 @@
 
 #include "agents/registry.h"
 #include "cli/commands.h"
+#include "cli/guest_install.h"
 #include "cli/mcp_plan.h"
 #include "cli/report.h"
+#include "cli/terminal_ui.h"
 #include "common/exit_codes.h"
 #include "common/file_lock.h"
 #include "config/effective.h"
@@ -45,9 +47,9 @@ int buildImage(const HostContext& host, const ImageBuildArgs& args) {
     return reportError(Error{fmt::format("{} runs the OCI image {}, which is pulled, not built: airlock image pull {}",
                                          spec->name, spec->image.reference, spec->image.reference),
                              exit_code::kUsage});
-  if (!args.from.empty() && spec->image.archive.empty())
-    return reportError(Error{fmt::format("--from is for agents built from a release archive (crush); {} is built "
-                                         "from npm alone",
+  if (!args.from.empty() && spec->image.archive.empty() && spec->image.pypiPackage.empty())
+    return reportError(Error{fmt::format("--from is for agents built from a release archive (crush) or PyPI "
+                                         "(hermes); {} is built from npm alone",
                                          spec->name),
                              exit_code::kUsage});
   if (!args.noMcp) {
@@ -64,7 +66,12 @@ int buildImage(const HostContext& host, const ImageBuildArgs& args) {
     if (!quiet) std::fprintf(stderr, "airlock: %s\n", line.c_str());
   };
   const auto start = std::chrono::steady_clock::now();
-  auto path = image::ensureAgentImage(host.dirs.cache, *spec, say, {.force = args.force, .fromDir = args.from});
+  TerminalUi ui(host, args.quiet);  // a PyPI agent's build VM
+  auto path = image::ensureAgentImage(host.dirs.cache, *spec, say,
+                                      {.force = args.force,
+                                       .fromDir = args.from,
+                                       .guestInstall = buildVmInstaller(host, ui),
+                                       .quiet = args.quiet});
   if (!path) return reportError(path.error());
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   struct stat st {};
@@ -88,18 +95,25 @@ void addImageCommand(CLI::App& app, int& exitCode, const HostContext& host) {
 the MCP servers in your config); the Debian base is built once with
 mmdebstrap and shared by all agents. Prints the image path.
 
+A PyPI agent (hermes) is installed by pip inside a build VM, never on this
+host: the VM boots its base (Debian 12 with python3-venv), reaches only
+pypi.org and files.pythonhosted.org (no network at all with --from DIR),
+and only the venv it made at /opt/AGENT enters the image.
+
 Examples:
   airlock image build claude-code
   airlock image build gemini --force
-  airlock image build crush --from ~/Downloads   # its release archive, fetched elsewhere)");
+  airlock image build crush --from ~/Downloads   # its release archive, fetched elsewhere
+  airlock image build hermes --from ~/wheels     # wheels from `pip download`, made elsewhere)");
   build->add_option("AGENT", args->agent, "Agent name (see `airlock agents`)")->required();
   build->add_flag("--force", args->force, "Rebuild even when the image is cached");
   build->add_flag("-q,--quiet", args->quiet, "Do not print progress lines");
   build->add_flag("--no-mcp", args->noMcp, "Leave out the MCP servers of your config (mcp_servers)");
   build
       ->add_option("--from", args->from,
-                   "For a host that cannot download it: a directory holding the agent's release archive "
-                   "(crush), checked against the SHA-256 its npm package names")
+                   "For a host that cannot download them: a directory holding the agent's release archive "
+                   "(crush; checked against the SHA-256 its npm package names) or its wheels and sdists (hermes), "
+                   "installed by pip in a build VM without network")
       ->check(CLI::ExistingDirectory);
   build->callback([args, &exitCode, &host] { exitCode = buildImage(host, *args); });
   addImageStoreCommands(*cmd, exitCode, host);

@@ -1,5 +1,6 @@
 #include "cli/image_provider.h"
 
+#include "cli/guest_install.h"
 #include "common/exit_codes.h"
 #include "image/agent_image.h"
 #include "image/rootfs_image.h"
@@ -12,7 +13,8 @@ Result<std::string> CliImageProvider::erofsImage(const session::ImageSource& sou
     case session::ImageSource::Kind::kReference:
       return pulledImagePath(host_, source.value, registry_, settings_, quiet_);
     case session::ImageSource::Kind::kAgentBuild:
-      return image::ensureAgentImage(host_.dirs.cache, spec_, progress);
+      return image::ensureAgentImage(host_.dirs.cache, spec_, progress,
+                                     {.guestInstall = buildVmInstaller(host_, ui_), .quiet = quiet_});
     case session::ImageSource::Kind::kRootfsDir:
     case session::ImageSource::Kind::kPath:
       return image::ensureRootfsImage(host_.dirs.cache, source.value, progress);

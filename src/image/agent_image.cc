@@ -12,6 +12,7 @@
 #include "common/subprocess.h"
 #include "image/base_rootfs.h"
 #include "image/npm_packages.h"
+#include "image/pypi_packages.h"
 #include "image/recipe.h"
 #include "image/release_archive.h"
 #include "image/rootfs_staging.h"
@@ -73,6 +74,8 @@ Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec
   if (auto made = makeDirs(bin, 0755); !made) return failWith(exit_code::kImage, "{}", made.error().message);
   if (r.baseOnly()) {
     // `image: {}`: the base image's own programs
+  } else if (!r.pypiPackage.empty()) {
+    // installed by the build VM (installInBuildVm)
   } else if (!r.node) {
     auto tarball = fetchNpmPackage(cacheDir, r.programPackage(), r.programVersion(), progress);
     if (!tarball) return std::unexpected(tarball.error());
@@ -118,6 +121,50 @@ Result<> installAgent(const std::string& cacheDir, const agents::AgentSpec& spec
   return {};
 }
 
+/// Writes the erofs image of the tree `root` to `built` (`what` names it in errors).
+Result<> writeErofs(const std::string& root, const std::string& built, const std::string& what) {
+  std::vector<std::string> mkfs = {"mkfs.erofs", "--quiet", "--preserve-mtime"};
+  if (::geteuid() != 0) mkfs.push_back("--all-root");
+  mkfs.insert(mkfs.end(), {built, root});
+  if (auto r = runChecked(mkfs); !r)
+    return failWith(exit_code::kImage, "mkfs.erofs failed for the {}: {}", what, r.error().message);
+  return {};
+}
+
+/// A `pypi_package:` recipe: the tree at `root` (the base with python3-venv
+/// and the agent user) booted as a build VM whose pip installs the package
+/// into a venv at /opt/<agent>; the venv, from the VM's export, laid into
+/// `root` (image/pypi_packages.h).
+Result<> installInBuildVm(const agents::AgentSpec& spec, const std::string& root, const std::string& work,
+                          const ImageBuildOptions& options, const ProgressFn& progress) {
+  const auto& r = spec.image;
+  const std::string prefix = "/opt/" + spec.name;
+  GuestInstall install{.agent = spec.name, .image = work + "/build-vm.erofs", .workspace = work + "/build-workspace"};
+  if (auto made = makeDirs(install.workspace, 0755); !made) return made;
+  if (!options.fromDir.empty()) {
+    auto staged = stageDistributions(options.fromDir, install.workspace, r.pypiPackage, r.version);
+    if (!staged) return std::unexpected(staged.error());
+    report(progress, fmt::format("installing {}=={} from the {} files of {} in a build VM (no network)",
+                                 r.pypiPackage, r.version, *staged, options.fromDir));
+  } else {
+    install.hosts = pypiHosts();
+    report(progress, fmt::format("installing {}=={} from PyPI in a build VM (egress: pypi.org, "
+                                 "files.pythonhosted.org only)",
+                                 r.pypiPackage, r.version));
+  }
+  install.script = pipInstallScript(r.pypiPackage, r.version, prefix, !options.fromDir.empty(), options.quiet);
+  if (auto done = writeErofs(root, install.image, "build VM's image"); !done) return done;
+  const std::string scratch = work + "/build-export";
+  if (::mkdir(scratch.c_str(), 0755) != 0)
+    return failWith(exit_code::kImage, "cannot create {}: {}", scratch, errnoText(errno));
+  auto done = options.guestInstall(install, [&](const std::string& changeSet) -> Result<> {
+    report(progress, fmt::format("laying the venv at {} into the image", prefix));
+    return layVenv(changeSet, scratch, root, prefix, r.binary, r.installAs, spec.name);
+  });
+  ::unlink(install.image.c_str());
+  return done;
+}
+
 /// Builds the image at `image` (the cache lock is held).
 Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& spec, const std::string& dir,
                          const std::string& image, const ImageBuildOptions& options, const ProgressFn& progress) {
@@ -126,7 +173,14 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
     if (findProgram(tool).empty())
       return failWith(exit_code::kHostNotReady, "{} is not installed; run scripts/setup", tool);
   }
-  auto base = ensureBaseTarball(dir, progress);
+  const auto& r = spec.image;
+  if (!r.pypiPackage.empty()) {
+    if (!options.guestInstall) return failWith(exit_code::kInternal, "no build VM for the PyPI recipe of {}", spec.name);
+    // An unreachable PyPI fails before anything is built.
+    if (options.fromDir.empty())
+      if (auto ok = checkPypiReachable(spec.name, r.pypiPackage, r.version); !ok) return ok;
+  }
+  auto base = ensureBaseTarball(dir, baseExtraPackages(spec.image), progress);
   if (!base) return std::unexpected(base.error());
   auto work = TempDir::create(dir, "tmp-");
   if (!work) return std::unexpected(work.error());
@@ -134,17 +188,16 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
   if (::mkdir(root.c_str(), 0755) != 0 || ::chmod(root.c_str(), 0755) != 0)
     return failWith(exit_code::kImage, "cannot create {}: {}", root, errnoText(errno));
   report(progress, "unpacking the base rootfs");
-  if (auto r = unpackBase(*base, root); !r) return r;
-  if (auto r = installAgent(cacheDir, spec, root, work->path(), options, progress); !r) return r;
-  if (auto r = addAgentUser(root); !r) return r;
+  if (auto done = unpackBase(*base, root); !done) return done;
+  if (auto done = addAgentUser(root); !done) return done;
+  if (!r.pypiPackage.empty()) {
+    if (auto done = installInBuildVm(spec, root, work->path(), options, progress); !done) return done;
+  }
+  if (auto done = installAgent(cacheDir, spec, root, work->path(), options, progress); !done) return done;
   report(progress, "writing the erofs image");
   const std::string built = work->path() + "/image.erofs";
-  std::vector<std::string> mkfs = {"mkfs.erofs", "--quiet", "--preserve-mtime"};
-  if (::geteuid() != 0) mkfs.push_back("--all-root");
-  mkfs.insert(mkfs.end(), {built, root});
-  if (auto r = runChecked(mkfs); !r)
-    return failWith(exit_code::kImage, "mkfs.erofs failed for the {} image: {}", spec.name, r.error().message);
-  if (auto r = syncPath(built); !r) return r;
+  if (auto done = writeErofs(root, built, spec.name + " image"); !done) return done;
+  if (auto done = syncPath(built); !done) return done;
   if (::rename(built.c_str(), image.c_str()) != 0)
     return failWith(exit_code::kImage, "cannot rename {} to {}: {}", built, image, errnoText(errno));
   return syncPath(dir);

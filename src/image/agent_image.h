@@ -1,6 +1,7 @@
 #pragma once
 // Local agent images: a Debian 12 base (base_rootfs.h) plus the agent's
-// program from npm at its pinned version, with the `agent` user, as a
+// program at its pinned version (from npm, a release archive an npm package
+// names, or PyPI through a build VM), with the `agent` user, as a
 // read-only erofs image cached under <cache>/images/<recipe digest>.erofs
 // (recipe.h). This is what `airlock image build` and a first `airlock run`
 // call.
@@ -10,6 +11,7 @@
 #include "agents/agent_spec.h"
 #include "common/error.h"
 #include "common/file_lock.h"
+#include "image/pypi_packages.h"
 
 namespace airlock::image {
 
@@ -18,10 +20,18 @@ struct ImageBuildOptions {
   /// Rebuild the agent image even when the cache holds it (the base tarball
   /// and npm downloads are reused).
   bool force = false;
-  /// A directory holding the release archive of an `archive:` recipe
-  /// (Crush) under its own file name, instead of downloading it; checked
-  /// against the SHA-256 its npm package names either way. Empty: download.
+  /// A directory holding what the build would otherwise download from
+  /// outside the npm registry: the release archive of an `archive:` recipe
+  /// (Crush) under its own file name, checked against the SHA-256 its npm
+  /// package names; or the wheels and sdists of a `pypi_package:` recipe
+  /// (Hermes), installed by pip in the build VM without network. Empty:
+  /// download.
   std::string fromDir;
+  /// Runs a `pypi_package:` recipe's build VM (image/pypi_packages.h);
+  /// unset: such a recipe fails (kInternal).
+  GuestInstaller guestInstall;
+  /// The build VM's pip says only warnings and errors.
+  bool quiet = false;
 };
 
 /// Returns the path of the agent's erofs image, building it when the cache

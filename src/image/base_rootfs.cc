@@ -75,19 +75,24 @@ const std::vector<std::string>& basePackages() {
   return packages;
 }
 
-std::string baseDigest() {
+std::string baseDigest(const std::vector<std::string>& extraPackages) {
   Sha256 h;
   for (std::string_view part : {kBaseFormat, kDebianSuite, kVariant}) {
     h.update(fmt::format("{}:{}\n", part.size(), part));
   }
   for (const auto& p : basePackages()) h.update(fmt::format("{}:{}\n", p.size(), p));
+  // Only when there are any: the common base keeps its digest.
+  for (const auto& p : extraPackages) h.update(fmt::format("extra {}:{}\n", p.size(), p));
   return h.hex();
 }
 
-std::string baseTarballPath(const std::string& imagesDir) { return imagesDir + "/base-" + baseDigest() + ".tar"; }
+std::string baseTarballPath(const std::string& imagesDir, const std::vector<std::string>& extraPackages) {
+  return imagesDir + "/base-" + baseDigest(extraPackages) + ".tar";
+}
 
-Result<std::string> ensureBaseTarball(const std::string& imagesDir, const ProgressFn& progress) {
-  const std::string tarball = baseTarballPath(imagesDir);
+Result<std::string> ensureBaseTarball(const std::string& imagesDir, const std::vector<std::string>& extraPackages,
+                                      const ProgressFn& progress) {
+  const std::string tarball = baseTarballPath(imagesDir, extraPackages);
   if (pathExists(tarball)) return tarball;
   if (findProgram("mmdebstrap").empty())
     return failWith(exit_code::kHostNotReady,
@@ -109,13 +114,18 @@ Result<std::string> ensureBaseTarball(const std::string& imagesDir, const Progre
   const std::string built = work->path() + "/base.tar";
   auto sources = debianSourceLines(hostAptSources(), kDebianSuite);
   const std::string mirror = sources.front().substr(4, sources.front().find(' ', 4) - 4);
-  report(progress, fmt::format("bootstrapping the Debian 12 base rootfs with mmdebstrap from {} (once for all "
-                               "agents)",
-                               mirror));
+  std::vector<std::string> packages = basePackages();
+  packages.insert(packages.end(), extraPackages.begin(), extraPackages.end());
+  report(progress, extraPackages.empty()
+                       ? fmt::format("bootstrapping the Debian 12 base rootfs with mmdebstrap from {} (once for all "
+                                     "agents)",
+                                     mirror)
+                       : fmt::format("bootstrapping the Debian 12 base rootfs with {} with mmdebstrap from {}",
+                                     fmt::join(extraPackages, ", "), mirror));
   std::vector<std::string> argv = {"mmdebstrap",
                                    ::geteuid() == 0 ? "--mode=root" : "--mode=unshare",
                                    "--variant=" + std::string(kVariant),
-                                   fmt::format("--include={}", fmt::join(basePackages(), ",")),
+                                   fmt::format("--include={}", fmt::join(packages, ",")),
                                    "--format=tar",
                                    std::string(kDebianSuite),
                                    built};

@@ -19,12 +19,14 @@ namespace airlock::image {
 const std::vector<std::string>& basePackages();
 
 /// Digest of the base recipe: suite, variant, package list and a format
-/// version (64 hex characters). It does not cover the mirror's contents:
-/// a cached base keeps the package versions it was built with.
-std::string baseDigest();
+/// version (64 hex characters), plus `extraPackages` (Debian packages some
+/// agents add, e.g. python3) when there are any. It does not cover the
+/// mirror's contents: a cached base keeps the package versions it was
+/// built with.
+std::string baseDigest(const std::vector<std::string>& extraPackages);
 
-/// Path of the base tarball in `imagesDir` (imagesDir() of recipe.h).
-std::string baseTarballPath(const std::string& imagesDir);
+/// Path of the base tarball with `extraPackages` in `imagesDir` (imagesDir() of recipe.h).
+std::string baseTarballPath(const std::string& imagesDir, const std::vector<std::string>& extraPackages);
 
 /// What building the base as a user other than root (mmdebstrap
 /// --mode=unshare) needs that this host lacks, one line each with its fix:
@@ -35,11 +37,12 @@ std::vector<std::string> unprivilegedBuildProblems(const std::string& user, uid_
                                                    bool hasNewgidmap, const std::string& subuidText,
                                                    const std::string& subgidText);
 
-/// Returns the path of the base tarball, building it with mmdebstrap when
+/// Returns the path of the base tarball with `extraPackages`, building it with mmdebstrap when
 /// missing (about a minute with a warm network). The caller holds the lock
 /// of `imagesDir` (FileLock on imagesDir/.lock). Errors carry
 /// exit_code::kImage (kHostNotReady when mmdebstrap is missing, or, as a
 /// user other than root, unprivilegedBuildProblems) and name the fix.
-Result<std::string> ensureBaseTarball(const std::string& imagesDir, const ProgressFn& progress);
+Result<std::string> ensureBaseTarball(const std::string& imagesDir, const std::vector<std::string>& extraPackages,
+                                      const ProgressFn& progress);
 
 }  // namespace airlock::image

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agents/agent_spec.h"
 
@@ -22,6 +23,10 @@ inline constexpr std::string_view kNodeRuntimeVersion = "22.23.5";
 /// (with the Node runtime) when there are any. Commands, env, VM size and
 /// egress are not part of it: changing them reuses the image.
 std::string recipeDigest(const agents::AgentSpec& spec);
+
+/// Debian packages the recipe's image base adds to basePackages(): python3
+/// for a PyPI agent, none for the others.
+const std::vector<std::string>& baseExtraPackages(const agents::ImageRecipe& recipe);
 
 /// `cacheDir`/images: agent images, the base tarball and the cache lock.
 std::string imagesDir(const std::string& cacheDir);

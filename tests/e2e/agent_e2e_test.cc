@@ -581,20 +581,35 @@ TEST_F(AgentE2E, ShellRunsACommandWhoseEditLandsAfterReview) {
   EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
 
-// Crush (issue 20): its program is a release archive on GitHub that its npm
-// package names with a SHA-256; airlock fetches and checks it. Where it
-// cannot be fetched (a build machine that reaches only the npm registry)
-// the test says why and is skipped, never passed (the package.json entry,
-// the SHA-256 check and `--from DIR` are unit-tested).
-TEST_F(AgentE2E, CrushScriptedEditLandsAfterReview) {
-  auto built = runAirlock({"image", "build", "-q", "crush"}, "", {}, 1500);
-  if (built.exitCode != 0 && built.err.find("cannot download") != std::string::npos)
-    GTEST_SKIP() << "Crush's release archive cannot be fetched on this machine: " << built.err;
+/// An agent whose image comes from outside the npm registry, its arguments
+/// for one scripted task, and what its failed build says when the source
+/// cannot be reached.
+struct OutsideNpmCase {
+  std::string agent;
+  std::vector<std::string> args;
+  std::string unreachable;
+};
+
+void PrintTo(const OutsideNpmCase& c, std::ostream* os) { *os << c.agent; }
+
+class AgentsFromOutsideNpm : public AgentE2E, public testing::WithParamInterface<OutsideNpmCase> {};
+
+// Issue 20: Crush's program is a release archive on GitHub that its npm
+// package names with a SHA-256; Hermes Agent is a PyPI package. Where the
+// source cannot be reached (a build machine that reaches only the npm
+// registry) the test says why and is skipped, never passed: the archive
+// entry, the SHA-256 check, the wheels-to-venv path and `--from DIR` are
+// unit-tested.
+TEST_P(AgentsFromOutsideNpm, OneScriptedEditLandsAfterReview) {
+  const OutsideNpmCase& c = GetParam();
+  auto built = runAirlock({"image", "build", "-q", c.agent}, "", {}, 1500);
+  if (built.exitCode != 0 && built.err.find(c.unreachable) != std::string::npos)
+    GTEST_SKIP() << c.agent << "'s image cannot be built on this machine: " << built.err;
   ASSERT_EQ(built.exitCode, 0) << built.err;
-  ASSERT_NO_FATAL_FAILURE(runAsTestUser("crush"));
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser(c.agent));
   MockModel mock("single_edit.json", dir_);
   auto before = files();
-  auto r = run("crush", mock, {"--review=auto"}, {"run", "Do the scripted task."});
+  auto r = run(c.agent, mock, {"--review=auto"}, c.args);
   ASSERT_EQ(r.exitCode, 0) << r.err << "\nagent's output:\n" << r.out << "\nmock log:\n" << mock.log();
   EXPECT_TRUE(mock.completed()) << mock.log();
   auto after = files();
@@ -603,6 +618,12 @@ TEST_F(AgentE2E, CrushScriptedEditLandsAfterReview) {
   EXPECT_EQ(after, before);
   EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
 }
+
+INSTANTIATE_TEST_SUITE_P(Agents, AgentsFromOutsideNpm,
+                         testing::Values(OutsideNpmCase{"crush", {"run", "Do the scripted task."}, "cannot download"},
+                                         OutsideNpmCase{
+                                             "hermes", {"chat", "-q", "Do the scripted task."}, "PyPI unreachable"}),
+                         [](const auto& p) { return p.param.agent; });
 
 /// An agent and its arguments for one scripted task; `heldBack`: files
 /// the agent itself writes into every project it runs in, which the review

@@ -36,6 +36,16 @@ TEST(RecipeDigest, ChangesWithTheImageRecipe) {
   EXPECT_NE(changed([](auto& s) { s.image.node = true; }), base);
   EXPECT_NE(changed([](auto& s) { s.image.npmPackage = "demo"; }), base);
   EXPECT_NE(changed([](auto& s) { s.image.archive = "linux-x64"; }), base);
+  EXPECT_NE(changed([](auto& s) { s.image.pypiPackage = "demo"; }), base);
+}
+
+// A PyPI agent's image starts from a base with python3; the others keep
+// the common base (and their digests).
+TEST(RecipeDigest, APypiAgentsBaseAddsPython) {
+  auto spec = demoSpec();
+  EXPECT_TRUE(baseExtraPackages(spec.image).empty());
+  spec.image = {.version = "0.19.0", .binary = "hermes", .installAs = "hermes", .pypiPackage = "hermes-agent"};
+  EXPECT_EQ(baseExtraPackages(spec.image), (std::vector<std::string>{"python3", "python3-venv"}));
 }
 
 TEST(RecipeDigest, McpServerPackagesChangeItOnlyWhenThereAreAny) {
@@ -86,11 +96,12 @@ TEST(RecipeDigest, IgnoresRunTimeFields) {
 TEST(RecipeDigest, ImagePathIsUnderImagesDir) {
   const std::string cache = "/tmp/airlock-cache-test";
   EXPECT_EQ(agentImagePath(cache, demoSpec()), cache + "/images/" + recipeDigest(demoSpec()) + ".erofs");
-  EXPECT_EQ(baseTarballPath(imagesDir(cache)), cache + "/images/base-" + baseDigest() + ".tar");
+  EXPECT_EQ(baseTarballPath(imagesDir(cache), {}), cache + "/images/base-" + baseDigest({}) + ".tar");
 }
 
 TEST(BaseRecipe, PackagesAndDigest) {
-  EXPECT_EQ(baseDigest(), baseDigest());
+  EXPECT_EQ(baseDigest({}), baseDigest({}));
+  EXPECT_NE(baseDigest({"python3"}), baseDigest({}));
   for (const char* p : {"ca-certificates", "git", "curl", "ripgrep", "procps", "passwd", "openssh-client"}) {
     EXPECT_NE(std::find(basePackages().begin(), basePackages().end(), p), basePackages().end()) << p;
   }

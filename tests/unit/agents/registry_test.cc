@@ -13,7 +13,7 @@ namespace airlock::agents {
 namespace {
 
 TEST(BuiltinSpecs, EveryFileParses) {
-  ASSERT_EQ(builtinSpecFiles().size(), 10u);
+  ASSERT_EQ(builtinSpecFiles().size(), 11u);
   for (const auto& file : builtinSpecFiles()) {
     auto spec = parseAgentSpec(file.text, file.fileName);
     EXPECT_TRUE(spec) << file.fileName << ": " << spec.error().message;
@@ -35,7 +35,7 @@ TEST(Registry, BuiltinNames) {
   auto registry = AgentRegistry::builtin();
   ASSERT_TRUE(registry) << registry.error().message;
   EXPECT_EQ(registry->names(), (std::vector<std::string>{"claude-code", "codex", "copilot", "crush", "gemini", "grok",
-                                                         "opencode", "pi", "qwen-code", "shell"}));
+                                                         "hermes", "opencode", "pi", "qwen-code", "shell"}));
 }
 
 TEST(Registry, BuiltinFacts) {
@@ -98,7 +98,7 @@ TEST(Registry, UnknownNameListsKnownNames) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, exit_code::kUsage);
   EXPECT_EQ(missing.error().message,
-            "unknown agent 'cluade'; known agents: claude-code, codex, copilot, crush, gemini, grok, opencode, "
+            "unknown agent 'cluade'; known agents: claude-code, codex, copilot, crush, gemini, grok, hermes, opencode, "
             "pi, qwen-code, shell");
 }
 

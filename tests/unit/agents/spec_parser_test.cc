@@ -142,6 +142,27 @@ TEST(SpecParser, NumbersArePlainDecimalIntegers) {
   std::string yaml = kMinimal;
   yaml.replace(yaml.find("  binary:"), 0, "  node: maybe\n");
   EXPECT_NE(errorOf(yaml).find("'node' must be true or false"), std::string::npos);
+  // A PyPI program (Hermes): its own keys only.
+  const std::string pypi =
+      "name: demo\ndescription: d\nimage:\n  pypi_package: hermes-agent\n  version: \"0.19.0\"\n"
+      "  binary: hermes\n  install_as: hermes\ncommand: [hermes]\n";
+  auto fromPypi = parseAgentSpec(pypi, "demo.yaml");
+  ASSERT_TRUE(fromPypi) << fromPypi.error().message;
+  EXPECT_EQ(fromPypi->image.pypiPackage, "hermes-agent");
+  EXPECT_TRUE(fromPypi->image.npmPackage.empty());
+  EXPECT_FALSE(fromPypi->image.baseOnly());
+  for (const auto& [from, to, why] :
+       {std::tuple{"hermes-agent", "hermes agent", "is not a PyPI project name"},
+        std::tuple{"hermes-agent", "-hermes", "is not a PyPI project name"},
+        std::tuple{"\"0.19.0\"", "\">=0.19\"", "is not an exact version"},
+        std::tuple{"binary: hermes", "binary: bin/hermes", "is not a console script name"},
+        std::tuple{"install_as: hermes", "install_as: ../hermes", "is not a file name"},
+        std::tuple{"binary: hermes", "binary: hermes\n  node: true", "'node' is for npm packages"},
+        std::tuple{"binary: hermes", "binary: hermes\n  npm_package: x", "'npm_package' is for npm packages"}}) {
+    std::string bad = pypi;
+    bad.replace(bad.find(from), std::string_view(from).size(), to);
+    EXPECT_NE(errorOf(bad).find(why), std::string::npos) << bad << "\n" << errorOf(bad);
+  }
   // A release archive named by the package (Crush): only for this platform,
   // and not with a Node program.
   yaml = kMinimal;
