@@ -595,11 +595,12 @@ void PrintTo(const OutsideNpmCase& c, std::ostream* os) { *os << c.agent; }
 class AgentsFromOutsideNpm : public AgentE2E, public testing::WithParamInterface<OutsideNpmCase> {};
 
 // Issue 20: Crush's program is a release archive on GitHub that its npm
-// package names with a SHA-256; Hermes Agent is a PyPI package. Where the
-// source cannot be reached (a build machine that reaches only the npm
-// registry) the test says why and is skipped, never passed: the archive
-// entry, the SHA-256 check, the wheels-to-venv path and `--from DIR` are
-// unit-tested.
+// package names with a SHA-256; Hermes Agent is a PyPI package, installed
+// by pip in a build VM. Where the source cannot be reached (a build machine
+// that reaches only the npm registry) the test says why and is skipped,
+// never passed: the archive entry, the SHA-256 check and `--from DIR` are
+// unit-tested, and the build VM's whole path by
+// PypiAgentFromLocalWheelsLandsAfterReview below.
 TEST_P(AgentsFromOutsideNpm, OneScriptedEditLandsAfterReview) {
   const OutsideNpmCase& c = GetParam();
   auto built = runAirlock({"image", "build", "-q", c.agent}, "", {}, 1500);
@@ -624,6 +625,53 @@ INSTANTIATE_TEST_SUITE_P(Agents, AgentsFromOutsideNpm,
                                          OutsideNpmCase{
                                              "hermes", {"chat", "-q", "Do the scripted task."}, "PyPI unreachable"}),
                          [](const auto& p) { return p.param.agent; });
+
+// Issue 20: a PyPI agent's image, built offline from a wheel the test
+// makes (`image build --from DIR`): pip runs in a build VM without network,
+// never on the host; the venv it makes is the only thing of the VM's export
+// that enters the image; the build leaves no session behind. Then the
+// agent (the wheel's console script, on the guest's own Python) runs as the
+// test user and its edit lands after review.
+TEST_F(AgentE2E, PypiAgentFromLocalWheelsLandsAfterReview) {
+  const std::string wheels = dir_ + "/wheels", config = dir_ + "/config", buildState = dir_ + "/build-state";
+  fs::create_directories(wheels);
+  ASSERT_EQ(std::system(("python3 " + std::string(AIRLOCK_SOURCE_DIR) + "/tests/e2e/make_test_wheel.py " + wheels +
+                         " >/dev/null")
+                            .c_str()),
+            0);
+  writeFile(config + "/airlock/config.yaml",
+            "agents:\n"
+            "  probe:\n"
+            "    description: a console script from a wheel\n"
+            "    image: {pypi_package: airlock-probe, version: \"1.0\", binary: airlock-probe, "
+            "install_as: airlock-probe}\n"
+            "    command: [airlock-probe]\n");
+  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", config}, {"XDG_STATE_HOME", buildState}};
+  auto built = runAirlock({"image", "build", "probe", "--force", "--from", wheels}, "", env, 1500);
+  ASSERT_EQ(built.exitCode, 0) << built.err;
+  EXPECT_NE(
+      built.err.find("installing airlock-probe==1.0 from the 1 files of " + wheels + " in a build VM (no network)"),
+      std::string::npos)
+      << built.err;
+  EXPECT_NE(built.err.find("booting the probe build VM (no network)"), std::string::npos) << built.err;
+  // The build's session is gone, and so is its workspace lock.
+  auto sessions = runAirlock({"ls", "--all", "-q"}, "", env, 60);
+  EXPECT_EQ(sessions.exitCode, 0) << sessions.err;
+  EXPECT_EQ(sessions.out, "");
+  std::error_code ec;
+  EXPECT_TRUE(fs::is_empty(buildState + "/airlock/locks", ec) || ec) << "a lock file of the build's workspace is left";
+
+  ASSERT_NO_FATAL_FAILURE(runAsTestUser("probe", {{"XDG_CONFIG_HOME", config}}));
+  MockModel mock("single_edit.json", dir_);  // unused: the probe talks to no model
+  auto before = files();
+  auto r = run("probe", mock, {"--review=auto"}, {});
+  ASSERT_EQ(r.exitCode, 0) << r.err << "\nagent's output:\n" << r.out;
+  auto after = files();
+  EXPECT_EQ(after["probe.txt"], "probe ran with Python 3.11 from /opt/probe\n");
+  after.erase("probe.txt");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(foreignOwned(), std::vector<std::string>{});
+}
 
 /// An agent and its arguments for one scripted task; `heldBack`: files
 /// the agent itself writes into every project it runs in, which the review
