@@ -1,17 +1,22 @@
 #include "cli/guest_install.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <fmt/ranges.h>
 
 #include "cli/session_flags.h"
 #include "common/exit_codes.h"
+#include "common/fd.h"
 #include "common/paths.h"
 #include "config/egress_plan.h"
 #include "session/layout.h"
 #include "session/runner.h"
 #include "session/session.h"
 #include "vm/guest_contract.h"
+#include "workspace/flush.h"
 
 namespace airlock::cli {
 namespace {
@@ -22,6 +27,40 @@ class NoImages final : public session::ImageProvider {
   Result<std::string> erofsImage(const session::ImageSource& source) override {
     return failWith(exit_code::kInternal, "a build VM needs no image from a provider ({})", source.value);
   }
+};
+
+/// The caller's UI, but the build's command gets no input and its output
+/// goes to stderr: it must not read what was meant for the agent (`airlock
+/// run hermes < prompt`), nor write into what airlock prints on stdout (the
+/// image path of `airlock image build`). The fds are swapped for the
+/// attach, in this process: nothing else reads or writes them meanwhile.
+class BuildVmUi final : public session::Ui {
+ public:
+  explicit BuildVmUi(session::Ui& inner) : inner_(inner) {}
+  void progress(const std::string& line) override { inner_.progress(line); }
+  void notice(const std::string& line) override { inner_.notice(line); }
+  void warn(const std::string& line) override { inner_.warn(line); }
+  void say(const std::string& line) override { inner_.say(line); }
+  Result<session::Attached> attach(vm::Sandbox& sandbox, protocol::ExecRequest request, bool pty) override {
+    ::fflush(stdout);
+    Fd savedIn(::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3)), savedOut(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
+    Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!savedIn || !savedOut || !null || ::dup2(null.get(), STDIN_FILENO) < 0 ||
+        ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+      return failWith(exit_code::kImage, "cannot redirect the build VM's streams: {}", errnoText(errno));
+    auto attached = inner_.attach(sandbox, std::move(request), pty);
+    ::dup2(savedIn.get(), STDIN_FILENO);
+    ::dup2(savedOut.get(), STDOUT_FILENO);
+    return attached;
+  }
+  workspace::ReviewTerminal* reviewTerminal() override { return nullptr; }
+  void reviewed(const workspace::GateOutcome&, const std::string&) override {}
+  void blockedEgress(const std::vector<std::string>& lines, const std::string& details) override {
+    inner_.blockedEgress(lines, details);
+  }
+
+ private:
+  session::Ui& inner_;
 };
 
 /// The firewall of a build VM: locked, `hosts` only; none: no network.
@@ -61,10 +100,11 @@ Result<> runBuildVm(const HostContext& host, session::Ui& ui, const image::Guest
   plan.exec.cwd = guest::kWorkspace;
 
   NoImages images;
+  BuildVmUi buildUi(ui);
   std::string sessionDir;
   Result<> done;
   {
-    session::Runner runner(std::move(plan), {host, ui, launchMachine(host), images});
+    session::Runner runner(std::move(plan), {host, buildUi, launchMachine(host), images});
     auto ready = runner.prepare();
     sessionDir = runner.sessionDir();
     if (!ready) {
@@ -85,7 +125,9 @@ Result<> runBuildVm(const HostContext& host, session::Ui& ui, const image::Guest
     session::releaseSessionName(host.dirs.state, sessionDir);
     (void)removeTree(sessionDir);
   }
-  ::unlink(session::lockPathFor(host.dirs.state, resolvedPath(install.workspace)).c_str());
+  const std::string workspace = resolvedPath(install.workspace);
+  ::unlink(session::lockPathFor(host.dirs.state, workspace).c_str());
+  ::unlink(workspace::flushLockPath(workspace, host.dirs.state).c_str());
   return done;
 }
 

@@ -1,5 +1,7 @@
 #include "cli/login_vm.h"
 
+#include <unistd.h>
+
 #include <memory>
 
 #include <fmt/format.h>
@@ -56,7 +58,8 @@ Result<secrets::AgentLogin> loginInVm(const HostContext& host, const agents::Age
     plan.image = {session::ImageSource::Kind::kAgentBuild, spec.name};
     plan.imageLine = "image for " + spec.name;
   }
-  plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild;
+  // As in `airlock run`: a user's own build of the image has a root-owned home.
+  plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild || ::geteuid() != 0;
   plan.homeOnTmpfs = true;
   plan.pty = true;
   plan.machine.cpus = static_cast<unsigned>(spec.cpus);

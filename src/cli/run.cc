@@ -19,6 +19,7 @@
 // config) skips 2, 6 and 7-9: the live workspace is shared read-write.
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -151,7 +152,9 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     return failWith(exit_code::kUsage, "--accel must be auto, kvm or tcg (got '{}')", args.accel);
 
   plan.image = imageSource(args.image, settings, spec, plan.imageLine);
-  // The agent's own image already gives its home to the agent user.
+  // The agent's own image gives its home to the agent user only when root
+  // built it: a user's build has every file root's (mkfs.erofs --all-root),
+  // so as a user the home is given to the agent user at boot.
   // In direct mode the agent runs as the workspace's owner, so what it
   // writes keeps your ownership; its home then becomes that uid's too.
   uint32_t agentUid = guest::kAgentUid;
@@ -159,7 +162,8 @@ Result<RunSetup> planRun(const HostContext& host, const RunArgs& args) {
     struct stat st {};
     if (::stat(args.workspace.c_str(), &st) == 0) agentUid = st.st_uid;
   }
-  plan.chownHome = plan.image.kind != session::ImageSource::Kind::kAgentBuild || agentUid != guest::kAgentUid;
+  plan.chownHome =
+      plan.image.kind != session::ImageSource::Kind::kAgentBuild || agentUid != guest::kAgentUid || ::geteuid() != 0;
   if (!spec.state.empty() && !args.fresh) {
     const std::string project = resolvedPath(args.workspace);
     state::StateLimits limits;

@@ -53,6 +53,10 @@ void onSignal(int sig) {
 }  // namespace
 
 InterruptScope::InterruptScope() {
+  if (gActive) {  // the outer scope catches for both
+    nested_ = true;
+    return;
+  }
   gSignal = 0;
   struct sigaction action {};
   action.sa_handler = onSignal;
@@ -73,6 +77,7 @@ InterruptScope::~InterruptScope() { (void)end(); }
 int InterruptScope::end() {
   if (ended_) return caught_;
   ended_ = true;
+  if (nested_) return caught_ = gSignal.load();
   // Blocked while the handlers go back, then a signal that came meanwhile
   // is taken from the pending set: none is lost or left to kill airlock.
   sigset_t mask = interruptMask();

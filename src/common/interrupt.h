@@ -26,8 +26,11 @@ namespace airlock {
 /// to airlock alone reaches the whole tree of a program like mmdebstrap). A
 /// second signal kills that group and takes its default action (the
 /// process ends). No SA_RESTART: a blocking call fails with EINTR, and the
-/// waits that loop on it check interruptSignal(). One scope at a time,
-/// created on the main thread.
+/// waits that loop on it check interruptSignal(). Created on the main
+/// thread. A scope created while another lives (the build VM of an agent's
+/// image, inside `airlock run`'s preparation) is part of that one: it
+/// changes nothing, and its end() says what was caught so far without
+/// clearing it, so the outer scope still sees it.
 class InterruptScope {
  public:
   InterruptScope();
@@ -43,6 +46,7 @@ class InterruptScope {
 
  private:
   bool ended_ = false;
+  bool nested_ = false;  ///< created inside another scope: that one catches
   int caught_ = 0;
   sigset_t mask_{};  ///< the calling thread's mask before the scope
 };

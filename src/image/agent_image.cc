@@ -190,10 +190,11 @@ Result<> buildAgentImage(const std::string& cacheDir, const agents::AgentSpec& s
   report(progress, "unpacking the base rootfs");
   if (auto done = unpackBase(*base, root); !done) return done;
   if (auto done = addAgentUser(root); !done) return done;
+  if (auto done = installAgent(cacheDir, spec, root, work->path(), options, progress); !done) return done;
+  // Last: nothing on this host writes into the tree once the guest's venv is in it.
   if (!r.pypiPackage.empty()) {
     if (auto done = installInBuildVm(spec, root, work->path(), options, progress); !done) return done;
   }
-  if (auto done = installAgent(cacheDir, spec, root, work->path(), options, progress); !done) return done;
   report(progress, "writing the erofs image");
   const std::string built = work->path() + "/image.erofs";
   if (auto done = writeErofs(root, built, spec.name + " image"); !done) return done;

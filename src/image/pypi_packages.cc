@@ -61,14 +61,14 @@ Result<> copyRegularFile(const std::string& from, const std::string& to) {
   }
 }
 
-/// nftw callback: clears setuid and setgid bits (never through a symlink).
+/// nftw callback (FTW_PHYS): clears setuid and setgid bits. Symlinks are
+/// skipped, so fchmodat() acts on the entry itself; an entry that cannot be
+/// checked or changed fails the walk.
 int clearSetId(const char* path, const struct stat* st, int type, FTW*) {
   if (type == FTW_SL || type == FTW_SLN) return 0;
+  if (type == FTW_NS || type == FTW_DNR) return -1;
   if ((st->st_mode & (S_ISUID | S_ISGID)) == 0) return 0;
-  return ::fchmodat(AT_FDCWD, path, st->st_mode & 07777 & ~(S_ISUID | S_ISGID), AT_SYMLINK_NOFOLLOW) == 0 ||
-                 errno == ENOTSUP
-             ? 0
-             : -1;
+  return ::fchmodat(AT_FDCWD, path, st->st_mode & 07777 & ~(S_ISUID | S_ISGID), 0) == 0 ? 0 : -1;
 }
 
 }  // namespace

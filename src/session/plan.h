@@ -122,9 +122,9 @@ struct Plan {
   std::vector<std::string> excludes;  ///< extra ignore patterns of the snapshot and the review
   ImageSource image;
   /// The image was not built for the agent (a rootfs directory, an OCI
-  /// image), or the agent runs as another uid than the image's agent user
-  /// (direct mode: the workspace owner's): its home is made exec.uid's
-  /// before anything is written there.
+  /// image) or not by root (its files are all root's), or the agent runs as
+  /// another uid than the image's agent user (direct mode: the workspace
+  /// owner's): its home is made exec.uid's before anything is written there.
   bool chownHome = false;
   /// Machine size, accelerator, scratch disk, egress policy, published
   /// ports. The runner fills in the root image, the workspace share and the

@@ -530,6 +530,10 @@ Result<FileLock> holdFlushes(const std::string& workspace, const std::string& st
   return lockWorkspace(pathsFor("/nonexistent", absolute(stateDir), workspace), workspace, waiting);
 }
 
+std::string flushLockPath(const std::string& workspace, const std::string& stateDir) {
+  return pathsFor("/nonexistent", absolute(stateDir), workspace).lock;
+}
+
 Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const FlushContext& ctx) {
   FlushReport report;
   std::vector<const DiffItem*> items;

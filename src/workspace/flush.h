@@ -98,6 +98,10 @@ Result<FlushReport> flush(const std::vector<const DiffItem*>& accepted, const Fl
 /// flushed. `waiting` is told when it waits.
 Result<FileLock> holdFlushes(const std::string& workspace, const std::string& stateDir, const ProgressFn& waiting);
 
+/// The lock file holdFlushes() keeps for `workspace` under `stateDir`, for a
+/// caller that removes a workspace of its own (an image's build VM).
+std::string flushLockPath(const std::string& workspace, const std::string& stateDir);
+
 /// What to do with an interrupted flush.
 enum class RecoveryMode { Complete, RollBack };
 

@@ -629,9 +629,11 @@ INSTANTIATE_TEST_SUITE_P(Agents, AgentsFromOutsideNpm,
 // Issue 20: a PyPI agent's image, built offline from a wheel the test
 // makes (`image build --from DIR`): pip runs in a build VM without network,
 // never on the host; the venv it makes is the only thing of the VM's export
-// that enters the image; the build leaves no session behind. Then the
-// agent (the wheel's console script, on the guest's own Python) runs as the
-// test user and its edit lands after review.
+// that enters the image; the build leaves no session or lock behind. Built
+// by root, then again by the test user (every file of a user's build is
+// root's: the agent's home must still become the agent's), and the agent
+// (the wheel's console script, on the guest's own Python) runs as the test
+// user and its edit lands after review.
 TEST_F(AgentE2E, PypiAgentFromLocalWheelsLandsAfterReview) {
   const std::string wheels = dir_ + "/wheels", config = dir_ + "/config", buildState = dir_ + "/build-state";
   fs::create_directories(wheels);
@@ -646,22 +648,44 @@ TEST_F(AgentE2E, PypiAgentFromLocalWheelsLandsAfterReview) {
             "    image: {pypi_package: airlock-probe, version: \"1.0\", binary: airlock-probe, "
             "install_as: airlock-probe}\n"
             "    command: [airlock-probe]\n");
-  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", config}, {"XDG_STATE_HOME", buildState}};
-  auto built = runAirlock({"image", "build", "probe", "--force", "--from", wheels}, "", env, 1500);
-  ASSERT_EQ(built.exitCode, 0) << built.err;
-  EXPECT_NE(
-      built.err.find("installing airlock-probe==1.0 from the 1 files of " + wheels + " in a build VM (no network)"),
-      std::string::npos)
-      << built.err;
-  EXPECT_NE(built.err.find("booting the probe build VM (no network)"), std::string::npos) << built.err;
-  // The build's session is gone, and so is its workspace lock.
-  auto sessions = runAirlock({"ls", "--all", "-q"}, "", env, 60);
-  EXPECT_EQ(sessions.exitCode, 0) << sessions.err;
-  EXPECT_EQ(sessions.out, "");
-  std::error_code ec;
-  EXPECT_TRUE(fs::is_empty(buildState + "/airlock/locks", ec) || ec) << "a lock file of the build's workspace is left";
-
-  ASSERT_NO_FATAL_FAILURE(runAsTestUser("probe", {{"XDG_CONFIG_HOME", config}}));
+  auto build = [&](const std::string& state, TestUser* as) {
+    std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", config}};
+    if (!as) env["XDG_STATE_HOME"] = state;
+    auto built = runAirlock({"image", "build", "probe", "--force", "--from", wheels}, "", env, 1500, as);
+    ASSERT_EQ(built.exitCode, 0) << built.err;
+    // stdout is the image path alone: the build VM's output went to stderr.
+    EXPECT_EQ(std::count(built.out.begin(), built.out.end(), '\n'), 1) << built.out;
+    EXPECT_TRUE(built.out.ends_with(".erofs\n")) << built.out;
+    EXPECT_NE(
+        built.err.find("installing airlock-probe==1.0 from the 1 files of " + wheels + " in a build VM (no network)"),
+        std::string::npos)
+        << built.err;
+    EXPECT_NE(built.err.find("booting the probe build VM (no network)"), std::string::npos) << built.err;
+    EXPECT_NE(built.err.find("Successfully installed airlock-probe-1.0"), std::string::npos) << built.err;
+    // The build's session is gone, and so are its workspace's locks.
+    auto sessions = runAirlock({"ls", "--all", "-q"}, "", env, 60, as);
+    EXPECT_EQ(sessions.exitCode, 0) << sessions.err;
+    EXPECT_EQ(sessions.out, "");
+    for (const char* locks : {"/airlock/locks", "/airlock/flush"}) {
+      std::error_code ec;
+      EXPECT_TRUE(!fs::exists(state + locks) || fs::is_empty(state + locks, ec)) << state + locks << " is not empty";
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(build(buildState, nullptr));
+  if (geteuid() == 0) {
+    // The test user's cache gets root's base tarballs, not the image.
+    std::vector<std::string> bases;
+    for (const auto& e : fs::directory_iterator(defaultCacheDir() + "/images"))
+      if (e.path().filename().string().starts_with("base-")) bases.push_back(e.path().string());
+    user_.emplace(defaultCacheDir(), bases);
+    ASSERT_EQ(user_->error(), "");
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+    for (const auto& e : fs::recursive_directory_iterator(dir_))
+      ASSERT_EQ(lchown(e.path().c_str(), TestUser::kUid, TestUser::kUid), 0) << e.path();
+    ASSERT_EQ(lchown(dir_.c_str(), TestUser::kUid, TestUser::kUid), 0);
+    tun_.emplace(0666);
+    ASSERT_NO_FATAL_FAILURE(build(user_->home() + "/state", &*user_));
+  }
   MockModel mock("single_edit.json", dir_);  // unused: the probe talks to no model
   auto before = files();
   auto r = run("probe", mock, {"--review=auto"}, {});

@@ -38,6 +38,34 @@ TEST(InterruptScope, ASignalIsRecordedAndTheProcessGoesOn) {
   EXPECT_EQ(after.sa_handler, before.sa_handler) << "the previous disposition is back";
 }
 
+// The first `airlock run hermes` builds the image in a build VM, whose
+// runner opens a scope inside the run's own: a signal during the build
+// fails the build and then the run (the outer scope still has it), and
+// only the outer scope's end puts the previous handler back.
+TEST(InterruptScope, ANestedScopeLeavesTheSignalToTheOuterOne) {
+  struct sigaction before {};
+  ::sigaction(SIGINT, nullptr, &before);
+  {
+    InterruptScope outer;
+    {
+      InterruptScope inner;
+      ::raise(SIGINT);
+      EXPECT_EQ(inner.end(), SIGINT);
+    }
+    EXPECT_TRUE(interruptible()) << "the inner scope's end ended the outer one";
+    EXPECT_EQ(interruptSignal(), SIGINT) << "the inner scope's end cleared the signal";
+    struct sigaction during {};
+    ::sigaction(SIGINT, nullptr, &during);
+    EXPECT_NE(during.sa_handler, before.sa_handler) << "the inner scope's end put the old handler back";
+    EXPECT_EQ(outer.end(), SIGINT);
+  }
+  EXPECT_FALSE(interruptible());
+  EXPECT_EQ(interruptSignal(), 0);
+  struct sigaction after {};
+  ::sigaction(SIGINT, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler) << "the previous disposition is back";
+}
+
 // `kill AIRLOCK_PID` reaches airlock alone: the program it waits for (here a
 // shell standing for mmdebstrap) and that program's own children hear it
 // as Ctrl-C, so the step fails at once.
@@ -162,9 +190,17 @@ TEST(InterruptScope, TheSecondSignalTakesTheChildAlong) {
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFSIGNALED(status));
+  // Killed is gone, even while a busy init has not reaped the zombie yet.
+  auto killed = [&child] {
+    if (::kill(std::stoi(child), 0) != 0) return true;
+    std::string stat;
+    std::getline(std::ifstream("/proc/" + child + "/stat"), stat);
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && stat.compare(paren, 3, ") Z") == 0;
+  };
   bool gone = false;
-  for (int i = 0; i < 40 && !gone; ++i) {
-    gone = ::kill(std::stoi(child), 0) != 0;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = killed();
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(gone) << "the child " << child << " outlived airlock";
