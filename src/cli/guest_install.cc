@@ -10,6 +10,7 @@
 #include "cli/session_flags.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
+#include "common/interrupt.h"
 #include "common/paths.h"
 #include "config/egress_plan.h"
 #include "session/layout.h"
@@ -92,7 +93,7 @@ Result<> runBuildVm(const HostContext& host, session::Ui& ui, const image::Guest
                       ? fmt::format("booting the {} build VM (no network)", install.agent)
                       : fmt::format("booting the {} build VM (egress: {} only)", install.agent,
                                     fmt::join(install.hosts, ", "));
-  plan.commandLine = "running pip in the build VM";
+  plan.commandLine = "installing in the build VM (python3 -m venv, then pip install)";
   plan.review.who = "the build";
   plan.exec.argv = {"/bin/sh", "-c", install.script};
   plan.exec.env = {std::string("PATH=") + guest::kDefaultPath, "HOME=/root", "PIP_NO_INPUT=1"};
@@ -111,9 +112,11 @@ Result<> runBuildVm(const HostContext& host, session::Ui& ui, const image::Guest
       done = std::unexpected(ready.error());
     } else if (auto code = runner.runCommand(); !code) {
       done = std::unexpected(code.error());
+    } else if (isInterruption(*code)) {
+      done = failWith(*code, "interrupted: the install in the {} build VM ended (exit {})", install.agent, *code);
     } else if (*code != 0) {
-      done = failWith(exit_code::kImage, "pip in the {} build VM failed (exit {}); its output is above", install.agent,
-                      *code);
+      done = failWith(exit_code::kImage, "the install in the {} build VM failed (exit {}); pip's output is above",
+                      install.agent, *code);
     } else if (auto exported = runner.exportChanges(); !exported) {
       done = std::unexpected(exported.error());
     } else {

@@ -89,16 +89,20 @@ void addImageCommand(CLI::App& app, int& exitCode, const HostContext& host) {
   auto args = std::make_shared<ImageBuildArgs>();
   auto* cmd = app.add_subcommand("image", "Images: pull from registries, list, remove, build agent images");
   cmd->require_subcommand(1);
-  auto* build = cmd->add_subcommand("build", "Build an agent's image: Debian 12 + the agent CLI from npm, as erofs");
+  auto* build = cmd->add_subcommand(
+      "build", "Build an agent's image: Debian 12 + the agent CLI (npm, or PyPI in a build VM), as erofs");
   build->footer(R"(The image is cached under ~/.cache/airlock/images by the digest of its recipe
 (base packages, agent package and pinned version, and the npm packages of
 the MCP servers in your config); the Debian base is built once with
 mmdebstrap and shared by all agents. Prints the image path.
 
-A PyPI agent (hermes) is installed by pip inside a build VM, never on this
-host: the VM boots its base (Debian 12 with python3-venv), reaches only
-pypi.org and files.pythonhosted.org (no network at all with --from DIR),
-and only the venv it made at /opt/AGENT enters the image.
+A PyPI agent (hermes, or your own with `image: {pypi_package: PKG,
+version: "X.Y", binary: SCRIPT, install_as: NAME}`) is installed by pip
+inside a build VM, never on this host: the VM boots its base (Debian 12
+with python3-venv), reaches only pypi.org and files.pythonhosted.org (no
+network at all with --from DIR), and only the venv it made at /opt/AGENT
+enters the image, with /usr/local/bin/NAME running the package's console
+script SCRIPT.
 
 Examples:
   airlock image build claude-code
@@ -112,7 +116,8 @@ Examples:
   build
       ->add_option("--from", args->from,
                    "For a host that cannot download them: a directory holding the agent's release archive "
-                   "(crush; checked against the SHA-256 its npm package names) or its wheels and sdists (hermes), "
+                   "(crush; checked against the SHA-256 its npm package names) or its wheels and sdists (hermes and "
+                   "other PyPI agents), "
                    "installed by pip in a build VM without network")
       ->check(CLI::ExistingDirectory);
   build->callback([args, &exitCode, &host] { exitCode = buildImage(host, *args); });

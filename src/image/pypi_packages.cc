@@ -71,6 +71,15 @@ int clearSetId(const char* path, const struct stat* st, int type, FTW*) {
   return ::fchmodat(AT_FDCWD, path, st->st_mode & 07777 & ~(S_ISUID | S_ISGID), 0) == 0 ? 0 : -1;
 }
 
+/// The `pip download` command that fetches what --from needs, on another machine.
+std::string pipDownloadLine(std::string_view package, std::string_view version) {
+  return fmt::format(
+      "on a machine that reaches PyPI run `pip download -d DIR --only-binary=:all: --python-version "
+      "3.11 --platform manylinux_2_36_x86_64 --platform manylinux_2_28_x86_64 --platform "
+      "manylinux2014_x86_64 {}=={}`",
+      package, version);
+}
+
 }  // namespace
 
 const std::vector<std::string>& pypiBasePackages() {
@@ -118,8 +127,8 @@ Result<size_t> stageDistributions(const std::string& fromDir, const std::string&
   if (copied == 0)
     return failWith(exit_code::kUsage,
                     "--from {} holds no wheel (.whl) or sdist (.tar.gz, .zip); it must hold {}=={} and its "
-                    "dependencies (pip download -d DIR {}=={})",
-                    fromDir, package, version, package, version);
+                    "dependencies: {}",
+                    fromDir, package, version, pipDownloadLine(package, version));
   return copied;
 }
 
@@ -166,11 +175,8 @@ Result<> layVenv(const std::string& changeSet, const std::string& scratch, const
 Result<> checkPypiReachable(std::string_view agent, std::string_view package, std::string_view version,
                             int timeoutMs) {
   auto unreachable = [&](const std::string& why) {
-    return failWith(exit_code::kImage,
-                    "PyPI unreachable: {}; on a machine that reaches it run `pip download -d DIR --only-binary=:all: "
-                    "--python-version 3.11 --platform manylinux2014_x86_64 {}=={}`, then `airlock image build {} "
-                    "--from DIR` here",
-                    why, package, version, agent);
+    return failWith(exit_code::kImage, "PyPI unreachable: {}; {}, then `airlock image build {} --from DIR` here", why,
+                    pipDownloadLine(package, version), agent);
   };
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
