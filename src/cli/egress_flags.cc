@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/repeatable.h"
+#include "config/egress_plan.h"
 
 namespace airlock::cli {
 
@@ -54,6 +55,22 @@ void reportBlocked(const egress::SessionNetwork& network, const std::string& det
   if (lines.empty()) return;
   std::fprintf(stderr, "airlock: egress blocked during this session (details: %s):\n", details.c_str());
   for (const auto& line : lines) std::fprintf(stderr, "airlock:   %s\n", line.c_str());
+}
+
+Result<std::optional<egress::Policy>> imagePolicy(const EgressFlags& flags) {
+  if (auto r = checkAllowHosts(flags); !r) return std::unexpected(r.error());
+  if (flags.profile.empty() && flags.allowHosts.empty() && flags.hostPorts.empty() && flags.publish.empty())
+    return std::nullopt;
+  auto hostPorts = parseHostPorts(flags.hostPorts);
+  if (!hostPorts) return std::unexpected(hostPorts.error());
+  config::Settings settings;
+  settings.egressProfile = {flags.profile.empty() ? egress::Profile::kLocked : *egress::parseProfile(flags.profile),
+                            config::Layer::kFlag};
+  for (const auto& host : flags.allowHosts) settings.allowHosts.push_back({host, config::Layer::kFlag});
+  auto policy = config::egressPolicy(config::egressPlan(agents::AgentSpec{}, settings), std::move(*hostPorts));
+  if (!policy) return std::unexpected(policy.error());
+  policy->log = flags.log;
+  return std::optional(std::move(*policy));
 }
 
 }  // namespace airlock::cli

@@ -3,6 +3,7 @@
 // (--egress-profile, --allow-host, --host-port, --egress-log), and the
 // end-of-session report of what the firewall blocked.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ void addEgressFlags(CLI::App& cmd, EgressFlags& flags, const std::string& defaul
 /// Checks every --allow-host value with egress::parseHostRule (a DNS name,
 /// '*.' only leftmost, no IP literals, port 1-65535), whatever the profile.
 Result<> checkAllowHosts(const EgressFlags& flags);
+
+/// The guest's network for `run-image` (and an image's build VM): none
+/// (nullopt) unless an egress flag (or --publish) is given; then the egress
+/// firewall with --egress-profile (default locked: only the --allow-host
+/// hosts). kUsage errors name a bad value.
+Result<std::optional<egress::Policy>> imagePolicy(const EgressFlags& flags);
 
 /// Parses every PORT[:GUESTPORT] value of `flag` (kUsage errors name the bad value).
 Result<std::vector<egress::HostPort>> parseHostPorts(const std::vector<std::string>& values,

@@ -7,12 +7,12 @@
 
 #include <fmt/ranges.h>
 
+#include "cli/egress_flags.h"
 #include "cli/session_flags.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/interrupt.h"
 #include "common/paths.h"
-#include "config/egress_plan.h"
 #include "session/layout.h"
 #include "session/runner.h"
 #include "session/session.h"
@@ -64,20 +64,9 @@ class BuildVmUi final : public session::Ui {
   session::Ui& inner_;
 };
 
-/// The firewall of a build VM: locked, `hosts` only; none: no network.
-Result<std::optional<egress::Policy>> buildVmPolicy(const std::vector<std::string>& hosts) {
-  if (hosts.empty()) return std::nullopt;
-  config::Settings settings;
-  settings.egressProfile = {egress::Profile::kLocked, config::Layer::kBuiltin};
-  for (const auto& h : hosts) settings.allowHosts.push_back({h, config::Layer::kBuiltin});
-  auto policy = config::egressPolicy(config::egressPlan(agents::AgentSpec{}, settings), {});
-  if (!policy) return std::unexpected(policy.error());
-  return std::optional(std::move(*policy));
-}
-
 Result<> runBuildVm(const HostContext& host, session::Ui& ui, const image::GuestInstall& install,
                     const image::ChangeSetConsumer& apply) {
-  auto policy = buildVmPolicy(install.hosts);
+  auto policy = imagePolicy({.allowHosts = install.hosts});  // locked, those hosts only; none: no network
   if (!policy) return std::unexpected(policy.error());
   session::Plan plan;
   plan.label = install.agent + "-build";
@@ -113,7 +102,8 @@ Result<> runBuildVm(const HostContext& host, session::Ui& ui, const image::Guest
     } else if (auto code = runner.runCommand(); !code) {
       done = std::unexpected(code.error());
     } else if (isInterruption(*code)) {
-      done = failWith(*code, "interrupted: the install in the {} build VM ended (exit {})", install.agent, *code);
+      done =
+          std::unexpected(interruptedError(*code - 128, fmt::format("the install in the {} build VM", install.agent)));
     } else if (*code != 0) {
       done = failWith(exit_code::kImage, "the install in the {} build VM failed (exit {}); pip's output is above",
                       install.agent, *code);

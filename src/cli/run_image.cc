@@ -66,25 +66,6 @@ Result<ImageDefaults> prepareImage(const HostContext& host, const RunImageArgs& 
   return d;
 }
 
-/// The guest's network: none unless an egress flag (or --publish) is given;
-/// then the egress firewall with --egress-profile (default locked: only
-/// --allow-host hosts).
-Result<std::optional<egress::Policy>> imagePolicy(const EgressFlags& flags) {
-  if (auto r = checkAllowHosts(flags); !r) return std::unexpected(r.error());
-  if (flags.profile.empty() && flags.allowHosts.empty() && flags.hostPorts.empty() && flags.publish.empty())
-    return std::nullopt;
-  auto hostPorts = parseHostPorts(flags.hostPorts);
-  if (!hostPorts) return std::unexpected(hostPorts.error());
-  config::Settings settings;
-  settings.egressProfile = {flags.profile.empty() ? egress::Profile::kLocked : *egress::parseProfile(flags.profile),
-                            config::Layer::kFlag};
-  for (const auto& host : flags.allowHosts) settings.allowHosts.push_back({host, config::Layer::kFlag});
-  auto policy = config::egressPolicy(config::egressPlan(agents::AgentSpec{}, settings), std::move(*hostPorts));
-  if (!policy) return std::unexpected(policy.error());
-  policy->log = flags.log;
-  return std::optional(std::move(*policy));
-}
-
 bool hasEnv(const std::vector<std::string>& env, std::string_view name) {
   for (const auto& e : env)
     if (e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=') return true;

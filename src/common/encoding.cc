@@ -106,4 +106,10 @@ size_t jsonDepth(std::string_view text) {
   return deepest;
 }
 
+std::string shellQuoted(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace airlock

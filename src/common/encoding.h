@@ -33,6 +33,9 @@ std::string formatUtcTime(int64_t unixSeconds);
 /// folding of DNS names, HTTP field names and git's path checks; no locale).
 std::string asciiLower(std::string_view text);
 
+/// `text` as one POSIX shell word in single quotes (a ' inside becomes '\'').
+std::string shellQuoted(std::string_view text);
+
 /// The deepest nesting of [ and { in JSON text, outside strings (in
 /// comments too: only ever an overestimate). nlohmann::json parses any
 /// depth, but copying or dumping a value recurses: untrusted JSON deeper

@@ -11,21 +11,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/fd.h"
 #include "common/paths.h"
 #include "image/oci/layer_unpack.h"
 #include "image/rootfs_staging.h"
+#include "workspace/safe_fs.h"
 
 namespace airlock::image {
 namespace {
-
-/// `s` in single quotes for sh ('\'' for a quote inside).
-std::string shellQuoted(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 /// The names of the entries of `dir`, or an error naming `what`.
 Result<std::vector<std::string>> entriesOf(const std::string& dir, const std::string& what, const std::string& agent) {
@@ -46,19 +41,10 @@ Result<> copyRegularFile(const std::string& from, const std::string& to) {
   if (!in) return failWith(exit_code::kImage, "cannot open {}: {}", from, errnoText(errno));
   Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!out) return failWith(exit_code::kImage, "cannot create {}: {}", to, errnoText(errno));
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(in.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return failWith(exit_code::kImage, "cannot read {}: {}", from, errnoText(errno));
-    if (n == 0) return {};
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = ::write(out.get(), buf + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return failWith(exit_code::kImage, "cannot write {}: {}", to, errnoText(errno));
-      done += w;
-    }
-  }
+  bool reflinked = false;
+  auto copied = workspace::copyAndHash(in.get(), out.get(), true, reflinked, from);
+  if (!copied) return std::unexpected(copied.error());
+  return {};
 }
 
 /// nftw callback (FTW_PHYS): clears setuid and setgid bits. Symlinks are

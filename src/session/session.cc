@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "common/encoding.h"
 #include "common/exit_codes.h"
 #include "common/file_lock.h"
 #include "common/paths.h"
@@ -211,10 +212,7 @@ namespace {
 std::string shellWord(const std::string& word) {
   bool safe = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                       "0123456789_-+./:@%,=") == std::string::npos;
-  if (safe) return word;
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+  return safe ? word : shellQuoted(word);
 }
 
 }  // namespace
