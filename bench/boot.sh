@@ -1,40 +1,62 @@
 #!/usr/bin/env bash
-# Boot-to-command latency: `airlock run-image --rootfs <test rootfs> -- true`
-# against a bare `qemu-system-x86_64 -M microvm` boot of the same kernel and
-# initramfs to init (airlock.probe=1: airlock-init powers off as soon as it
-# runs), measured in the same run with hyperfine; reported as a ratio of
-# medians (goal <= 1.15). Then the host RSS of QEMU + virtiofsd for an idle
-# 512 MiB guest with a workspace share.
+# Boot latency (issue 19), measured side by side with hyperfine:
+#   bare-own       `qemu-system-x86_64 -M microvm` booting airlock's own kernel
+#                  (airlock system kernel build) and its initramfs to init
+#                  (airlock.probe=1: airlock-init powers off as soon as it runs)
+#   bare-debian    the same with Debian's cloud kernel, to init with its modules
+#                  loaded (airlock.probe=modules), as airlock booted it before
+#   airlock        `airlock run-image --rootfs <test rootfs> -- true` (own kernel)
+# Ratios of medians: airlock / bare-own (goal <= 1.15: airlock's own overhead)
+# and bare-own / bare-debian (goal <= 0.5). Then the host RSS of QEMU +
+# virtiofsd for an idle 512 MiB guest with a workspace share.
 #   bench/boot.sh [RUNS]    (default 7; a built tree: scripts/build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-7}
 airlock=$root/build/airlock
+cache=${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}
 work=$(mktemp -d /tmp/airlock-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 bash "$root/tests/vm/make-test-rootfs.sh" "$work/rootfs" >/dev/null
 "$airlock" run-image -q --rootfs "$work/rootfs" -- true 2>/dev/null   # warm the asset and image caches
+own=$(ls -d "$cache"/assets/guest-kernel-*/vmlinux 2>/dev/null | head -1)
+[ -n "$own" ] || { echo "bench: airlock's own kernel is not built (run scripts/build or airlock system kernel build)" >&2; exit 65; }
+own_initramfs=""  # the newest initramfs without modules: the own kernel's
+for f in $(ls -t "$cache"/assets/initramfs-*/initramfs.cpio); do
+  cpio -it <"$f" 2>/dev/null | grep -q '\.ko$' || { own_initramfs=$f; break; }
+done
 
-kernel=$(ls -d "${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}"/assets/kernel-*/vmlinux | head -1)
-initramfs=$(ls -t "${AIRLOCK_CACHE_DIR:-$HOME/.cache/airlock}"/assets/initramfs-*/initramfs.cpio | head -1)
+# Debian's kernel and its initramfs, built in a cache of their own (the kernel
+# package is linked from the main cache's downloads when it is there).
+mkdir -p "$work/debian-cache/downloads"
+cp -al "$cache"/downloads/linux-image-*.deb "$work/debian-cache/downloads/" 2>/dev/null || true
+AIRLOCK_CACHE_DIR=$work/debian-cache "$airlock" run-image -q --rootfs "$work/rootfs" -- true 2>/dev/null
+debian=$(ls -d "$work"/debian-cache/assets/kernel-*/vmlinux | head -1)
+debian_initramfs=$(ls -d "$work"/debian-cache/assets/initramfs-*/initramfs.cpio | head -1)
+
 tsc=$(awk -F: '/^cpu MHz/ {printf "%d", $2*1000; exit}' /proc/cpuinfo)
 accel="-accel tcg,tb-size=256,thread=single -cpu max"   # as airlock runs it
 # Without -q: the TCG fallback is a notice, which -q drops.
 [ "$("$airlock" run-image --rootfs "$work/rootfs" -- true 2>&1 | grep -c TCG)" -eq 0 ] && accel="-accel kvm -cpu host"
-bare="qemu-system-x86_64 -M microvm,pit=on,pic=on,rtc=on,acpi=on $accel -m 512M -smp 1 -nodefaults \
--no-user-config -nographic -no-reboot -global virtio-mmio.force-legacy=false -serial null -kernel $kernel \
--initrd $initramfs -append 'console=ttyS0 quiet panic=-1 tsc_early_khz=$tsc airlock.probe=1'"
+bare() {  # $1 kernel, $2 initramfs, $3 probe
+  echo "qemu-system-x86_64 -M microvm,pit=on,pic=on,rtc=on,acpi=on $accel -m 512M -smp 1 -nodefaults \
+-no-user-config -nographic -no-reboot -global virtio-mmio.force-legacy=false -serial null -kernel $1 \
+-initrd $2 -append 'console=ttyS0 quiet panic=-1 tsc_early_khz=$tsc airlock.probe=$3'"
+}
 
 hyperfine --runs "$runs" --warmup 1 --export-json "$work/boot.json" \
-  -n bare-qemu-to-init "$bare" \
+  -n bare-own "$(bare "$own" "$own_initramfs" 1)" \
+  -n bare-debian "$(bare "$debian" "$debian_initramfs" modules)" \
   -n airlock-run-image "$airlock run-image -q --rootfs $work/rootfs -- true" >&2
 python3 - "$work/boot.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-b, a = r["bare-qemu-to-init"], r["airlock-run-image"]
-print(f"bare QEMU boot to init : min {b['min']:.3f} s  median {b['median']:.3f} s")
-print(f"airlock run-image true : min {a['min']:.3f} s  median {a['median']:.3f} s")
-print(f"ratio (medians)        : {a['median'] / b['median']:.2f}  (goal <= 1.15)")
+o, d, a = r["bare-own"], r["bare-debian"], r["airlock-run-image"]
+print(f"bare boot, own kernel, to init           : min {o['min']:.3f} s  median {o['median']:.3f} s")
+print(f"bare boot, Debian kernel, init + modules : min {d['min']:.3f} s  median {d['median']:.3f} s")
+print(f"airlock run-image true (own kernel)      : min {a['min']:.3f} s  median {a['median']:.3f} s")
+print(f"own / Debian (medians)                   : {o['median'] / d['median']:.2f}  (goal <= 0.5)")
+print(f"run-image / bare own (medians)           : {a['median'] / o['median']:.2f}  (goal <= 1.15)")
 PY
 
 # RSS of an idle 512 MiB guest with a virtio-fs workspace share.

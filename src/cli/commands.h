@@ -91,6 +91,10 @@ void addStateCommand(CLI::App& app, int& exitCode, const HostContext& host);
 /// `airlock system df|prune`: disk usage and pruning (src/cli/system.cc).
 void addSystemCommand(CLI::App& app, int& exitCode, const HostContext& host);
 
+/// `airlock system kernel build`: airlock's own guest kernel, added to the
+/// `system` subcommand (src/cli/kernel_cmd.cc).
+void addKernelCommand(CLI::App& system, int& exitCode, const HostContext& host);
+
 /// `airlock __janitor`: hidden; cleans up a killed run (src/cli/janitor_cmd.cc).
 void addJanitorCommand(CLI::App& app, int& exitCode);
 

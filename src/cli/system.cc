@@ -265,6 +265,7 @@ Asks for confirmation on a terminal unless -f.)");
   prune->add_flag("--dry-run", args->dryRun, "List what would be removed and the space freed; remove nothing");
   prune->add_flag("-f,--force", args->force, "Do not ask for confirmation");
   prune->callback([args, &exitCode, &host] { exitCode = runPrune(host, *args); });
+  addKernelCommand(*sys, exitCode, host);
 }
 
 }  // namespace airlock::cli

@@ -124,6 +124,7 @@ BootConfig parseCmdline(const std::string& cmdline) {
       config.net = value == "tap" ? NetMode::kTap : NetMode::kNone;
     } else if (key == "airlock.probe") {
       config.probe = value == "1";
+      config.probeAfterModules = value == "modules";
     } else if (key == "airlock.ssh_agent") {
       config.sshAgent = value == "1";
     } else if (key == "airlock.share") {

@@ -29,6 +29,8 @@ struct ShareMount {
 ///   airlock.net=tap         configure eth0 behind the egress firewall: 10.0.2.15/24 and
 ///                           fd00:a1::15/64, gateway and resolver 10.0.2.2 / fd00:a1::1
 ///   airlock.probe=1         boot probe: power off as soon as init runs
+///   airlock.probe=modules   boot probe: power off once init has loaded its modules
+///                           (bench/boot.sh: a bare boot of Debian's kernel with them)
 ///   airlock.ssh_agent=1     serve SSH agent requests at kSshAgentSocket over the
 ///                           virtio-serial port kSshAgentPort (guest/ssh_agent_relay.h)
 /// How airlock-init configures eth0.
@@ -41,6 +43,7 @@ struct BootConfig {
   std::string workspaceSerial;  ///< empty: no snapshot workspace
   NetMode net = NetMode::kNone;
   bool probe = false;
+  bool probeAfterModules = false;
   bool sshAgent = false;
 };
 

@@ -82,6 +82,10 @@ int main() {
     powerOff();
   }
   if (!loadModules(config, error)) fatal(error);
+  if (config.probeAfterModules) {
+    logLine("boot probe loaded the modules");
+    powerOff();
+  }
   if (!switchToOverlayRoot(config, error)) fatal(error);
   setupHost(config);
   if (config.sshAgent) {

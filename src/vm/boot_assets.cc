@@ -20,6 +20,7 @@
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
+#include "vm/guest_kernel.h"
 
 namespace airlock::vm {
 namespace {
@@ -495,6 +496,17 @@ Result<> writeInitramfs(const std::string& path, const std::string& initBinary,
 
 namespace {
 
+/// Builds `initramfsDir` for the kernel in `kernelDir` unless it exists; call
+/// with the assets lock held.
+Result<> ensureInitramfsDir(const std::string& kernelDir, const std::string& initBinary, const std::string& assetsDir,
+                            const std::string& initramfsDir, const ProgressFn& progress) {
+  if (pathExists(initramfsDir)) return {};
+  auto work = TempDir::create(assetsDir, "tmp-");
+  if (!work) return std::unexpected(work.error());
+  if (auto r = buildInitramfsDir(kernelDir, initBinary, work->path(), initramfsDir, progress); !r) return r;
+  return syncPath(assetsDir);
+}
+
 Result<BootAssets> findOrBuildBootAssets(const std::string& cacheDir, const std::string& initBinary,
                                          const ProgressFn& progress) {
   auto initSha = sha256File(initBinary);
@@ -510,6 +522,18 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& cacheDir, const std:
     lock.emplace(std::move(*l));
     return removeStaleBuilds(assetsDir);
   };
+
+  // airlock's own kernel when `airlock system kernel build` made it: no modules.
+  if (auto own = builtGuestKernel(cacheDir)) {
+    const std::string initramfsKey = sha256Hex(fmt::format("{}\n{}\n{}\n", kFormatVersion, baseName(*own), *initSha));
+    const std::string initramfsDir = assetsDir + "/initramfs-" + initramfsKey.substr(0, 16);
+    if (auto ready = readyAssets(*own, initramfsDir)) return *ready;
+    if (auto r = takeLock(); !r) return std::unexpected(r.error());
+    if (auto r = ensureInitramfsDir(*own, initBinary, assetsDir, initramfsDir, progress); !r)
+      return std::unexpected(r.error());
+    if (auto ready = readyAssets(*own, initramfsDir)) return *ready;
+    return fail("boot assets in {} are incomplete after building them; remove {} and retry", assetsDir, initramfsDir);
+  }
 
   std::optional<KernelPackage> pkg = recordedKernelPackage(assetsDir);
   if (!pkg) {
@@ -535,13 +559,8 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& cacheDir, const std:
     if (!work) return std::unexpected(work.error());
     if (auto r = buildKernelDir(*deb, work->path(), kernelDir, progress); !r) return std::unexpected(r.error());
   }
-  if (!pathExists(initramfsDir)) {
-    auto work = TempDir::create(assetsDir, "tmp-");
-    if (!work) return std::unexpected(work.error());
-    if (auto r = buildInitramfsDir(kernelDir, initBinary, work->path(), initramfsDir, progress); !r)
-      return std::unexpected(r.error());
-  }
-  if (auto r = syncPath(assetsDir); !r) return std::unexpected(r.error());
+  if (auto r = ensureInitramfsDir(kernelDir, initBinary, assetsDir, initramfsDir, progress); !r)
+    return std::unexpected(r.error());
   if (auto ready = readyAssets(kernelDir, initramfsDir)) return *ready;
   return fail("boot assets in {} are incomplete after building them; remove {} and retry", assetsDir, kernelDir);
 }

@@ -15,6 +15,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "preflight/doctor.h"
+#include "vm/guest_kernel.h"
 
 namespace airlock::preflight {
 namespace {
@@ -82,12 +83,21 @@ class DoctorTest : public ::testing::Test {
     std::ofstream(path) << text;
   }
 
+  /// What `airlock system kernel build` leaves in the cache.
+  void buildOwnKernel() {
+    const std::string own = cache_ + "/assets/" + vm::guestKernelDirName(vm::guestKernelConfig());
+    touch(own + "/vmlinux");
+    touch(own + "/modules/load-order");
+    touch(own + "/release", "6.1.158-airlock\n");
+  }
+
   FakeProbe probe_;
   std::optional<TempDir> dir_;
   std::string cache_, state_;
 };
 
 TEST_F(DoctorTest, ReadyHostIsAllOk) {
+  buildOwnKernel();
   for (const auto& r : runDoctor(probe_, cache_, state_))
     EXPECT_EQ(r.status, CheckStatus::kOk) << r.name << ": " << r.detail;
 }
@@ -277,14 +287,21 @@ TEST_F(DoctorTest, MissingVirtiofsdFails) {
   EXPECT_EQ(check("virtiofsd").status, CheckStatus::kFail);
 }
 
-TEST_F(DoctorTest, KernelAssets) {
-  EXPECT_EQ(check("kernel assets").status, CheckStatus::kOk);
-  EXPECT_NE(check("kernel assets").detail.find("first run builds"), std::string::npos);
+TEST_F(DoctorTest, GuestKernel) {
+  // Nothing built: Debian's kernel on the first run, and how to get the faster one.
+  EXPECT_EQ(check("guest kernel").status, CheckStatus::kWarn);
+  EXPECT_NE(check("guest kernel").detail.find("first run builds"), std::string::npos);
+  EXPECT_NE(check("guest kernel").fix.find("airlock system kernel build"), std::string::npos);
   probe_.missing.insert("apt-get");
-  EXPECT_EQ(check("kernel assets").status, CheckStatus::kFail);
+  EXPECT_EQ(check("guest kernel").status, CheckStatus::kFail);
   touch(cache_ + "/assets/kernel-abc/vmlinux");
-  EXPECT_EQ(check("kernel assets").status, CheckStatus::kOk);
-  EXPECT_NE(check("kernel assets").detail.find("cached"), std::string::npos);
+  EXPECT_EQ(check("guest kernel").status, CheckStatus::kWarn);
+  EXPECT_NE(check("guest kernel").detail.find("Debian's cloud kernel and modules, cached"), std::string::npos);
+  // airlock's own kernel built: ok, with its release.
+  buildOwnKernel();
+  EXPECT_EQ(check("guest kernel").status, CheckStatus::kOk);
+  EXPECT_NE(check("guest kernel").detail.find("airlock's own 6.1.158-airlock"), std::string::npos)
+      << check("guest kernel").detail;
 }
 
 TEST_F(DoctorTest, UserNamespacesDisabledFailsOnlyWhenNotRoot) {

@@ -16,6 +16,7 @@
 #include "common/fd.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "vm/guest_kernel.h"
 
 namespace airlock::vm {
 namespace {
@@ -320,6 +321,39 @@ struct ProgressLog {
     return std::any_of(lines.begin(), lines.end(), [&](const auto& l) { return l.find(word) != std::string::npos; });
   }
 };
+
+// With airlock's own kernel in the cache, it is booted: no apt, no modules in
+// the initramfs.
+TEST(EnsureBootAssets, PrefersTheBuiltGuestKernelAndLoadsNoModules) {
+  TempDir cache = makeTemp();
+  std::string init = cache.path() + "/init";
+  writeTestFile(init, "#!/bin/sh\n");
+  const std::string dir = bootAssetsDir(cache.path()) + "/" + guestKernelDirName(guestKernelConfig());
+  ASSERT_TRUE(makeDirs(dir + "/modules").has_value());
+  writeTestFile(dir + "/vmlinux", fakeElf(4096));
+  writeTestFile(dir + "/release", "6.1.158-airlock\n");
+  writeTestFile(dir + "/modules/load-order", "");
+
+  std::vector<std::string> progress;
+  auto assets = ensureBootAssets(cache.path(), init, [&](const std::string& l) { progress.push_back(l); });
+  ASSERT_TRUE(assets.has_value()) << assets.error().message;
+  EXPECT_EQ(assets->kernel, dir + "/vmlinux");
+  EXPECT_EQ(assets->kernelRelease, "6.1.158-airlock");
+  for (const auto& line : progress) EXPECT_EQ(line.find("apt"), std::string::npos) << line;
+  int format = 0;
+  auto entries = readCpio(assets->initramfs, &format);
+  EXPECT_EQ(entries["init"].data, "#!/bin/sh\n");
+  EXPECT_EQ(entries["lib/modules/load-order"].data, "");
+  for (const auto& [name, entry] : entries) EXPECT_FALSE(name.ends_with(".ko")) << name;
+  EXPECT_FALSE(pathExists(cache.path() + "/downloads"));
+
+  // A second boot finds both at once.
+  progress.clear();
+  auto again = ensureBootAssets(cache.path(), init, [&](const std::string& l) { progress.push_back(l); });
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->initramfs, assets->initramfs);
+  EXPECT_TRUE(progress.empty());
+}
 
 // The real thing: resolves and downloads Debian's cloud kernel package with apt
 // (~27 MB), extracts it and builds the initramfs, in a private cache directory;
