@@ -7,6 +7,7 @@
 #include "common/fd.h"
 #include "image/recipe.h"
 #include "vm/boot_assets.h"
+#include "vm/guest_kernel.h"
 #include "workspace/ignore.h"
 
 namespace airlock::preflight {
@@ -96,9 +97,16 @@ BackendView describeBackend(const std::string& cacheDir, const vm::HostFacts& fa
   auto choice = vm::chooseAccel(request, facts, [] { return true; });
   view.accel = choice.accel == vm::Accel::kKvm ? "kvm" : "tcg";
   view.note = choice.warning;
+  if (auto own = vm::builtGuestKernel(cacheDir)) {
+    auto release = readFile(*own + "/release", 256);
+    view.kernel = "airlock's own " + (release ? release->substr(0, release->find('\n')) : std::string("kernel"));
+    return view;
+  }
   std::string release = cachedKernelRelease(cacheDir);
-  view.kernel = release.empty() ? "Debian linux-image-cloud-amd64 (not built yet: the first run downloads ~27 MB)"
-                                : release;
+  view.kernel = release.empty()
+                    ? "Debian linux-image-cloud-amd64 (not built yet: the first run downloads ~27 MB; "
+                      "airlock system kernel build makes airlock's own, which boots faster)"
+                    : release + " (Debian's; airlock system kernel build makes airlock's own, which boots faster)";
   return view;
 }
 

@@ -10,10 +10,12 @@
 #include <sstream>
 
 #include "agents/registry.h"
+#include "common/fd.h"
 #include "common/paths.h"
 #include "config/effective.h"
 #include "config/loader.h"
 #include "preflight/envelope.h"
+#include "vm/guest_kernel.h"
 
 namespace airlock::preflight {
 namespace {
@@ -92,6 +94,25 @@ TEST_F(EnvelopeTest, EnvelopeNamesTheBackendAndNoValues) {
   EXPECT_EQ(all.find("sk-secret-value"), std::string::npos);
   EXPECT_NE(all.find("ANTHROPIC_API_KEY"), std::string::npos);
   unsetenv("ANTHROPIC_API_KEY");
+}
+
+// The kernel line says which kernel a run boots: airlock's own once built,
+// else Debian's (cached or still to download) with how to get the faster one.
+TEST_F(EnvelopeTest, TheKernelLineNamesTheKernelARunBoots) {
+  EXPECT_NE(describeBackend(cache(), {}).kernel.find("not built yet"), std::string::npos);
+  EXPECT_NE(describeBackend(cache(), {}).kernel.find("airlock system kernel build"), std::string::npos);
+  const std::string debian = cache() + "/assets/kernel-0123456789abcdef";
+  ASSERT_TRUE(makeDirs(debian).has_value());
+  ASSERT_TRUE(writeFileAtomic(debian + "/vmlinux", "elf").has_value());
+  ASSERT_TRUE(writeFileAtomic(debian + "/release", "6.1.0-57-cloud-amd64\n").has_value());
+  EXPECT_TRUE(describeBackend(cache(), {}).kernel.starts_with("6.1.0-57-cloud-amd64 (Debian's;"))
+      << describeBackend(cache(), {}).kernel;
+  const std::string own = cache() + "/assets/" + vm::guestKernelDirName(vm::guestKernelConfig());
+  ASSERT_TRUE(makeDirs(own + "/modules").has_value());
+  ASSERT_TRUE(writeFileAtomic(own + "/vmlinux", "elf").has_value());
+  ASSERT_TRUE(writeFileAtomic(own + "/modules/load-order", "").has_value());
+  ASSERT_TRUE(writeFileAtomic(own + "/release", "6.1.192-airlock\n").has_value());
+  EXPECT_EQ(describeBackend(cache(), {}).kernel, "airlock's own 6.1.192-airlock");
 }
 
 // `airlock info --accel tcg` previews a forced TCG run even where KVM works.
