@@ -19,11 +19,11 @@ work=$(mktemp -d /tmp/airlock-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 bash "$root/tests/vm/make-test-rootfs.sh" "$work/rootfs" >/dev/null
 "$airlock" run-image -q --rootfs "$work/rootfs" -- true 2>/dev/null   # warm the asset and image caches
-own=$(ls -d "$cache"/assets/guest-kernel-*/vmlinux 2>/dev/null | head -1)
-[ -n "$own" ] || { echo "bench: airlock's own kernel is not built (run scripts/build or airlock system kernel build)" >&2; exit 65; }
+# The kernel this airlock boots (built now if it is not: several minutes).
+own=$("$airlock" system kernel build -q)
 own_initramfs=""  # the newest initramfs without modules: the own kernel's
 for f in $(ls -t "$cache"/assets/initramfs-*/initramfs.cpio); do
-  cpio -it <"$f" 2>/dev/null | grep -q '\.ko$' || { own_initramfs=$f; break; }
+  [ "$(cpio -it <"$f" 2>/dev/null | grep -c '\.ko$')" -eq 0 ] && { own_initramfs=$f; break; }
 done
 
 # Debian's kernel and its initramfs, built in a cache of their own (the kernel

@@ -34,8 +34,8 @@ int buildKernel(const HostContext& host, const KernelBuildArgs& args) {
   InterruptScope interrupts;
   auto dir =
       vm::buildGuestKernel(host.dirs.cache, {.sourceTarball = args.source, .jobs = jobs, .force = args.force}, say);
-  if (int sig = interrupts.end()) return reportError(interruptedError(sig, "the guest kernel build"));
-  if (!dir) return reportError(dir.error());
+  int sig = interrupts.end();
+  if (!dir) return reportError(sig ? interruptedError(sig, "the guest kernel build") : dir.error());
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::printf("%s/vmlinux\n", dir->c_str());
   say(fmt::format("guest kernel ready ({:.0f} s)", took.count()));

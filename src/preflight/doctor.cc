@@ -97,6 +97,10 @@ CheckResult kernelAssets(HostProbe& probe, const std::string& cacheDir) {
   if (auto own = vm::builtGuestKernel(cacheDir)) {
     auto release = readFile(*own + "/release", 256);
     std::string name = release ? release->substr(0, release->find('\n')) : "";
+    if (vm::guestKernelSourceChanged(*own, vm::kKernelSourceTarball))
+      return {"guest kernel", CheckStatus::kWarn,
+              fmt::format("airlock's own {} in {}, built from an older {}", name, *own, vm::kKernelSourceTarball),
+              "rebuild it from the new source (its fixes): airlock system kernel build"};
     return {"guest kernel", CheckStatus::kOk, fmt::format("airlock's own {} in {}", name, *own), ""};
   }
   const std::string faster = fmt::format(

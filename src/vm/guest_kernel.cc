@@ -1,5 +1,9 @@
 #include "vm/guest_kernel.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
 #include <sstream>
 #include <unordered_set>
 
@@ -32,11 +36,28 @@ std::string lastLines(const std::string& text, size_t count) {
   return out;
 }
 
+/// What identifies the source a kernel was built from: the tarball's path,
+/// size and mtime (a new linux-source-6.1 from apt changes them). Empty when
+/// the tarball is missing.
+std::string sourceStamp(const std::string& tarball) {
+  struct stat st {};
+  if (::stat(tarball.c_str(), &st) != 0) return {};
+  return fmt::format("{} {} {}", tarball, st.st_size, st.st_mtim.tv_sec);
+}
+
 /// Runs make in `tree`; a failure names the target and quotes the end of its output.
 Result<std::string> make(const std::string& tree, std::vector<std::string> args, std::string_view what) {
+  // Fixed on the command line, where they override the environment: a user's
+  // ARCH, CROSS_COMPILE, KBUILD_OUTPUT (which would send the .config into their
+  // own kernel tree), KCONFIG_CONFIG or LOCALVERSION must not change the build.
   std::vector<std::string> argv = {"make",
                                    "-C",
                                    tree,
+                                   "ARCH=x86_64",
+                                   "CROSS_COMPILE=",
+                                   "KBUILD_OUTPUT=",
+                                   "KCONFIG_CONFIG=.config",
+                                   "LOCALVERSION=",
                                    "KBUILD_BUILD_USER=airlock",
                                    "KBUILD_BUILD_HOST=airlock",
                                    "KBUILD_BUILD_TIMESTAMP=1970-01-01"};
@@ -115,13 +136,17 @@ Result<std::string> buildInto(const std::string& cacheDir, const std::string& fi
   if (auto r = writeFileAtomic(out + "/config", *dotConfig); !r) return std::unexpected(r.error());
   if (auto r = writeFileAtomic(out + "/release", *release + "\n"); !r) return std::unexpected(r.error());
   if (auto r = writeFileAtomic(out + "/modules/load-order", ""); !r) return std::unexpected(r.error());
+  if (auto r = writeFileAtomic(out + "/source", sourceStamp(build.sourceTarball) + "\n"); !r)
+    return std::unexpected(r.error());
   if (auto r = syncPath(out + "/modules"); !r) return std::unexpected(r.error());
   if (auto r = syncPath(out); !r) return std::unexpected(r.error());
-  if (pathExists(finalDir)) {  // --force, or an incomplete one
-    if (auto r = removeTree(finalDir); !r) return std::unexpected(r.error());
-  }
-  if (::rename(out.c_str(), finalDir.c_str()) != 0)
-    return fail("cannot rename {} to {}: {}", out, finalDir, errnoText(errno));
+  // A kernel already there (--force, or a new source) is swapped out in one
+  // step, so a run that picked it finds a complete directory either way; the
+  // old one ends up in `out` and goes with the work directory.
+  const bool replace = pathExists(finalDir);
+  int renamed = replace ? ::renameat2(AT_FDCWD, out.c_str(), AT_FDCWD, finalDir.c_str(), RENAME_EXCHANGE)
+                        : ::rename(out.c_str(), finalDir.c_str());
+  if (renamed != 0) return fail("cannot rename {} to {}: {}", out, finalDir, errnoText(errno));
   if (auto r = syncPath(bootAssetsDir(cacheDir)); !r) return std::unexpected(r.error());
   report(progress, fmt::format("guest kernel {} in {}", *release, finalDir));
   return finalDir;
@@ -148,6 +173,13 @@ std::vector<std::string> droppedOptions(std::string_view fragment, std::string_v
   return dropped;
 }
 
+bool guestKernelSourceChanged(const std::string& kernelDir, const std::string& sourceTarball) {
+  std::string now = sourceStamp(sourceTarball);
+  if (now.empty()) return false;
+  auto then = readFile(kernelDir + "/source", 4096);
+  return then && *then != now + "\n";
+}
+
 std::optional<std::string> builtGuestKernel(const std::string& cacheDir) {
   std::string dir = bootAssetsDir(cacheDir) + "/" + guestKernelDirName(guestKernelConfig());
   if (pathExists(dir + "/vmlinux") && pathExists(dir + "/release") && pathExists(dir + "/modules/load-order"))
@@ -158,7 +190,6 @@ std::optional<std::string> builtGuestKernel(const std::string& cacheDir) {
 Result<std::string> buildGuestKernel(const std::string& cacheDir, const GuestKernelBuild& build,
                                      const ProgressFn& progress) {
   auto built = [&]() -> Result<std::string> {
-    if (auto r = checkPrerequisites(build); !r) return std::unexpected(r.error());
     const std::string buildRoot = cacheDir + "/kernel-build";
     if (auto r = makeDirs(buildRoot); !r) return std::unexpected(r.error());
     if (auto r = makeDirs(bootAssetsDir(cacheDir)); !r) return std::unexpected(r.error());
@@ -166,9 +197,12 @@ Result<std::string> buildGuestKernel(const std::string& cacheDir, const GuestKer
     if (!lock) return std::unexpected(lock.error());
     if (auto r = removeStaleBuilds(buildRoot); !r) return std::unexpected(r.error());
     const std::string finalDir = bootAssetsDir(cacheDir) + "/" + guestKernelDirName(guestKernelConfig());
-    if (!build.force) {
-      if (auto dir = builtGuestKernel(cacheDir)) return *dir;
+    if (auto dir = builtGuestKernel(cacheDir); dir && !build.force) {
+      // Kept, also when the source is gone; rebuilt when apt brought a new one.
+      if (!guestKernelSourceChanged(*dir, build.sourceTarball)) return *dir;
+      report(progress, fmt::format("{} changed since the cached kernel was built; rebuilding", build.sourceTarball));
     }
+    if (auto r = checkPrerequisites(build); !r) return std::unexpected(r.error());
     return buildInto(cacheDir, finalDir, build, progress);
   }();
   if (!built && built.error().code == Error{}.code) built.error().code = exit_code::kHostNotReady;

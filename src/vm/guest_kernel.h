@@ -9,6 +9,7 @@
 //   assets/guest-kernel-<key>/release              `make kernelrelease` ("6.1.158-airlock")
 //   assets/guest-kernel-<key>/config               the whole .config it was built with
 //   assets/guest-kernel-<key>/modules/load-order   empty: nothing to load
+//   assets/guest-kernel-<key>/source               the tarball it was built from: path, size, mtime
 //
 // When it is there, ensureBootAssets boots it; otherwise Debian's cloud
 // kernel and its modules (vm/boot_assets.h) remain the fallback.
@@ -42,6 +43,12 @@ std::vector<std::string> droppedOptions(std::string_view fragment, std::string_v
 /// complete one exists for the built-in fragment.
 std::optional<std::string> builtGuestKernel(const std::string& cacheDir);
 
+/// True when `sourceTarball` exists and is not the one the kernel in
+/// `kernelDir` was built from according to its `source` record (apt installed
+/// a newer linux-source-6.1 since): `airlock system kernel build` then
+/// rebuilds it. False without a record to compare against.
+bool guestKernelSourceChanged(const std::string& kernelDir, const std::string& sourceTarball);
+
 /// What `airlock system kernel build` asks for.
 struct GuestKernelBuild {
   std::string sourceTarball = kKernelSourceTarball;
@@ -50,12 +57,15 @@ struct GuestKernelBuild {
 };
 
 /// Builds the guest kernel into the cache (layout above) unless it is there
-/// already (then returns at once, unless `build.force`), and returns its
-/// directory. Extracts the tarball (~1.5 GB) into a temporary directory of the
-/// assets dir, runs `make allnoconfig` with the fragment, fails (naming them)
-/// when Kconfig dropped an option the fragment sets, then `make vmlinux`
-/// (several minutes on 2 cores). Holds the boot assets lock throughout.
-/// Errors carry exit_code::kHostNotReady and name the missing package or tool.
+/// already, from the same source or with the source gone (then returns at once,
+/// unless `build.force`), and returns its directory. Extracts the tarball
+/// (~1.5 GB) into `<cacheDir>`/kernel-build/tmp-XXXXXX, runs `make allnoconfig`
+/// with the fragment, fails (naming them) when Kconfig dropped an option the
+/// fragment sets, then `make vmlinux` (about 5 minutes on 2 cores); a kernel
+/// already cached is swapped for the new one atomically. Holds
+/// `<cacheDir>`/kernel-build/.lock throughout (one build at a time; runs are
+/// not blocked). Errors carry exit_code::kHostNotReady and name the missing
+/// package or tool.
 Result<std::string> buildGuestKernel(const std::string& cacheDir, const GuestKernelBuild& build,
                                      const ProgressFn& progress);
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -16,7 +19,7 @@ namespace {
 
 TEST(GuestKernelConfig, EveryOptionIsBuiltInOrAValueAndNoneIsAModule) {
   std::istringstream lines{std::string(guestKernelConfig())};
-  const std::regex option(R"(CONFIG_[A-Z0-9_]+=(y|[0-9]+|"[^"]*"))");
+  const std::regex option(R"(CONFIG_[A-Z0-9_]+=(y|m|[0-9]+|"[^"]*"))");
   size_t options = 0;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.starts_with("#")) continue;
@@ -31,6 +34,18 @@ TEST(GuestKernelConfig, EveryOptionIsBuiltInOrAValueAndNoneIsAModule) {
     EXPECT_NE(guestKernelConfig().find(std::string(needed) + "\n"), std::string_view::npos) << needed;
   }
   EXPECT_GT(options, 50u);
+}
+
+// allnoconfig leaves out what Debian's kernel has on by default; the agent is
+// an unprivileged user in the guest, so these must stay.
+TEST(GuestKernelConfig, KeepsDebiansMitigationsAndHardening) {
+  for (const char* option :
+       {"CONFIG_PAGE_TABLE_ISOLATION=y", "CONFIG_RETPOLINE=y", "CONFIG_RETHUNK=y", "CONFIG_CPU_SRSO=y",
+        "CONFIG_MITIGATION_SPECTRE_BHI=y", "CONFIG_STACKPROTECTOR_STRONG=y", "CONFIG_VMAP_STACK=y",
+        "CONFIG_HARDENED_USERCOPY=y", "CONFIG_SLAB_FREELIST_HARDENED=y", "CONFIG_BPF_UNPRIV_DEFAULT_OFF=y",
+        "CONFIG_SECCOMP_FILTER=y", "CONFIG_SECURITY_LANDLOCK=y", "CONFIG_RANDOM_TRUST_CPU=y"}) {
+    EXPECT_NE(guestKernelConfig().find(std::string(option) + "\n"), std::string_view::npos) << option;
+  }
 }
 
 TEST(GuestKernelConfig, NamesWhatKconfigDroppedOrChanged) {
@@ -66,6 +81,55 @@ TEST(GuestKernelBuild, WithoutTheSourceItNamesThePackage) {
   EXPECT_EQ(built.error().code, exit_code::kHostNotReady);
   EXPECT_NE(built.error().message.find("apt-get install linux-source-6.1"), std::string::npos) << built.error().message;
   EXPECT_FALSE(builtGuestKernel(cache->path()).has_value());
+}
+
+/// A cache holding a built kernel (fake files) for the built-in fragment.
+std::string fakeBuiltKernel(const std::string& cache) {
+  const std::string dir = bootAssetsDir(cache) + "/" + guestKernelDirName(guestKernelConfig());
+  EXPECT_TRUE(makeDirs(dir + "/modules").has_value());
+  EXPECT_TRUE(writeFileAtomic(dir + "/vmlinux", "elf").has_value());
+  EXPECT_TRUE(writeFileAtomic(dir + "/release", "6.1.0-airlock\n").has_value());
+  EXPECT_TRUE(writeFileAtomic(dir + "/modules/load-order", "").has_value());
+  return dir;
+}
+
+// scripts/build runs `airlock system kernel build` every time: with the kernel
+// cached it answers at once, even where the source and the tools are gone.
+TEST(GuestKernelBuild, ACachedKernelNeedsNoSourceOrTools) {
+  auto cache = TempDir::create(::testing::TempDir(), "guest-kernel-test-");
+  ASSERT_TRUE(cache.has_value());
+  const std::string dir = fakeBuiltKernel(cache->path());
+  auto built = buildGuestKernel(cache->path(), {.sourceTarball = cache->path() + "/gone.tar.xz"}, {});
+  ASSERT_TRUE(built.has_value()) << built.error().message;
+  EXPECT_EQ(*built, dir);
+}
+
+// A new linux-source-6.1 from apt (another size or mtime) is noticed, and the
+// next build rebuilds; the cached kernel stays usable meanwhile.
+TEST(GuestKernelBuild, ANewSourceIsRebuiltFromAndTheCachedKernelStays) {
+  auto cache = TempDir::create(::testing::TempDir(), "guest-kernel-test-");
+  ASSERT_TRUE(cache.has_value());
+  const std::string dir = fakeBuiltKernel(cache->path());
+  const std::string tarball = cache->path() + "/linux-source.tar.xz";
+  ASSERT_TRUE(writeFileAtomic(tarball, "not a tarball").has_value());
+  EXPECT_FALSE(guestKernelSourceChanged(dir, tarball));  // no record to compare against
+  struct stat st {};
+  ASSERT_EQ(::stat(tarball.c_str(), &st), 0);
+  ASSERT_TRUE(
+      writeFileAtomic(dir + "/source", fmt::format("{} {} {}\n", tarball, st.st_size, st.st_mtim.tv_sec)).has_value());
+  EXPECT_FALSE(guestKernelSourceChanged(dir, tarball));
+  EXPECT_FALSE(guestKernelSourceChanged(dir, cache->path() + "/gone.tar.xz"));
+  ASSERT_TRUE(writeFileAtomic(tarball, "a newer source, not a tarball either").has_value());
+  EXPECT_TRUE(guestKernelSourceChanged(dir, tarball));
+
+  std::vector<std::string> progress;
+  auto built =
+      buildGuestKernel(cache->path(), {.sourceTarball = tarball}, [&](const std::string& l) { progress.push_back(l); });
+  ASSERT_FALSE(built.has_value());  // the "source" does not unpack
+  EXPECT_TRUE(std::any_of(progress.begin(), progress.end(),
+                          [](const std::string& l) { return l.find("changed since") != std::string::npos; }));
+  EXPECT_EQ(builtGuestKernel(cache->path()), dir);
+  EXPECT_EQ(readFile(dir + "/vmlinux").value_or(""), "elf");
 }
 
 TEST(GuestKernelBuild, OnlyACompleteDirectoryCounts) {
