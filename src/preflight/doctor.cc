@@ -18,6 +18,7 @@
 #include "common/paths.h"
 #include "common/subordinate_ids.h"
 #include "common/subprocess.h"
+#include "vm/boot_assets.h"
 #include "vm/guest_kernel.h"
 #include "vm/run_dirs.h"
 
@@ -95,8 +96,7 @@ std::vector<CheckResult> qemu(HostProbe& probe) {
 
 CheckResult kernelAssets(HostProbe& probe, const std::string& cacheDir) {
   if (auto own = vm::builtGuestKernel(cacheDir)) {
-    auto release = readFile(*own + "/release", 256);
-    std::string name = release ? release->substr(0, release->find('\n')) : "";
+    std::string name = vm::kernelRelease(*own).value_or("");
     if (vm::guestKernelSourceChanged(*own, vm::kKernelSourceTarball))
       return {"guest kernel", CheckStatus::kWarn,
               fmt::format("airlock's own {} in {}, built from an older {}", name, *own, vm::kKernelSourceTarball),

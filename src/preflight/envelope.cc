@@ -44,10 +44,9 @@ std::string cachedKernelRelease(const std::string& cacheDir) {
     auto when = fs::last_write_time(release, ec);
     if (ec || !fs::exists(entry.path() / "vmlinux")) continue;
     if (best.empty() || when > bestTime) {
-      auto text = readFile(release.string(), 256);
+      auto text = vm::kernelRelease(entry.path().string());
       if (!text) continue;
       best = *text;
-      while (!best.empty() && (best.back() == '\n' || best.back() == ' ')) best.pop_back();
       bestTime = when;
     }
   }
@@ -98,8 +97,7 @@ BackendView describeBackend(const std::string& cacheDir, const vm::HostFacts& fa
   view.accel = choice.accel == vm::Accel::kKvm ? "kvm" : "tcg";
   view.note = choice.warning;
   if (auto own = vm::builtGuestKernel(cacheDir)) {
-    auto release = readFile(*own + "/release", 256);
-    view.kernel = "airlock's own " + (release ? release->substr(0, release->find('\n')) : std::string("kernel"));
+    view.kernel = "airlock's own " + vm::kernelRelease(*own).value_or("kernel");
     return view;
   }
   std::string release = cachedKernelRelease(cacheDir);

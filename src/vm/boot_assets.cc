@@ -266,9 +266,8 @@ Result<> buildInitramfsDir(const std::string& kernelDir, const std::string& init
 /// Returns the assets when both the kernel and the initramfs directory are complete.
 std::optional<BootAssets> readyAssets(const std::string& kernelDir, const std::string& initramfsDir) {
   if (!pathExists(kernelDir) || !pathExists(initramfsDir)) return std::nullopt;
-  auto release = readFile(kernelDir + "/release", 256);
+  auto release = kernelRelease(kernelDir);
   if (!release) return std::nullopt;
-  while (!release->empty() && release->back() == '\n') release->pop_back();
   return BootAssets{kernelDir + "/vmlinux", initramfsDir + "/initramfs.cpio", *release};
 }
 
@@ -566,6 +565,13 @@ Result<BootAssets> findOrBuildBootAssets(const std::string& cacheDir, const std:
 }
 
 }  // namespace
+
+std::optional<std::string> kernelRelease(const std::string& kernelDir) {
+  auto release = readFile(kernelDir + "/release", 256);
+  if (!release) return std::nullopt;
+  while (!release->empty() && (release->back() == '\n' || release->back() == ' ')) release->pop_back();
+  return *release;
+}
 
 std::string bootAssetsDir(const std::string& cacheDir) { return cacheDir + "/assets"; }
 

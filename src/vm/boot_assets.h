@@ -15,6 +15,7 @@
 // A new airlock-init therefore rebuilds only the initramfs (~10 ms), never the kernel.
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -31,6 +32,11 @@ struct BootAssets {
   std::string initramfs;      ///< uncompressed newc cpio with /init and /lib/modules
   std::string kernelRelease;  ///< `uname -r` of that kernel, e.g. "6.1.0-57-cloud-amd64"
 };
+
+/// The kernel release a kernel directory of the cache records in its `release`
+/// file ("6.1.0-57-cloud-amd64", "6.1.192-airlock"), without the newline;
+/// nullopt when it cannot be read.
+std::optional<std::string> kernelRelease(const std::string& kernelDir);
 
 /// Ensures an uncompressed vmlinux and an initramfs exist in the cache (layout above),
 /// building what is missing; safe when several airlock processes call it at once.
